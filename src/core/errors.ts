@@ -1,0 +1,124 @@
+/**
+ * Named error classes. Errors that reach the caller as exceptions are for bad input (a wrong definition, an
+ * invalid history); everything that goes wrong during a run becomes a stop reason and a serializable
+ * `ErrorInfo` in the result instead.
+ */
+export class TroupeError extends Error {
+  readonly code: string;
+  constructor(code: string, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+    this.code = code;
+  }
+}
+
+/** An agent, tool or option is defined wrongly. Thrown at definition time, before anything runs. */
+export class ConfigError extends TroupeError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('config_invalid', message, options);
+  }
+}
+
+/** Two tools of one agent share a name. */
+export class DuplicateToolError extends TroupeError {
+  readonly toolName: string;
+  constructor(toolName: string) {
+    super('tool_duplicate', `Tool "${toolName}" is defined twice; tool names must be unique within an agent.`);
+    this.toolName = toolName;
+  }
+}
+
+/** A tool name was looked up that the registry does not hold. */
+export class UnknownToolError extends TroupeError {
+  readonly toolName: string;
+  constructor(toolName: string, known: readonly string[]) {
+    super(
+      'tool_unknown',
+      `Unknown tool "${toolName}". Available tools: ${known.length > 0 ? known.join(', ') : '(none)'}.`,
+    );
+    this.toolName = toolName;
+  }
+}
+
+export interface HistoryIssue {
+  /** Index of the offending message in the history. */
+  index: number;
+  message: string;
+}
+
+/** A history breaks the conversation rules (REQUIREMENTS L10). Lists every problem found, not just the first. */
+export class HistoryValidationError extends TroupeError {
+  readonly issues: readonly HistoryIssue[];
+  constructor(issues: readonly HistoryIssue[]) {
+    super(
+      'history_invalid',
+      `Invalid history: ${issues.map((issue) => `[${issue.index}] ${issue.message}`).join('; ')}`,
+    );
+    this.issues = issues;
+  }
+}
+
+export type ModelErrorKind =
+  | 'rate_limited'
+  | 'overloaded'
+  | 'server'
+  | 'timeout'
+  | 'network'
+  | 'truncated_stream'
+  | 'authentication'
+  | 'bad_request'
+  | 'not_found'
+  | 'invalid_response'
+  | 'script_exhausted'
+  | 'unknown';
+
+/** A model call failed after the provider's own retries. */
+export class ModelError extends TroupeError {
+  readonly kind: ModelErrorKind;
+  readonly status: number | undefined;
+  readonly retryable: boolean;
+  /** Milliseconds the provider asked us to wait (retry-after), when it said. */
+  readonly retryAfterMs: number | undefined;
+  constructor(
+    kind: ModelErrorKind,
+    message: string,
+    options: { status?: number; retryable?: boolean; retryAfterMs?: number; cause?: unknown } = {},
+  ) {
+    super(`model_${kind}`, message, { cause: options.cause });
+    this.kind = kind;
+    this.status = options.status;
+    this.retryable = options.retryable ?? false;
+    this.retryAfterMs = options.retryAfterMs;
+  }
+}
+
+/** A tool outlived its timeout and was aborted through its signal. */
+export class ToolTimeoutError extends TroupeError {
+  constructor(toolName: string, timeoutMs: number) {
+    super('tool_timeout', `Tool "${toolName}" timed out after ${timeoutMs} ms.`);
+  }
+}
+
+/** The serializable form of an error, as it appears in results, events and machine context. */
+export interface ErrorInfo {
+  name: string;
+  code: string;
+  message: string;
+}
+
+export function toErrorInfo(error: unknown): ErrorInfo {
+  if (error instanceof TroupeError) return { name: error.name, code: error.code, message: error.message };
+  if (error instanceof Error) {
+    const name = error.name || 'Error';
+    return { name, code: name === 'AbortError' ? 'aborted' : 'error', message: error.message };
+  }
+  return { name: 'Error', code: 'error', message: typeof error === 'string' ? error : safeString(error) };
+}
+
+function safeString(value: unknown): string {
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return String(value);
+  }
+}

@@ -1,0 +1,87 @@
+import type { ErrorInfo } from './errors.ts';
+import type { JsonValue } from './json.ts';
+import type { ModelStopReason } from './model.ts';
+import type { RunStatus, StopReason } from './stop-reason.ts';
+import type { Usage } from './usage.ts';
+
+/** The loop phase and the sub-state within it, as the statechart names them. */
+export type Phase = 'toolUse' | 'finalOutput' | 'completed' | 'stopped' | 'failed';
+
+/** Payloads of every event type. One union serves the stream, SSE, traces and tests (ARCHITECTURE "Events"). */
+export interface RunEventData {
+  run_start: { input: JsonValue; historyLength: number; model: string; provider: string };
+  run_end: { status: RunStatus; stopReason: StopReason; iterationsUsed: number; toolCalls: number; usage: Usage };
+  phase: { phase: Phase; state: string; step: number; retryCount: number };
+  /** A streamed piece of assistant text. */
+  delta: { content: string };
+  /** A streamed piece of reasoning text. */
+  reasoning_delta: { content: string };
+  /** A streamed piece of a tool call's arguments. */
+  tool_call_delta: { index: number; id?: string; name?: string; argsDelta: string };
+  /** One whole model response, as the loop received it. */
+  model_response: {
+    step: number;
+    text: string;
+    toolCalls: number;
+    stopReason: ModelStopReason | null;
+    usage: Usage;
+  };
+  /** A tool call about to be answered. Calls of one turn come out as call1, result1, call2, result2 (L7). */
+  tool_call: { id: string; function: { name: string; arguments: string }; args: JsonValue };
+  tool_response: {
+    tool_call_id: string;
+    name: string;
+    content_preview: string;
+    content: string;
+    isError: boolean;
+    attempts: number;
+    durationMs: number;
+  };
+  /** A failed tool attempt that will be retried. */
+  tool_retry: { tool_call_id: string; name: string; attempt: number; error: string };
+  /** Usage of one model call, plus the run's running total. */
+  usage: {
+    prompt_tokens: number;
+    completion_tokens: number;
+    total_tokens: number;
+    usage: Usage;
+    cumulative: Usage;
+  };
+  /** The final output did not decode; the model is asked again (L6). */
+  decode_retry: { retryCount: number; error: string };
+  error: { message: string; type: string; code: string };
+}
+
+export type RunEventType = keyof RunEventData;
+
+export interface RunEventOf<T extends RunEventType> {
+  /** Milliseconds since the epoch, from the run's clock. */
+  time: number;
+  /** Name of the agent that produced the event. */
+  agent: string;
+  sessionId: string;
+  /** Position in the session, from 0, without gaps. */
+  seq: number;
+  type: T;
+  data: RunEventData[T];
+}
+
+export type RunEvent = { [T in RunEventType]: RunEventOf<T> }[RunEventType];
+
+export type { ErrorInfo };
+
+/**
+ * Reference 003's SSE chunk: `event: <type>` and one JSON `data:` line of {time (ISO 8601), agent, type, data,
+ * seq}, plus the session id.
+ */
+export function toSSE(event: RunEvent): string {
+  const chunk = {
+    time: new Date(event.time).toISOString(),
+    agent: event.agent,
+    sessionId: event.sessionId,
+    type: event.type,
+    data: event.data,
+    seq: event.seq,
+  };
+  return `id: ${event.seq}\nevent: ${event.type}\ndata: ${JSON.stringify(chunk)}\n\n`;
+}
