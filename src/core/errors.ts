@@ -23,7 +23,10 @@ export class ConfigError extends TroupeError {
 export class DuplicateToolError extends TroupeError {
   readonly toolName: string;
   constructor(toolName: string) {
-    super('tool_duplicate', `Tool "${toolName}" is defined twice; tool names must be unique within an agent.`);
+    super(
+      'tool_duplicate',
+      `Tool "${toolName}" is defined twice; tool names must be unique within an agent.`,
+    );
     this.toolName = toolName;
   }
 }

@@ -10,7 +10,13 @@ export type Phase = 'toolUse' | 'finalOutput' | 'completed' | 'stopped' | 'faile
 /** Payloads of every event type. One union serves the stream, SSE, traces and tests (ARCHITECTURE "Events"). */
 export interface RunEventData {
   run_start: { input: JsonValue; historyLength: number; model: string; provider: string };
-  run_end: { status: RunStatus; stopReason: StopReason; iterationsUsed: number; toolCalls: number; usage: Usage };
+  run_end: {
+    status: RunStatus;
+    stopReason: StopReason;
+    iterationsUsed: number;
+    toolCalls: number;
+    usage: Usage;
+  };
   phase: { phase: Phase; state: string; step: number; retryCount: number };
   /** A streamed piece of assistant text. */
   delta: { content: string };

@@ -1,0 +1,154 @@
+import { fromCallback } from 'xstate';
+import { decodeOutput } from '../agent/decode-output.ts';
+import { toErrorInfo } from '../core/errors.ts';
+import type { Message } from '../core/messages.ts';
+import type { ModelRequest } from '../core/model.ts';
+import { addUsage, emptyUsage, totalTokens, type Usage } from '../core/usage.ts';
+import type { AgentEvent, EffectCommand } from '../machines/agent.ts';
+import { normalizeResponse } from './normalize-response.ts';
+import { type RunRuntime, runtimeOf } from './run-runtime.ts';
+import { runToolBatch } from './tool-runner.ts';
+
+/**
+ * The agent machine's one long-lived effects actor (ARCHITECTURE rule 2 and 4): it takes `model.call` and
+ * `tools.run` commands and answers each with exactly one event. Every call gets an AbortSignal that is aborted when
+ * the machine stops this actor (the run ended, was aborted or timed out), and that signal reaches the SDK or tool.
+ * It never throws: failures become `model.error` events or error tool results.
+ */
+export const effectsLogic = fromCallback<EffectCommand, { sessionId: string }>(
+  ({ input, sendBack, receive }) => {
+    const controller = new AbortController();
+    let closed = false;
+    const answer = (event: AgentEvent) => {
+      if (!closed) sendBack(event);
+    };
+    const runtime = runtimeOf(input.sessionId);
+    let cumulative: Usage = emptyUsage;
+
+    receive((command) => {
+      if (!runtime) {
+        answer({
+          type: 'model.error',
+          error: {
+            name: 'TroupeError',
+            code: 'runtime_missing',
+            message: `No runtime for session ${input.sessionId}.`,
+          },
+        });
+        return;
+      }
+      if (command.type === 'model.call') {
+        void callModel(runtime, command, controller.signal).then((event) => {
+          if (event.type === 'model.response') cumulative = addUsage(cumulative, event.response.usage);
+          if (!closed && event.type === 'model.response')
+            emitUsage(runtime, event.response.usage, cumulative);
+          answer(event);
+        });
+      } else {
+        void runToolBatch({
+          calls: command.calls,
+          registry: runtime.agent.tools,
+          disabled: command.disabledTools,
+          concurrency: runtime.agent.limits.toolConcurrency,
+          timeoutMs: runtime.agent.limits.toolTimeoutMs,
+          retries: runtime.agent.limits.toolRetries,
+          sessionId: input.sessionId,
+          agent: runtime.agent.name,
+          step: command.step,
+          signal: controller.signal,
+          clock: runtime.clock,
+          onCall: (call) =>
+            runtime.bus.emit(runtime.agent.name, 'tool_call', {
+              id: call.id,
+              function: { name: call.name, arguments: JSON.stringify(call.args) },
+              args: call.args,
+            }),
+          onResult: (call, outcome, durationMs) =>
+            runtime.bus.emit(runtime.agent.name, 'tool_response', {
+              tool_call_id: call.id,
+              name: call.name,
+              content_preview:
+                outcome.content.length > 200 ? `${outcome.content.slice(0, 200)}…` : outcome.content,
+              content: outcome.content,
+              isError: outcome.isError,
+              attempts: outcome.attempts,
+              durationMs,
+            }),
+          onRetry: (call, attempt, error) =>
+            runtime.bus.emit(runtime.agent.name, 'tool_retry', {
+              tool_call_id: call.id,
+              name: call.name,
+              attempt,
+              error,
+            }),
+        }).then((results) => answer({ type: 'tools.done', results }));
+      }
+    });
+
+    return () => {
+      closed = true;
+      controller.abort(new Error('The run ended before this call finished.'));
+    };
+  },
+);
+
+async function callModel(
+  runtime: RunRuntime,
+  command: Extract<EffectCommand, { type: 'model.call' }>,
+  signal: AbortSignal,
+): Promise<AgentEvent> {
+  const { agent, bus } = runtime;
+  const messages: Message[] =
+    agent.instructions === ''
+      ? (command.history as Message[])
+      : [{ role: 'system', content: agent.instructions }, ...command.history];
+  const request: ModelRequest = {
+    messages,
+    tools: command.toolsEnabled ? agent.tools.specs(command.disabledTools) : [],
+    settings: agent.settings,
+    signal,
+    onDelta: runtime.onDelta,
+  };
+  if (command.schemaEnabled && agent.outputSpec) request.output = agent.outputSpec;
+  try {
+    const response = normalizeResponse(await agent.model.generate(request), command.call);
+    if (signal.aborted) return abortedEvent();
+    bus.emit(agent.name, 'model_response', {
+      step: command.step,
+      text: response.text,
+      toolCalls: response.toolCalls.length,
+      stopReason: response.stopReason ?? null,
+      usage: response.usage,
+    });
+    // Decode here, where the schema lives, so the machine only sees data (rule 1). In the tool-use phase only a
+    // text answer is worth decoding; a valid one ends the run without the extra final-output call.
+    const schema = agent.outputSchema;
+    const wantsDecode = schema && (command.phase === 'finalOutput' || response.toolCalls.length === 0);
+    return wantsDecode
+      ? { type: 'model.response', response, decoded: decodeOutput(response.text, schema) }
+      : { type: 'model.response', response };
+  } catch (error) {
+    if (signal.aborted) return abortedEvent();
+    const info = toErrorInfo(error);
+    bus.emit(agent.name, 'error', { message: info.message, type: info.name, code: info.code });
+    return { type: 'model.error', error: info };
+  }
+}
+
+/** Only reaches the machine if it is still listening, which it is not after an abort; kept for completeness. */
+function abortedEvent(): AgentEvent {
+  return {
+    type: 'model.error',
+    error: { name: 'AbortError', code: 'aborted', message: 'The model call was aborted.' },
+  };
+}
+
+function emitUsage(runtime: RunRuntime, usage: Usage, cumulative: Usage): void {
+  runtime.bus.emit(runtime.agent.name, 'usage', {
+    prompt_tokens: usage.input,
+    completion_tokens: usage.output,
+    total_tokens: totalTokens(usage),
+    usage,
+    cumulative,
+  });
+}

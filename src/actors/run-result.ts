@@ -1,0 +1,63 @@
+import type { Message } from '../core/messages.ts';
+import type { RunResult, RunStep, StepToolCall } from '../core/result.ts';
+import { statusOf } from '../core/stop-reason.ts';
+import type { AgentContext } from '../machines/agent.ts';
+
+/** Builds the run's result from the machine's final context. Pure. */
+export function buildRunResult<TOutput>(context: AgentContext): RunResult<TOutput> {
+  const stopReason = context.stopReason ?? 'error';
+  const historyDelta = context.history.slice(context.baseLength);
+  const result: RunResult<TOutput> = {
+    sessionId: context.sessionId,
+    agent: context.agent,
+    status: statusOf(stopReason),
+    stopReason,
+    text: context.text,
+    output: context.outputDecoded ? (context.output as TOutput) : undefined,
+    steps: stepsOf(historyDelta, context.agent),
+    toolCalls: context.toolCallsRun,
+    usage: context.usage,
+    history: context.history,
+    historyDelta,
+    iterationsUsed: context.modelCalls,
+    timedOut: stopReason === 'timed_out',
+    truncated: context.truncated,
+  };
+  if (stopReason !== 'completed' && context.error) result.error = context.error;
+  if (context.stopReason === null) {
+    result.error = context.error ?? {
+      name: 'TroupeError',
+      code: 'internal',
+      message: 'The run ended without a stop reason.',
+    };
+  }
+  return result;
+}
+
+/** Each assistant turn with the tool results that answer its calls (reference 001's thought/action/observation). */
+export function stepsOf(delta: readonly Message[], agent: string): RunStep[] {
+  const steps: RunStep[] = [];
+  const byCallId = new Map<string, StepToolCall>();
+  for (const message of delta) {
+    if (message.role === 'assistant') {
+      const toolCalls = (message.toolCalls ?? []).map((call) => {
+        const entry: StepToolCall = { id: call.id, name: call.name, args: call.args };
+        byCallId.set(call.id, entry);
+        return entry;
+      });
+      steps.push({
+        index: steps.length + 1,
+        agent: message.agent ?? agent,
+        thought: message.content,
+        toolCalls,
+      });
+    } else if (message.role === 'tool') {
+      const entry = byCallId.get(message.toolCallId);
+      if (entry) {
+        entry.result = message.content;
+        entry.isError = message.isError === true;
+      }
+    }
+  }
+  return steps;
+}

@@ -1,0 +1,279 @@
+import { randomUUID } from 'node:crypto';
+import { createActor, type InspectionEvent, type Observer, type SnapshotFrom } from 'xstate';
+import type { Agent } from '../agent/define-agent.ts';
+import { type Clock, systemClock } from '../core/clock.ts';
+import { ConfigError } from '../core/errors.ts';
+import type { Phase, RunEvent } from '../core/events.ts';
+import { validateHistory } from '../core/history.ts';
+import type { JsonValue } from '../core/json.ts';
+import { type Message, type RunInput, userMessage } from '../core/messages.ts';
+import type { RunResult } from '../core/result.ts';
+import { type AgentContext, type AgentMachine, agentMachine } from '../machines/agent.ts';
+import { AsyncQueue } from './async-queue.ts';
+import { effectsLogic } from './effects.ts';
+import { EventBus } from './event-bus.ts';
+import { buildRunResult } from './run-result.ts';
+import { deltaForwarder, registerRuntime, unregisterRuntime } from './run-runtime.ts';
+
+export interface RunOptions {
+  /** Earlier conversation (for example yesterday's `result.history`). Never mutated. */
+  history?: readonly Message[];
+  /** Aborting it ends the run with stop reason `aborted` and aborts in-flight model and tool calls. */
+  signal?: AbortSignal;
+  /** Defaults to a random UUID. */
+  sessionId?: string;
+  /** Time source for events, timeouts and tool timers. Defaults to the system clock. */
+  clock?: Clock;
+  /** An XState inspection observer, e.g. `createWebSocketInspector(...).inspect` for the Stately inspector. */
+  inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
+}
+
+/** The agent machine with its real effects actor; built once, shared by every run (provide() is not free). */
+const runtimeMachine: AgentMachine = agentMachine.provide({ actors: { effects: effectsLogic } });
+
+interface StartedRun<TOutput> {
+  sessionId: string;
+  bus: EventBus;
+  result: Promise<RunResult<TOutput>>;
+}
+
+/**
+ * Starts one run: the agent machine as a root actor, its effects actor, the abort and timeout wiring, and the
+ * result promise, which always resolves (never rejects) once the run has ended, however it ended.
+ */
+function startRun<TOutput>(
+  agent: Agent<TOutput>,
+  input: RunInput,
+  options: RunOptions,
+  beforeStart?: (bus: EventBus) => void,
+): StartedRun<TOutput> {
+  if (agent?.kind !== 'agent')
+    throw new ConfigError('run(): the first argument must be an agent from defineAgent().');
+  if (typeof input !== 'string' && !Array.isArray(input)) {
+    throw new ConfigError('run(): input must be a string or an array of content parts.');
+  }
+  const callerHistory = options.history ?? [];
+  validateHistory(callerHistory);
+  const sessionId = options.sessionId ?? randomUUID();
+  const clock = options.clock ?? systemClock;
+  const bus = new EventBus(sessionId, clock);
+  beforeStart?.(bus);
+  registerRuntime(sessionId, {
+    agent: agent as Agent<unknown>,
+    bus,
+    clock,
+    onDelta: deltaForwarder(bus, agent.name),
+  });
+
+  const actor = createActor(runtimeMachine, {
+    input: {
+      sessionId,
+      agent: agent.name,
+      limits: agent.limits,
+      toolNames: agent.tools.names,
+      hasOutputSchema: agent.outputSchema !== undefined,
+      history: [...callerHistory, userMessage(input)],
+      baseLength: callerHistory.length,
+    },
+    ...(options.inspect ? { inspect: options.inspect } : {}),
+  });
+
+  const result = new Promise<RunResult<TOutput>>((resolve) => {
+    let lastPhase = '';
+    let lastContext: AgentContext | undefined;
+    let timer: unknown;
+    let finished = false;
+    const onAbort = () => actor.send({ type: 'abort', reason: abortReason(options.signal) });
+
+    const finish = (context: AgentContext | undefined, internalError?: unknown) => {
+      if (finished) return;
+      finished = true;
+      if (timer !== undefined) clock.clearTimeout(timer);
+      options.signal?.removeEventListener('abort', onAbort);
+      const final = context ?? lastContext;
+      const runResult = final
+        ? buildRunResult<TOutput>(internalError === undefined ? final : failedContext(final, internalError))
+        : emptyFailure<TOutput>(sessionId, agent.name, callerHistory, input, internalError);
+      bus.emit(agent.name, 'run_end', {
+        status: runResult.status,
+        stopReason: runResult.stopReason,
+        iterationsUsed: runResult.iterationsUsed,
+        toolCalls: runResult.toolCalls,
+        usage: runResult.usage,
+      });
+      unregisterRuntime(sessionId);
+      resolve(runResult);
+    };
+
+    actor.subscribe({
+      next: (snapshot: SnapshotFrom<AgentMachine>) => {
+        lastContext = snapshot.context;
+        const [phase, state] = phaseOf(snapshot.value);
+        const key = `${phase}.${state}`;
+        if (key !== lastPhase) {
+          lastPhase = key;
+          bus.emit(agent.name, 'phase', {
+            phase,
+            state,
+            step: snapshot.context.step,
+            retryCount: snapshot.context.retryCount,
+          });
+        }
+        if (snapshot.status === 'done') finish(snapshot.output);
+      },
+      // Pitfall 17: a root actor without an error observer crashes the process. Ours turns it into a result.
+      error: (error) => finish(undefined, error),
+    });
+
+    bus.emit(agent.name, 'run_start', {
+      input: input as JsonValue,
+      historyLength: callerHistory.length,
+      model: agent.model.model,
+      provider: agent.model.provider,
+    });
+    if (agent.limits.timeoutMs !== null) {
+      timer = clock.setTimeout(() => actor.send({ type: 'timeout' }), agent.limits.timeoutMs);
+    }
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+    actor.start();
+    if (options.signal?.aborted) onAbort();
+  });
+
+  return { sessionId, bus, result };
+}
+
+/**
+ * Runs an agent to the end and resolves with its one typed result. It rejects only for bad input (a ConfigError
+ * or HistoryValidationError before anything runs); everything that happens during the run is in the result.
+ */
+export async function run<TOutput>(
+  agent: Agent<TOutput>,
+  input: RunInput,
+  options: RunOptions = {},
+): Promise<RunResult<TOutput>> {
+  return startRun(agent, input, options).result;
+}
+
+/** A streaming run: iterate its events with `for await`, and await `result` for the outcome. */
+export interface RunStream<TOutput> extends AsyncIterable<RunEvent> {
+  readonly sessionId: string;
+  readonly result: Promise<RunResult<TOutput>>;
+  /** Reference 000's step view of the same stream: thoughts, tool calls and results in order, then the answer. */
+  steps(): AsyncIterable<AgentStep>;
+}
+
+/** Reference 000's AgentStep: what step-by-step iteration yields. */
+export type AgentStep =
+  | { type: 'thinking'; agent: string; text: string }
+  | { type: 'tool_call'; agent: string; id: string; name: string; args: JsonValue }
+  | { type: 'tool_result'; agent: string; id: string; name: string; content: string; isError: boolean }
+  | { type: 'final_response'; agent: string; text: string };
+
+/**
+ * Starts a run and returns its events as an AsyncIterable (from run_start to run_end), buffered from the start so
+ * nothing is missed, plus the `result` promise. Throws at once for bad input, like `run` rejects.
+ */
+export function stream<TOutput>(
+  agent: Agent<TOutput>,
+  input: RunInput,
+  options: RunOptions = {},
+): RunStream<TOutput> {
+  const queue = new AsyncQueue<RunEvent>();
+  const started = startRun(agent, input, options, (bus) => {
+    bus.subscribe((event) => {
+      queue.push(event);
+      if (event.type === 'run_end') queue.end();
+    });
+  });
+  return {
+    sessionId: started.sessionId,
+    result: started.result,
+    [Symbol.asyncIterator]: () => queue[Symbol.asyncIterator](),
+    steps: () => stepsFrom(queue, started.result),
+  };
+}
+
+async function* stepsFrom(
+  events: AsyncIterable<RunEvent>,
+  result: Promise<RunResult<unknown>>,
+): AsyncIterable<AgentStep> {
+  for await (const event of events) {
+    if (event.type === 'model_response' && event.data.toolCalls > 0 && event.data.text !== '') {
+      yield { type: 'thinking', agent: event.agent, text: event.data.text };
+    } else if (event.type === 'tool_call') {
+      yield {
+        type: 'tool_call',
+        agent: event.agent,
+        id: event.data.id,
+        name: event.data.function.name,
+        args: event.data.args,
+      };
+    } else if (event.type === 'tool_response') {
+      yield {
+        type: 'tool_result',
+        agent: event.agent,
+        id: event.data.tool_call_id,
+        name: event.data.name,
+        content: event.data.content,
+        isError: event.data.isError,
+      };
+    }
+  }
+  const final = await result;
+  if (final.status === 'completed') yield { type: 'final_response', agent: final.agent, text: final.text };
+}
+
+/** Maps the machine's state value to the loop phase and the sub-state within it. */
+function phaseOf(value: SnapshotFrom<AgentMachine>['value']): [Phase, string] {
+  if (typeof value === 'string') return [value, value];
+  const running = (value as { running?: unknown }).running;
+  if (typeof running === 'string') return [running === 'finalOutput' ? 'finalOutput' : 'toolUse', running];
+  const inner = running as Record<string, string>;
+  if ('finalOutput' in inner) return ['finalOutput', inner.finalOutput ?? ''];
+  return ['toolUse', inner.toolUse ?? ''];
+}
+
+function abortReason(signal: AbortSignal | undefined): string {
+  const reason: unknown = signal?.reason;
+  if (reason instanceof Error && reason.name !== 'AbortError')
+    return `the run was aborted: ${reason.message}`;
+  if (typeof reason === 'string') return `the run was aborted: ${reason}`;
+  return 'the run was aborted';
+}
+
+/** A machine that errored (a bug of ours) still yields an honest failed result with the transcript so far. */
+function failedContext(context: AgentContext, error: unknown): AgentContext {
+  const message = error instanceof Error ? error.message : String(error);
+  return { ...context, stopReason: 'error', error: { name: 'InternalError', code: 'internal', message } };
+}
+
+function emptyFailure<TOutput>(
+  sessionId: string,
+  agent: string,
+  history: readonly Message[],
+  input: RunInput,
+  error: unknown,
+): RunResult<TOutput> {
+  const delta: Message[] = [userMessage(input)];
+  return {
+    sessionId,
+    agent,
+    status: 'failed',
+    stopReason: 'error',
+    text: '',
+    output: undefined,
+    steps: [],
+    toolCalls: 0,
+    usage: { input: 0, output: 0, cached: 0, reasoning: 0 },
+    history: [...history, ...delta],
+    historyDelta: delta,
+    iterationsUsed: 0,
+    timedOut: false,
+    truncated: false,
+    error: {
+      name: 'InternalError',
+      code: 'internal',
+      message: error instanceof Error ? error.message : String(error),
+    },
+  };
+}

@@ -1,0 +1,197 @@
+import { abortError } from '../core/abort.ts';
+import type { Clock } from '../core/clock.ts';
+import { ToolTimeoutError } from '../core/errors.ts';
+import type { ToolCall } from '../core/messages.ts';
+import type { ToolOutcome } from '../machines/agent.ts';
+import type { ToolRegistry } from '../tools/registry.ts';
+import type { Tool } from '../tools/tool.ts';
+
+export interface ToolBatch {
+  calls: readonly ToolCall[];
+  registry: ToolRegistry;
+  /** Tools that degraded earlier in the run: answered with an error, not run. */
+  disabled: readonly string[];
+  concurrency: number;
+  timeoutMs: number | null;
+  retries: number;
+  sessionId: string;
+  agent: string;
+  step: number;
+  /** Aborted when the run no longer wants the results (abort, timeout, end of run). */
+  signal: AbortSignal;
+  clock: Clock;
+  /** Called in call order: call 1, its result, call 2, its result... whatever order the tools finish in (L7). */
+  onCall: (call: ToolCall) => void;
+  onResult: (call: ToolCall, outcome: ToolOutcome, durationMs: number) => void;
+  onRetry: (call: ToolCall, attempt: number, error: string) => void;
+}
+
+/**
+ * Runs one turn's tool calls in parallel up to `concurrency`, each with its timeout and retries (T1-T3), and
+ * resolves with one outcome per call, in call order. It never rejects: every failure becomes an error result that
+ * goes back to the model. If the batch's signal is aborted it resolves early with what it has; the caller discards it.
+ */
+export function runToolBatch(batch: ToolBatch): Promise<ToolOutcome[]> {
+  const { calls } = batch;
+  const outcomes: (ToolOutcome | undefined)[] = new Array(calls.length);
+  const durations: number[] = new Array(calls.length).fill(0);
+  let reported = 0;
+  let next = 0;
+
+  // Results are reported strictly in call order, as soon as every earlier call has been reported.
+  const reportReady = () => {
+    while (reported < calls.length) {
+      const outcome = outcomes[reported];
+      if (!outcome) return;
+      const call = calls[reported] as ToolCall;
+      batch.onCall(call);
+      batch.onResult(call, outcome, durations[reported] ?? 0);
+      reported++;
+    }
+  };
+
+  return new Promise((resolve) => {
+    if (calls.length === 0) return resolve([]);
+    let settled = 0;
+    const finish = () => resolve(outcomes.filter((o): o is ToolOutcome => o !== undefined));
+    const onAbort = () => finish();
+    batch.signal.addEventListener('abort', onAbort, { once: true });
+    const startNext = () => {
+      if (next >= calls.length || batch.signal.aborted) return;
+      const index = next++;
+      const call = calls[index] as ToolCall;
+      const started = batch.clock.now();
+      void runToolCall(call, batch).then((outcome) => {
+        outcomes[index] = outcome;
+        durations[index] = batch.clock.now() - started;
+        settled++;
+        if (batch.signal.aborted) return;
+        reportReady();
+        if (settled === calls.length) {
+          batch.signal.removeEventListener('abort', onAbort);
+          finish();
+        } else startNext();
+      });
+    };
+    for (let i = 0; i < Math.min(batch.concurrency, calls.length); i++) startNext();
+  });
+}
+
+/** One call: look the tool up, validate the arguments, run it with retries. Never rejects. */
+async function runToolCall(call: ToolCall, batch: ToolBatch): Promise<ToolOutcome> {
+  const base = { callId: call.id, name: call.name };
+  const refuse = (content: string): ToolOutcome => ({
+    ...base,
+    content,
+    isError: true,
+    executed: false,
+    degraded: false,
+    attempts: 0,
+  });
+  if (batch.disabled.includes(call.name)) {
+    return refuse(
+      `Error: tool "${call.name}" is unavailable for the rest of this run after repeated failures. Answer without it.`,
+    );
+  }
+  const found = batch.registry.find(call.name);
+  if (!found) {
+    const known = batch.registry.names;
+    return refuse(
+      `Error: unknown tool "${call.name}". Available tools: ${known.length > 0 ? known.join(', ') : '(none)'}.`,
+    );
+  }
+  const parsed = found.input.safeParse(call.args);
+  if (!parsed.success) {
+    return refuse(
+      `Error: invalid arguments for tool "${call.name}": ${parsed.error.issues
+        .map((issue) => `${issue.path.length > 0 ? issue.path.join('.') : '(root)'}: ${issue.message}`)
+        .join('; ')}. Arguments received: ${safeJson(call.args)}`,
+    );
+  }
+  const attempts = 1 + (found.retries ?? batch.retries);
+  const timeoutMs = found.timeoutMs ?? batch.timeoutMs;
+  let lastError = '';
+  for (let attempt = 1; attempt <= attempts; attempt++) {
+    if (batch.signal.aborted) return refuse('Not run: the run was aborted.');
+    try {
+      const value = await attemptTool(found, parsed.data, call, batch, attempt, timeoutMs);
+      return {
+        ...base,
+        content: toContent(value),
+        isError: false,
+        executed: true,
+        degraded: false,
+        attempts: attempt,
+      };
+    } catch (error) {
+      lastError = error instanceof Error ? error.message : String(error);
+      if (attempt < attempts && !batch.signal.aborted) batch.onRetry(call, attempt, lastError);
+    }
+  }
+  return {
+    ...base,
+    content: `Error: tool "${call.name}" failed after ${attempts} attempt(s): ${lastError}`,
+    isError: true,
+    executed: true,
+    degraded: true,
+    attempts,
+  };
+}
+
+/** One attempt, with its own AbortSignal: aborted by the timeout or by the run. Rejects on failure or timeout. */
+function attemptTool(
+  found: Tool,
+  args: unknown,
+  call: ToolCall,
+  batch: ToolBatch,
+  attempt: number,
+  timeoutMs: number | null,
+): Promise<unknown> {
+  const controller = new AbortController();
+  const onRunAbort = () => controller.abort(batch.signal.reason);
+  batch.signal.addEventListener('abort', onRunAbort, { once: true });
+  let timer: unknown;
+  return new Promise<unknown>((resolve, reject) => {
+    // A tool that ignores its signal must not hold the loop: the race settles on abort either way.
+    controller.signal.addEventListener('abort', () => reject(abortError(controller.signal)), { once: true });
+    if (timeoutMs !== null) {
+      timer = batch.clock.setTimeout(
+        () => controller.abort(new ToolTimeoutError(call.name, timeoutMs)),
+        timeoutMs,
+      );
+    }
+    try {
+      Promise.resolve(
+        found.execute(args, {
+          signal: controller.signal,
+          sessionId: batch.sessionId,
+          agent: batch.agent,
+          callId: call.id,
+          step: batch.step,
+          attempt,
+          idempotencyKey: `${batch.sessionId}:${batch.step}:${call.id}`,
+        }),
+      ).then(resolve, reject);
+    } catch (error) {
+      reject(error);
+    }
+  }).finally(() => {
+    if (timer !== undefined) batch.clock.clearTimeout(timer);
+    batch.signal.removeEventListener('abort', onRunAbort);
+  });
+}
+
+/** What the model reads: strings as they are, anything else as JSON. */
+function toContent(value: unknown): string {
+  if (typeof value === 'string') return value;
+  if (value === undefined) return '';
+  return safeJson(value);
+}
+
+function safeJson(value: unknown): string {
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return String(value);
+  }
+}

@@ -1,0 +1,96 @@
+import { ConfigError } from './errors.ts';
+
+/** Loop limits of an agent (REQUIREMENTS L3-L6, T2-T3, L11). Every field is optional; see `defaultLimits`. */
+export interface AgentLimits {
+  /** Model calls in the tool-use phase before the run stops with `max_steps`. Default 10. */
+  maxSteps?: number;
+  /** When the step limit is reached, make one last call with tools off for an answer (the stop reason stays `max_steps`). Default false. */
+  finalAnswerOnMaxSteps?: boolean;
+  /** How many times the same tool with the same canonical arguments may run; one more ends the run. Default 2. */
+  maxDuplicateToolCalls?: number;
+  /** Total calls per tool in a run; `null` means unlimited. Default 5. */
+  maxToolCallsPerTool?: number | null;
+  /** Extra attempts at a structured final output that failed to decode. Default 2. */
+  maxDecodeRetries?: number;
+  /** Tool calls of one turn run in parallel up to this many at once. Default 8. */
+  toolConcurrency?: number;
+  /** Per-attempt tool timeout in milliseconds; the tool's signal is aborted when it expires. Default: none. */
+  toolTimeoutMs?: number;
+  /** Extra attempts for a tool that throws or times out. Default 2. */
+  toolRetries?: number;
+  /** Wall-clock limit for the whole run in milliseconds; ends it with `timed_out`. Default: none. */
+  timeoutMs?: number;
+}
+
+/** Limits with every default filled in. Plain data: it lives in machine context. */
+export interface ResolvedLimits {
+  maxSteps: number;
+  finalAnswerOnMaxSteps: boolean;
+  maxDuplicateToolCalls: number;
+  maxToolCallsPerTool: number | null;
+  maxDecodeRetries: number;
+  toolConcurrency: number;
+  toolTimeoutMs: number | null;
+  toolRetries: number;
+  timeoutMs: number | null;
+}
+
+export const defaultLimits: ResolvedLimits = Object.freeze({
+  maxSteps: 10,
+  finalAnswerOnMaxSteps: false,
+  maxDuplicateToolCalls: 2,
+  maxToolCallsPerTool: 5,
+  maxDecodeRetries: 2,
+  toolConcurrency: 8,
+  toolTimeoutMs: null,
+  toolRetries: 2,
+  timeoutMs: null,
+});
+
+/** Fills defaults and rejects nonsense (a step limit of 0, a negative retry count) with a clear ConfigError. */
+export function resolveLimits(limits: AgentLimits | undefined, where: string): ResolvedLimits {
+  const given = limits ?? {};
+  const integer = (key: keyof AgentLimits, min: number, value: unknown, fallback: number): number => {
+    if (value === undefined) return fallback;
+    if (typeof value !== 'number' || !Number.isInteger(value) || value < min) {
+      throw new ConfigError(`${where}: limits.${key} must be an integer >= ${min}, got ${String(value)}.`);
+    }
+    return value;
+  };
+  const optionalMs = (key: keyof AgentLimits, value: unknown): number | null => {
+    if (value === undefined || value === null) return null;
+    if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
+      throw new ConfigError(
+        `${where}: limits.${key} must be a positive number of milliseconds, got ${String(value)}.`,
+      );
+    }
+    return value;
+  };
+  if (given.finalAnswerOnMaxSteps !== undefined && typeof given.finalAnswerOnMaxSteps !== 'boolean') {
+    throw new ConfigError(`${where}: limits.finalAnswerOnMaxSteps must be a boolean.`);
+  }
+  return {
+    maxSteps: integer('maxSteps', 1, given.maxSteps, defaultLimits.maxSteps),
+    finalAnswerOnMaxSteps: given.finalAnswerOnMaxSteps ?? defaultLimits.finalAnswerOnMaxSteps,
+    maxDuplicateToolCalls: integer(
+      'maxDuplicateToolCalls',
+      1,
+      given.maxDuplicateToolCalls,
+      defaultLimits.maxDuplicateToolCalls,
+    ),
+    maxToolCallsPerTool:
+      given.maxToolCallsPerTool === null
+        ? null
+        : integer(
+            'maxToolCallsPerTool',
+            1,
+            given.maxToolCallsPerTool,
+            defaultLimits.maxToolCallsPerTool ?? 5,
+          ),
+    maxDecodeRetries: integer('maxDecodeRetries', 0, given.maxDecodeRetries, defaultLimits.maxDecodeRetries),
+    toolConcurrency: integer('toolConcurrency', 1, given.toolConcurrency, defaultLimits.toolConcurrency),
+    toolTimeoutMs: optionalMs('toolTimeoutMs', given.toolTimeoutMs),
+    toolRetries: integer('toolRetries', 0, given.toolRetries, defaultLimits.toolRetries),
+    timeoutMs: optionalMs('timeoutMs', given.timeoutMs),
+  };
+}

@@ -1,0 +1,52 @@
+import type { ErrorInfo } from './errors.ts';
+import type { JsonValue } from './json.ts';
+import type { Message } from './messages.ts';
+import type { RunStatus, StopReason } from './stop-reason.ts';
+import type { Usage } from './usage.ts';
+
+/** One tool call of a step, with what it returned. */
+export interface StepToolCall {
+  id: string;
+  name: string;
+  args: JsonValue;
+  /** The tool message's content; absent when the call was never answered (it always is in a finished run). */
+  result?: string;
+  isError?: boolean;
+}
+
+/** One model turn of the run: what the model said (its thought), the tools it called and what they returned. */
+export interface RunStep {
+  /** From 1, in order. */
+  index: number;
+  agent: string;
+  thought: string;
+  toolCalls: StepToolCall[];
+}
+
+/** The one typed result every run ends with, whatever happened (REQUIREMENTS L9, L13). */
+export interface RunResult<TOutput = undefined> {
+  sessionId: string;
+  /** The agent that produced the final answer. */
+  agent: string;
+  status: RunStatus;
+  stopReason: StopReason;
+  /** The last text the model produced (the answer, when completed). */
+  text: string;
+  /** The decoded structured output, when the agent has an output schema and it decoded. */
+  output: TOutput | undefined;
+  steps: RunStep[];
+  /** Tool calls that were executed (unknown tools and invalid arguments are answered without running anything). */
+  toolCalls: number;
+  usage: Usage;
+  /** The full conversation: the caller's history, then `historyDelta`. Pass it as the next run's `history`. */
+  history: Message[];
+  /** What this run appended: the user's input, the assistant turns and the tool results. */
+  historyDelta: Message[];
+  /** Model calls made. */
+  iterationsUsed: number;
+  timedOut: boolean;
+  /** The answer was cut by the model's max_tokens. */
+  truncated: boolean;
+  /** Why the run stopped or failed; absent when it completed normally. */
+  error?: ErrorInfo;
+}

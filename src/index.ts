@@ -1,0 +1,62 @@
+export { type AgentStep, type RunOptions, type RunStream, run, stream } from './actors/run.ts';
+export { activeRuntimeCount } from './actors/run-runtime.ts';
+export { type DecodeResult, decodeOutput } from './agent/decode-output.ts';
+export { type Agent, type AgentOptions, defineAgent, type OutputOf } from './agent/define-agent.ts';
+export { type Clock, systemClock } from './core/clock.ts';
+export {
+  ConfigError,
+  DuplicateToolError,
+  type ErrorInfo,
+  type HistoryIssue,
+  HistoryValidationError,
+  ModelError,
+  type ModelErrorKind,
+  ToolTimeoutError,
+  TroupeError,
+  UnknownToolError,
+} from './core/errors.ts';
+export {
+  type Phase,
+  type RunEvent,
+  type RunEventData,
+  type RunEventOf,
+  type RunEventType,
+  toSSE,
+} from './core/events.ts';
+export { answerUnrunCalls, findHistoryIssues, validateHistory } from './core/history.ts';
+export type { JsonObject, JsonValue } from './core/json.ts';
+export { type AgentLimits, defaultLimits, type ResolvedLimits } from './core/limits.ts';
+export type {
+  AssistantMessage,
+  ContentPart,
+  Message,
+  ReasoningBlock,
+  Role,
+  RunInput,
+  SystemMessage,
+  ToolCall,
+  ToolMessage,
+  UserMessage,
+} from './core/messages.ts';
+export type {
+  ModelDelta,
+  ModelProvider,
+  ModelRequest,
+  ModelResponse,
+  ModelSettings,
+  ModelStopReason,
+  OutputSpec,
+  ToolSpec,
+} from './core/model.ts';
+export type { RunResult, RunStep, StepToolCall } from './core/result.ts';
+export { type RunStatus, type StopReason, statusOf, stopReasons } from './core/stop-reason.ts';
+export { addUsage, emptyUsage, type Usage } from './core/usage.ts';
+export {
+  type AgentContext,
+  type AgentEvent,
+  type AgentMachineInput,
+  agentMachine,
+} from './machines/agent.ts';
+export * from './policies/index.ts';
+export { ToolRegistry } from './tools/registry.ts';
+export { type Tool, type ToolContext, type ToolOptions, tool } from './tools/tool.ts';

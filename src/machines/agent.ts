@@ -1,0 +1,441 @@
+import { and, assign, fromCallback, sendTo, setup } from 'xstate';
+import type { ErrorInfo } from '../core/errors.ts';
+import { answerUnrunCalls } from '../core/history.ts';
+import type { JsonValue } from '../core/json.ts';
+import type { ResolvedLimits } from '../core/limits.ts';
+import type { AssistantMessage, Message, ToolCall, ToolMessage } from '../core/messages.ts';
+import type { ModelResponse } from '../core/model.ts';
+import type { StopReason } from '../core/stop-reason.ts';
+import { addUsage, emptyUsage, type Usage } from '../core/usage.ts';
+import type { PolicyState, TerminationDecision } from '../policies/decision.ts';
+import { decodeRetriesLeft, stepLimitReached } from '../policies/step-limit.ts';
+import { createTerminationPolicy } from '../policies/termination-policy.ts';
+import { toolCallSignature } from '../policies/tool-call-signature.ts';
+
+/**
+ * The agent loop as a statechart (REQUIREMENTS L1-L6, L11). Pure: no I/O, clock or randomness; every effect is a
+ * command sent to the long-lived `effects` actor, which answers with one event per model call and one per batch of
+ * tool calls (about two machine events per loop step: ARCHITECTURE rule 4). Context is plain data.
+ *
+ *   running
+ *     toolUse:      checkingLimits -> callingModel -> deciding -> runningTools -> checkingLimits ...
+ *     finalOutput:  callingModel -> decoding -> (retry) callingModel ...
+ *   completed | stopped | failed  (final)
+ */
+
+/** A decoded final answer, or why it did not decode; computed by the effects actor, which holds the schema. */
+export type DecodeOutcome = { ok: true; value: JsonValue } | { ok: false; error: string };
+
+/** The outcome of one tool call, as the tool runner reports it. */
+export interface ToolOutcome {
+  callId: string;
+  name: string;
+  content: string;
+  isError: boolean;
+  /** Whether the tool's code ran at all (false for unknown tools, invalid arguments, disabled tools). */
+  executed: boolean;
+  /** Every attempt failed: the tool is disabled for the rest of the run and the model answers without it (T2). */
+  degraded: boolean;
+  attempts: number;
+}
+
+export type ModelPhase = 'toolUse' | 'finalOutput';
+
+/** Commands the machine sends to its effects actor. */
+export type EffectCommand =
+  | {
+      type: 'model.call';
+      phase: ModelPhase;
+      /** Model call number in the run, from 1. */
+      call: number;
+      /** Tool-use step number, from 1 (the step a tool call belongs to). */
+      step: number;
+      toolsEnabled: boolean;
+      schemaEnabled: boolean;
+      history: readonly Message[];
+      disabledTools: readonly string[];
+    }
+  | { type: 'tools.run'; step: number; calls: readonly ToolCall[]; disabledTools: readonly string[] };
+
+/** Events the machine receives: answers from the effects actor, and abort / timeout from the runner. */
+export type AgentEvent =
+  | { type: 'model.response'; response: ModelResponse; decoded?: DecodeOutcome }
+  | { type: 'model.error'; error: ErrorInfo }
+  | { type: 'tools.done'; results: ToolOutcome[] }
+  | { type: 'abort'; reason?: string }
+  | { type: 'timeout' };
+
+export interface AgentMachineInput {
+  sessionId: string;
+  agent: string;
+  limits: ResolvedLimits;
+  toolNames: string[];
+  hasOutputSchema: boolean;
+  /** The caller's history followed by this run's user message. */
+  history: Message[];
+  /** Length of the caller's history: where this run's delta starts. */
+  baseLength: number;
+}
+
+export interface AgentContext extends PolicyState {
+  sessionId: string;
+  agent: string;
+  limits: ResolvedLimits;
+  toolNames: string[];
+  hasOutputSchema: boolean;
+  history: Message[];
+  baseLength: number;
+  /** Model calls made in the tool-use phase. */
+  step: number;
+  /** All model calls made. */
+  modelCalls: number;
+  /** Decode retries used in the final-output phase. */
+  retryCount: number;
+  /** Tool calls answered by running (or trying to run) a tool. */
+  toolCallsRun: number;
+  /** Tools whose every attempt failed; not offered to the model again. */
+  degradedTools: string[];
+  usage: Usage;
+  decision: TerminationDecision | null;
+  /** Tool calls asked for in the last assistant message and not answered yet. */
+  openCalls: ToolCall[];
+  /** The decoded final output, when the agent has an output schema. */
+  output: JsonValue | null;
+  /** Whether `output` holds a decoded value (it may legitimately be null). */
+  outputDecoded: boolean;
+  decodeError: string | null;
+  text: string;
+  /** The answer was cut by max_tokens. */
+  truncated: boolean;
+  /** The step limit was reached and one last tool-less answer was asked for. */
+  forcedFinalAnswer: boolean;
+  stopReason: StopReason | null;
+  error: ErrorInfo | null;
+}
+
+/** The machine's output: everything the run result is built from. */
+export type AgentMachineOutput = AgentContext;
+
+function appendAssistant(context: AgentContext, response: ModelResponse, keepToolCalls: boolean): Message[] {
+  const message: AssistantMessage = { role: 'assistant', content: response.text, agent: context.agent };
+  if (keepToolCalls && response.toolCalls.length > 0) message.toolCalls = response.toolCalls;
+  if (response.reasoning && response.reasoning.length > 0) message.reasoning = response.reasoning;
+  return [...context.history, message];
+}
+
+/** The context changes that end a run: the stop reason, why, and answers for any tool call left open. */
+function stopPatch(context: AgentContext, reason: StopReason, message: string | null): Partial<AgentContext> {
+  return {
+    stopReason: reason,
+    error: message === null ? context.error : { name: 'RunStopped', code: reason, message },
+    history:
+      context.openCalls.length > 0
+        ? [...context.history, ...answerUnrunCalls(context.openCalls, message ?? reason)]
+        : context.history,
+    openCalls: [],
+  };
+}
+
+export const agentMachine = setup({
+  types: {
+    context: {} as AgentContext,
+    events: {} as AgentEvent,
+    input: {} as AgentMachineInput,
+    output: {} as AgentMachineOutput,
+  },
+  actors: {
+    /** Replaced per agent by the runner (src/actors/effects.ts); this placeholder keeps the machine self-contained. */
+    effects: fromCallback<EffectCommand, { sessionId: string }>(() => undefined),
+  },
+  guards: {
+    hasTools: ({ context }) => context.toolNames.length > 0,
+    stepLimitReached: ({ context }) => stepLimitReached(context.step, context.limits.maxSteps),
+    finalAnswerOnMaxSteps: ({ context }) => context.limits.finalAnswerOnMaxSteps,
+    decidedToRunTools: ({ context }) => context.decision?.kind === 'continue_with_tools',
+    decidedToThink: ({ context }) => context.decision?.kind === 'continue_thinking',
+    decidedToStop: ({ context }) =>
+      context.decision?.kind === 'terminate' && context.decision.reason !== 'error',
+    decidedToFail: ({ context }) =>
+      context.decision?.kind === 'terminate' && context.decision.reason === 'error',
+    /** Text answer accepted as is: the agent has no schema, or the text already decodes against it. */
+    outputAccepted: ({ context }) =>
+      context.decision?.kind === 'terminate_with_output' &&
+      (!context.hasOutputSchema || context.outputDecoded),
+    refused: ({ context }) =>
+      context.decision?.kind === 'terminate' && context.decision.reason === 'guardrail_blocked',
+    decoded: ({ context }) => context.decodeError === null,
+    decodeRetriesLeft: ({ context }) =>
+      decodeRetriesLeft(context.retryCount, context.limits.maxDecodeRetries),
+  },
+  actions: {
+    requestModel: sendTo('effects', ({ context }) => ({
+      type: 'model.call' as const,
+      phase: 'toolUse' as const,
+      call: context.modelCalls + 1,
+      step: context.step + 1,
+      toolsEnabled: context.degradedTools.length < context.toolNames.length,
+      // L1: with tools on, no schema; an agent whose every tool degraded is treated as tool-less.
+      schemaEnabled: context.hasOutputSchema && context.degradedTools.length >= context.toolNames.length,
+      history: context.history,
+      disabledTools: context.degradedTools,
+    })),
+    requestFinalOutput: sendTo('effects', ({ context }) => ({
+      type: 'model.call' as const,
+      phase: 'finalOutput' as const,
+      call: context.modelCalls + 1,
+      step: context.step,
+      toolsEnabled: false,
+      schemaEnabled: context.hasOutputSchema,
+      history: context.history,
+      disabledTools: context.degradedTools,
+    })),
+    requestTools: sendTo('effects', ({ context }) => ({
+      type: 'tools.run' as const,
+      step: context.step,
+      calls: context.openCalls,
+      disabledTools: context.degradedTools,
+    })),
+    recordToolUseResponse: assign(({ context, event }) => {
+      if (event.type !== 'model.response') return {};
+      const { response } = event;
+      const decision = createTerminationPolicy(context.limits)(response, context);
+      const calls = decision.kind === 'continue_with_tools' ? decision.calls : response.toolCalls;
+      return {
+        history: appendAssistant(context, response, true),
+        step: context.step + 1,
+        modelCalls: context.modelCalls + 1,
+        usage: addUsage(context.usage, response.usage),
+        decision,
+        openCalls: calls,
+        text: response.text,
+        truncated: decision.kind === 'terminate_with_output' && decision.truncated,
+        output: event.decoded?.ok ? event.decoded.value : null,
+        outputDecoded: event.decoded?.ok === true,
+        decodeError: event.decoded && !event.decoded.ok ? event.decoded.error : null,
+      };
+    }),
+    recordFinalResponse: assign(({ context, event }) => {
+      if (event.type !== 'model.response') return {};
+      const { response } = event;
+      const refused = response.stopReason === 'refusal' || response.stopReason === 'content_filter';
+      const decoded: DecodeOutcome = event.decoded ?? { ok: true, value: response.text };
+      return {
+        // Tools are off in this phase: a stray tool call is dropped so no call is left unanswered.
+        history: appendAssistant(context, response, false),
+        modelCalls: context.modelCalls + 1,
+        usage: addUsage(context.usage, response.usage),
+        decision: refused
+          ? {
+              kind: 'terminate' as const,
+              reason: 'guardrail_blocked' as const,
+              message: `The model refused to answer${response.refusal ? `: ${response.refusal}` : '.'}`,
+            }
+          : {
+              kind: 'terminate_with_output' as const,
+              text: response.text,
+              truncated: response.stopReason === 'max_tokens',
+            },
+        text: response.text,
+        truncated: response.stopReason === 'max_tokens',
+        output: decoded.ok && context.hasOutputSchema ? decoded.value : null,
+        outputDecoded: decoded.ok && context.hasOutputSchema,
+        decodeError: decoded.ok ? null : decoded.error,
+      };
+    }),
+    recordDecodeRetry: assign(({ context }) => ({
+      retryCount: context.retryCount + 1,
+      history: [
+        ...context.history,
+        {
+          role: 'user' as const,
+          content: `Your answer could not be used. ${context.decodeError ?? ''}\nReply again with only the JSON value, no prose and no code fence.`,
+        },
+      ],
+    })),
+    recordToolResults: assign(({ context, event }) => {
+      if (event.type !== 'tools.done') return {};
+      const toolMessages: ToolMessage[] = [];
+      const toolCallCounts = { ...context.toolCallCounts };
+      const callSignatures = { ...context.callSignatures };
+      let degradedTools = context.degradedTools;
+      let toolCallsRun = context.toolCallsRun;
+      const byId = new Map(event.results.map((result) => [result.callId, result]));
+      for (const call of context.openCalls) {
+        const result = byId.get(call.id);
+        toolMessages.push({
+          role: 'tool',
+          toolCallId: call.id,
+          name: call.name,
+          content: result?.content ?? 'Not run: the tool runner returned no result for this call.',
+          isError: result ? result.isError : true,
+        });
+        toolCallCounts[call.name] = (toolCallCounts[call.name] ?? 0) + 1;
+        const signature = toolCallSignature(call);
+        callSignatures[signature] = (callSignatures[signature] ?? 0) + 1;
+        if (result?.executed) toolCallsRun += 1;
+        if (result?.degraded && !degradedTools.includes(call.name))
+          degradedTools = [...degradedTools, call.name];
+      }
+      return {
+        history: [...context.history, ...toolMessages],
+        toolCallCounts,
+        callSignatures,
+        degradedTools,
+        toolCallsRun,
+        openCalls: [],
+        decision: null,
+      };
+    }),
+    recordModelError: assign(({ context, event }) => {
+      if (event.type !== 'model.error') return {};
+      return {
+        stopReason: 'error' as const,
+        error: event.error,
+        history:
+          context.openCalls.length > 0
+            ? [...context.history, ...answerUnrunCalls(context.openCalls, 'the model call failed')]
+            : context.history,
+        openCalls: [],
+      };
+    }),
+    stopOnDecision: assign(({ context }) =>
+      context.decision?.kind === 'terminate'
+        ? stopPatch(context, context.decision.reason, context.decision.message)
+        : {},
+    ),
+    completeWithOutput: assign(({ context }) => ({
+      stopReason: context.forcedFinalAnswer
+        ? ('max_steps' as const)
+        : context.degradedTools.length > 0
+          ? ('tool_failure_degraded' as const)
+          : ('completed' as const),
+    })),
+    markForcedFinalAnswer: assign({ forcedFinalAnswer: true }),
+    stopMaxSteps: assign(({ context }) => stopPatch(context, 'max_steps', null)),
+    stopDecodeFailed: assign(({ context }) =>
+      stopPatch(
+        context,
+        'decode_failed',
+        `The final answer did not decode after ${context.retryCount + 1} attempt(s): ${context.decodeError ?? ''}`,
+      ),
+    ),
+    stopAborted: assign(({ context, event }) =>
+      stopPatch(
+        context,
+        'aborted',
+        event.type === 'abort' && event.reason ? event.reason : 'the run was aborted',
+      ),
+    ),
+    stopTimedOut: assign(({ context }) => stopPatch(context, 'timed_out', 'the run timed out')),
+  },
+}).createMachine({
+  id: 'agent',
+  options: { maxIterations: 1000 },
+  context: ({ input }) => ({
+    sessionId: input.sessionId,
+    agent: input.agent,
+    limits: input.limits,
+    toolNames: input.toolNames,
+    hasOutputSchema: input.hasOutputSchema,
+    history: input.history,
+    baseLength: input.baseLength,
+    step: 0,
+    modelCalls: 0,
+    retryCount: 0,
+    toolCallsRun: 0,
+    toolCallCounts: {},
+    callSignatures: {},
+    degradedTools: [],
+    usage: emptyUsage,
+    decision: null,
+    openCalls: [],
+    output: null,
+    outputDecoded: false,
+    decodeError: null,
+    text: '',
+    truncated: false,
+    forcedFinalAnswer: false,
+    stopReason: null,
+    error: null,
+  }),
+  invoke: { id: 'effects', src: 'effects', input: ({ context }) => ({ sessionId: context.sessionId }) },
+  initial: 'running',
+  states: {
+    running: {
+      on: {
+        abort: { target: 'stopped', actions: 'stopAborted' },
+        timeout: { target: 'stopped', actions: 'stopTimedOut' },
+      },
+      initial: 'starting',
+      states: {
+        starting: {
+          always: [{ guard: 'hasTools', target: 'toolUse' }, { target: 'finalOutput' }],
+        },
+        toolUse: {
+          initial: 'checkingLimits',
+          states: {
+            checkingLimits: {
+              always: [
+                // L3's optional last answer with tools off; the stop reason stays max_steps.
+                {
+                  guard: and(['stepLimitReached', 'finalAnswerOnMaxSteps']),
+                  target: '#agent.running.finalOutput',
+                  actions: 'markForcedFinalAnswer',
+                },
+                { guard: 'stepLimitReached', target: '#agent.stopped', actions: 'stopMaxSteps' },
+                { target: 'callingModel' },
+              ],
+            },
+            callingModel: {
+              entry: 'requestModel',
+              on: {
+                'model.response': { target: 'deciding', actions: 'recordToolUseResponse' },
+                'model.error': { target: '#agent.failed', actions: 'recordModelError' },
+              },
+            },
+            deciding: {
+              always: [
+                { guard: 'decidedToStop', target: '#agent.stopped', actions: 'stopOnDecision' },
+                { guard: 'decidedToFail', target: '#agent.failed', actions: 'stopOnDecision' },
+                { guard: 'decidedToRunTools', target: 'runningTools' },
+                { guard: 'decidedToThink', target: 'checkingLimits' },
+                { guard: 'outputAccepted', target: '#agent.completed', actions: 'completeWithOutput' },
+                { target: '#agent.running.finalOutput' },
+              ],
+            },
+            runningTools: {
+              entry: 'requestTools',
+              on: { 'tools.done': { target: 'checkingLimits', actions: 'recordToolResults' } },
+            },
+          },
+        },
+        finalOutput: {
+          initial: 'callingModel',
+          states: {
+            callingModel: {
+              entry: 'requestFinalOutput',
+              on: {
+                'model.response': { target: 'decoding', actions: 'recordFinalResponse' },
+                'model.error': { target: '#agent.failed', actions: 'recordModelError' },
+              },
+            },
+            decoding: {
+              always: [
+                { guard: 'refused', target: '#agent.stopped', actions: 'stopOnDecision' },
+                { guard: 'decoded', target: '#agent.completed', actions: 'completeWithOutput' },
+                { guard: 'decodeRetriesLeft', target: 'callingModel', actions: 'recordDecodeRetry' },
+                { target: '#agent.stopped', actions: 'stopDecodeFailed' },
+              ],
+            },
+          },
+        },
+      },
+    },
+    completed: { type: 'final' },
+    stopped: { type: 'final' },
+    failed: { type: 'final' },
+  },
+  output: ({ context }) => context,
+});
+
+export type AgentMachine = typeof agentMachine;

@@ -1,0 +1,31 @@
+import type { TerminationPolicy } from './decision.ts';
+import { toolCallSignature } from './tool-call-signature.ts';
+
+/**
+ * Reference 000's DuplicateDetectionPolicy: wraps another policy and, when it decides to run tools, ends the run if a
+ * call repeats one that already ran `maxDuplicateToolCalls` times (same tool, same canonical arguments). Repeats
+ * within the same turn count too. With the default of 2, a call may run twice; the third identical call ends the run.
+ */
+export function withDuplicateDetection(
+  base: TerminationPolicy,
+  maxDuplicateToolCalls: number,
+): TerminationPolicy {
+  return (response, state) => {
+    const decision = base(response, state);
+    if (decision.kind !== 'continue_with_tools') return decision;
+    const seenThisTurn = new Map<string, number>();
+    for (const call of decision.calls) {
+      const signature = toolCallSignature(call);
+      const count = (state.callSignatures[signature] ?? 0) + (seenThisTurn.get(signature) ?? 0);
+      if (count >= maxDuplicateToolCalls) {
+        return {
+          kind: 'terminate',
+          reason: 'duplicate_tool_call',
+          message: `Tool "${call.name}" was called with the same arguments ${count + 1} times (limit ${maxDuplicateToolCalls}).`,
+        };
+      }
+      seenThisTurn.set(signature, (seenThisTurn.get(signature) ?? 0) + 1);
+    }
+    return decision;
+  };
+}

@@ -1,0 +1,177 @@
+import type {
+  ContentBlockParam,
+  ImageBlockParam,
+  MessageCreateParamsStreaming,
+  MessageParam,
+  TextBlockParam,
+  Tool,
+  ToolResultBlockParam,
+} from '@anthropic-ai/sdk/resources/messages';
+import type { JsonValue } from '../core/json.ts';
+import type { AssistantMessage, ContentPart, Message, ReasoningBlock } from '../core/messages.ts';
+import type { ModelRequest } from '../core/model.ts';
+
+/** The Messages API requires `max_tokens`; this is what we send when neither the request nor the options say. */
+export const defaultAnthropicMaxTokens = 4096;
+
+export const anthropicProviderName = 'anthropic';
+
+type ImageMediaType = 'image/jpeg' | 'image/png' | 'image/gif' | 'image/webp';
+const imageMediaTypes: readonly string[] = ['image/jpeg', 'image/png', 'image/gif', 'image/webp'];
+
+/** `system` plus `messages` in the Messages API shape, from the provider-neutral history. */
+export interface AnthropicConversation {
+  system: string | undefined;
+  messages: MessageParam[];
+}
+
+/**
+ * Formats a provider-neutral history for the Messages API:
+ * - system messages (wherever they are) are joined into the top-level `system` string;
+ * - assistant turns become content blocks in the order the API wants them back: this provider's thinking and
+ *   redacted_thinking blocks first (unchanged, with their signatures), then the text, then `tool_use` blocks.
+ *   Reasoning blocks of other providers are dropped;
+ * - tool results become user-role `tool_result` blocks, consecutive ones merged into one user message (the API
+ *   wants every result of a turn in the message right after it);
+ * - images become `image` blocks (base64 or url).
+ * Assistant turns with nothing in them are dropped: the API rejects empty content.
+ */
+export function toAnthropicConversation(history: readonly Message[]): AnthropicConversation {
+  const systemParts: string[] = [];
+  const messages: MessageParam[] = [];
+  let pendingResults: ToolResultBlockParam[] = [];
+
+  const flushResults = (): void => {
+    if (pendingResults.length === 0) return;
+    messages.push({ role: 'user', content: pendingResults });
+    pendingResults = [];
+  };
+
+  for (const message of history) {
+    switch (message.role) {
+      case 'system':
+        systemParts.push(message.content);
+        break;
+      case 'tool': {
+        const block: ToolResultBlockParam = {
+          type: 'tool_result',
+          tool_use_id: message.toolCallId,
+          content: message.content,
+        };
+        if (message.isError) block.is_error = true;
+        pendingResults.push(block);
+        break;
+      }
+      case 'user':
+        flushResults();
+        messages.push({
+          role: 'user',
+          content: typeof message.content === 'string' ? message.content : message.content.map(toUserBlock),
+        });
+        break;
+      case 'assistant': {
+        flushResults();
+        const content = assistantBlocks(message);
+        if (content.length > 0) messages.push({ role: 'assistant', content });
+        break;
+      }
+    }
+  }
+  flushResults();
+  return { system: systemParts.length > 0 ? systemParts.join('\n\n') : undefined, messages };
+}
+
+function assistantBlocks(message: AssistantMessage): ContentBlockParam[] {
+  const blocks: ContentBlockParam[] = [];
+  for (const block of message.reasoning ?? []) {
+    const param = anthropicReasoningParam(block);
+    if (param) blocks.push(param);
+  }
+  if (message.content.length > 0) blocks.push({ type: 'text', text: message.content });
+  for (const call of message.toolCalls ?? []) {
+    blocks.push({ type: 'tool_use', id: call.id, name: call.name, input: toolInput(call.args) });
+  }
+  return blocks;
+}
+
+/** Only this provider's thinking blocks go back, exactly as they came; anything else is dropped. */
+function anthropicReasoningParam(block: ReasoningBlock): ContentBlockParam | undefined {
+  if (block.provider !== anthropicProviderName) return undefined;
+  const data = block.data;
+  if (typeof data !== 'object' || data === null || Array.isArray(data)) return undefined;
+  if (data.type === 'thinking' && typeof data.thinking === 'string' && typeof data.signature === 'string') {
+    return { type: 'thinking', thinking: data.thinking, signature: data.signature };
+  }
+  if (data.type === 'redacted_thinking' && typeof data.data === 'string') {
+    return { type: 'redacted_thinking', data: data.data };
+  }
+  return undefined;
+}
+
+/**
+ * `tool_use.input` must be an object. Arguments that were not valid JSON (kept as raw text) are sent back
+ * wrapped, so the history stays acceptable to the API and the model still sees what it wrote.
+ */
+function toolInput(args: JsonValue): JsonValue {
+  if (typeof args === 'object' && args !== null && !Array.isArray(args)) return args;
+  return { _raw: typeof args === 'string' ? args : JSON.stringify(args) };
+}
+
+function toUserBlock(part: ContentPart): TextBlockParam | ImageBlockParam {
+  if (part.type === 'text') return { type: 'text', text: part.text };
+  if ('data' in part) {
+    const mediaType = imageMediaTypes.includes(part.mediaType)
+      ? (part.mediaType as ImageMediaType)
+      : 'image/png';
+    return { type: 'image', source: { type: 'base64', media_type: mediaType, data: part.data } };
+  }
+  return { type: 'image', source: { type: 'url', url: part.url } };
+}
+
+export interface AnthropicRequestOptions {
+  maxTokens?: number;
+}
+
+/**
+ * The whole streaming request body. Structured output (`request.output`) uses the Messages API's native
+ * `output_config.format` (type json_schema), which this SDK version supports: no tool trick, no prompt hack.
+ * `settings.providerOptions` are spread in first (for example `thinking`), so the fields we own win.
+ */
+export function toAnthropicRequest(
+  request: ModelRequest,
+  model: string,
+  options: AnthropicRequestOptions = {},
+): MessageCreateParamsStreaming {
+  const { system, messages } = toAnthropicConversation(request.messages);
+  const settings = request.settings;
+  const body: MessageCreateParamsStreaming = {
+    ...(settings.providerOptions as Partial<MessageCreateParamsStreaming> | undefined),
+    model,
+    max_tokens: settings.maxOutputTokens ?? options.maxTokens ?? defaultAnthropicMaxTokens,
+    messages,
+    stream: true,
+  };
+  if (system !== undefined) body.system = system;
+  if (request.tools.length > 0) {
+    body.tools = request.tools.map(
+      (tool): Tool => ({
+        name: tool.name,
+        description: tool.description,
+        input_schema: tool.parameters as Tool['input_schema'],
+      }),
+    );
+  }
+  if (request.output) {
+    body.output_config = {
+      ...body.output_config,
+      format: { type: 'json_schema', schema: request.output.schema },
+    };
+  }
+  // This SDK version no longer types the sampling parameters; the API still takes them for the models that do.
+  const sampling = body as MessageCreateParamsStreaming & { temperature?: number; top_p?: number };
+  if (settings.temperature !== undefined) sampling.temperature = settings.temperature;
+  if (settings.topP !== undefined) sampling.top_p = settings.topP;
+  if (settings.stopSequences && settings.stopSequences.length > 0)
+    body.stop_sequences = settings.stopSequences;
+  return body;
+}

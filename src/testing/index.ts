@@ -1,0 +1,7 @@
+export {
+  type ScriptedModel,
+  type ScriptedModelOptions,
+  type ScriptedTurn,
+  type ScriptedTurns,
+  scriptedModel,
+} from './scripted-model.ts';

@@ -1,0 +1,129 @@
+import { sleep } from '../core/abort.ts';
+import { ModelError } from '../core/errors.ts';
+import type { JsonValue } from '../core/json.ts';
+import type { ReasoningBlock, ToolCall } from '../core/messages.ts';
+import type { ModelProvider, ModelRequest, ModelResponse, ModelStopReason } from '../core/model.ts';
+import { normalizeUsage, type Usage } from '../core/usage.ts';
+
+/** One scripted model turn. A missing `stopReason` means the provider gave none (the loop's fallback applies). */
+export interface ScriptedTurn {
+  text?: string;
+  toolCalls?: { id?: string; name: string; args?: JsonValue }[];
+  stopReason?: Exclude<ModelStopReason, 'unknown'>;
+  usage?: Partial<Usage>;
+  /** Wait this long before answering; the request's AbortSignal cuts the wait short. */
+  delayMs?: number;
+  /** Fail the call with this error (a string becomes a ModelError). */
+  error?: string | Error;
+  /** Stream the text in these pieces; `text` defaults to their concatenation. */
+  deltas?: string[];
+  refusal?: string;
+  reasoning?: ReasoningBlock[];
+}
+
+export type ScriptedTurns =
+  | readonly ScriptedTurn[]
+  | ((request: ModelRequest, index: number) => ScriptedTurn | Promise<ScriptedTurn>);
+
+export interface ScriptedModelOptions {
+  /** Model name reported on events. Default 'scripted'. */
+  model?: string;
+  /** Also stream each tool call's arguments as a tool-call delta. Default false. */
+  streamToolCalls?: boolean;
+  /** How many recent requests `requests` keeps (a long benchmark must not grow without bound). Default 1000. */
+  keepRequests?: number;
+}
+
+/** A ModelProvider that plays scripted turns; it also records what it was asked. */
+export interface ScriptedModel extends ModelProvider {
+  /** Number of `generate` calls so far. */
+  readonly calls: number;
+  /** The most recent requests, oldest first. */
+  readonly requests: readonly ModelRequest[];
+}
+
+/**
+ * A model for tests, examples and benchmarks: `turns` is an array (turn i answers call i) or a function of the
+ * request and the call index. It implements the same interface as the real providers, so nothing in the loop knows
+ * it is scripted. Running out of turns fails the call with a ModelError of kind `script_exhausted`.
+ */
+export function scriptedModel(turns: ScriptedTurns, options: ScriptedModelOptions = {}): ScriptedModel {
+  const keep = options.keepRequests ?? 1000;
+  const requests: ModelRequest[] = [];
+  let calls = 0;
+
+  const nextTurn = (request: ModelRequest, index: number): ScriptedTurn | Promise<ScriptedTurn> => {
+    if (typeof turns === 'function') return turns(request, index);
+    const turn = turns[index];
+    if (!turn) {
+      throw new ModelError(
+        'script_exhausted',
+        `The scripted model has ${turns.length} turn(s) and was called a ${ordinal(index + 1)} time.`,
+      );
+    }
+    return turn;
+  };
+
+  return {
+    provider: 'scripted',
+    model: options.model ?? 'scripted',
+    get calls() {
+      return calls;
+    },
+    get requests() {
+      return requests;
+    },
+    async generate(request: ModelRequest): Promise<ModelResponse> {
+      const index = calls++;
+      if (keep > 0) {
+        if (requests.length >= keep) requests.shift();
+        requests.push(request);
+      }
+      const turn = await nextTurn(request, index);
+      if (turn.delayMs !== undefined && turn.delayMs > 0) await sleep(turn.delayMs, request.signal);
+      if (request.signal.aborted) throw request.signal.reason ?? new Error('aborted');
+      if (turn.error !== undefined) {
+        throw typeof turn.error === 'string' ? new ModelError('unknown', turn.error) : turn.error;
+      }
+      const onDelta = request.onDelta;
+      if (onDelta && turn.deltas) for (const piece of turn.deltas) onDelta({ type: 'text', text: piece });
+      const toolCalls: ToolCall[] = (turn.toolCalls ?? []).map((call, k) => ({
+        id: call.id ?? `call_${index}_${k}`,
+        name: call.name,
+        args: call.args ?? {},
+      }));
+      if (onDelta && options.streamToolCalls) {
+        toolCalls.forEach((call, k) => {
+          onDelta({
+            type: 'tool_call',
+            index: k,
+            id: call.id,
+            name: call.name,
+            argsDelta: JSON.stringify(call.args),
+          });
+        });
+      }
+      const response: ModelResponse = {
+        text: turn.text ?? turn.deltas?.join('') ?? '',
+        toolCalls,
+        stopReason: turn.stopReason,
+        usage: normalizeUsage(turn.usage),
+      };
+      if (turn.refusal !== undefined) response.refusal = turn.refusal;
+      if (turn.reasoning !== undefined) response.reasoning = turn.reasoning;
+      return response;
+    },
+  };
+}
+
+function ordinal(n: number): string {
+  const suffix =
+    n % 10 === 1 && n % 100 !== 11
+      ? 'st'
+      : n % 10 === 2 && n % 100 !== 12
+        ? 'nd'
+        : n % 10 === 3 && n % 100 !== 13
+          ? 'rd'
+          : 'th';
+  return `${n}${suffix}`;
+}

@@ -1,0 +1,106 @@
+import { z } from 'zod';
+import { ConfigError } from '../core/errors.ts';
+import type { JsonObject } from '../core/json.ts';
+
+/** What a tool's `execute` receives besides its arguments. */
+export interface ToolContext {
+  /** Aborted when the call times out, the run is aborted or times out, or the run ends. Pass it on. */
+  signal: AbortSignal;
+  sessionId: string;
+  /** Name of the agent that called the tool. */
+  agent: string;
+  /** The model's id for this call. */
+  callId: string;
+  /** The loop step (model call number) that asked for the call. */
+  step: number;
+  /** 1 for the first attempt, 2 for the first retry, ... */
+  attempt: number;
+  /**
+   * `${sessionId}:${step}:${callId}`: stable across retries and across a restore of the same session, so a tool with
+   * side effects can deduplicate.
+   */
+  idempotencyKey: string;
+}
+
+/**
+ * A tool the model can call. `execute` is declared with method syntax on purpose: it makes `Tool<{ a: number }>`
+ * assignable to `Tool` (parameter bivariance), so typed tools fit in an agent's tool list.
+ */
+export interface Tool<TArgs = unknown, TResult = unknown> {
+  readonly kind: 'tool';
+  readonly name: string;
+  readonly description: string;
+  readonly input: z.ZodType<TArgs>;
+  /** JSON Schema of the arguments, as the providers send it. */
+  readonly parameters: JsonObject;
+  readonly timeoutMs: number | undefined;
+  readonly retries: number | undefined;
+  execute(args: TArgs, context: ToolContext): TResult | Promise<TResult>;
+}
+
+export interface ToolOptions<TSchema extends z.ZodType, TResult> {
+  /** 1-64 letters, digits, `_` or `-` (the strictest provider's rule). */
+  name: string;
+  description: string;
+  input: TSchema;
+  execute: (args: z.output<TSchema>, context: ToolContext) => TResult | Promise<TResult>;
+  /** Overrides the agent's `limits.toolTimeoutMs` for this tool. */
+  timeoutMs?: number;
+  /** Overrides the agent's `limits.toolRetries` for this tool. */
+  retries?: number;
+}
+
+const toolNamePattern = /^[a-zA-Z0-9_-]{1,64}$/;
+
+/** Defines a zod-typed tool. Throws a ConfigError for a bad name, a missing description, schema or execute. */
+export function tool<TSchema extends z.ZodType, TResult>(
+  options: ToolOptions<TSchema, TResult>,
+): Tool<z.output<TSchema>, TResult> {
+  const where = `tool(${JSON.stringify(options?.name)})`;
+  if (typeof options !== 'object' || options === null)
+    throw new ConfigError('tool(): options must be an object.');
+  if (typeof options.name !== 'string' || !toolNamePattern.test(options.name)) {
+    throw new ConfigError(`${where}: name must be 1-64 letters, digits, "_" or "-".`);
+  }
+  if (typeof options.description !== 'string' || options.description.trim() === '') {
+    throw new ConfigError(`${where}: description must be a non-empty string; the model reads it.`);
+  }
+  if (!(options.input instanceof z.ZodType)) {
+    throw new ConfigError(`${where}: input must be a zod schema, e.g. z.object({ ... }).`);
+  }
+  if (typeof options.execute !== 'function') throw new ConfigError(`${where}: execute must be a function.`);
+  for (const key of ['timeoutMs', 'retries'] as const) {
+    const value = options[key];
+    if (value !== undefined && (typeof value !== 'number' || !Number.isFinite(value) || value < 0)) {
+      throw new ConfigError(`${where}: ${key} must be a non-negative number.`);
+    }
+  }
+  return {
+    kind: 'tool',
+    name: options.name,
+    description: options.description,
+    input: options.input as z.ZodType<z.output<TSchema>>,
+    parameters: toJsonSchema(options.input, where),
+    timeoutMs: options.timeoutMs,
+    retries: options.retries,
+    execute: options.execute,
+  };
+}
+
+/** JSON Schema for a zod schema, without the `$schema` key that some providers reject. */
+export function toJsonSchema(schema: z.ZodType, where: string): JsonObject {
+  try {
+    const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, {
+      io: 'input',
+      unrepresentable: 'any',
+    }) as Record<string, unknown>;
+    return rest as JsonObject;
+  } catch (error) {
+    throw new ConfigError(
+      `${where}: the schema cannot be expressed as JSON Schema: ${(error as Error).message}`,
+      {
+        cause: error,
+      },
+    );
+  }
+}
