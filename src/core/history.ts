@@ -9,20 +9,26 @@ export function findHistoryIssues(history: readonly unknown[]): HistoryIssue[] {
   /** Tool calls asked for and not answered yet: id -> index of the assistant message. */
   const open = new Map<string, number>();
   const answered = new Set<string>();
-  history.forEach((value, index) => {
+  for (const [index, value] of history.entries()) {
     const issue = (message: string): void => {
       issues.push({ index, message });
     };
-    if (typeof value !== 'object' || value === null) return issue('a message must be an object');
+    if (typeof value !== 'object' || value === null) {
+      issue('a message must be an object');
+      continue;
+    }
     const message = value as Partial<Message> & Record<string, unknown>;
     if (typeof message.role !== 'string' || !roles.has(message.role)) {
-      return issue(`role must be one of system, user, assistant, tool; got ${JSON.stringify(message.role)}`);
+      issue(`role must be one of system, user, assistant, tool; got ${JSON.stringify(message.role)}`);
+      continue;
     }
     if (message.role !== 'user' && typeof message.content !== 'string') {
-      return issue(`${message.role} content must be a string`);
+      issue(`${message.role} content must be a string`);
+      continue;
     }
     if (message.role === 'user' && typeof message.content !== 'string' && !Array.isArray(message.content)) {
-      return issue('user content must be a string or an array of content parts');
+      issue('user content must be a string or an array of content parts');
+      continue;
     }
     if (message.role !== 'tool' && open.size > 0) {
       issue(
@@ -32,8 +38,11 @@ export function findHistoryIssues(history: readonly unknown[]): HistoryIssue[] {
     }
     if (message.role === 'assistant') {
       const calls = (message as { toolCalls?: unknown }).toolCalls;
-      if (calls === undefined) return;
-      if (!Array.isArray(calls)) return issue('toolCalls must be an array');
+      if (calls === undefined) continue;
+      if (!Array.isArray(calls)) {
+        issue('toolCalls must be an array');
+        continue;
+      }
       for (const call of calls as Partial<ToolCall>[]) {
         if (typeof call?.id !== 'string' || call.id.length === 0)
           issue('every tool call needs a non-empty string id');
@@ -42,18 +51,26 @@ export function findHistoryIssues(history: readonly unknown[]): HistoryIssue[] {
         else if (open.has(call.id) || answered.has(call.id)) issue(`tool call id ${call.id} is used twice`);
         else open.set(call.id, index);
       }
-      return;
+      continue;
     }
     if (message.role === 'tool') {
       const id = (message as Partial<ToolMessage>).toolCallId;
-      if (typeof id !== 'string' || id.length === 0) return issue('a tool message needs a toolCallId');
-      if (answered.has(id)) return issue(`tool call ${id} is answered more than once`);
-      if (!open.has(id))
-        return issue(`tool message answers ${id}, which no earlier assistant message asked for`);
+      if (typeof id !== 'string' || id.length === 0) {
+        issue('a tool message needs a toolCallId');
+        continue;
+      }
+      if (answered.has(id)) {
+        issue(`tool call ${id} is answered more than once`);
+        continue;
+      }
+      if (!open.has(id)) {
+        issue(`tool message answers ${id}, which no earlier assistant message asked for`);
+        continue;
+      }
       open.delete(id);
       answered.add(id);
     }
-  });
+  }
   if (open.size > 0) {
     issues.push({
       index: history.length,
