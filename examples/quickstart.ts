@@ -1,0 +1,124 @@
+/**
+ * Troupe quick start: an agent with two tools and a typed final answer. Runs on the built-in scripted model, so it
+ * needs no API key; `npm start` prints the streamed events and the result.
+ */
+import { z } from 'zod';
+import { defineAgent, type ModelProvider, stream, tool } from 'troupe';
+import { scriptedModel } from 'troupe/testing';
+
+const weather = tool({
+  name: 'get_weather',
+  description: 'Current weather for a city.',
+  input: z.object({ city: z.string() }),
+  execute: async ({ city }) => ({ city, celsius: city === 'Paris' ? 18 : 24, sky: 'clear' }),
+});
+
+const convert = tool({
+  name: 'to_fahrenheit',
+  description: 'Converts a temperature from Celsius to Fahrenheit.',
+  input: z.object({ celsius: z.number() }),
+  execute: ({ celsius }) => Math.round((celsius * 9) / 5 + 32),
+});
+
+const Forecast = z.object({ city: z.string(), fahrenheit: z.number(), summary: z.string() });
+
+/** The scripted model plays the turns a real model would: a tool call, two parallel tool calls, then answers. */
+function offlineModel(): ModelProvider {
+  return scriptedModel(
+    [
+      {
+        text: 'I will look up the weather first.',
+        toolCalls: [{ name: 'get_weather', args: { city: 'Paris' } }],
+        stopReason: 'tool_use',
+        usage: { input: 120, output: 18 },
+      },
+      {
+        text: 'Now I convert, and check Lisbon for comparison.',
+        toolCalls: [
+          { name: 'to_fahrenheit', args: { celsius: 18 } },
+          { name: 'get_weather', args: { city: 'Lisbon' } },
+        ],
+        stopReason: 'tool_use',
+        usage: { input: 180, output: 30 },
+      },
+      {
+        deltas: ['Paris is ', '64°F ', 'and clear.'],
+        stopReason: 'end_turn',
+        usage: { input: 240, output: 9 },
+      },
+      {
+        text: '{"city":"Paris","fahrenheit":64,"summary":"Clear skies, 64°F."}',
+        stopReason: 'end_turn',
+        usage: { input: 260, output: 20 },
+      },
+    ],
+    { streamToolCalls: true },
+  );
+}
+
+/** A real provider when a key is set (needs troupe/providers), otherwise the scripted model. */
+async function chooseModel(): Promise<{ model: ModelProvider; label: string }> {
+  if (process.env.OPENAI_API_KEY || process.env.ANTHROPIC_API_KEY) {
+    try {
+      const providers = await import('troupe/providers');
+      if (process.env.OPENAI_API_KEY) {
+        const name = process.env.OPENAI_MODEL ?? 'gpt-5-mini';
+        return { model: providers.openai(name), label: `OpenAI ${name} (OPENAI_API_KEY is set)` };
+      }
+      const name = process.env.ANTHROPIC_MODEL ?? 'claude-sonnet-4-6';
+      return { model: providers.anthropic(name), label: `Anthropic ${name} (ANTHROPIC_API_KEY is set)` };
+    } catch (error) {
+      console.warn(`Could not load a real provider (${(error as Error).message}); using the scripted model.`);
+    }
+  }
+  return { model: offlineModel(), label: 'the built-in scripted model (no API key set)' };
+}
+
+const { model, label } = await chooseModel();
+console.log(`Model: ${label}\n`);
+
+const agent = defineAgent({
+  name: 'forecaster',
+  instructions: 'You answer weather questions. Use the tools, then answer in one sentence.',
+  model,
+  tools: [weather, convert],
+  output: Forecast,
+  limits: { maxSteps: 6, toolTimeoutMs: 5_000 },
+});
+
+const run = stream(agent, 'What is the weather in Paris, in Fahrenheit?');
+for await (const event of run) {
+  switch (event.type) {
+    case 'delta':
+      process.stdout.write(event.data.content);
+      break;
+    case 'phase':
+      console.log(`\n[${event.seq}] phase ${event.data.phase}.${event.data.state} (step ${event.data.step})`);
+      break;
+    case 'tool_call':
+      console.log(`[${event.seq}] tool_call ${event.data.function.name}(${event.data.function.arguments})`);
+      break;
+    case 'tool_response':
+      console.log(`[${event.seq}] tool_response ${event.data.name} -> ${event.data.content_preview}`);
+      break;
+    case 'usage':
+      console.log(`[${event.seq}] usage +${event.data.total_tokens} tokens (run total ${event.data.cumulative.input + event.data.cumulative.output})`);
+      break;
+    case 'run_end':
+      console.log(`\n[${event.seq}] run_end ${event.data.status} / ${event.data.stopReason}`);
+      break;
+  }
+}
+
+const result = await run.result;
+console.log('\nResult');
+console.log({
+  status: result.status,
+  stopReason: result.stopReason,
+  output: result.output,
+  toolCalls: result.toolCalls,
+  iterationsUsed: result.iterationsUsed,
+  usage: result.usage,
+  historyDelta: result.historyDelta.length,
+});
+if (result.status !== 'completed') process.exitCode = 1;
