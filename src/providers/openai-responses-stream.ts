@@ -1,0 +1,216 @@
+import type { Response, ResponseOutputItem, ResponseStreamEvent } from 'openai/resources/responses/responses';
+import { ModelError } from '../core/errors.ts';
+import type { JsonObject, JsonValue } from '../core/json.ts';
+import type { ReasoningBlock, ToolCall } from '../core/messages.ts';
+import type { ModelDelta, ModelResponse, ModelStopReason } from '../core/model.ts';
+import type { Usage } from '../core/usage.ts';
+import { openaiResponsesProviderName } from './openai-responses-format.ts';
+
+/**
+ * Responses status → normalized stop reason (P6). `completed` with function calls is tool_use; with only a
+ * refusal it is refusal; `incomplete` says why in incomplete_details.
+ */
+export function responsesStopReason(
+  status: string | undefined,
+  incompleteReason: string | undefined,
+  hasToolCalls: boolean,
+  refusedOnly: boolean,
+): ModelStopReason | undefined {
+  switch (status) {
+    case 'completed':
+      if (hasToolCalls) return 'tool_use';
+      return refusedOnly ? 'refusal' : 'end_turn';
+    case 'incomplete':
+      if (incompleteReason === 'max_output_tokens') return 'max_tokens';
+      if (incompleteReason === 'content_filter') return 'content_filter';
+      return 'unknown';
+    case undefined:
+      return undefined;
+    default:
+      return 'unknown';
+  }
+}
+
+interface StreamedCall {
+  ordinal: number;
+  callId: string;
+  name: string;
+  args: string;
+}
+
+/**
+ * Folds Responses stream events into one normalized response, forwarding deltas as they come. The terminal
+ * event (`response.completed` / `response.incomplete`) carries the whole output, which is authoritative; the
+ * items seen in `response.output_item.done` stand in when it is missing.
+ */
+export class ResponsesStreamReducer {
+  private readonly calls = new Map<number, StreamedCall>();
+  private readonly doneItems = new Map<number, ResponseOutputItem>();
+  private callCount = 0;
+  private final: Response | undefined;
+  private responseId: string | undefined;
+  emittedDelta = false;
+
+  constructor(private readonly onDelta?: (delta: ModelDelta) => void) {}
+
+  push(event: ResponseStreamEvent): void {
+    switch (event.type) {
+      case 'response.created':
+      case 'response.in_progress':
+        this.responseId = event.response.id;
+        break;
+      case 'response.output_item.added':
+        if (event.item.type === 'function_call') {
+          const call: StreamedCall = {
+            ordinal: this.callCount++,
+            callId: event.item.call_id,
+            name: event.item.name,
+            args: event.item.arguments ?? '',
+          };
+          this.calls.set(event.output_index, call);
+          this.emit({
+            type: 'tool_call',
+            index: call.ordinal,
+            id: call.callId,
+            name: call.name,
+            argsDelta: call.args,
+          });
+        }
+        break;
+      case 'response.function_call_arguments.delta': {
+        const call = this.calls.get(event.output_index);
+        if (call && event.delta.length > 0) {
+          call.args += event.delta;
+          this.emit({ type: 'tool_call', index: call.ordinal, argsDelta: event.delta });
+        }
+        break;
+      }
+      case 'response.function_call_arguments.done': {
+        const call = this.calls.get(event.output_index);
+        if (call) call.args = event.arguments;
+        break;
+      }
+      case 'response.output_text.delta':
+        this.emit({ type: 'text', text: event.delta });
+        break;
+      case 'response.reasoning_summary_text.delta':
+      case 'response.reasoning_text.delta':
+        this.emit({ type: 'reasoning', text: event.delta });
+        break;
+      case 'response.output_item.done':
+        this.doneItems.set(event.output_index, event.item);
+        break;
+      case 'response.completed':
+      case 'response.incomplete':
+        this.final = event.response;
+        break;
+      case 'response.failed':
+        throw failedResponseError(event.response);
+      case 'error':
+        throw new ModelError(
+          event.code === 'rate_limit_exceeded' ? 'rate_limited' : 'server',
+          `OpenAI Responses stream error${event.code ? ` (${event.code})` : ''}: ${event.message}`,
+          { retryable: true },
+        );
+      default:
+        break;
+    }
+  }
+
+  private emit(delta: ModelDelta): void {
+    this.emittedDelta = true;
+    this.onDelta?.(delta);
+  }
+
+  /** The normalized response; a stream without a terminal event throws a retryable `truncated_stream`. */
+  finish(): ModelResponse {
+    const final = this.final;
+    if (!final) {
+      throw new ModelError('truncated_stream', 'OpenAI Responses stream ended before response.completed.', {
+        retryable: true,
+      });
+    }
+    const output =
+      final.output && final.output.length > 0
+        ? final.output
+        : [...this.doneItems.entries()].sort(([a], [b]) => a - b).map(([, item]) => item);
+    let text = '';
+    let refusal = '';
+    const toolCalls: ToolCall[] = [];
+    const reasoning: ReasoningBlock[] = [];
+    for (const item of output) {
+      if (item.type === 'message') {
+        for (const part of item.content) {
+          if (part.type === 'output_text') text += part.text;
+          else if (part.type === 'refusal') refusal += part.refusal;
+        }
+      } else if (item.type === 'function_call') {
+        toolCalls.push({ id: item.call_id, name: item.name, args: parseArguments(item.arguments) });
+      } else if (item.type === 'reasoning') {
+        const summary = item.summary.map((part) => part.text).join('\n\n');
+        const block: ReasoningBlock = {
+          provider: openaiResponsesProviderName,
+          data: reasoningPayload(item),
+        };
+        if (summary.length > 0) block.text = summary;
+        reasoning.push(block);
+      }
+    }
+    const incompleteReason = final.incomplete_details?.reason ?? undefined;
+    const stopReason = responsesStopReason(
+      final.status ?? undefined,
+      incompleteReason,
+      toolCalls.length > 0,
+      refusal.length > 0 && text.length === 0,
+    );
+    const usage: Usage = {
+      input: final.usage?.input_tokens ?? 0,
+      output: final.usage?.output_tokens ?? 0,
+      cached: final.usage?.input_tokens_details?.cached_tokens ?? 0,
+      reasoning: final.usage?.output_tokens_details?.reasoning_tokens ?? 0,
+    };
+    const raw: JsonObject = {
+      id: final.id ?? this.responseId ?? null,
+      model: final.model ?? null,
+      status: final.status ?? null,
+    };
+    if (incompleteReason !== undefined) raw.incomplete_reason = incompleteReason;
+    const response: ModelResponse = { text, toolCalls, stopReason, usage, raw };
+    const rawStop = incompleteReason ?? final.status;
+    if (rawStop) response.rawStopReason = rawStop;
+    if (refusal.length > 0) response.refusal = refusal;
+    if (reasoning.length > 0) response.reasoning = reasoning;
+    return response;
+  }
+}
+
+/** The reasoning item as the API wants it back: id, summary, encrypted content; never the output-only status. */
+function reasoningPayload(item: ResponseOutputItem & { type: 'reasoning' }): JsonObject {
+  const payload: JsonObject = {
+    type: 'reasoning',
+    id: item.id,
+    summary: item.summary.map((part) => ({ type: part.type, text: part.text })),
+  };
+  if (item.encrypted_content != null) payload.encrypted_content = item.encrypted_content;
+  if (item.content && item.content.length > 0) payload.content = item.content as unknown as JsonValue;
+  return payload;
+}
+
+function parseArguments(text: string): JsonValue {
+  if (text.trim() === '') return {};
+  try {
+    return JSON.parse(text) as JsonValue;
+  } catch {
+    return text;
+  }
+}
+
+function failedResponseError(response: Response): ModelError {
+  const code = response.error?.code;
+  const message = `OpenAI Responses failed${code ? ` (${code})` : ''}: ${response.error?.message ?? 'no message'}`;
+  if (code === 'rate_limit_exceeded') return new ModelError('rate_limited', message, { retryable: true });
+  if (code === 'server_error' || code === 'vector_store_timeout') {
+    return new ModelError('server', message, { retryable: true });
+  }
+  return new ModelError('invalid_response', message);
+}
