@@ -218,7 +218,12 @@ export const agentMachine = setup({
       if (event.type !== 'model.response') return {};
       const { response } = event;
       const refused = response.stopReason === 'refusal' || response.stopReason === 'content_filter';
-      const decoded: DecodeOutcome = event.decoded ?? { ok: true, value: response.text };
+      // Without a schema any text is the answer; with one, an undecoded reply counts as a failed decode.
+      const decoded: DecodeOutcome =
+        event.decoded ??
+        (context.hasOutputSchema
+          ? { ok: false, error: 'The reply was not decoded.' }
+          : { ok: true, value: response.text });
       return {
         // Tools are off in this phase: a stray tool call is dropped so no call is left unanswered.
         history: appendAssistant(context, response, false),

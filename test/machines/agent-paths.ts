@@ -1,0 +1,171 @@
+import type { AnyStateNode, SnapshotFrom } from 'xstate';
+import { getShortestPaths, type StatePath } from 'xstate/graph';
+import type { ResolvedLimits } from '../../src/core/limits.ts';
+import type { ModelResponse } from '../../src/core/model.ts';
+import {
+  type AgentEvent,
+  type AgentMachine,
+  type AgentMachineInput,
+  agentMachine,
+} from '../../src/machines/agent.ts';
+
+/**
+ * Model-based test support for the agent statechart: the events the traversal may send (with payloads, since the
+ * guards read them), the traversal itself, and the list of every transition in the machine definition.
+ */
+
+const usage = { input: 1, output: 1, cached: 0, reasoning: 0 };
+const reply = (partial: Partial<ModelResponse>): ModelResponse => ({
+  text: '',
+  toolCalls: [],
+  stopReason: 'end_turn',
+  usage,
+  ...partial,
+});
+
+/** The answer text that decodes against the test schema `{ x: number }`, and one that does not. */
+export const goodAnswer = '{"x":1}';
+export const badAnswer = 'not json';
+
+export function modelEvents(hasOutputSchema: boolean): AgentEvent[] {
+  const decoded = (ok: boolean) =>
+    hasOutputSchema
+      ? { decoded: ok ? { ok: true as const, value: { x: 1 } } : { ok: false as const, error: 'bad' } }
+      : {};
+  return [
+    {
+      type: 'model.response',
+      response: reply({ toolCalls: [{ id: 'c1', name: 't', args: { n: 1 } }], stopReason: 'tool_use' }),
+    },
+    {
+      type: 'model.response',
+      response: reply({ toolCalls: [{ id: 'c2', name: 't', args: { n: 2 } }], stopReason: 'tool_use' }),
+    },
+    { type: 'model.response', response: reply({ text: goodAnswer }), ...decoded(true) },
+    ...(hasOutputSchema
+      ? [{ type: 'model.response' as const, response: reply({ text: badAnswer }), ...decoded(false) }]
+      : []),
+    // The effects actor decodes every text-only response when there is a schema, so these carry a failed decode.
+    {
+      type: 'model.response',
+      response: reply({
+        stopReason: undefined,
+        reasoning: [{ provider: 'test', data: { thinking: 'hmm' } }],
+      }),
+      ...decoded(false),
+    },
+    { type: 'model.response', response: reply({ stopReason: 'refusal', refusal: 'no' }), ...decoded(false) },
+    { type: 'model.response', response: reply({ stopReason: 'max_tokens' }), ...decoded(false) },
+    { type: 'model.error', error: { name: 'ModelError', code: 'model_server', message: 'boom' } },
+  ];
+}
+
+export const toolEvents: AgentEvent[] = [
+  {
+    type: 'tools.done',
+    results: ['c1', 'c2'].map((callId) => ({
+      callId,
+      name: 't',
+      content: 'ok',
+      isError: false,
+      executed: true,
+      degraded: false,
+      attempts: 1,
+    })),
+  },
+  {
+    type: 'tools.done',
+    results: ['c1', 'c2'].map((callId) => ({
+      callId,
+      name: 't',
+      content: 'Error: failed',
+      isError: true,
+      executed: true,
+      degraded: true,
+      attempts: 1,
+    })),
+  },
+];
+
+export const controlEvents: AgentEvent[] = [{ type: 'abort' }, { type: 'timeout' }];
+
+export interface PathConfig {
+  name: string;
+  limits: ResolvedLimits;
+  tools: boolean;
+  schema: boolean;
+}
+
+export function machineInput(config: PathConfig): AgentMachineInput {
+  return {
+    sessionId: 'paths',
+    agent: 'pathfinder',
+    limits: config.limits,
+    toolNames: config.tools ? ['t'] : [],
+    hasOutputSchema: config.schema,
+    history: [{ role: 'user', content: 'go' }],
+    baseLength: 0,
+  };
+}
+
+type AgentSnapshot = SnapshotFrom<AgentMachine>;
+
+/** State identity for the traversal: the state value and the counters the guards read (not the history text). */
+function stateKey(snapshot: AgentSnapshot): string {
+  const c = snapshot.context;
+  return JSON.stringify({
+    value: snapshot.value,
+    step: c.step,
+    calls: c.modelCalls,
+    retry: c.retryCount,
+    counts: c.toolCallCounts,
+    sigs: c.callSignatures,
+    degraded: c.degradedTools,
+    decision: c.decision?.kind ?? null,
+    open: c.openCalls.map((call) => call.id),
+    decoded: c.outputDecoded,
+    forced: c.forcedFinalAnswer,
+    stop: c.stopReason,
+  });
+}
+
+function eventKey(event: AgentEvent | undefined): string {
+  return event ? JSON.stringify(event) : 'init';
+}
+
+/**
+ * Shortest paths to every (state, incoming transition) pair, so that every event edge the machine can take is the
+ * last step of some path (as createTestModel does by appending the transition to the state key).
+ */
+export function generatePaths(config: PathConfig): StatePath<AgentSnapshot, AgentEvent>[] {
+  const events = [...modelEvents(config.schema), ...toolEvents, ...controlEvents];
+  return getShortestPaths(agentMachine, {
+    input: machineInput(config),
+    events,
+    serializeState: (state, event, prev) =>
+      `${stateKey(state)} via ${eventKey(event)} from ${prev ? stateKey(prev) : 'start'}`,
+    // Events the state does not handle would only add self-loops that the runtime can never produce.
+    filterEvents: (snapshot, event) => snapshot.can(event),
+    limit: 200_000,
+  });
+}
+
+/** A stable name for a transition of the definition: source state, event, position among its siblings. */
+export function transitionName(source: AnyStateNode, eventType: string, index: number): string {
+  return `${source.id} --${eventType}[${index}]`;
+}
+
+/** Every transition of the machine definition (event-driven and eventless), by name. */
+export function allTransitions(root: AnyStateNode = agentMachine.root): string[] {
+  const names: string[] = [];
+  const visit = (node: AnyStateNode) => {
+    for (const [eventType, list] of node.transitions) {
+      for (let index = 0; index < list.length; index++) names.push(transitionName(node, eventType, index));
+    }
+    for (let index = 0; index < (node.always ?? []).length; index++)
+      names.push(transitionName(node, '', index));
+    for (const child of Object.values(node.states)) visit(child);
+  };
+  visit(root);
+  return names;
+}

@@ -1,0 +1,196 @@
+import { describe, expect, it } from 'vitest';
+import { type AnyStateNode, type InspectionEvent, SimulatedClock, type Snapshot } from 'xstate';
+import { z } from 'zod';
+import { defaultLimits, type ResolvedLimits } from '../../src/core/limits.ts';
+import { defineAgent, run, tool } from '../../src/index.ts';
+import { type AgentEvent, agentMachine } from '../../src/machines/agent.ts';
+import { type ScriptedTurn, scriptedModel } from '../../src/testing/scripted-model.ts';
+import { allTransitions, generatePaths, type PathConfig, transitionName } from './agent-paths.ts';
+
+/**
+ * Tests generated from the agent statechart (REQUIREMENTS V1): xstate/graph enumerates shortest paths to every
+ * (state, incoming transition) under small limits; each path is then replayed on the REAL runtime (the provided
+ * machine, the effects actor, the scripted model and a real tool), and the run must end in the state the path
+ * predicts. The microsteps the real runs take must cover every transition of the machine definition, so a new state
+ * or transition without a path fails this suite.
+ */
+
+const small: ResolvedLimits = {
+  ...defaultLimits,
+  maxSteps: 2,
+  maxDecodeRetries: 1,
+  maxDuplicateToolCalls: 1,
+  maxToolCallsPerTool: 1,
+  toolRetries: 0,
+};
+
+const configs: PathConfig[] = [
+  { name: 'tools + schema', limits: small, tools: true, schema: true },
+  {
+    name: 'tools + schema + final answer at the step limit',
+    limits: { ...small, finalAnswerOnMaxSteps: true },
+    tools: true,
+    schema: true,
+  },
+  { name: 'tools, no schema', limits: small, tools: true, schema: false },
+  { name: 'no tools + schema', limits: small, tools: false, schema: true },
+];
+
+interface Replay {
+  finalValue: unknown;
+  stopReason: string | null;
+  covered: Set<string>;
+  visited: Set<string>;
+}
+
+/** The ids of the active state nodes of a state value, e.g. agent.running, agent.running.toolUse, ... */
+function stateIds(prefix: string, value: unknown): string[] {
+  if (typeof value === 'string') return [`${prefix}.${value}`];
+  if (typeof value !== 'object' || value === null) return [];
+  return Object.entries(value).flatMap(([key, inner]) => [
+    `${prefix}.${key}`,
+    ...stateIds(`${prefix}.${key}`, inner),
+  ]);
+}
+
+function allStates(node: AnyStateNode): string[] {
+  return [node.id, ...Object.values(node.states).flatMap(allStates)];
+}
+
+/** Runs the real loop so that the model, the tools and the control events follow the path's events in order. */
+async function replay(config: PathConfig, events: AgentEvent[]): Promise<Replay> {
+  const covered = new Set<string>();
+  const visited = new Set<string>(['agent']);
+  const clock = new SimulatedClock();
+  const controller = new AbortController();
+  let lastSnapshot: Snapshot<unknown> & { value?: unknown; context?: { stopReason: string | null } } = {
+    status: 'active',
+    output: undefined,
+    error: undefined,
+  };
+  let cursor = 0;
+  let exhaustedValue: unknown;
+
+  // Abort and timeout arrive while an effect is in flight, as they would in production.
+  const interrupt = (event: AgentEvent) => {
+    setTimeout(() => {
+      if (event.type === 'abort') controller.abort();
+      else clock.increment(1e9);
+    }, 0);
+  };
+  const takeNext = (): AgentEvent | undefined => {
+    const event = events[cursor++];
+    if (event === undefined) {
+      // The path ends in a non-final state: remember where the machine is, then stop the run.
+      // Read the state once the current macrostep has been published, then stop the run.
+      setTimeout(() => {
+        exhaustedValue = lastSnapshot.value;
+        controller.abort();
+      }, 0);
+    }
+    return event;
+  };
+
+  const t = tool({
+    name: 't',
+    description: 'test tool',
+    input: z.object({ n: z.number() }),
+    execute: (_args, ctx) => {
+      const event = takeNext();
+      if (event?.type === 'tools.done') {
+        if (event.results[0]?.degraded) throw new Error('failed');
+        return 'ok';
+      }
+      if (event) interrupt(event);
+      return new Promise((_resolve, reject) =>
+        ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason)),
+      );
+    },
+  });
+
+  const model = scriptedModel((): ScriptedTurn => {
+    const event = takeNext();
+    if (event?.type === 'model.response') {
+      const r = event.response;
+      const turn: ScriptedTurn = { text: r.text, toolCalls: r.toolCalls, usage: r.usage };
+      if (r.stopReason !== undefined && r.stopReason !== 'unknown') turn.stopReason = r.stopReason;
+      if (r.reasoning) turn.reasoning = r.reasoning;
+      if (r.refusal !== undefined) turn.refusal = r.refusal;
+      return turn;
+    }
+    if (event?.type === 'model.error') return { error: event.error.message };
+    if (event?.type === 'tools.done')
+      throw new Error(`path mismatch: tools.done at a model call (step ${cursor})`);
+    if (event) interrupt(event);
+    return { delayMs: 1e9 };
+  });
+
+  const agent = defineAgent({
+    name: 'pathfinder',
+    instructions: '',
+    model,
+    tools: config.tools ? [t] : [],
+    ...(config.schema ? { output: z.object({ x: z.number() }) } : {}),
+    limits: { ...config.limits, timeoutMs: 1e9, toolTimeoutMs: undefined },
+  });
+
+  const inspect = (event: InspectionEvent) => {
+    // Only the agent machine itself (the root), not its effects actor.
+    if (event.rootId !== event.actorRef.sessionId) return;
+    if (event.type === '@xstate.snapshot') lastSnapshot = event.snapshot as typeof lastSnapshot;
+    if (event.type === '@xstate.microstep') {
+      for (const id of stateIds('agent', (event.snapshot as unknown as { value: unknown }).value))
+        visited.add(id);
+      for (const transition of event._transitions) {
+        const source = transition.source as AnyStateNode;
+        const list =
+          transition.eventType === ''
+            ? (source.always ?? [])
+            : (source.transitions.get(transition.eventType) ?? []);
+        covered.add(transitionName(source, transition.eventType, list.indexOf(transition)));
+        // Taking a transition out of a state proves the state was entered (transient ones never show in snapshots).
+        visited.add(source.id);
+      }
+    }
+  };
+
+  const result = await run(agent, 'go', { signal: controller.signal, clock, inspect });
+  return {
+    finalValue: exhaustedValue ?? lastSnapshot.value,
+    stopReason: exhaustedValue === undefined ? result.stopReason : null,
+    covered,
+    visited,
+  };
+}
+
+describe('agent statechart: generated paths replayed on the real runtime', () => {
+  const covered = new Set<string>();
+  const visited = new Set<string>();
+  let replayed = 0;
+
+  for (const config of configs) {
+    it(`every shortest path ends where the statechart says (${config.name})`, async () => {
+      const paths = generatePaths(config);
+      expect(paths.length).toBeGreaterThan(10);
+      for (const path of paths) {
+        const events = path.steps.slice(1).map((step) => step.event);
+        const outcome = await replay(config, events);
+        const description = JSON.stringify(events);
+        expect(outcome.finalValue, description).toEqual(path.state.value);
+        if (path.state.status === 'done')
+          expect(outcome.stopReason, description).toBe(path.state.context.stopReason);
+        for (const name of outcome.covered) covered.add(name);
+        for (const id of outcome.visited) visited.add(id);
+        replayed++;
+      }
+    });
+  }
+
+  it('the replayed runs visit every state and every transition of the machine definition', () => {
+    expect(replayed).toBeGreaterThan(100);
+    const missingTransitions = allTransitions().filter((name) => !covered.has(name));
+    expect(missingTransitions).toEqual([]);
+    const missingStates = allStates(agentMachine.root).filter((id) => !visited.has(id));
+    expect(missingStates).toEqual([]);
+  });
+});
