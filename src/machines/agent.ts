@@ -199,14 +199,25 @@ export const agentMachine = setup({
       if (event.type !== 'model.response') return {};
       const { response } = event;
       const decision = createTerminationPolicy(context.limits)(response, context);
-      const calls = decision.kind === 'continue_with_tools' ? decision.calls : response.toolCalls;
+      let history = appendAssistant(context, response, true);
+      let openCalls: ToolCall[] = response.toolCalls;
+      if (decision.kind === 'continue_with_tools') openCalls = decision.calls;
+      else if (decision.kind !== 'terminate' && response.toolCalls.length > 0) {
+        // The policy took the text as the answer (e.g. stop_sequence) although calls were asked for: answer them
+        // at once so the history stays valid (every call answered exactly once).
+        history = [
+          ...history,
+          ...answerUnrunCalls(response.toolCalls, `the turn ended with stop reason ${response.stopReason ?? 'none'}`),
+        ];
+        openCalls = [];
+      }
       return {
-        history: appendAssistant(context, response, true),
+        history,
         step: context.step + 1,
         modelCalls: context.modelCalls + 1,
         usage: addUsage(context.usage, response.usage),
         decision,
-        openCalls: calls,
+        openCalls,
         text: response.text,
         truncated: decision.kind === 'terminate_with_output' && decision.truncated,
         output: event.decoded?.ok ? event.decoded.value : null,
@@ -296,6 +307,7 @@ export const agentMachine = setup({
       return {
         stopReason: 'error' as const,
         error: event.error,
+        modelCalls: context.modelCalls + 1,
         history:
           context.openCalls.length > 0
             ? [...context.history, ...answerUnrunCalls(context.openCalls, 'the model call failed')]
