@@ -32,15 +32,31 @@ function invariantHolds(history: readonly Message[]): void {
 describe('run: the loop end to end on the scripted model', () => {
   it('runs tools, feeds results back and completes with text, usage, steps and history delta', async () => {
     const model = scriptedModel([
-      { text: 'adding', toolCalls: [{ name: 'add', args: { a: 1, b: 2 } }], stopReason: 'tool_use', usage: { input: 5, output: 2 } },
+      {
+        text: 'adding',
+        toolCalls: [{ name: 'add', args: { a: 1, b: 2 } }],
+        stopReason: 'tool_use',
+        usage: { input: 5, output: 2 },
+      },
       { text: 'It is 3', stopReason: 'end_turn', usage: { input: 7, output: 3 } },
     ]);
     const agent = defineAgent({ name: 'calc', instructions: 'Be precise.', model, tools: [add] });
     const result = await run(agent, 'What is 1+2?');
-    expect(result).toMatchObject({ status: 'completed', stopReason: 'completed', text: 'It is 3', toolCalls: 1, iterationsUsed: 2 });
+    expect(result).toMatchObject({
+      status: 'completed',
+      stopReason: 'completed',
+      text: 'It is 3',
+      toolCalls: 1,
+      iterationsUsed: 2,
+    });
     expect(result.usage).toEqual({ input: 12, output: 5, cached: 0, reasoning: 0 });
     expect(result.steps).toHaveLength(2);
-    expect(result.steps[0]?.toolCalls[0]).toMatchObject({ name: 'add', args: { a: 1, b: 2 }, result: '3', isError: false });
+    expect(result.steps[0]?.toolCalls[0]).toMatchObject({
+      name: 'add',
+      args: { a: 1, b: 2 },
+      result: '3',
+      isError: false,
+    });
     expect(result.historyDelta.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
     // The second request carries the system prompt, the tool call and its answer.
     const second = model.requests[1];
@@ -61,7 +77,9 @@ describe('run: the loop end to end on the scripted model', () => {
     ];
     const frozen = structuredClone(history);
     const model = scriptedModel([{ text: 'again 2', stopReason: 'end_turn' }]);
-    const result = await run(defineAgent({ name: 'a', instructions: '', model, tools: [add] }), 'again', { history });
+    const result = await run(defineAgent({ name: 'a', instructions: '', model, tools: [add] }), 'again', {
+      history,
+    });
     expect(history).toEqual(frozen);
     expect(result.history.slice(0, 4)).toEqual(history);
     expect(result.history).toEqual([...history, ...result.historyDelta]);
@@ -86,16 +104,35 @@ describe('run: the loop end to end on the scripted model', () => {
 
   it('stops at the step limit with a typed result and the partial transcript', async () => {
     let n = 0;
-    const model = scriptedModel(() => ({ toolCalls: [{ name: 'add', args: { a: n++, b: 0 } }], stopReason: 'tool_use' }));
-    const result = await run(defineAgent({ name: 'a', instructions: '', model, tools: [add], limits: { maxSteps: 3, maxToolCallsPerTool: null } }), 'go');
-    expect(result).toMatchObject({ status: 'stopped', stopReason: 'max_steps', iterationsUsed: 3, toolCalls: 3 });
+    const model = scriptedModel(() => ({
+      toolCalls: [{ name: 'add', args: { a: n++, b: 0 } }],
+      stopReason: 'tool_use',
+    }));
+    const result = await run(
+      defineAgent({
+        name: 'a',
+        instructions: '',
+        model,
+        tools: [add],
+        limits: { maxSteps: 3, maxToolCallsPerTool: null },
+      }),
+      'go',
+    );
+    expect(result).toMatchObject({
+      status: 'stopped',
+      stopReason: 'max_steps',
+      iterationsUsed: 3,
+      toolCalls: 3,
+    });
     expect(model.calls).toBe(3);
     invariantHolds(result.history);
   });
 
   it('can ask for one last tool-less answer at the step limit (finalAnswerOnMaxSteps)', async () => {
     const model = scriptedModel((request, index) =>
-      request.tools.length > 0 ? { toolCalls: [{ name: 'add', args: { a: index, b: 0 } }] } : { text: 'best effort', stopReason: 'end_turn' },
+      request.tools.length > 0
+        ? { toolCalls: [{ name: 'add', args: { a: index, b: 0 } }] }
+        : { text: 'best effort', stopReason: 'end_turn' },
     );
     const agent = defineAgent({
       name: 'a',
@@ -110,7 +147,10 @@ describe('run: the loop end to end on the scripted model', () => {
   });
 
   it('ends on a duplicate tool call, answering the unrun call so the history stays valid', async () => {
-    const model = scriptedModel(() => ({ toolCalls: [{ name: 'add', args: { b: 2, a: 1 } }], stopReason: 'tool_use' }));
+    const model = scriptedModel(() => ({
+      toolCalls: [{ name: 'add', args: { b: 2, a: 1 } }],
+      stopReason: 'tool_use',
+    }));
     const result = await run(defineAgent({ name: 'a', instructions: '', model, tools: [add] }), 'go');
     expect(result).toMatchObject({ status: 'stopped', stopReason: 'duplicate_tool_call', toolCalls: 2 });
     expect(result.error?.message).toMatch(/same arguments 3 times/);
@@ -122,7 +162,10 @@ describe('run: the loop end to end on the scripted model', () => {
   it('ends when a tool would pass its per-run call cap', async () => {
     let n = 0;
     const model = scriptedModel(() => ({ toolCalls: [{ name: 'add', args: { a: n++, b: 0 } }] }));
-    const result = await run(defineAgent({ name: 'a', instructions: '', model, tools: [add], limits: { maxToolCallsPerTool: 2 } }), 'go');
+    const result = await run(
+      defineAgent({ name: 'a', instructions: '', model, tools: [add], limits: { maxToolCallsPerTool: 2 } }),
+      'go',
+    );
     expect(result).toMatchObject({ stopReason: 'tool_call_limit', toolCalls: 2 });
     invariantHolds(result.history);
   });
@@ -162,7 +205,10 @@ describe('run: the loop end to end on the scripted model', () => {
     const model = scriptedModel((request, index) =>
       index === 0
         ? { toolCalls: [{ name: 'flaky', args: {} }], stopReason: 'tool_use' }
-        : { text: `no tools: ${request.tools.map((t) => t.name).join(',') || 'none'}`, stopReason: 'end_turn' },
+        : {
+            text: `no tools: ${request.tools.map((t) => t.name).join(',') || 'none'}`,
+            stopReason: 'end_turn',
+          },
     );
     const s = stream(defineAgent({ name: 'a', instructions: '', model, tools: [flaky] }), 'go');
     const events: RunEvent[] = [];
@@ -170,9 +216,15 @@ describe('run: the loop end to end on the scripted model', () => {
     const result = await s.result;
     expect(attempts).toBe(3);
     expect(events.filter((e) => e.type === 'tool_retry')).toHaveLength(2);
-    expect(result).toMatchObject({ status: 'completed', stopReason: 'tool_failure_degraded', text: 'no tools: none' });
+    expect(result).toMatchObject({
+      status: 'completed',
+      stopReason: 'tool_failure_degraded',
+      text: 'no tools: none',
+    });
     expect(result.historyDelta.find((m) => m.role === 'tool')).toMatchObject({ isError: true });
-    expect(result.historyDelta.find((m) => m.role === 'tool')?.content).toMatch(/failed after 3 attempt\(s\): backend down/);
+    expect(result.historyDelta.find((m) => m.role === 'tool')?.content).toMatch(
+      /failed after 3 attempt\(s\): backend down/,
+    );
   });
 
   it('recovers when a retry succeeds (no degradation)', async () => {
@@ -207,7 +259,13 @@ describe('run: the loop end to end on the scripted model', () => {
         }),
     });
     const model = scriptedModel([{ toolCalls: [{ name: 'slow', args: {} }] }, { text: 'gave up' }]);
-    const agent = defineAgent({ name: 'a', instructions: '', model, tools: [slow], limits: { toolTimeoutMs: 20, toolRetries: 1 } });
+    const agent = defineAgent({
+      name: 'a',
+      instructions: '',
+      model,
+      tools: [slow],
+      limits: { toolTimeoutMs: 20, toolRetries: 1 },
+    });
     const result = await run(agent, 'go');
     expect(seen).toEqual(['aborted attempt 1', 'aborted attempt 2']);
     expect(result.steps[0]?.toolCalls[0]?.result).toMatch(/timed out after 20 ms/);
@@ -250,7 +308,13 @@ describe('run: the loop end to end on the scripted model', () => {
         name: 'a',
         instructions: '',
         model: scriptedModel([
-          { text: 'thinking', toolCalls: [{ name: 'wait', args: { ms: 5, tag: 'x' } }, { name: 'wait', args: { ms: 0, tag: 'y' } }] },
+          {
+            text: 'thinking',
+            toolCalls: [
+              { name: 'wait', args: { ms: 5, tag: 'x' } },
+              { name: 'wait', args: { ms: 0, tag: 'y' } },
+            ],
+          },
           { text: 'final' },
         ]),
         tools: [wait],
@@ -258,7 +322,14 @@ describe('run: the loop end to end on the scripted model', () => {
       'go',
     );
     for await (const step of again.steps()) steps.push(step.type);
-    expect(steps).toEqual(['thinking', 'tool_call', 'tool_result', 'tool_call', 'tool_result', 'final_response']);
+    expect(steps).toEqual([
+      'thinking',
+      'tool_call',
+      'tool_result',
+      'tool_call',
+      'tool_result',
+      'final_response',
+    ]);
   });
 
   it('honours toolConcurrency', async () => {
@@ -278,7 +349,10 @@ describe('run: the loop end to end on the scripted model', () => {
     });
     const calls = Array.from({ length: 5 }, (_, i) => ({ name: 'busy', args: { i } }));
     const model = scriptedModel([{ toolCalls: calls }, { text: 'ok' }]);
-    await run(defineAgent({ name: 'a', instructions: '', model, tools: [busy], limits: { toolConcurrency: 2 } }), 'go');
+    await run(
+      defineAgent({ name: 'a', instructions: '', model, tools: [busy], limits: { toolConcurrency: 2 } }),
+      'go',
+    );
     expect(peak).toBe(2);
   });
 
@@ -305,7 +379,13 @@ describe('run: the loop end to end on the scripted model', () => {
 
   it('stops with decode_failed after maxDecodeRetries, also for an agent without tools', async () => {
     const model = scriptedModel(() => ({ text: 'not json', stopReason: 'end_turn' }));
-    const agent = defineAgent({ name: 'a', instructions: '', model, output: z.object({ x: z.number() }), limits: { maxDecodeRetries: 2 } });
+    const agent = defineAgent({
+      name: 'a',
+      instructions: '',
+      model,
+      output: z.object({ x: z.number() }),
+      limits: { maxDecodeRetries: 2 },
+    });
     const result = await run(agent, 'go');
     expect(result).toMatchObject({ status: 'stopped', stopReason: 'decode_failed' });
     expect(model.calls).toBe(3);
@@ -314,7 +394,13 @@ describe('run: the loop end to end on the scripted model', () => {
 
   it('accepts a valid structured answer given in the tool phase without an extra call', async () => {
     const model = scriptedModel([{ text: '{"x": 1}', stopReason: 'end_turn' }]);
-    const agent = defineAgent({ name: 'a', instructions: '', model, tools: [add], output: z.object({ x: z.number() }) });
+    const agent = defineAgent({
+      name: 'a',
+      instructions: '',
+      model,
+      tools: [add],
+      output: z.object({ x: z.number() }),
+    });
     const result = await run(agent, 'go');
     expect(result).toMatchObject({ stopReason: 'completed', output: { x: 1 }, iterationsUsed: 1 });
   });
@@ -338,7 +424,9 @@ describe('run: the loop end to end on the scripted model', () => {
   it('an AbortSignal ends the run as aborted and aborts the in-flight model call', async () => {
     const controller = new AbortController();
     const model = scriptedModel([{ text: 'late', delayMs: 10_000 }]);
-    const pending = run(defineAgent({ name: 'a', instructions: '', model }), 'go', { signal: controller.signal });
+    const pending = run(defineAgent({ name: 'a', instructions: '', model }), 'go', {
+      signal: controller.signal,
+    });
     await sleep(10);
     controller.abort();
     const result = await pending;
@@ -348,7 +436,9 @@ describe('run: the loop end to end on the scripted model', () => {
 
   it('an already-aborted signal ends the run at once', async () => {
     const model = scriptedModel([{ text: 'x' }]);
-    const result = await run(defineAgent({ name: 'a', instructions: '', model }), 'go', { signal: AbortSignal.abort() });
+    const result = await run(defineAgent({ name: 'a', instructions: '', model }), 'go', {
+      signal: AbortSignal.abort(),
+    });
     expect(result.stopReason).toBe('aborted');
   });
 
@@ -364,7 +454,10 @@ describe('run: the loop end to end on the scripted model', () => {
       },
     });
     const model = scriptedModel([{ toolCalls: [{ name: 'hang', args: {} }] }]);
-    const result = await run(defineAgent({ name: 'a', instructions: '', model, tools: [hang], limits: { timeoutMs: 30 } }), 'go');
+    const result = await run(
+      defineAgent({ name: 'a', instructions: '', model, tools: [hang], limits: { timeoutMs: 30 } }),
+      'go',
+    );
     expect(result).toMatchObject({ status: 'stopped', stopReason: 'timed_out', timedOut: true });
     expect(toolSignal?.aborted).toBe(true);
     expect(result.history.at(-1)).toMatchObject({ role: 'tool', isError: true });
@@ -383,27 +476,38 @@ describe('run: the loop end to end on the scripted model', () => {
       },
     });
     const model = scriptedModel([{ toolCalls: [{ id: 'abc', name: 'record', args: {} }] }, { text: 'done' }]);
-    const result = await run(defineAgent({ name: 'a', instructions: '', model, tools: [record] }), 'go', { sessionId: 's-1' });
+    const result = await run(defineAgent({ name: 'a', instructions: '', model, tools: [record] }), 'go', {
+      sessionId: 's-1',
+    });
     expect(result.sessionId).toBe('s-1');
     expect(keys).toEqual(['s-1:1:abc']);
   });
 
   it('streams typed events with gap-free sequence numbers and the SSE chunk format', async () => {
-    const model = scriptedModel([{ deltas: ['Hel', 'lo'], stopReason: 'end_turn', usage: { input: 3, output: 2 } }]);
+    const model = scriptedModel([
+      { deltas: ['Hel', 'lo'], stopReason: 'end_turn', usage: { input: 3, output: 2 } },
+    ]);
     const s = stream(defineAgent({ name: 'greeter', instructions: '', model }), 'hi');
     const events: RunEvent[] = [];
     for await (const event of s) events.push(event);
     expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i));
     expect(events[0]?.type).toBe('run_start');
     expect(events.at(-1)?.type).toBe('run_end');
-    expect(events.filter((e) => e.type === 'delta').map((e) => (e.data as { content: string }).content)).toEqual(['Hel', 'lo']);
+    expect(
+      events.filter((e) => e.type === 'delta').map((e) => (e.data as { content: string }).content),
+    ).toEqual(['Hel', 'lo']);
     expect(new Set(events.map((e) => e.sessionId))).toEqual(new Set([s.sessionId]));
     expect(events.every((e) => e.agent === 'greeter')).toBe(true);
     const delta = events.find((e) => e.type === 'delta') as RunEvent;
     const sse = toSSE(delta);
     expect(sse).toMatch(/^id: \d+\nevent: delta\ndata: /);
     const chunk = JSON.parse(sse.split('data: ')[1] as string);
-    expect(chunk).toMatchObject({ agent: 'greeter', type: 'delta', data: { content: 'Hel' }, seq: delta.seq });
+    expect(chunk).toMatchObject({
+      agent: 'greeter',
+      type: 'delta',
+      data: { content: 'Hel' },
+      seq: delta.seq,
+    });
     expect(new Date(chunk.time).toISOString()).toBe(chunk.time);
     expect((await s.result).text).toBe('Hello');
   });
@@ -411,19 +515,31 @@ describe('run: the loop end to end on the scripted model', () => {
 
 describe('definitions are checked up front with typed errors', () => {
   it('refuses duplicate tool names', () => {
-    expect(() => defineAgent({ name: 'a', instructions: '', model: scriptedModel([]), tools: [add, add] })).toThrow(DuplicateToolError);
+    expect(() =>
+      defineAgent({ name: 'a', instructions: '', model: scriptedModel([]), tools: [add, add] }),
+    ).toThrow(DuplicateToolError);
   });
   it('refuses bad limits, names and models', () => {
-    expect(() => defineAgent({ name: 'a', instructions: '', model: scriptedModel([]), limits: { maxSteps: 0 } })).toThrow(
-      /maxSteps must be an integer >= 1/,
+    expect(() =>
+      defineAgent({ name: 'a', instructions: '', model: scriptedModel([]), limits: { maxSteps: 0 } }),
+    ).toThrow(/maxSteps must be an integer >= 1/);
+    expect(() => defineAgent({ name: 'a b', instructions: '', model: scriptedModel([]) })).toThrow(
+      ConfigError,
     );
-    expect(() => defineAgent({ name: 'a b', instructions: '', model: scriptedModel([]) })).toThrow(ConfigError);
     expect(() => defineAgent({ name: 'a', instructions: '', model: {} as never })).toThrow(/ModelProvider/);
-    expect(() => tool({ name: 'bad name', description: 'x', input: z.object({}), execute: () => 1 })).toThrow(ConfigError);
-    expect(() => tool({ name: 'ok', description: '', input: z.object({}), execute: () => 1 })).toThrow(/description/);
+    expect(() => tool({ name: 'bad name', description: 'x', input: z.object({}), execute: () => 1 })).toThrow(
+      ConfigError,
+    );
+    expect(() => tool({ name: 'ok', description: '', input: z.object({}), execute: () => 1 })).toThrow(
+      /description/,
+    );
   });
   it('sends tools as JSON Schema', () => {
-    expect(add.parameters).toMatchObject({ type: 'object', properties: { a: { type: 'number' } }, required: ['a', 'b'] });
+    expect(add.parameters).toMatchObject({
+      type: 'object',
+      properties: { a: { type: 'number' } },
+      required: ['a', 'b'],
+    });
     expect(add.parameters).not.toHaveProperty('$schema');
   });
 });

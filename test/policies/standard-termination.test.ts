@@ -10,7 +10,11 @@ describe('standardTerminationPolicy: reference 000 decision table, row by row', 
     expect(decide(response('tool_use', { calls: [call] }))).toMatchObject({ kind: 'continue_with_tools' });
   });
   it('tool_use without tool calls keeps the text as the answer', () => {
-    expect(decide(response('tool_use', { text: 'hi' }))).toEqual({ kind: 'terminate_with_output', text: 'hi', truncated: false });
+    expect(decide(response('tool_use', { text: 'hi' }))).toEqual({
+      kind: 'terminate_with_output',
+      text: 'hi',
+      truncated: false,
+    });
   });
   it('tool_use with neither tool calls nor text terminates with an error', () => {
     expect(decide(response('tool_use'))).toMatchObject({ kind: 'terminate', reason: 'error' });
@@ -21,10 +25,18 @@ describe('standardTerminationPolicy: reference 000 decision table, row by row', 
     expect(decision.kind === 'continue_with_tools' && decision.calls[0]?.name).toBe('search');
   });
   it('end_turn with text terminates with output', () => {
-    expect(decide(response('end_turn', { text: 'done' }))).toEqual({ kind: 'terminate_with_output', text: 'done', truncated: false });
+    expect(decide(response('end_turn', { text: 'done' }))).toEqual({
+      kind: 'terminate_with_output',
+      text: 'done',
+      truncated: false,
+    });
   });
   it('end_turn with nothing completes with empty output', () => {
-    expect(decide(response('end_turn'))).toEqual({ kind: 'terminate_with_output', text: '', truncated: false });
+    expect(decide(response('end_turn'))).toEqual({
+      kind: 'terminate_with_output',
+      text: '',
+      truncated: false,
+    });
   });
   it('max_tokens with text terminates with output flagged truncated', () => {
     expect(decide(response('max_tokens', { text: 'partial' }))).toEqual({
@@ -40,25 +52,41 @@ describe('standardTerminationPolicy: reference 000 decision table, row by row', 
     expect(cut.kind === 'terminate' && cut.message).toMatch(/tool call/);
   });
   it('stop_sequence with text terminates with output; without text completes', () => {
-    expect(decide(response('stop_sequence', { text: 'a' }))).toMatchObject({ kind: 'terminate_with_output', text: 'a' });
+    expect(decide(response('stop_sequence', { text: 'a' }))).toMatchObject({
+      kind: 'terminate_with_output',
+      text: 'a',
+    });
     expect(decide(response('stop_sequence'))).toMatchObject({ kind: 'terminate_with_output', text: '' });
   });
   it('refusal and content_filter terminate as guardrail_blocked', () => {
     expect(decide(response('refusal'))).toMatchObject({ kind: 'terminate', reason: 'guardrail_blocked' });
-    expect(decide(response('content_filter', { text: 'x' }))).toMatchObject({ kind: 'terminate', reason: 'guardrail_blocked' });
-  });
-  describe.each([undefined, 'unknown' as const])('no usable stop reason (%s): fallback tools, then text, then empty', (reason) => {
-    it('tools first', () => {
-      expect(decide(response(reason, { text: 't', calls: [call] })).kind).toBe('continue_with_tools');
-    });
-    it('then text', () => {
-      expect(decide(response(reason, { text: 't' }))).toMatchObject({ kind: 'terminate_with_output', text: 't' });
-    });
-    it('reasoning only: continue thinking', () => {
-      expect(decide(response(reason, { reasoning: true }))).toEqual({ kind: 'continue_thinking' });
-    });
-    it('then empty', () => {
-      expect(decide(response(reason))).toEqual({ kind: 'terminate_with_output', text: '', truncated: false });
+    expect(decide(response('content_filter', { text: 'x' }))).toMatchObject({
+      kind: 'terminate',
+      reason: 'guardrail_blocked',
     });
   });
+  describe.each([undefined, 'unknown' as const])(
+    'no usable stop reason (%s): fallback tools, then text, then empty',
+    (reason) => {
+      it('tools first', () => {
+        expect(decide(response(reason, { text: 't', calls: [call] })).kind).toBe('continue_with_tools');
+      });
+      it('then text', () => {
+        expect(decide(response(reason, { text: 't' }))).toMatchObject({
+          kind: 'terminate_with_output',
+          text: 't',
+        });
+      });
+      it('reasoning only: continue thinking', () => {
+        expect(decide(response(reason, { reasoning: true }))).toEqual({ kind: 'continue_thinking' });
+      });
+      it('then empty', () => {
+        expect(decide(response(reason))).toEqual({
+          kind: 'terminate_with_output',
+          text: '',
+          truncated: false,
+        });
+      });
+    },
+  );
 });
