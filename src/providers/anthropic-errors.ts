@@ -1,0 +1,80 @@
+import {
+  APIConnectionError,
+  APIConnectionTimeoutError,
+  APIError,
+  APIUserAbortError,
+} from '@anthropic-ai/sdk';
+import { ModelError, type ModelErrorKind } from '../core/errors.ts';
+import { retryAfterMs } from './retry-after.ts';
+
+/**
+ * Anthropic SDK error → ModelError. Besides the HTTP status this reads the error `type` of the body, because
+ * the API also reports errors inside a stream (an SSE `error` event, no status): `overloaded_error` there is
+ * the same 529 the HTTP layer would give. 529 (overloaded) is retryable, like 429, 408, 409 and 5xx.
+ * Aborts are passed through untouched: an abort is not a model failure and must not be retried.
+ */
+export function anthropicModelError(error: unknown): unknown {
+  if (error instanceof ModelError) return error;
+  if (error instanceof APIUserAbortError) return abortError(error);
+  if (error instanceof APIConnectionTimeoutError) {
+    return new ModelError('timeout', `Anthropic request timed out: ${error.message}`, {
+      retryable: true,
+      cause: error,
+    });
+  }
+  if (error instanceof APIConnectionError) {
+    return new ModelError('network', `Anthropic connection failed: ${error.message}`, {
+      retryable: true,
+      cause: error,
+    });
+  }
+  if (error instanceof APIError) {
+    const status = typeof error.status === 'number' ? error.status : undefined;
+    const kind = kindOf(status, error.type ?? bodyType(error.error));
+    const options: { status?: number; retryable: boolean; retryAfterMs?: number; cause: unknown } = {
+      retryable: isRetryable(kind, status),
+      cause: error,
+    };
+    if (status !== undefined) options.status = status;
+    const retryAfter = retryAfterMs(error.headers);
+    if (retryAfter !== undefined) options.retryAfterMs = retryAfter;
+    return new ModelError(
+      kind,
+      `Anthropic API error${status ? ` ${status}` : ''}: ${error.message}`,
+      options,
+    );
+  }
+  return error;
+}
+
+function kindOf(status: number | undefined, type: string | null | undefined): ModelErrorKind {
+  if (status === 529 || type === 'overloaded_error') return 'overloaded';
+  if (status === 429 || type === 'rate_limit_error') return 'rate_limited';
+  if (status === 401 || status === 403 || type === 'authentication_error' || type === 'permission_error') {
+    return 'authentication';
+  }
+  if (status === 404 || type === 'not_found_error') return 'not_found';
+  if (status === 408 || type === 'timeout_error') return 'timeout';
+  if ((status !== undefined && status >= 500) || type === 'api_error') return 'server';
+  if (status !== undefined && status >= 400) return 'bad_request';
+  return 'unknown';
+}
+
+function isRetryable(kind: ModelErrorKind, status: number | undefined): boolean {
+  if (kind === 'overloaded' || kind === 'rate_limited' || kind === 'server' || kind === 'timeout')
+    return true;
+  return status === 409;
+}
+
+function bodyType(body: unknown): string | undefined {
+  if (typeof body !== 'object' || body === null) return undefined;
+  const record = body as { type?: unknown; error?: { type?: unknown } };
+  if (typeof record.error?.type === 'string') return record.error.type;
+  return typeof record.type === 'string' ? record.type : undefined;
+}
+
+function abortError(cause: unknown): Error {
+  const error = new Error('The model call was aborted.', { cause });
+  error.name = 'AbortError';
+  return error;
+}

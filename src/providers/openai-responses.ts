@@ -1,0 +1,131 @@
+import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
+import type { ResponseStreamEvent } from 'openai/resources/responses/responses';
+import { ConfigError, ModelError, type ModelErrorKind } from '../core/errors.ts';
+import type { ModelProvider, ModelRequest, ModelResponse, ModelSettings } from '../core/model.ts';
+import {
+  openaiResponsesProviderName,
+  type ResponsesRequestOptions,
+  toResponsesRequest,
+} from './openai-responses-format.ts';
+import { ResponsesStreamReducer } from './openai-responses-stream.ts';
+import { withDefaultSettings } from './request-defaults.ts';
+import { retryAfterMs } from './retry-after.ts';
+
+export interface OpenAIResponsesOptions extends ResponsesRequestOptions {
+  /** Defaults to the OPENAI_API_KEY environment variable. */
+  apiKey?: string;
+  baseURL?: string;
+  organization?: string;
+  /** A fetch implementation for the SDK (tests, proxies). */
+  fetch?: typeof fetch;
+  headers?: Record<string, string>;
+  /** Defaults for every request; the request's own settings win. */
+  settings?: ModelSettings;
+}
+
+/**
+ * A ModelProvider for the OpenAI Responses API through the official `openai` package, always streaming and
+ * stateless (`store: false`, reasoning carried back as encrypted items). The SDK's own retries are off.
+ */
+export function openaiResponses(model: string, options: OpenAIResponsesOptions = {}): ModelProvider {
+  const apiKey = options.apiKey ?? process.env.OPENAI_API_KEY;
+  if (!apiKey) {
+    throw new ConfigError(
+      'The OpenAI Responses provider needs an API key: pass { apiKey } or set the OPENAI_API_KEY environment variable.',
+    );
+  }
+  const clientOptions: ConstructorParameters<typeof OpenAI>[0] = { apiKey, maxRetries: 0 };
+  if (options.baseURL !== undefined) clientOptions.baseURL = options.baseURL;
+  if (options.organization !== undefined) clientOptions.organization = options.organization;
+  if (options.fetch !== undefined) clientOptions.fetch = options.fetch;
+  if (options.headers !== undefined) clientOptions.defaultHeaders = options.headers;
+  const client = new OpenAI(clientOptions);
+
+  return {
+    provider: openaiResponsesProviderName,
+    model,
+    generate(request: ModelRequest): Promise<ModelResponse> {
+      return streamResponsesOnce(client, model, withDefaultSettings(request, options.settings), options);
+    },
+  };
+}
+
+/** One streamed call, no retries. */
+export async function streamResponsesOnce(
+  client: OpenAI,
+  model: string,
+  request: ModelRequest,
+  options: ResponsesRequestOptions = {},
+): Promise<ModelResponse> {
+  const body = toResponsesRequest(request, model, options);
+  const reducer = new ResponsesStreamReducer(request.onDelta);
+  try {
+    request.signal.throwIfAborted();
+    const stream = await client.responses.create(body, { signal: request.signal });
+    for await (const event of stream as AsyncIterable<ResponseStreamEvent>) reducer.push(event);
+    // The SDK ends the iteration quietly when the signal aborts mid-stream: say so instead of "truncated".
+    request.signal.throwIfAborted();
+    return reducer.finish();
+  } catch (error) {
+    if (request.signal.aborted) throw request.signal.reason ?? error;
+    throw responsesModelError(error);
+  }
+}
+
+/** OpenAI SDK error → ModelError (status, error code, retry-after); aborts pass through. */
+export function responsesModelError(error: unknown): unknown {
+  if (error instanceof ModelError) return error;
+  if (error instanceof APIUserAbortError) {
+    const abort = new Error('The model call was aborted.', { cause: error });
+    abort.name = 'AbortError';
+    return abort;
+  }
+  if (error instanceof APIConnectionTimeoutError) {
+    return new ModelError('timeout', `OpenAI request timed out: ${error.message}`, {
+      retryable: true,
+      cause: error,
+    });
+  }
+  if (error instanceof APIConnectionError) {
+    return new ModelError('network', `OpenAI connection failed: ${error.message}`, {
+      retryable: true,
+      cause: error,
+    });
+  }
+  if (error instanceof APIError) {
+    const status = typeof error.status === 'number' ? error.status : undefined;
+    const code = typeof error.code === 'string' ? error.code : undefined;
+    const kind = kindOf(status, code);
+    const options: { status?: number; retryable: boolean; retryAfterMs?: number; cause: unknown } = {
+      retryable: kind === 'rate_limited' || kind === 'server' || kind === 'timeout' || kind === 'overloaded',
+      cause: error,
+    };
+    if (status !== undefined) options.status = status;
+    const retryAfter = retryAfterMs(error.headers);
+    if (retryAfter !== undefined) options.retryAfterMs = retryAfter;
+    return new ModelError(kind, `OpenAI API error${status ? ` ${status}` : ''}: ${error.message}`, options);
+  }
+  if (
+    error instanceof TypeError ||
+    (error instanceof Error && /terminated|ECONNRESET|socket/i.test(error.message))
+  ) {
+    return new ModelError('network', `OpenAI connection failed: ${error.message}`, {
+      retryable: true,
+      cause: error,
+    });
+  }
+  return error;
+}
+
+function kindOf(status: number | undefined, code: string | undefined): ModelErrorKind {
+  if (status === 429 || code === 'rate_limit_exceeded') return 'rate_limited';
+  if (status === 401 || status === 403) return 'authentication';
+  if (status === 404) return 'not_found';
+  if (status === 408) return 'timeout';
+  if (status === 503) return 'overloaded';
+  if ((status !== undefined && status >= 500) || code === 'server_error') return 'server';
+  if (status !== undefined && status >= 400) return 'bad_request';
+  // An error event inside the stream has no status: treat it as a server failure.
+  if (status === undefined) return 'server';
+  return 'unknown';
+}
