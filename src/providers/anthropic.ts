@@ -1,5 +1,6 @@
 import Anthropic from '@anthropic-ai/sdk';
 import type { RawMessageStreamEvent } from '@anthropic-ai/sdk/resources/messages';
+import { abortError } from '../core/abort.ts';
 import { ConfigError } from '../core/errors.ts';
 import type { ModelProvider, ModelRequest, ModelResponse, ModelSettings } from '../core/model.ts';
 import { anthropicModelError } from './anthropic-errors.ts';
@@ -62,14 +63,14 @@ export async function streamAnthropicOnce(
   );
   const reducer = new AnthropicStreamReducer(request.onDelta);
   try {
-    request.signal.throwIfAborted();
+    if (request.signal.aborted) throw abortError(request.signal);
     const stream = await client.messages.create(body, { signal: request.signal });
     for await (const event of stream as AsyncIterable<RawMessageStreamEvent>) reducer.push(event);
     // The SDK ends the iteration quietly when the signal aborts mid-stream: say so instead of "truncated".
-    request.signal.throwIfAborted();
+    if (request.signal.aborted) throw abortError(request.signal);
     return reducer.finish();
   } catch (error) {
-    if (request.signal.aborted) throw request.signal.reason ?? error;
+    if (request.signal.aborted) throw abortError(request.signal);
     throw anthropicModelError(error);
   }
 }

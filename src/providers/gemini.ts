@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { GoogleGenAI, type GoogleGenAIOptions } from '@google/genai';
+import { abortError } from '../core/abort.ts';
 import { ConfigError } from '../core/errors.ts';
 import type { ModelProvider, ModelRequest, ModelResponse, ModelSettings } from '../core/model.ts';
 import { geminiModelError } from './gemini-errors.ts';
@@ -81,13 +82,13 @@ export async function streamGeminiOnce(
   };
   const reducer = new GeminiStreamReducer(generateId, request.onDelta);
   try {
-    request.signal.throwIfAborted();
+    if (request.signal.aborted) throw abortError(request.signal);
     const stream = await client.models.generateContentStream(params);
     for await (const chunk of stream) reducer.push(chunk);
-    request.signal.throwIfAborted();
+    if (request.signal.aborted) throw abortError(request.signal);
     return reducer.finish();
   } catch (error) {
-    if (request.signal.aborted) throw request.signal.reason ?? error;
+    if (request.signal.aborted) throw abortError(request.signal);
     throw geminiModelError(error, retryAfterHeader);
   }
 }

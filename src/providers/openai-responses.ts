@@ -1,5 +1,6 @@
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
 import type { ResponseStreamEvent } from 'openai/resources/responses/responses';
+import { abortError } from '../core/abort.ts';
 import { ConfigError, ModelError, type ModelErrorKind } from '../core/errors.ts';
 import type { ModelProvider, ModelRequest, ModelResponse, ModelSettings } from '../core/model.ts';
 import {
@@ -60,14 +61,14 @@ export async function streamResponsesOnce(
   const body = toResponsesRequest(request, model, options);
   const reducer = new ResponsesStreamReducer(request.onDelta);
   try {
-    request.signal.throwIfAborted();
+    if (request.signal.aborted) throw abortError(request.signal);
     const stream = await client.responses.create(body, { signal: request.signal });
     for await (const event of stream as AsyncIterable<ResponseStreamEvent>) reducer.push(event);
     // The SDK ends the iteration quietly when the signal aborts mid-stream: say so instead of "truncated".
-    request.signal.throwIfAborted();
+    if (request.signal.aborted) throw abortError(request.signal);
     return reducer.finish();
   } catch (error) {
-    if (request.signal.aborted) throw request.signal.reason ?? error;
+    if (request.signal.aborted) throw abortError(request.signal);
     throw responsesModelError(error);
   }
 }
