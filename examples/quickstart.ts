@@ -2,9 +2,10 @@
  * Troupe quick start: an agent with two tools and a typed final answer. Runs on the built-in scripted model, so it
  * needs no API key; `npm start` prints the streamed events and the result.
  */
-import { z } from 'zod';
+
 import { defineAgent, type ModelProvider, stream, tool } from 'troupe';
 import { scriptedModel } from 'troupe/testing';
+import { z } from 'zod';
 
 const weather = tool({
   name: 'get_weather',
@@ -63,7 +64,7 @@ async function chooseModel(): Promise<{ model: ModelProvider; label: string }> {
       const providers = await import('troupe/providers');
       if (process.env.OPENAI_API_KEY) {
         const name = process.env.OPENAI_MODEL ?? 'gpt-5-mini';
-        return { model: providers.openai(name), label: `OpenAI ${name} (OPENAI_API_KEY is set)` };
+        return { model: providers.openaiResponses(name), label: `OpenAI ${name} (OPENAI_API_KEY is set)` };
       }
       const name = process.env.ANTHROPIC_MODEL ?? 'claude-sonnet-4-6';
       return { model: providers.anthropic(name), label: `Anthropic ${name} (ANTHROPIC_API_KEY is set)` };
@@ -102,7 +103,9 @@ for await (const event of run) {
       console.log(`[${event.seq}] tool_response ${event.data.name} -> ${event.data.content_preview}`);
       break;
     case 'usage':
-      console.log(`[${event.seq}] usage +${event.data.total_tokens} tokens (run total ${event.data.cumulative.input + event.data.cumulative.output})`);
+      console.log(
+        `[${event.seq}] usage +${event.data.total_tokens} tokens (run total ${event.data.cumulative.input + event.data.cumulative.output})`,
+      );
       break;
     case 'run_end':
       console.log(`\n[${event.seq}] run_end ${event.data.status} / ${event.data.stopReason}`);

@@ -207,7 +207,10 @@ export const agentMachine = setup({
         // at once so the history stays valid (every call answered exactly once).
         history = [
           ...history,
-          ...answerUnrunCalls(response.toolCalls, `the turn ended with stop reason ${response.stopReason ?? 'none'}`),
+          ...answerUnrunCalls(
+            response.toolCalls,
+            `the turn ended with stop reason ${response.stopReason ?? 'none'}`,
+          ),
         ];
         openCalls = [];
       }
