@@ -1,0 +1,73 @@
+import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
+import { abortError } from '../core/abort.ts';
+import { ModelError, type ModelErrorKind } from '../core/errors.ts';
+import { retryAfterMs } from './retry-after.ts';
+
+/**
+ * `openai` SDK error → ModelError for a Chat Completions call, named after the provider (`label`), so an error
+ * from a compatible server says which server. 429, 408, 5xx (529 from Anthropic's compatible endpoint included),
+ * connection failures and broken streams are retryable; aborts pass through as AbortError and are never retried.
+ */
+export function chatModelError(error: unknown, label: string): unknown {
+  if (error instanceof ModelError) return error;
+  if (error instanceof APIUserAbortError) return abortError(AbortSignal.abort(error));
+  if (error instanceof APIConnectionTimeoutError) {
+    return new ModelError('timeout', `${label} request timed out: ${error.message}`, {
+      retryable: true,
+      cause: error,
+    });
+  }
+  if (error instanceof APIConnectionError) {
+    return new ModelError('network', `${label} connection failed: ${error.message}`, {
+      retryable: true,
+      cause: error,
+    });
+  }
+  if (error instanceof APIError) {
+    const status = typeof error.status === 'number' ? error.status : undefined;
+    const code = typeof error.code === 'string' ? error.code : undefined;
+    const kind = kindOf(status, code, error.type ?? undefined);
+    const options: { status?: number; retryable: boolean; retryAfterMs?: number; cause: unknown } = {
+      retryable: kind === 'rate_limited' || kind === 'server' || kind === 'timeout' || kind === 'overloaded',
+      cause: error,
+    };
+    if (status !== undefined) options.status = status;
+    const retryAfter = retryAfterMs(error.headers);
+    if (retryAfter !== undefined) options.retryAfterMs = retryAfter;
+    return new ModelError(kind, `${label} API error${status ? ` ${status}` : ''}: ${error.message}`, options);
+  }
+  // The SDK's SSE parser meets half a JSON line when the connection is cut in the middle of an event.
+  if (error instanceof SyntaxError) {
+    return new ModelError('truncated_stream', `${label} stream was cut off: ${error.message}`, {
+      retryable: true,
+      cause: error,
+    });
+  }
+  if (
+    error instanceof TypeError ||
+    (error instanceof Error && /terminated|ECONNRESET|socket|other side closed/i.test(error.message))
+  ) {
+    return new ModelError('network', `${label} connection failed: ${error.message}`, {
+      retryable: true,
+      cause: error,
+    });
+  }
+  return error;
+}
+
+function kindOf(
+  status: number | undefined,
+  code: string | undefined,
+  type: string | undefined,
+): ModelErrorKind {
+  if (status === 529 || type === 'overloaded_error') return 'overloaded';
+  if (status === 429 || code === 'rate_limit_exceeded') return 'rate_limited';
+  if (status === 401 || status === 403) return 'authentication';
+  if (status === 404) return 'not_found';
+  if (status === 408) return 'timeout';
+  if (status === 503) return 'overloaded';
+  if ((status !== undefined && status >= 500) || code === 'server_error') return 'server';
+  if (status !== undefined && status >= 400) return 'bad_request';
+  // An error object inside the stream has no status: a server failure mid-answer.
+  return 'server';
+}

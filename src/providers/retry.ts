@@ -1,0 +1,171 @@
+import { sleep as abortableSleep, abortError } from '../core/abort.ts';
+import { type Clock, systemClock } from '../core/clock.ts';
+import { ModelError } from '../core/errors.ts';
+import type { ModelDelta, ModelProvider, ModelRequest, ModelResponse } from '../core/model.ts';
+
+/** How a provider retries, times out and falls back (P7). Every factory in troupe/providers accepts these. */
+export interface RetryOptions {
+  /**
+   * Retries after a retryable failure (429, 5xx, Anthropic 529, a connection reset, a truncated stream, a
+   * timeout) as long as nothing was streamed yet. Default 2; 0 turns retries off.
+   */
+  maxRetries?: number;
+  /**
+   * How long one attempt may go without progress: from the start of the request, and again after each streamed
+   * delta. A stalled attempt is aborted and fails with ModelError kind `timeout` (retried like the others).
+   * Default: no timeout of ours (the run's own `timeoutMs` still applies).
+   */
+  timeoutMs?: number;
+  /** Asked once retries are exhausted on a retryable failure (never after a delta went out). */
+  fallback?: ModelProvider;
+  /** First back-off delay before jitter, doubled on each retry. Default 500 ms. */
+  initialDelayMs?: number;
+  /** Ceiling of the exponential back-off. Default 8 000 ms. */
+  maxDelayMs?: number;
+  /**
+   * The longest retry-after we wait for. A server asking for more fails the call (or goes to the fallback)
+   * instead of blocking the run. Default 60 000 ms.
+   */
+  maxRetryAfterMs?: number;
+  /** Back-off sleep; tests inject one that does not wait. Must reject with an AbortError when the signal aborts. */
+  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+  /** Clock for the per-attempt timeout; tests inject a simulated one. */
+  clock?: Clock;
+  /** Jitter source in [0, 1). Default Math.random. */
+  random?: () => number;
+}
+
+export const defaultMaxRetries = 2;
+
+/**
+ * Wraps a provider with our retries (the SDKs' own are turned off, so these are the only ones):
+ * - a retryable ModelError before any delta went out is retried after an exponential back-off with jitter, or
+ *   exactly the retry-after the server asked for;
+ * - the same failure after a delta went out is not retried (the caller has already shown part of an answer):
+ *   it becomes a non-retryable ModelError of the same kind that says so;
+ * - a stalled attempt is aborted through its signal and fails as kind `timeout`, even if the provider ignores
+ *   its signal;
+ * - once retries are exhausted on a retryable failure, the fallback (if any) answers the same request;
+ * - the caller's abort ends everything at once, back-off included, with an AbortError.
+ */
+export function withRetries(inner: ModelProvider, options: RetryOptions = {}): ModelProvider {
+  const maxRetries = Math.max(0, Math.floor(options.maxRetries ?? defaultMaxRetries));
+  const initialDelayMs = options.initialDelayMs ?? 500;
+  const maxDelayMs = options.maxDelayMs ?? 8_000;
+  const maxRetryAfterMs = options.maxRetryAfterMs ?? 60_000;
+  const sleep = options.sleep ?? abortableSleep;
+  const clock = options.clock ?? systemClock;
+  const random = options.random ?? Math.random;
+
+  function backoff(retry: number, retryAfter: number | undefined): number {
+    if (retryAfter !== undefined) return retryAfter;
+    const ceiling = Math.min(maxDelayMs, initialDelayMs * 2 ** retry);
+    // "Equal jitter": never less than half the ceiling, so a herd spreads out without retrying at once.
+    return Math.round(ceiling / 2 + (ceiling / 2) * random());
+  }
+
+  async function generate(request: ModelRequest): Promise<ModelResponse> {
+    for (let retry = 0; ; retry++) {
+      if (request.signal.aborted) throw abortError(request.signal);
+      const attempt = await attemptOnce(inner, request, options.timeoutMs, clock);
+      if (attempt.ok) return attempt.response;
+      const error = attempt.error;
+      if (request.signal.aborted) throw abortError(request.signal);
+      if (!(error instanceof ModelError) || !error.retryable) throw error;
+      if (attempt.emitted) throw afterDeltaError(error, inner);
+      const delay = backoff(retry, error.retryAfterMs);
+      if (retry < maxRetries && delay <= maxRetryAfterMs) {
+        await sleep(delay, request.signal);
+        continue;
+      }
+      if (options.fallback) return options.fallback.generate(request);
+      throw exhaustedError(error, retry, delay > maxRetryAfterMs ? delay : undefined);
+    }
+  }
+
+  return { provider: inner.provider, model: inner.model, generate };
+}
+
+type Attempt = { ok: true; response: ModelResponse } | { ok: false; error: unknown; emitted: boolean };
+
+/** One call with its own abort controller (linked to the caller's signal) and the stall timer. */
+function attemptOnce(
+  inner: ModelProvider,
+  request: ModelRequest,
+  timeoutMs: number | undefined,
+  clock: Clock,
+): Promise<Attempt> {
+  const controller = new AbortController();
+  let emitted = false;
+  let timer: unknown;
+  let settle: (attempt: Attempt) => void = () => {};
+  const settled = new Promise<Attempt>((resolve) => {
+    settle = resolve;
+  });
+  let done = false;
+  const finish = (attempt: Attempt) => {
+    if (done) return;
+    done = true;
+    if (timer !== undefined) clock.clearTimeout(timer);
+    request.signal.removeEventListener('abort', onCallerAbort);
+    settle(attempt);
+  };
+  const onCallerAbort = () => {
+    controller.abort(request.signal.reason);
+    finish({ ok: false, error: abortError(request.signal), emitted });
+  };
+  const arm = () => {
+    if (timeoutMs === undefined || done) return;
+    if (timer !== undefined) clock.clearTimeout(timer);
+    timer = clock.setTimeout(() => {
+      const error = new ModelError(
+        'timeout',
+        `${inner.provider} ${inner.model}: no progress for ${timeoutMs} ms; the request was aborted.`,
+        { retryable: true },
+      );
+      controller.abort(error);
+      finish({ ok: false, error, emitted });
+    }, timeoutMs);
+  };
+  request.signal.addEventListener('abort', onCallerAbort, { once: true });
+  arm();
+  const onDelta = (delta: ModelDelta) => {
+    if (done) return;
+    emitted = true;
+    arm();
+    request.onDelta?.(delta);
+  };
+  let call: Promise<ModelResponse>;
+  try {
+    call = inner.generate({ ...request, signal: controller.signal, onDelta });
+  } catch (error) {
+    call = Promise.reject(error);
+  }
+  call.then(
+    (response) => finish({ ok: true, response }),
+    (error: unknown) => finish({ ok: false, error, emitted }),
+  );
+  return settled;
+}
+
+function afterDeltaError(error: ModelError, inner: ModelProvider): ModelError {
+  const options: { status?: number; cause: unknown } = { cause: error };
+  if (error.status !== undefined) options.status = error.status;
+  return new ModelError(
+    error.kind,
+    `${error.message} (${inner.provider} ${inner.model}: failed after part of the answer was streamed, so it was not retried)`,
+    options,
+  );
+}
+
+function exhaustedError(error: ModelError, retries: number, refusedWaitMs: number | undefined): ModelError {
+  if (retries === 0 && refusedWaitMs === undefined) return error;
+  const options: { status?: number; retryAfterMs?: number; cause: unknown } = { cause: error };
+  if (error.status !== undefined) options.status = error.status;
+  if (error.retryAfterMs !== undefined) options.retryAfterMs = error.retryAfterMs;
+  const why =
+    refusedWaitMs !== undefined
+      ? `the server asked to wait ${refusedWaitMs} ms, more than maxRetryAfterMs`
+      : `gave up after ${retries} ${retries === 1 ? 'retry' : 'retries'}`;
+  return new ModelError(error.kind, `${error.message} (${why})`, options);
+}
