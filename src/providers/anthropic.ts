@@ -7,8 +7,9 @@ import { anthropicModelError } from './anthropic-errors.ts';
 import { anthropicProviderName, toAnthropicRequest } from './anthropic-format.ts';
 import { AnthropicStreamReducer } from './anthropic-stream.ts';
 import { withDefaultSettings } from './request-defaults.ts';
+import { type RetryOptions, withRetries } from './retry.ts';
 
-export interface AnthropicOptions {
+export interface AnthropicOptions extends RetryOptions {
   /** Defaults to the ANTHROPIC_API_KEY environment variable. */
   apiKey?: string;
   baseURL?: string;
@@ -40,13 +41,16 @@ export function anthropic(model: string, options: AnthropicOptions = {}): ModelP
   if (options.headers !== undefined) clientOptions.defaultHeaders = options.headers;
   const client = new Anthropic(clientOptions);
 
-  return {
-    provider: anthropicProviderName,
-    model,
-    generate(request: ModelRequest): Promise<ModelResponse> {
-      return streamAnthropicOnce(client, model, withDefaultSettings(request, options.settings), options);
+  return withRetries(
+    {
+      provider: anthropicProviderName,
+      model,
+      generate(request: ModelRequest): Promise<ModelResponse> {
+        return streamAnthropicOnce(client, model, withDefaultSettings(request, options.settings), options);
+      },
     },
-  };
+    options,
+  );
 }
 
 /** One streamed call, no retries: the deltas go out as they come, the whole response at the end. */

@@ -7,9 +7,10 @@ import { geminiModelError } from './gemini-errors.ts';
 import { geminiProviderName, toGeminiRequest } from './gemini-format.ts';
 import { GeminiStreamReducer } from './gemini-stream.ts';
 import { withDefaultSettings } from './request-defaults.ts';
+import { type RetryOptions, withRetries } from './retry.ts';
 import { retryAfterMs } from './retry-after.ts';
 
-export interface GeminiOptions {
+export interface GeminiOptions extends RetryOptions {
   /** Defaults to GEMINI_API_KEY, then GOOGLE_API_KEY. */
   apiKey?: string;
   /** The API root, e.g. `http://127.0.0.1:1234` (the SDK appends `/v1beta/models/...`). */
@@ -43,19 +44,22 @@ export function gemini(model: string, options: GeminiOptions = {}): ModelProvide
   const generateId = options.generateId ?? (() => `call_${randomUUID().replaceAll('-', '')}`);
   const baseFetch = options.fetch;
 
-  return {
-    provider: geminiProviderName,
-    model,
-    generate(request: ModelRequest): Promise<ModelResponse> {
-      return streamGeminiOnce(
-        client,
-        model,
-        withDefaultSettings(request, options.settings),
-        generateId,
-        baseFetch,
-      );
+  return withRetries(
+    {
+      provider: geminiProviderName,
+      model,
+      generate(request: ModelRequest): Promise<ModelResponse> {
+        return streamGeminiOnce(
+          client,
+          model,
+          withDefaultSettings(request, options.settings),
+          generateId,
+          baseFetch,
+        );
+      },
     },
-  };
+    options,
+  );
 }
 
 /** One streamed call, no retries. */

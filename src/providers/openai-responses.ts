@@ -10,9 +10,10 @@ import {
 } from './openai-responses-format.ts';
 import { ResponsesStreamReducer } from './openai-responses-stream.ts';
 import { withDefaultSettings } from './request-defaults.ts';
+import { type RetryOptions, withRetries } from './retry.ts';
 import { retryAfterMs } from './retry-after.ts';
 
-export interface OpenAIResponsesOptions extends ResponsesRequestOptions {
+export interface OpenAIResponsesOptions extends ResponsesRequestOptions, RetryOptions {
   /** Defaults to the OPENAI_API_KEY environment variable. */
   apiKey?: string;
   baseURL?: string;
@@ -42,13 +43,16 @@ export function openaiResponses(model: string, options: OpenAIResponsesOptions =
   if (options.headers !== undefined) clientOptions.defaultHeaders = options.headers;
   const client = new OpenAI(clientOptions);
 
-  return {
-    provider: openaiResponsesProviderName,
-    model,
-    generate(request: ModelRequest): Promise<ModelResponse> {
-      return streamResponsesOnce(client, model, withDefaultSettings(request, options.settings), options);
+  return withRetries(
+    {
+      provider: openaiResponsesProviderName,
+      model,
+      generate(request: ModelRequest): Promise<ModelResponse> {
+        return streamResponsesOnce(client, model, withDefaultSettings(request, options.settings), options);
+      },
     },
-  };
+    options,
+  );
 }
 
 /** One streamed call, no retries. */
