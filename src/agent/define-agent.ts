@@ -4,6 +4,15 @@ import { type AgentLimits, type ResolvedLimits, resolveLimits } from '../core/li
 import { isModelProvider, type ModelProvider, type ModelSettings, type OutputSpec } from '../core/model.ts';
 import { ToolRegistry } from '../tools/registry.ts';
 import { type Tool, toJsonSchema } from '../tools/tool.ts';
+import {
+  defaultMaxHandoffDepth,
+  defaultMaxHandoffRevisits,
+  type HandoffInputFilter,
+  type HandoffTarget,
+  handoffTool,
+  handoffToolName,
+  targetName,
+} from './handoff.ts';
 
 export interface AgentOptions<TSchema extends z.ZodType | undefined = undefined> {
   /** Shown on every event the agent produces. 1-64 letters, digits, `_`, `-` or `.`. */
@@ -17,6 +26,16 @@ export interface AgentOptions<TSchema extends z.ZodType | undefined = undefined>
   limits?: AgentLimits;
   /** Default model settings for every call of this agent. */
   settings?: ModelSettings;
+  /** What the agent is for; shown to other agents' models (handoff tools, agentTool). */
+  description?: string;
+  /** Agents (or agent names) this one may hand the conversation to; the model sees `transfer_to_<name>` tools. */
+  handoffs?: readonly HandoffTarget[];
+  /** What history a handoff target sees; default: the whole conversation. */
+  handoffInputFilter?: HandoffInputFilter;
+  /** Handoffs per turn before the turn ends with `handoff_limit` (this agent as the entry). Default 5. */
+  maxHandoffDepth?: number;
+  /** How often an agent already on the handoff path may be handed to again; beyond, it is refused. Default 1. */
+  maxHandoffRevisits?: number;
 }
 
 /** A defined agent: checked once, immutable, reusable across any number of runs. */
@@ -31,6 +50,13 @@ export interface Agent<TOutput = undefined> {
   readonly outputSpec: OutputSpec | undefined;
   readonly limits: ResolvedLimits;
   readonly settings: ModelSettings;
+  readonly description: string;
+  readonly handoffs: readonly HandoffTarget[];
+  /** Handoff tool name -> target agent name. */
+  readonly handoffTools: Readonly<Record<string, string>>;
+  readonly handoffInputFilter: HandoffInputFilter | undefined;
+  readonly maxHandoffDepth: number;
+  readonly maxHandoffRevisits: number;
 }
 
 export type OutputOf<TSchema> = TSchema extends z.ZodType ? z.output<TSchema> : undefined;
@@ -64,17 +90,51 @@ export function defineAgent<TSchema extends z.ZodType | undefined = undefined>(
     throw new ConfigError(`${where}: output must be a zod schema.`);
   }
   const outputSchema = options.output as z.ZodType<OutputOf<TSchema>> | undefined;
+  const handoffs = checkHandoffs(options, where);
+  const handoffTools: Record<string, string> = {};
+  for (const target of handoffs) handoffTools[handoffToolName(targetName(target))] = targetName(target);
+  const count = (key: 'maxHandoffDepth' | 'maxHandoffRevisits', fallback: number): number => {
+    const value = options[key];
+    if (value === undefined) return fallback;
+    if (typeof value !== 'number' || !Number.isInteger(value) || value < 0)
+      throw new ConfigError(`${where}: ${key} must be an integer >= 0, got ${String(value)}.`);
+    return value;
+  };
   return Object.freeze({
     kind: 'agent',
     name: options.name,
     instructions: options.instructions,
     model: options.model,
-    tools: new ToolRegistry(options.tools ?? []),
+    tools: new ToolRegistry([...(options.tools ?? []), ...handoffs.map(handoffTool)]),
     outputSchema,
     outputSpec: outputSchema
       ? { name: `${options.name.replace(/\./g, '_')}_output`, schema: toJsonSchema(outputSchema, where) }
       : undefined,
     limits: resolveLimits(options.limits, where),
     settings: { ...options.settings },
+    description: options.description ?? '',
+    handoffs,
+    handoffTools: Object.freeze(handoffTools),
+    handoffInputFilter: options.handoffInputFilter,
+    maxHandoffDepth: count('maxHandoffDepth', defaultMaxHandoffDepth),
+    maxHandoffRevisits: count('maxHandoffRevisits', defaultMaxHandoffRevisits),
   });
+}
+
+function checkHandoffs(options: AgentOptions<z.ZodType | undefined>, where: string): HandoffTarget[] {
+  const given = options.handoffs ?? [];
+  if (!Array.isArray(given)) throw new ConfigError(`${where}: handoffs must be an array of agents or names.`);
+  if (options.description !== undefined && typeof options.description !== 'string')
+    throw new ConfigError(`${where}: description must be a string.`);
+  if (options.handoffInputFilter !== undefined && typeof options.handoffInputFilter !== 'function')
+    throw new ConfigError(`${where}: handoffInputFilter must be a function.`);
+  const seen = new Set<string>();
+  for (const target of given) {
+    const name = typeof target === 'string' ? target : target?.kind === 'agent' ? target.name : undefined;
+    if (name === undefined || !agentNamePattern.test(name))
+      throw new ConfigError(`${where}: every handoff must be an agent from defineAgent() or an agent name.`);
+    if (seen.has(name)) throw new ConfigError(`${where}: handoff to "${name}" is listed twice.`);
+    seen.add(name);
+  }
+  return [...given];
 }

@@ -5,7 +5,7 @@ import type { RunStatus, StopReason } from './stop-reason.ts';
 import type { Usage } from './usage.ts';
 
 /** The loop phase and the sub-state within it, as the statechart names them. */
-export type Phase = 'toolUse' | 'finalOutput' | 'completed' | 'stopped' | 'failed';
+export type Phase = 'toolUse' | 'finalOutput' | 'completed' | 'stopped' | 'failed' | 'handingOff';
 
 /** Payloads of every event type. One union serves the stream, SSE, traces and tests (ARCHITECTURE "Events"). */
 export interface RunEventData {
@@ -56,6 +56,27 @@ export interface RunEventData {
   /** The final output did not decode; the model is asked again (L6). */
   decode_retry: { retryCount: number; error: string };
   error: { message: string; type: string; code: string };
+  /**
+   * A handoff the model asked for (REQUIREMENTS M2): accepted (the conversation moves to `to`), refused (a revisit
+   * beyond maxHandoffRevisits; the model gets an error result) or over the limit (the turn ends with handoff_limit).
+   */
+  handoff: {
+    from: string;
+    to: string;
+    outcome: 'accepted' | 'refused' | 'limit';
+    depth: number;
+    path: string[];
+    reason?: string;
+  };
+  /** A supervision decision after an agent actor failed (REQUIREMENTS M4). */
+  supervisor: {
+    decision: 'restart' | 'stop' | 'escalate';
+    agent: string;
+    error: ErrorInfo;
+    restarts: number;
+    /** Back-off before the restart, in milliseconds. */
+    delayMs?: number;
+  };
 }
 
 export type RunEventType = keyof RunEventData;

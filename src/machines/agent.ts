@@ -75,6 +75,16 @@ export interface AgentMachineInput {
   history: Message[];
   /** Length of the caller's history: where this run's delta starts. */
   baseLength: number;
+  /** Handoff tools offered to the model: tool name -> target agent name. Taking one ends in `handingOff`. */
+  handoffTools?: Record<string, string>;
+  /** Resume from a checkpoint (a restart after a crash, or a refused handoff): counters, history, open calls. */
+  resume?: AgentCheckpoint;
+}
+
+/** The handoff the model asked for: the call stays open; the session answers it (accepted or refused). */
+export interface HandoffRequest {
+  target: string;
+  call: ToolCall;
 }
 
 export interface AgentContext extends PolicyState {
@@ -111,7 +121,28 @@ export interface AgentContext extends PolicyState {
   forcedFinalAnswer: boolean;
   stopReason: StopReason | null;
   error: ErrorInfo | null;
+  handoffTools: Record<string, string>;
+  /** Set when the run ended in `handingOff`. */
+  handoff: HandoffRequest | null;
 }
+
+/**
+ * What a session stores after each completed step so a restarted agent resumes there (REQUIREMENTS M4): with
+ * open calls and a `continue_with_tools` decision it resumes in runningTools, otherwise at the next model call.
+ */
+export type AgentCheckpoint = Pick<
+  AgentContext,
+  | 'history'
+  | 'step'
+  | 'modelCalls'
+  | 'toolCallsRun'
+  | 'toolCallCounts'
+  | 'callSignatures'
+  | 'degradedTools'
+  | 'usage'
+  | 'openCalls'
+  | 'decision'
+>;
 
 /** The machine's output: everything the run result is built from. */
 export type AgentMachineOutput = AgentContext;
@@ -152,6 +183,11 @@ export const agentMachine = setup({
     stepLimitReached: ({ context }) => stepLimitReached(context.step, context.limits.maxSteps),
     finalAnswerOnMaxSteps: ({ context }) => context.limits.finalAnswerOnMaxSteps,
     decidedToRunTools: ({ context }) => context.decision?.kind === 'continue_with_tools',
+    decidedToHandOff: ({ context }) =>
+      context.decision?.kind === 'continue_with_tools' &&
+      context.decision.calls.some((call) => call.name in context.handoffTools),
+    resumingTools: ({ context }) =>
+      context.openCalls.length > 0 && context.decision?.kind === 'continue_with_tools',
     decidedToThink: ({ context }) => context.decision?.kind === 'continue_thinking',
     decidedToStop: ({ context }) =>
       context.decision?.kind === 'terminate' && context.decision.reason !== 'error',
@@ -331,6 +367,23 @@ export const agentMachine = setup({
           : ('completed' as const),
     })),
     markForcedFinalAnswer: assign({ forcedFinalAnswer: true }),
+    /** Keeps the first handoff call open for the session; the turn's other calls are answered as not run. */
+    recordHandoff: assign(({ context }) => {
+      const call = context.openCalls.find((open) => open.name in context.handoffTools) as ToolCall;
+      const target = context.handoffTools[call.name] as string;
+      const others = context.openCalls.filter((open) => open !== call);
+      return {
+        handoff: { target, call },
+        history:
+          others.length > 0
+            ? [
+                ...context.history,
+                ...answerUnrunCalls(others, `the conversation was handed off to ${target}`),
+              ]
+            : context.history,
+        openCalls: [call],
+      };
+    }),
     stopMaxSteps: assign(({ context }) => stopPatch(context, 'max_steps', null)),
     stopDecodeFailed: assign(({ context }) =>
       stopPatch(
@@ -377,6 +430,9 @@ export const agentMachine = setup({
     forcedFinalAnswer: false,
     stopReason: null,
     error: null,
+    handoffTools: input.handoffTools ?? {},
+    handoff: null,
+    ...input.resume,
   }),
   invoke: { id: 'effects', src: 'effects', input: ({ context }) => ({ sessionId: context.sessionId }) },
   initial: 'running',
@@ -389,7 +445,11 @@ export const agentMachine = setup({
       initial: 'starting',
       states: {
         starting: {
-          always: [{ guard: 'hasTools', target: 'toolUse' }, { target: 'finalOutput' }],
+          always: [
+            { guard: 'resumingTools', target: 'toolUse.runningTools' },
+            { guard: 'hasTools', target: 'toolUse' },
+            { target: 'finalOutput' },
+          ],
         },
         toolUse: {
           initial: 'checkingLimits',
@@ -417,6 +477,7 @@ export const agentMachine = setup({
               always: [
                 { guard: 'decidedToStop', target: '#agent.stopped', actions: 'stopOnDecision' },
                 { guard: 'decidedToFail', target: '#agent.failed', actions: 'stopOnDecision' },
+                { guard: 'decidedToHandOff', target: '#agent.handingOff', actions: 'recordHandoff' },
                 { guard: 'decidedToRunTools', target: 'runningTools' },
                 { guard: 'decidedToThink', target: 'checkingLimits' },
                 { guard: 'outputAccepted', target: '#agent.completed', actions: 'completeWithOutput' },
@@ -454,6 +515,8 @@ export const agentMachine = setup({
     completed: { type: 'final' },
     stopped: { type: 'final' },
     failed: { type: 'final' },
+    /** The model took a handoff tool: the session moves the conversation to the target (or refuses). */
+    handingOff: { type: 'final' },
   },
   output: ({ context }) => context,
 });

@@ -35,6 +35,10 @@ export interface Tool<TArgs = unknown, TResult = unknown> {
   readonly parameters: JsonObject;
   readonly timeoutMs: number | undefined;
   readonly retries: number | undefined;
+  /** A failure of this tool fails the agent actor (supervision decides: restart, stop or escalate); no retries. */
+  readonly fatal: boolean;
+  /** Argument names whose values never reach the inspector or traces (API keys, tokens, passwords). */
+  readonly secret: readonly string[];
   execute(args: TArgs, context: ToolContext): TResult | Promise<TResult>;
 }
 
@@ -48,6 +52,13 @@ export interface ToolOptions<TSchema extends z.ZodType, TResult> {
   timeoutMs?: number;
   /** Overrides the agent's `limits.toolRetries` for this tool. */
   retries?: number;
+  /**
+   * The tool's failure is not something the model can work around: it fails the agent actor and the session's
+   * supervision strategy decides (restart from the last checkpoint, stop, or escalate). Such a tool is not retried.
+   */
+  fatal?: boolean;
+  /** Names of arguments that are secrets: they are redacted before anything reaches the inspector. */
+  secret?: string[];
 }
 
 const toolNamePattern = /^[a-zA-Z0-9_-]{1,64}$/;
@@ -69,6 +80,14 @@ export function tool<TSchema extends z.ZodType, TResult>(
     throw new ConfigError(`${where}: input must be a zod schema, e.g. z.object({ ... }).`);
   }
   if (typeof options.execute !== 'function') throw new ConfigError(`${where}: execute must be a function.`);
+  if (options.fatal !== undefined && typeof options.fatal !== 'boolean')
+    throw new ConfigError(`${where}: fatal must be a boolean.`);
+  if (
+    options.secret !== undefined &&
+    (!Array.isArray(options.secret) || options.secret.some((name) => typeof name !== 'string'))
+  ) {
+    throw new ConfigError(`${where}: secret must be an array of argument names.`);
+  }
   for (const key of ['timeoutMs', 'retries'] as const) {
     const value = options[key];
     if (value !== undefined && (typeof value !== 'number' || !Number.isFinite(value) || value < 0)) {
@@ -82,7 +101,9 @@ export function tool<TSchema extends z.ZodType, TResult>(
     input: options.input as z.ZodType<z.output<TSchema>>,
     parameters: toJsonSchema(options.input, where),
     timeoutMs: options.timeoutMs,
-    retries: options.retries,
+    retries: options.fatal ? 0 : options.retries,
+    fatal: options.fatal ?? false,
+    secret: Object.freeze([...(options.secret ?? [])]),
     execute: options.execute,
   };
 }

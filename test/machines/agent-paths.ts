@@ -155,15 +155,37 @@ export function transitionName(source: AnyStateNode, eventType: string, index: n
   return `${source.id} --${eventType}[${index}]`;
 }
 
+/**
+ * Guards of the transitions only a session takes (a handoff, a resume from a checkpoint), and the state only a
+ * handoff reaches: `run()` of a plain agent never takes them, so test/machines/session.paths.test.ts replays them on
+ * the real system runtime and checks their coverage there.
+ */
+export const sessionOnlyGuards = ['decidedToHandOff', 'resumingTools'];
+export const sessionOnlyStates = ['agent.handingOff'];
+
+function guardName(transition: { guard?: unknown }): string | undefined {
+  const guard = transition.guard;
+  if (typeof guard === 'string') return guard;
+  if (typeof guard === 'object' && guard !== null && 'type' in guard) return String(guard.type);
+  return undefined;
+}
+
 /** Every transition of the machine definition (event-driven and eventless), by name. */
-export function allTransitions(root: AnyStateNode = agentMachine.root): string[] {
+export function allTransitions(
+  root: AnyStateNode = agentMachine.root,
+  scope: 'run' | 'session' = 'run',
+): string[] {
   const names: string[] = [];
+  const wanted = (transition: { guard?: unknown }) =>
+    sessionOnlyGuards.includes(guardName(transition) ?? '') === (scope === 'session');
   const visit = (node: AnyStateNode) => {
     for (const [eventType, list] of node.transitions) {
-      for (let index = 0; index < list.length; index++) names.push(transitionName(node, eventType, index));
+      for (let index = 0; index < list.length; index++)
+        if (wanted(list[index] as { guard?: unknown })) names.push(transitionName(node, eventType, index));
     }
-    for (let index = 0; index < (node.always ?? []).length; index++)
-      names.push(transitionName(node, '', index));
+    const always = node.always ?? [];
+    for (let index = 0; index < always.length; index++)
+      if (wanted(always[index] as { guard?: unknown })) names.push(transitionName(node, '', index));
     for (const child of Object.values(node.states)) visit(child);
   };
   visit(root);

@@ -1,0 +1,45 @@
+import { z } from 'zod';
+import type { Message } from '../core/messages.ts';
+import { type Tool, tool } from '../tools/tool.ts';
+
+/** A handoff target: an agent, or the name of an agent the session can find (lets two agents hand off to each other). */
+export interface HandoffAgentRef {
+  readonly kind: 'agent';
+  readonly name: string;
+  readonly description: string;
+}
+export type HandoffTarget = HandoffAgentRef | string;
+
+/** What the target of a handoff sees: by default the whole conversation so far. */
+export type HandoffInputFilter = (input: {
+  history: readonly Message[];
+  from: string;
+  to: string;
+}) => readonly Message[];
+
+export const defaultMaxHandoffDepth = 5;
+export const defaultMaxHandoffRevisits = 1;
+
+/** `transfer_to_<target>`, with the characters tool names may not hold replaced by `_`. */
+export function handoffToolName(target: string): string {
+  return `transfer_to_${target.replace(/[^a-zA-Z0-9_-]/g, '_')}`.slice(0, 64);
+}
+
+export function targetName(target: HandoffTarget): string {
+  return typeof target === 'string' ? target : target.name;
+}
+
+/**
+ * One tool per handoff target, shown to the model like any other tool. Its `execute` never runs: the agent
+ * machine ends in `handingOff` when the model calls it, and the session answers the call.
+ */
+export function handoffTool(target: HandoffTarget): Tool {
+  const name = targetName(target);
+  const about = typeof target === 'string' || target.description === '' ? '' : ` ${target.description}`;
+  return tool({
+    name: handoffToolName(name),
+    description: `Hand the conversation over to the agent "${name}", which answers the user from here on.${about}`,
+    input: z.object({ reason: z.string().optional() }),
+    execute: () => `Transferred to ${name}.`,
+  });
+}
