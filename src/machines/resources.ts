@@ -1,0 +1,862 @@
+import { fromTransition } from 'xstate';
+
+/**
+ * The resource manager's logic (REQUIREMENTS R1-R6): budgets per scope, quotas per provider and model, in-flight
+ * limits, and the FIFO queue of reservations that must wait. A transition function over plain, serializable data:
+ * it reads no clock (every event carries `now`), does no I/O, never throws, and says what it decided in `outbox`
+ * (decisions and notices) and `trace` (which branch it took, for the generated tests).
+ *
+ * Why a transition function and not a statechart: the manager holds one entry per running session and per pending
+ * reservation (10,000 sessions is the target), and every model call goes through it twice. A machine's `assign`
+ * copies context per event, which is O(sessions); this function updates the entries it touches in place, so an
+ * event costs O(scope depth + quotas) whatever the number of sessions (bench/resources/ measures both). The
+ * runtime actor (`resourceLogic`) owns its state exclusively; `resourceTransition` and `pureResourceLogic` copy
+ * first, for traversal and tests that keep old states.
+ */
+
+/** A budget as configured: any of tokens and USD, over the lifetime of the scope or a rolling window. */
+export interface BudgetLimit {
+  /** Tokens (input + output). */
+  tokens?: number;
+  usd?: number;
+  /** Rolling window in milliseconds (e.g. 86_400_000 for "per day"); absent means the scope's lifetime. */
+  windowMs?: number;
+  /** Fraction of a budget at which a `budget_warning` is emitted. Default 0.8. */
+  warnAt?: number;
+}
+
+/** A quota as configured. A quota without `model` is shared by all the provider's models (an account limit). */
+export interface QuotaLimit {
+  provider?: string;
+  model?: string;
+  requestsPerMinute?: number;
+  tokensPerMinute?: number;
+  /** Model calls in flight at once. */
+  maxInFlight?: number;
+}
+
+export const defaultWarnAt = 0.8;
+/** Quota windows are per minute, as providers publish their limits. */
+export const quotaWindowMs = 60_000;
+/** Key of the global concurrency limit, a quota every call belongs to. */
+export const globalQuotaKey = '*';
+
+export interface ScopeState {
+  id: string;
+  parent: string | null;
+  tokensLimit: number | null;
+  usdLimit: number | null;
+  windowMs: number | null;
+  warnAt: number;
+  /** Lifetime spend. */
+  spentTokens: number;
+  spentUsd: number;
+  /** Spend inside the rolling window (equal to lifetime spend without a window). */
+  windowTokens: number;
+  windowUsd: number;
+  /** Spend entries still inside the rolling window, oldest first (empty without a window). */
+  window: { at: number; tokens: number; usd: number }[];
+  /** Estimates of granted calls not settled yet. */
+  reservedTokens: number;
+  reservedUsd: number;
+  warnedTokens: boolean;
+  warnedUsd: boolean;
+  calls: number;
+}
+
+export interface QuotaState {
+  key: string;
+  provider: string | null;
+  model: string | null;
+  requestsPerMinute: number | null;
+  tokensPerMinute: number | null;
+  maxInFlight: number | null;
+  /** Calls granted in the last minute, oldest first; tokens are the estimate, then the actual usage once settled. */
+  log: { id: string; at: number; tokens: number }[];
+  logTokens: number;
+  inFlight: number;
+  /** Nothing is granted before this time (a 429's retry-after). */
+  blockedUntil: number;
+}
+
+export interface Reservation {
+  id: string;
+  scope: string;
+  /** The scope and its ancestors, leaf first. */
+  chain: string[];
+  provider: string;
+  model: string;
+  tokens: number;
+  /** Estimated cost; null when the model has no price (allowed only if no scope has a USD budget). */
+  usd: number | null;
+  quotas: string[];
+  status: 'waiting' | 'granted';
+  requestedAt: number;
+}
+
+export interface ResourceState {
+  scopes: Record<string, ScopeState>;
+  quotas: Record<string, QuotaState>;
+  /** Configured quota keys in configuration order (matching is done against these). */
+  quotaKeys: string[];
+  /** Which quota keys apply to a provider and model, computed once per pair. */
+  quotaIndex: Record<string, string[]>;
+  reservations: Record<string, Reservation>;
+  /** Ids of waiting reservations, in arrival order. */
+  waiting: string[];
+  /** When a waiting reservation may next become grantable by time alone; null if none is waiting on time. */
+  nextWakeAt: number | null;
+  /** What the last event decided, in order. Replaced by every event. */
+  outbox: ResourceOutput[];
+  /** The branches the last event took. Replaced by every event. */
+  trace: ResourceBranch[];
+}
+
+export interface ResourceConfigInput {
+  quotas?: readonly QuotaLimit[];
+  /** Model calls in flight at once across everything this manager serves. */
+  concurrency?: number;
+}
+
+export type DenialReason =
+  | 'budget_exhausted'
+  | 'unpriced_model'
+  | 'exceeds_quota'
+  | 'unknown_scope'
+  | 'duplicate';
+
+export type ResourceEvent =
+  | { type: 'scope.open'; scope: string; parent: string | null; limit?: BudgetLimit; now: number }
+  | { type: 'scope.close'; scope: string; now: number }
+  | {
+      type: 'reserve';
+      id: string;
+      scope: string;
+      provider: string;
+      model: string;
+      tokens: number;
+      usd: number | null;
+      now: number;
+    }
+  | { type: 'settle'; id: string; tokens: number; usd: number | null; now: number }
+  | { type: 'release'; id: string; now: number }
+  | { type: 'rate_limited'; provider: string; model: string; retryAfterMs: number; now: number }
+  | { type: 'tick'; now: number };
+
+export interface ScopeSummary {
+  scope: string;
+  parent: string | null;
+  spentTokens: number;
+  spentUsd: number;
+  /** Spend inside the rolling window, or lifetime spend. */
+  windowTokens: number;
+  windowUsd: number;
+  reservedTokens: number;
+  reservedUsd: number;
+  tokensLimit: number | null;
+  usdLimit: number | null;
+  windowMs: number | null;
+  calls: number;
+}
+
+export type ResourceOutput =
+  | { kind: 'granted'; id: string; scope: string; waitedMs: number }
+  | { kind: 'waiting'; id: string; scope: string; quota: string; position: number }
+  | { kind: 'denied'; id: string; scope: string; reason: DenialReason; blocking: string; message: string }
+  | {
+      kind: 'spend';
+      id: string;
+      scope: string;
+      tokens: number;
+      usd: number | null;
+      /** Reserved minus actual: what the settlement gave back (negative when the call cost more). */
+      returnedTokens: number;
+      returnedUsd: number | null;
+    }
+  | { kind: 'released'; id: string; scope: string; tokens: number; usd: number | null }
+  | {
+      kind: 'budget_warning';
+      /** The scope whose budget crossed its threshold. */
+      scope: string;
+      /** The scope (session) whose call caused it. */
+      origin: string;
+      dimension: 'tokens' | 'usd';
+      spent: number;
+      limit: number;
+      threshold: number;
+    }
+  | { kind: 'rate_limited'; quota: string; until: number }
+  | { kind: 'scope_closed'; scope: string; summary: ScopeSummary };
+
+/** Every branch of the transition function; the generated tests must reach each one. */
+export const resourceBranches = [
+  'scope.opened',
+  'scope.updated',
+  'scope.unknown_parent',
+  'scope.closed',
+  'scope.close_released',
+  'scope.close_unknown',
+  'reserve.granted',
+  'reserve.queued',
+  'reserve.denied_budget',
+  'reserve.denied_unpriced',
+  'reserve.denied_exceeds_quota',
+  'reserve.denied_unknown_scope',
+  'reserve.duplicate',
+  'wait.granted',
+  'wait.denied_budget',
+  'wait.still_waiting',
+  'settle.settled',
+  'settle.unknown',
+  'release.granted',
+  'release.waiting',
+  'release.unknown',
+  'budget.warning',
+  'budget.rearmed',
+  'budget.window_expired',
+  'quota.window_expired',
+  'rate_limited.blocked',
+  'rate_limited.implicit_quota',
+  'tick',
+] as const;
+
+export type ResourceBranch = (typeof resourceBranches)[number];
+
+export function initialResourceState(config: ResourceConfigInput = {}): ResourceState {
+  const state: ResourceState = {
+    scopes: {},
+    quotas: {},
+    quotaKeys: [],
+    quotaIndex: {},
+    reservations: {},
+    waiting: [],
+    nextWakeAt: null,
+    outbox: [],
+    trace: [],
+  };
+  for (const quota of config.quotas ?? []) {
+    const key = quotaKeyOf(quota.provider ?? null, quota.model ?? null);
+    const existing = state.quotas[key];
+    const entry = existing ?? newQuota(key, quota.provider ?? null, quota.model ?? null);
+    entry.requestsPerMinute = quota.requestsPerMinute ?? entry.requestsPerMinute;
+    entry.tokensPerMinute = quota.tokensPerMinute ?? entry.tokensPerMinute;
+    entry.maxInFlight = quota.maxInFlight ?? entry.maxInFlight;
+    if (!existing) {
+      state.quotas[key] = entry;
+      state.quotaKeys.push(key);
+    }
+  }
+  if (config.concurrency !== undefined) {
+    const global = newQuota(globalQuotaKey, null, null);
+    global.maxInFlight = config.concurrency;
+    state.quotas[globalQuotaKey] = global;
+  }
+  return state;
+}
+
+export function quotaKeyOf(provider: string | null, model: string | null): string {
+  return `${provider ?? '*'}:${model ?? '*'}`;
+}
+
+function newQuota(key: string, provider: string | null, model: string | null): QuotaState {
+  return {
+    key,
+    provider,
+    model,
+    requestsPerMinute: null,
+    tokensPerMinute: null,
+    maxInFlight: null,
+    log: [],
+    logTokens: 0,
+    inFlight: 0,
+    blockedUntil: 0,
+  };
+}
+
+/**
+ * Applies one event to `state` in place and returns it. Deterministic: the same state and event always give the
+ * same result. Used by the runtime actor, which owns its state.
+ */
+export function applyResourceEvent(state: ResourceState, event: ResourceEvent): ResourceState {
+  state.outbox = [];
+  state.trace = [];
+  switch (event.type) {
+    case 'scope.open':
+      openScope(state, event);
+      break;
+    case 'scope.close':
+      closeScope(state, event.scope, event.now);
+      break;
+    case 'reserve':
+      reserve(state, event);
+      break;
+    case 'settle':
+      settle(state, event);
+      break;
+    case 'release':
+      release(state, event.id, event.now);
+      break;
+    case 'rate_limited':
+      rateLimited(state, event);
+      break;
+    case 'tick':
+      state.trace.push('tick');
+      drain(state, event.now);
+      break;
+  }
+  return state;
+}
+
+/** The pure form: copies the state, then applies the event. For traversal, properties and anyone keeping states. */
+export function resourceTransition(state: ResourceState, event: ResourceEvent): ResourceState {
+  return applyResourceEvent(structuredClone(state), event);
+}
+
+/** The runtime actor logic (state owned by the actor, updated in place). */
+export const resourceLogic = fromTransition(
+  (state: ResourceState, event: ResourceEvent) => applyResourceEvent(state, event),
+  ({ input }: { input: ResourceConfigInput | undefined }) => initialResourceState(input ?? {}),
+);
+
+/** The same logic with copy-on-transition, for xstate/graph traversal (which re-applies events to old states). */
+export const pureResourceLogic = fromTransition(
+  (state: ResourceState, event: ResourceEvent) => resourceTransition(state, event),
+  ({ input }: { input: ResourceConfigInput | undefined }) => initialResourceState(input ?? {}),
+);
+
+export function summarize(scope: ScopeState): ScopeSummary {
+  return {
+    scope: scope.id,
+    parent: scope.parent,
+    spentTokens: scope.spentTokens,
+    spentUsd: scope.spentUsd,
+    windowTokens: scope.windowTokens,
+    windowUsd: scope.windowUsd,
+    reservedTokens: scope.reservedTokens,
+    reservedUsd: scope.reservedUsd,
+    tokensLimit: scope.tokensLimit,
+    usdLimit: scope.usdLimit,
+    windowMs: scope.windowMs,
+    calls: scope.calls,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Scopes
+
+function openScope(state: ResourceState, event: Extract<ResourceEvent, { type: 'scope.open' }>): void {
+  const limit = event.limit ?? {};
+  const existing = state.scopes[event.scope];
+  if (event.parent !== null && state.scopes[event.parent] === undefined)
+    state.trace.push('scope.unknown_parent');
+  if (existing) {
+    // Re-opening updates the limits (a tenant configured later, a run resumed) but keeps the spend.
+    state.trace.push('scope.updated');
+    existing.parent = event.parent;
+    existing.tokensLimit = limit.tokens ?? null;
+    existing.usdLimit = limit.usd ?? null;
+    existing.windowMs = limit.windowMs ?? null;
+    existing.warnAt = limit.warnAt ?? defaultWarnAt;
+    return;
+  }
+  state.trace.push('scope.opened');
+  state.scopes[event.scope] = {
+    id: event.scope,
+    parent: event.parent,
+    tokensLimit: limit.tokens ?? null,
+    usdLimit: limit.usd ?? null,
+    windowMs: limit.windowMs ?? null,
+    warnAt: limit.warnAt ?? defaultWarnAt,
+    spentTokens: 0,
+    spentUsd: 0,
+    windowTokens: 0,
+    windowUsd: 0,
+    window: [],
+    reservedTokens: 0,
+    reservedUsd: 0,
+    warnedTokens: false,
+    warnedUsd: false,
+    calls: 0,
+  };
+}
+
+function closeScope(state: ResourceState, id: string, now: number): void {
+  const scope = state.scopes[id];
+  if (!scope) {
+    state.trace.push('scope.close_unknown');
+    return;
+  }
+  // A run that ends returns whatever it still holds (a call cut short by the end of the run).
+  for (const reservationId of Object.keys(state.reservations)) {
+    if (state.reservations[reservationId]?.scope === id) {
+      state.trace.push('scope.close_released');
+      release(state, reservationId, now);
+    }
+  }
+  state.trace.push('scope.closed');
+  state.outbox.push({ kind: 'scope_closed', scope: id, summary: summarize(scope) });
+  delete state.scopes[id];
+}
+
+/** The scope and its ancestors, leaf first; null when the scope (or an ancestor) is unknown. */
+function chainOf(state: ResourceState, id: string): string[] | null {
+  const chain: string[] = [];
+  let current: string | null = id;
+  while (current !== null) {
+    const scope: ScopeState | undefined = state.scopes[current];
+    if (!scope || chain.length > 64 || chain.includes(current)) return null;
+    chain.push(current);
+    current = scope.parent;
+  }
+  return chain;
+}
+
+function expireWindow(state: ResourceState, scope: ScopeState, now: number): void {
+  if (scope.windowMs === null) return;
+  const cutoff = now - scope.windowMs;
+  let drop = 0;
+  while (drop < scope.window.length && (scope.window[drop]?.at ?? 0) <= cutoff) {
+    const entry = scope.window[drop];
+    if (entry) {
+      scope.windowTokens -= entry.tokens;
+      scope.windowUsd -= entry.usd;
+    }
+    drop++;
+  }
+  if (drop > 0) {
+    state.trace.push('budget.window_expired');
+    scope.window.splice(0, drop);
+    if (scope.window.length === 0) {
+      // Avoid drifting float sums: an empty window spends exactly nothing.
+      scope.windowTokens = 0;
+      scope.windowUsd = 0;
+    }
+  }
+}
+
+/** The first scope of the chain whose budget is used up (spend in window plus reservations), if any. */
+function exhaustedScope(
+  state: ResourceState,
+  chain: string[],
+  usd: number | null,
+  now: number,
+): { scope: ScopeState; reason: DenialReason; message: string } | null {
+  for (const id of chain) {
+    const scope = state.scopes[id];
+    if (!scope) continue;
+    expireWindow(state, scope, now);
+    if (scope.usdLimit !== null && usd === null) {
+      return {
+        scope,
+        reason: 'unpriced_model',
+        message: `scope ${id} has a USD budget but the model has no price`,
+      };
+    }
+    // A call may start while anything is left: spend can exceed a budget by at most the last granted call (R6).
+    if (scope.tokensLimit !== null && scope.windowTokens + scope.reservedTokens >= scope.tokensLimit) {
+      return {
+        scope,
+        reason: 'budget_exhausted',
+        message: `token budget of ${id} exhausted: ${scope.windowTokens} spent and ${scope.reservedTokens} reserved of ${scope.tokensLimit}`,
+      };
+    }
+    if (scope.usdLimit !== null && scope.windowUsd + scope.reservedUsd >= scope.usdLimit) {
+      return {
+        scope,
+        reason: 'budget_exhausted',
+        message: `USD budget of ${id} exhausted: $${round(scope.windowUsd)} spent and $${round(scope.reservedUsd)} reserved of $${scope.usdLimit}`,
+      };
+    }
+  }
+  return null;
+}
+
+function round(usd: number): string {
+  return usd.toFixed(6).replace(/0+$/, '').replace(/\.$/, '');
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Quotas
+
+function quotasFor(state: ResourceState, provider: string, model: string): string[] {
+  const indexKey = `${provider}\u0000${model}`;
+  const cached = state.quotaIndex[indexKey];
+  if (cached) return cached;
+  const keys = state.quotaKeys.filter((key) => {
+    const quota = state.quotas[key];
+    return (
+      quota !== undefined &&
+      (quota.provider === null || quota.provider === provider) &&
+      (quota.model === null || quota.model === model)
+    );
+  });
+  if (state.quotas[globalQuotaKey]) keys.push(globalQuotaKey);
+  state.quotaIndex[indexKey] = keys;
+  return keys;
+}
+
+function expireLog(state: ResourceState, quota: QuotaState, now: number): void {
+  const cutoff = now - quotaWindowMs;
+  let drop = 0;
+  while (drop < quota.log.length && (quota.log[drop]?.at ?? 0) <= cutoff) {
+    quota.logTokens -= quota.log[drop]?.tokens ?? 0;
+    drop++;
+  }
+  if (drop > 0) {
+    state.trace.push('quota.window_expired');
+    quota.log.splice(0, drop);
+    if (quota.log.length === 0) quota.logTokens = 0;
+  }
+}
+
+function quotaAllows(state: ResourceState, quota: QuotaState, tokens: number, now: number): boolean {
+  if (now < quota.blockedUntil) return false;
+  expireLog(state, quota, now);
+  if (quota.requestsPerMinute !== null && quota.log.length >= quota.requestsPerMinute) return false;
+  if (quota.tokensPerMinute !== null && quota.logTokens + tokens > quota.tokensPerMinute) return false;
+  if (quota.maxInFlight !== null && quota.inFlight >= quota.maxInFlight) return false;
+  return true;
+}
+
+function allQuotasAllow(state: ResourceState, reservation: Reservation, now: number): boolean {
+  for (const key of reservation.quotas) {
+    const quota = state.quotas[key];
+    if (quota && !quotaAllows(state, quota, reservation.tokens, now)) return false;
+  }
+  return true;
+}
+
+/** Whether a quota only ever tracks time (no request or token limit): then the log need not be kept. */
+function logsRequests(quota: QuotaState): boolean {
+  return quota.requestsPerMinute !== null || quota.tokensPerMinute !== null;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Reservations
+
+function reserve(state: ResourceState, event: Extract<ResourceEvent, { type: 'reserve' }>): void {
+  const deny = (reason: DenialReason, blocking: string, message: string, branch: ResourceBranch) => {
+    state.trace.push(branch);
+    state.outbox.push({ kind: 'denied', id: event.id, scope: event.scope, reason, blocking, message });
+  };
+  if (state.reservations[event.id]) {
+    deny('duplicate', event.id, `reservation ${event.id} already exists`, 'reserve.duplicate');
+    return;
+  }
+  const chain = chainOf(state, event.scope);
+  if (!chain) {
+    deny('unknown_scope', event.scope, `unknown budget scope ${event.scope}`, 'reserve.denied_unknown_scope');
+    return;
+  }
+  const exhausted = exhaustedScope(state, chain, event.usd, event.now);
+  if (exhausted) {
+    deny(
+      exhausted.reason,
+      exhausted.scope.id,
+      exhausted.message,
+      exhausted.reason === 'unpriced_model' ? 'reserve.denied_unpriced' : 'reserve.denied_budget',
+    );
+    return;
+  }
+  const quotas = quotasFor(state, event.provider, event.model);
+  for (const key of quotas) {
+    const limit = state.quotas[key]?.tokensPerMinute ?? null;
+    if (limit !== null && event.tokens > limit) {
+      // It could never be granted: saying so now beats waiting forever (every waiter is granted or denied).
+      deny(
+        'exceeds_quota',
+        key,
+        `the call's estimate of ${event.tokens} tokens exceeds the ${limit} tokens-per-minute quota of ${key}`,
+        'reserve.denied_exceeds_quota',
+      );
+      return;
+    }
+  }
+  const reservation: Reservation = {
+    id: event.id,
+    scope: event.scope,
+    chain,
+    provider: event.provider,
+    model: event.model,
+    tokens: event.tokens,
+    usd: event.usd,
+    quotas,
+    status: 'waiting',
+    requestedAt: event.now,
+  };
+  state.reservations[event.id] = reservation;
+  // FIFO per quota: a newcomer never overtakes a waiting call that shares one of its quotas.
+  const behind = state.waiting.length > 0 && sharesQuotaWithWaiter(state, quotas);
+  if (!behind && allQuotasAllow(state, reservation, event.now)) {
+    state.trace.push('reserve.granted');
+    grant(state, reservation, event.now);
+    return;
+  }
+  state.trace.push('reserve.queued');
+  state.waiting.push(event.id);
+  state.outbox.push({
+    kind: 'waiting',
+    id: event.id,
+    scope: event.scope,
+    quota: blockingQuota(state, reservation, event.now),
+    position: state.waiting.length,
+  });
+  state.nextWakeAt = nextWake(state, event.now);
+}
+
+function sharesQuotaWithWaiter(state: ResourceState, quotas: string[]): boolean {
+  if (quotas.length === 0) return false;
+  for (const id of state.waiting) {
+    const waiter = state.reservations[id];
+    if (waiter?.quotas.some((key) => quotas.includes(key))) return true;
+  }
+  return false;
+}
+
+function blockingQuota(state: ResourceState, reservation: Reservation, now: number): string {
+  for (const key of reservation.quotas) {
+    const quota = state.quotas[key];
+    if (quota && !quotaAllows(state, quota, reservation.tokens, now)) return key;
+  }
+  return reservation.quotas[0] ?? globalQuotaKey;
+}
+
+function grant(state: ResourceState, reservation: Reservation, now: number): void {
+  reservation.status = 'granted';
+  for (const id of reservation.chain) {
+    const scope = state.scopes[id];
+    if (!scope) continue;
+    scope.reservedTokens += reservation.tokens;
+    scope.reservedUsd += reservation.usd ?? 0;
+  }
+  for (const key of reservation.quotas) {
+    const quota = state.quotas[key];
+    if (!quota) continue;
+    quota.inFlight += 1;
+    if (logsRequests(quota)) {
+      quota.log.push({ id: reservation.id, at: now, tokens: reservation.tokens });
+      quota.logTokens += reservation.tokens;
+    }
+  }
+  state.outbox.push({
+    kind: 'granted',
+    id: reservation.id,
+    scope: reservation.scope,
+    waitedMs: now - reservation.requestedAt,
+  });
+}
+
+/** Gives back what a granted reservation holds: its estimate in every scope, its in-flight slot in every quota. */
+function unreserve(state: ResourceState, reservation: Reservation): void {
+  for (const id of reservation.chain) {
+    const scope = state.scopes[id];
+    if (!scope) continue;
+    scope.reservedTokens -= reservation.tokens;
+    scope.reservedUsd -= reservation.usd ?? 0;
+    if (Math.abs(scope.reservedUsd) < 1e-12) scope.reservedUsd = 0;
+  }
+  for (const key of reservation.quotas) {
+    const quota = state.quotas[key];
+    if (quota) quota.inFlight -= 1;
+  }
+}
+
+function settle(state: ResourceState, event: Extract<ResourceEvent, { type: 'settle' }>): void {
+  const reservation = state.reservations[event.id];
+  if (reservation?.status !== 'granted') {
+    // Settling twice, or a call never granted: nothing to return, nothing to count again.
+    state.trace.push('settle.unknown');
+    return;
+  }
+  state.trace.push('settle.settled');
+  unreserve(state, reservation);
+  delete state.reservations[event.id];
+  const usd = event.usd ?? 0;
+  for (const id of reservation.chain) {
+    const scope = state.scopes[id];
+    if (!scope) continue;
+    scope.spentTokens += event.tokens;
+    scope.spentUsd += usd;
+    scope.calls += 1;
+    if (scope.windowMs !== null) {
+      expireWindow(state, scope, event.now);
+      scope.window.push({ at: event.now, tokens: event.tokens, usd });
+    }
+    scope.windowTokens += event.tokens;
+    scope.windowUsd += usd;
+    warnIfCrossed(state, scope, reservation.scope);
+  }
+  // Quotas count what the call really used once it is known.
+  for (const key of reservation.quotas) {
+    const quota = state.quotas[key];
+    if (!quota) continue;
+    for (let index = quota.log.length - 1; index >= 0; index--) {
+      const entry = quota.log[index];
+      if (entry?.id === event.id) {
+        quota.logTokens += event.tokens - entry.tokens;
+        entry.tokens = event.tokens;
+        break;
+      }
+    }
+  }
+  state.outbox.push({
+    kind: 'spend',
+    id: event.id,
+    scope: reservation.scope,
+    tokens: event.tokens,
+    usd: event.usd,
+    returnedTokens: reservation.tokens - event.tokens,
+    returnedUsd: reservation.usd === null || event.usd === null ? null : reservation.usd - event.usd,
+  });
+  drain(state, event.now);
+}
+
+function warnIfCrossed(state: ResourceState, scope: ScopeState, origin: string): void {
+  const check = (
+    dimension: 'tokens' | 'usd',
+    spent: number,
+    limit: number | null,
+    warned: boolean,
+  ): boolean => {
+    if (limit === null || limit <= 0) return warned;
+    const crossed = spent >= limit * scope.warnAt;
+    if (crossed && !warned) {
+      state.trace.push('budget.warning');
+      state.outbox.push({
+        kind: 'budget_warning',
+        scope: scope.id,
+        origin,
+        dimension,
+        spent,
+        limit,
+        threshold: scope.warnAt,
+      });
+      return true;
+    }
+    if (!crossed && warned) {
+      // A rolling window moved on: the next crossing warns again.
+      state.trace.push('budget.rearmed');
+      return false;
+    }
+    return warned;
+  };
+  scope.warnedTokens = check('tokens', scope.windowTokens, scope.tokensLimit, scope.warnedTokens);
+  scope.warnedUsd = check('usd', scope.windowUsd, scope.usdLimit, scope.warnedUsd);
+}
+
+function release(state: ResourceState, id: string, now: number): void {
+  const reservation = state.reservations[id];
+  if (!reservation) {
+    // Released before, settled, or never known: returned exactly once, so nothing happens now.
+    state.trace.push('release.unknown');
+    return;
+  }
+  delete state.reservations[id];
+  if (reservation.status === 'waiting') {
+    state.trace.push('release.waiting');
+    state.waiting.splice(state.waiting.indexOf(id), 1);
+    state.outbox.push({ kind: 'released', id, scope: reservation.scope, tokens: 0, usd: 0 });
+  } else {
+    state.trace.push('release.granted');
+    unreserve(state, reservation);
+    state.outbox.push({
+      kind: 'released',
+      id,
+      scope: reservation.scope,
+      tokens: reservation.tokens,
+      usd: reservation.usd,
+    });
+  }
+  drain(state, now);
+}
+
+function rateLimited(state: ResourceState, event: Extract<ResourceEvent, { type: 'rate_limited' }>): void {
+  let keys = quotasFor(state, event.provider, event.model).filter((key) => key !== globalQuotaKey);
+  if (keys.length === 0) {
+    // No quota was configured for this model: the provider's 429 creates one, so the next calls are paced.
+    state.trace.push('rate_limited.implicit_quota');
+    const key = quotaKeyOf(event.provider, event.model);
+    state.quotas[key] = newQuota(key, event.provider, event.model);
+    state.quotaKeys.push(key);
+    state.quotaIndex = {};
+    keys = [key];
+  }
+  const until = event.now + Math.max(0, event.retryAfterMs);
+  for (const key of keys) {
+    const quota = state.quotas[key];
+    if (!quota) continue;
+    state.trace.push('rate_limited.blocked');
+    quota.blockedUntil = Math.max(quota.blockedUntil, until);
+    state.outbox.push({ kind: 'rate_limited', quota: key, until: quota.blockedUntil });
+  }
+  state.nextWakeAt = nextWake(state, event.now);
+}
+
+/** Grants (or denies) waiting reservations in arrival order, keeping FIFO per quota. */
+function drain(state: ResourceState, now: number): void {
+  if (state.waiting.length === 0) {
+    state.nextWakeAt = null;
+    return;
+  }
+  const blocked = new Set<string>();
+  const still: string[] = [];
+  for (const id of state.waiting) {
+    const reservation = state.reservations[id];
+    if (!reservation) continue;
+    if (reservation.quotas.some((key) => blocked.has(key))) {
+      for (const key of reservation.quotas) blocked.add(key);
+      still.push(id);
+      continue;
+    }
+    const exhausted = exhaustedScope(state, reservation.chain, reservation.usd, now);
+    if (exhausted) {
+      state.trace.push('wait.denied_budget');
+      delete state.reservations[id];
+      state.outbox.push({
+        kind: 'denied',
+        id,
+        scope: reservation.scope,
+        reason: exhausted.reason,
+        blocking: exhausted.scope.id,
+        message: exhausted.message,
+      });
+      continue;
+    }
+    if (allQuotasAllow(state, reservation, now)) {
+      state.trace.push('wait.granted');
+      grant(state, reservation, now);
+      continue;
+    }
+    for (const key of reservation.quotas) blocked.add(key);
+    still.push(id);
+  }
+  if (still.length > 0) state.trace.push('wait.still_waiting');
+  state.waiting = still;
+  state.nextWakeAt = nextWake(state, now);
+}
+
+/**
+ * The earliest time at which a waiting reservation may become grantable by the passing of time: a retry-after
+ * ending or the oldest call leaving a quota's window. Calls waiting on in-flight slots are woken by settle and
+ * release instead. Null when nothing waits on time.
+ */
+function nextWake(state: ResourceState, now: number): number | null {
+  if (state.waiting.length === 0) return null;
+  let wake: number | null = null;
+  const seen = new Set<string>();
+  for (const id of state.waiting) {
+    const reservation = state.reservations[id];
+    if (!reservation) continue;
+    for (const key of reservation.quotas) {
+      if (seen.has(key)) continue;
+      seen.add(key);
+      const quota = state.quotas[key];
+      if (!quota) continue;
+      let at: number | null = null;
+      if (quota.blockedUntil > now) at = quota.blockedUntil;
+      else if (quota.log.length > 0) at = (quota.log[0]?.at ?? now) + quotaWindowMs;
+      if (at !== null && at > now && (wake === null || at < wake)) wake = at;
+    }
+  }
+  return wake;
+}
