@@ -12,10 +12,27 @@ import { retryAfterMs } from './retry-after.ts';
  * the API also reports errors inside a stream (an SSE `error` event, no status): `overloaded_error` there is
  * the same 529 the HTTP layer would give. 529 (overloaded) is retryable, like 429, 408, 409 and 5xx.
  * Aborts are passed through untouched: an abort is not a model failure and must not be retried.
+ * `midStream`: the response had started streaming when the error came; a connection failure then means the
+ * stream was cut (`truncated_stream`), not that the request never got through.
  */
-export function anthropicModelError(error: unknown): unknown {
+export function anthropicModelError(error: unknown, midStream = false): unknown {
   if (error instanceof ModelError) return error;
   if (error instanceof APIUserAbortError) return abortError(error);
+  if (isConnectionFailure(error)) {
+    const message = error instanceof Error ? error.message : String(error);
+    if (midStream) {
+      return new ModelError('truncated_stream', `Anthropic stream was cut off: ${message}`, {
+        retryable: true,
+        cause: error,
+      });
+    }
+    if (!(error instanceof APIConnectionError)) {
+      return new ModelError('network', `Anthropic connection failed: ${message}`, {
+        retryable: true,
+        cause: error,
+      });
+    }
+  }
   if (error instanceof APIConnectionTimeoutError) {
     return new ModelError('timeout', `Anthropic request timed out: ${error.message}`, {
       retryable: true,
@@ -45,6 +62,20 @@ export function anthropicModelError(error: unknown): unknown {
     );
   }
   return error;
+}
+
+/**
+ * A failure of the connection rather than an answer from the API: the SDK's connection errors, or undici's
+ * raw errors that escape while the body streams (`TypeError: terminated` when the socket is reset).
+ */
+function isConnectionFailure(error: unknown): boolean {
+  if (error instanceof APIConnectionTimeoutError) return false;
+  if (error instanceof APIConnectionError) return true;
+  if (error instanceof APIError) return false;
+  return (
+    error instanceof TypeError ||
+    (error instanceof Error && /terminated|ECONNRESET|socket hang up|other side closed/i.test(error.message))
+  );
 }
 
 function kindOf(status: number | undefined, type: string | null | undefined): ModelErrorKind {

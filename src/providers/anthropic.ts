@@ -66,15 +66,17 @@ export async function streamAnthropicOnce(
     options.maxTokens === undefined ? {} : { maxTokens: options.maxTokens },
   );
   const reducer = new AnthropicStreamReducer(request.onDelta);
+  let streaming = false;
   try {
     if (request.signal.aborted) throw abortError(request.signal);
     const stream = await client.messages.create(body, { signal: request.signal });
+    streaming = true;
     for await (const event of stream as AsyncIterable<RawMessageStreamEvent>) reducer.push(event);
     // The SDK ends the iteration quietly when the signal aborts mid-stream: say so instead of "truncated".
     if (request.signal.aborted) throw abortError(request.signal);
     return reducer.finish();
   } catch (error) {
     if (request.signal.aborted) throw abortError(request.signal);
-    throw anthropicModelError(error);
+    throw anthropicModelError(error, streaming);
   }
 }

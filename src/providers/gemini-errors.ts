@@ -6,9 +6,10 @@ import { ModelError, type ModelErrorKind } from '../core/errors.ts';
  * stringified), no headers; so the wait the server asked for comes from the body's `RetryInfo.retryDelay`
  * ("12s") or, failing that, from the retry-after header our fetch wrapper saw (`retryAfterHeaderMs`).
  * Network failures (undici's "fetch failed", "terminated" on a reset) are retryable `network` errors.
- * Aborts pass through untouched.
+ * Aborts pass through untouched. `midStream`: the response had started streaming, so a connection failure
+ * means the stream was cut (`truncated_stream`), not that the request never got through.
  */
-export function geminiModelError(error: unknown, retryAfterHeaderMs?: number): unknown {
+export function geminiModelError(error: unknown, retryAfterHeaderMs?: number, midStream = false): unknown {
   if (error instanceof ModelError) return error;
   if (isAbort(error)) return error;
   if (error instanceof ApiError) {
@@ -32,6 +33,12 @@ export function geminiModelError(error: unknown, retryAfterHeaderMs?: number): u
       });
     }
     if (error instanceof TypeError || /terminated|socket|ECONNRESET|fetch failed/i.test(error.message)) {
+      if (midStream) {
+        return new ModelError('truncated_stream', `Gemini stream was cut off: ${error.message}`, {
+          retryable: true,
+          cause: error,
+        });
+      }
       return new ModelError('network', `Gemini connection failed: ${error.message}`, {
         retryable: true,
         cause: error,

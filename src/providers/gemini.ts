@@ -85,14 +85,16 @@ export async function streamGeminiOnce(
     httpOptions: { ...params.config?.httpOptions, fetch: watchingFetch },
   };
   const reducer = new GeminiStreamReducer(generateId, request.onDelta);
+  let streaming = false;
   try {
     if (request.signal.aborted) throw abortError(request.signal);
     const stream = await client.models.generateContentStream(params);
+    streaming = true;
     for await (const chunk of stream) reducer.push(chunk);
     if (request.signal.aborted) throw abortError(request.signal);
     return reducer.finish();
   } catch (error) {
     if (request.signal.aborted) throw abortError(request.signal);
-    throw geminiModelError(error, retryAfterHeader);
+    throw geminiModelError(error, retryAfterHeader, streaming);
   }
 }

@@ -64,21 +64,26 @@ export async function streamResponsesOnce(
 ): Promise<ModelResponse> {
   const body = toResponsesRequest(request, model, options);
   const reducer = new ResponsesStreamReducer(request.onDelta);
+  let streaming = false;
   try {
     if (request.signal.aborted) throw abortError(request.signal);
     const stream = await client.responses.create(body, { signal: request.signal });
+    streaming = true;
     for await (const event of stream as AsyncIterable<ResponseStreamEvent>) reducer.push(event);
     // The SDK ends the iteration quietly when the signal aborts mid-stream: say so instead of "truncated".
     if (request.signal.aborted) throw abortError(request.signal);
     return reducer.finish();
   } catch (error) {
     if (request.signal.aborted) throw abortError(request.signal);
-    throw responsesModelError(error);
+    throw responsesModelError(error, streaming);
   }
 }
 
-/** OpenAI SDK error → ModelError (status, error code, retry-after); aborts pass through. */
-export function responsesModelError(error: unknown): unknown {
+/**
+ * OpenAI SDK error → ModelError (status, error code, retry-after); aborts pass through. `midStream`: the
+ * response had started streaming, so a connection failure means the stream was cut (`truncated_stream`).
+ */
+export function responsesModelError(error: unknown, midStream = false): unknown {
   if (error instanceof ModelError) return error;
   if (error instanceof APIUserAbortError) {
     const abort = new Error('The model call was aborted.', { cause: error });
@@ -87,6 +92,12 @@ export function responsesModelError(error: unknown): unknown {
   }
   if (error instanceof APIConnectionTimeoutError) {
     return new ModelError('timeout', `OpenAI request timed out: ${error.message}`, {
+      retryable: true,
+      cause: error,
+    });
+  }
+  if (midStream && isConnectionFailure(error)) {
+    return new ModelError('truncated_stream', `OpenAI stream was cut off: ${(error as Error).message}`, {
       retryable: true,
       cause: error,
     });
@@ -120,6 +131,16 @@ export function responsesModelError(error: unknown): unknown {
     });
   }
   return error;
+}
+
+/** The connection failed (SDK connection error, or undici's raw `TypeError: terminated` on a reset). */
+function isConnectionFailure(error: unknown): boolean {
+  if (error instanceof APIConnectionError) return true;
+  if (error instanceof APIError) return false;
+  return (
+    error instanceof TypeError ||
+    (error instanceof Error && /terminated|ECONNRESET|socket hang up|other side closed/i.test(error.message))
+  );
 }
 
 function kindOf(status: number | undefined, code: string | undefined): ModelErrorKind {

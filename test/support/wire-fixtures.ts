@@ -27,8 +27,11 @@ export function sharedWireDir(): string | undefined {
  */
 export function warnIfWireFixturesMissing(suite: string, dir: string | undefined): boolean {
   if (dir !== undefined) return false;
-  console.warn(
-    `[${suite}] SKIPPED: recorded wire fixtures not found (looked for ../shared/fixtures/wire beside the repo; set TROUPE_WIRE_FIXTURES to point elsewhere)`,
-  );
+  const fromEnv = process.env.TROUPE_WIRE_FIXTURES;
+  const looked =
+    fromEnv !== undefined && fromEnv.length > 0
+      ? `TROUPE_WIRE_FIXTURES=${fromEnv} is not a directory`
+      : 'no ../shared/fixtures/wire beside the repo; set TROUPE_WIRE_FIXTURES to point elsewhere';
+  console.warn(`[${suite}] SKIPPED: recorded wire fixtures not found (${looked})`);
   return true;
 }

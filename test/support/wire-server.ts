@@ -22,7 +22,7 @@ export interface RecordedRequest {
 export interface WireReply {
   status?: number;
   headers?: Record<string, string>;
-  /** Sent as JSON. */
+  /** Sent as JSON (a string is taken as JSON text already and sent unchanged). */
   body?: unknown;
   /** SSE frames without the trailing blank line; each is written as frame + '\n\n'. */
   sse?: readonly string[];
@@ -144,7 +144,7 @@ async function answer(
     payload = reply.raw;
   } else if (reply.body !== undefined) {
     headers['content-type'] = 'application/json';
-    payload = JSON.stringify(reply.body);
+    payload = typeof reply.body === 'string' ? reply.body : JSON.stringify(reply.body);
   }
   Object.assign(headers, reply.headers);
   if (reply.sse === undefined) {
