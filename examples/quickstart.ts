@@ -64,7 +64,7 @@ async function chooseModel(): Promise<{ model: ModelProvider; label: string }> {
       const providers = await import('troupe/providers');
       if (process.env.OPENAI_API_KEY) {
         const name = process.env.OPENAI_MODEL ?? 'gpt-5-mini';
-        return { model: providers.openaiResponses(name), label: `OpenAI ${name} (OPENAI_API_KEY is set)` };
+        return { model: providers.openai(name), label: `OpenAI ${name} (OPENAI_API_KEY is set)` };
       }
       const name = process.env.ANTHROPIC_MODEL ?? 'claude-sonnet-4-6';
       return { model: providers.anthropic(name), label: `Anthropic ${name} (ANTHROPIC_API_KEY is set)` };
