@@ -10,7 +10,14 @@ export interface ToolCall {
 /** Part of a multimodal user message (P8). Images are given by URL or as base64 data with a media type. */
 export type ContentPart =
   | { type: 'text'; text: string }
-  | { type: 'image'; url: string; detail?: 'low' | 'high' | 'auto' }
+  | {
+      type: 'image';
+      /** http(s) URL, or a `data:image/...;base64,` URL. */
+      url: string;
+      /** The image's media type, when the URL does not say (Gemini needs one for a URL it fetches). */
+      mediaType?: string;
+      detail?: 'low' | 'high' | 'auto';
+    }
   | { type: 'image'; data: string; mediaType: string; detail?: 'low' | 'high' | 'auto' };
 
 /**
