@@ -1,3 +1,17 @@
+export {
+  type BudgetsConfig,
+  createResourceManager,
+  type Grant,
+  type OpenRunOptions,
+  type ReservationOutcome,
+  type ReservationRequest,
+  type ResourceManager,
+  type ResourceManagerConfig,
+  type ResourceNotice,
+  type ResourceUsage,
+  type ScopeUsage,
+  type Settlement,
+} from './actors/resource-manager.ts';
 export { type AgentStep, type RunOptions, type RunStream, run, stream } from './actors/run.ts';
 export { activeRuntimeCount } from './actors/run-runtime.ts';
 export { type DecodeResult, decodeOutput } from './agent/decode-output.ts';
@@ -48,6 +62,7 @@ export type {
   OutputSpec,
   ToolSpec,
 } from './core/model.ts';
+export { cost, defaultPrices, findPrice, type ModelPrice, type PriceTable } from './core/prices.ts';
 export type { RunResult, RunStep, StepToolCall } from './core/result.ts';
 export { type RunStatus, type StopReason, statusOf, stopReasons } from './core/stop-reason.ts';
 export { addUsage, emptyUsage, type Usage } from './core/usage.ts';
@@ -57,6 +72,7 @@ export {
   type AgentMachineInput,
   agentMachine,
 } from './machines/agent.ts';
+export type { BudgetLimit, DenialReason, QuotaLimit } from './machines/resources.ts';
 export * from './policies/index.ts';
 export { ToolRegistry } from './tools/registry.ts';
 export { type Tool, type ToolContext, type ToolOptions, tool } from './tools/tool.ts';

@@ -1,11 +1,13 @@
 import { fromCallback } from 'xstate';
 import { decodeOutput } from '../agent/decode-output.ts';
-import { toErrorInfo } from '../core/errors.ts';
+import { ModelError, toErrorInfo } from '../core/errors.ts';
 import type { Message } from '../core/messages.ts';
 import type { ModelRequest } from '../core/model.ts';
 import { addUsage, emptyUsage, totalTokens, type Usage } from '../core/usage.ts';
 import type { AgentEvent, EffectCommand } from '../machines/agent.ts';
 import { normalizeResponse } from './normalize-response.ts';
+import { estimateRequest, resourcesOf } from './resource-binding.ts';
+import type { Grant } from './resource-manager.ts';
 import { type RunRuntime, runtimeOf } from './run-runtime.ts';
 import { runToolBatch } from './tool-runner.ts';
 
@@ -110,8 +112,35 @@ async function callModel(
     onDelta: runtime.onDelta,
   };
   if (command.schemaEnabled && agent.outputSpec) request.output = agent.outputSpec;
+  // R1-R6: a run with a resource manager reserves an estimate first; a denial stops the run (budget_exhausted).
+  const resources = resourcesOf(bus.sessionId);
+  let grant: Grant | undefined;
+  if (resources) {
+    const { provider, model } = agent.model;
+    const outcome = await resources.reserve(
+      { session: bus.sessionId, provider, model, estimate: estimateRequest(request) },
+      signal,
+    );
+    if (signal.aborted) {
+      if (outcome.granted) resources.release(outcome.grant);
+      return abortedEvent();
+    }
+    if (!outcome.granted) {
+      if (
+        outcome.reason === 'budget_exhausted' ||
+        outcome.reason === 'exceeds_quota' ||
+        outcome.reason === 'unpriced_model'
+      )
+        return { type: 'model.denied', reason: outcome.reason, message: outcome.message };
+      const info = { name: 'ResourceError', code: `resources_${outcome.reason}`, message: outcome.message };
+      bus.emit(agent.name, 'error', { message: info.message, type: info.name, code: info.code });
+      return { type: 'model.error', error: info };
+    }
+    grant = outcome.grant;
+  }
   try {
     const response = normalizeResponse(await agent.model.generate(request), command.call);
+    if (resources && grant) resources.settle(grant, response.usage);
     if (signal.aborted) return abortedEvent();
     bus.emit(agent.name, 'model_response', {
       step: command.step,
@@ -128,6 +157,18 @@ async function callModel(
       ? { type: 'model.response', response, decoded: decodeOutput(response.text, schema) }
       : { type: 'model.response', response };
   } catch (error) {
+    if (resources && grant) {
+      // The call's usage is unknown: its reservation goes back (exactly once; release after settle is a no-op).
+      if (error instanceof ModelError && (error.kind === 'rate_limited' || error.status === 429)) {
+        const rateLimit: { provider: string; model: string; retryAfterMs?: number } = {
+          provider: agent.model.provider,
+          model: agent.model.model,
+        };
+        if (error.retryAfterMs !== undefined) rateLimit.retryAfterMs = error.retryAfterMs;
+        resources.report429(rateLimit);
+      }
+      resources.release(grant);
+    }
     if (signal.aborted) return abortedEvent();
     const info = toErrorInfo(error);
     bus.emit(agent.name, 'error', { message: info.message, type: info.name, code: info.code });

@@ -12,6 +12,8 @@ import { type AgentContext, type AgentMachine, agentMachine } from '../machines/
 import { AsyncQueue } from './async-queue.ts';
 import { effectsLogic } from './effects.ts';
 import { EventBus } from './event-bus.ts';
+import type { ResourceManager } from './resource-manager.ts';
+import { attachResources } from './resource-run.ts';
 import { buildRunResult } from './run-result.ts';
 import { deltaForwarder, registerRuntime, unregisterRuntime } from './run-runtime.ts';
 
@@ -26,6 +28,14 @@ export interface RunOptions {
   clock?: Clock;
   /** An XState inspection observer, e.g. `createWebSocketInspector(...).inspect` for the Stately inspector. */
   inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
+  /** The resource manager to ask before every model call (shared budgets, quotas). See createResourceManager. */
+  resources?: ResourceManager;
+  /** This run's budget; a run with a budget and no `resources` gets a private manager. Ends `budget_exhausted`. */
+  budget?: { tokens?: number; usd?: number; windowMs?: number; warnAt?: number };
+  /** Whose budgets this run draws on (see createResourceManager's `budgets.tenants`). Default 'default'. */
+  tenant?: string;
+  /** Session id of the run that started this one (a nested agent): its spend counts on the caller's budgets. */
+  parentScope?: string;
 }
 
 /** The agent machine with its real effects actor; built once, shared by every run (provide() is not free). */
@@ -57,6 +67,14 @@ function startRun<TOutput>(
   const sessionId = options.sessionId ?? randomUUID();
   const clock = options.clock ?? systemClock;
   const bus = new EventBus(sessionId, clock);
+  const detachResources = attachResources(options, {
+    sessionId,
+    agent: agent.name,
+    provider: agent.model.provider,
+    model: agent.model.model,
+    clock,
+    bus,
+  });
   beforeStart?.(bus);
   registerRuntime(sessionId, {
     agent: agent as Agent<unknown>,
@@ -101,6 +119,7 @@ function startRun<TOutput>(
         toolCalls: runResult.toolCalls,
         usage: runResult.usage,
       });
+      detachResources?.();
       unregisterRuntime(sessionId);
       resolve(runResult);
     };

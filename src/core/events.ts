@@ -56,6 +56,25 @@ export interface RunEventData {
   /** The final output did not decode; the model is asked again (L6). */
   decode_retry: { retryCount: number; error: string };
   error: { message: string; type: string; code: string };
+  /** A budget this run draws on (its own, a caller's or its tenant's) crossed its warning threshold (R1). */
+  budget_warning: {
+    scope: string;
+    dimension: 'tokens' | 'usd';
+    spent: number;
+    limit: number;
+    threshold: number;
+  };
+  /** A model call waits for a quota (requests or tokens per minute, calls in flight, a 429's retry-after) (R3). */
+  quota_wait: { quota: string; position: number };
+  /** One settled model call: actual tokens and USD (null without a price), and what the reservation gave back. */
+  spend: {
+    model: string;
+    tokens: number;
+    usd: number | null;
+    usage: Usage;
+    returnedTokens: number;
+    returnedUsd: number | null;
+  };
   /**
    * A handoff the model asked for (REQUIREMENTS M2): accepted (the conversation moves to `to`), refused (a revisit
    * beyond maxHandoffRevisits; the model gets an error result) or over the limit (the turn ends with handoff_limit).

@@ -61,6 +61,8 @@ export type EffectCommand =
 export type AgentEvent =
   | { type: 'model.response'; response: ModelResponse; decoded?: DecodeOutcome }
   | { type: 'model.error'; error: ErrorInfo }
+  /** The resource manager refused the call (a budget is used up): the run stops with budget_exhausted (R6). */
+  | { type: 'model.denied'; reason: string; message: string }
   | { type: 'tools.done'; results: ToolOutcome[] }
   | { type: 'abort'; reason?: string }
   | { type: 'timeout' };
@@ -400,6 +402,13 @@ export const agentMachine = setup({
       ),
     ),
     stopTimedOut: assign(({ context }) => stopPatch(context, 'timed_out', 'the run timed out')),
+    stopBudgetExhausted: assign(({ context, event }) =>
+      stopPatch(
+        context,
+        'budget_exhausted',
+        event.type === 'model.denied' ? event.message : 'budget exhausted',
+      ),
+    ),
   },
 }).createMachine({
   id: 'agent',
@@ -471,6 +480,7 @@ export const agentMachine = setup({
               on: {
                 'model.response': { target: 'deciding', actions: 'recordToolUseResponse' },
                 'model.error': { target: '#agent.failed', actions: 'recordModelError' },
+                'model.denied': { target: '#agent.stopped', actions: 'stopBudgetExhausted' },
               },
             },
             deciding: {
@@ -498,6 +508,7 @@ export const agentMachine = setup({
               on: {
                 'model.response': { target: 'decoding', actions: 'recordFinalResponse' },
                 'model.error': { target: '#agent.failed', actions: 'recordModelError' },
+                'model.denied': { target: '#agent.stopped', actions: 'stopBudgetExhausted' },
               },
             },
             decoding: {

@@ -1,5 +1,7 @@
 import type { AnyStateNode, SnapshotFrom } from 'xstate';
 import { getShortestPaths, type StatePath } from 'xstate/graph';
+import { createResourceManager, type ResourceManager } from '../../src/actors/resource-manager.ts';
+import type { Clock } from '../../src/core/clock.ts';
 import type { ResolvedLimits } from '../../src/core/limits.ts';
 import type { ModelResponse } from '../../src/core/model.ts';
 import {
@@ -57,7 +59,34 @@ export function modelEvents(hasOutputSchema: boolean): AgentEvent[] {
     { type: 'model.response', response: reply({ stopReason: 'refusal', refusal: 'no' }), ...decoded(false) },
     { type: 'model.response', response: reply({ stopReason: 'max_tokens' }), ...decoded(false) },
     { type: 'model.error', error: { name: 'ModelError', code: 'model_server', message: 'boom' } },
+    { type: 'model.denied', reason: 'budget_exhausted', message: 'token budget of the path exhausted' },
   ];
+}
+
+/**
+ * A resource manager for replays: a real one, except that a call whose next path event is `model.denied` is
+ * denied (and that event consumed) before the model is asked, as a used-up budget would.
+ */
+export function pathResources(
+  peek: () => AgentEvent | undefined,
+  consume: () => void,
+  clock: Clock,
+): ResourceManager {
+  const real = createResourceManager({ clock });
+  return {
+    ...real,
+    reserve: (request, signal) => {
+      const next = peek();
+      if (next?.type !== 'model.denied') return real.reserve(request, signal);
+      consume();
+      return Promise.resolve({
+        granted: false,
+        reason: 'budget_exhausted',
+        scope: request.session,
+        message: next.message,
+      });
+    },
+  };
 }
 
 export const toolEvents: AgentEvent[] = [

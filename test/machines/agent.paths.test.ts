@@ -9,6 +9,7 @@ import {
   allTransitions,
   generatePaths,
   type PathConfig,
+  pathResources,
   sessionOnlyStates,
   transitionName,
 } from './agent-paths.ts';
@@ -160,7 +161,13 @@ async function replay(config: PathConfig, events: AgentEvent[]): Promise<Replay>
     }
   };
 
-  const result = await run(agent, 'go', { signal: controller.signal, clock, inspect });
+  // A path's model.denied is played by the resource manager, before the model is asked.
+  const resources = pathResources(
+    () => events[cursor],
+    () => cursor++,
+    clock,
+  );
+  const result = await run(agent, 'go', { signal: controller.signal, clock, inspect, resources });
   return {
     finalValue: exhaustedValue ?? lastSnapshot.value,
     stopReason: exhaustedValue === undefined ? result.stopReason : null,

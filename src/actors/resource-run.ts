@@ -1,0 +1,84 @@
+import type { Clock } from '../core/clock.ts';
+import type { BudgetLimit } from '../machines/resources.ts';
+import type { EventBus } from './event-bus.ts';
+import { bindResources, resourcesOf, unbindResources } from './resource-binding.ts';
+import { createResourceManager, type ResourceManager, type ResourceNotice } from './resource-manager.ts';
+
+/** The resource options of a run (see RunOptions). */
+export interface RunResourceOptions {
+  resources?: ResourceManager;
+  budget?: { tokens?: number; usd?: number; windowMs?: number; warnAt?: number };
+  tenant?: string;
+  parentScope?: string;
+}
+
+/**
+ * Opens a run's budget scope before it starts and returns what closes it when it ends. A run with a budget and
+ * no manager gets a private one (so `run(agent, input, { budget: { tokens: 2000 } })` just works); a run with
+ * neither has no manager and pays nothing. Throws ConfigError (bad budget, unpriced model under a USD budget)
+ * before anything runs.
+ */
+export function attachResources(
+  options: RunResourceOptions,
+  run: { sessionId: string; agent: string; provider: string; model: string; clock: Clock; bus: EventBus },
+): (() => void) | undefined {
+  // A nested run draws on its caller's manager, found through the caller's session (R5).
+  const parentManager = options.parentScope !== undefined ? resourcesOf(options.parentScope) : undefined;
+  const shared = options.resources ?? parentManager;
+  const manager =
+    shared ?? (options.budget !== undefined ? createResourceManager({ clock: run.clock }) : undefined);
+  if (!manager) return undefined;
+  const owned = manager !== shared;
+  const budget: BudgetLimit | undefined = options.budget;
+  try {
+    manager.openRun({
+      session: run.sessionId,
+      provider: run.provider,
+      model: run.model,
+      ...(options.tenant !== undefined ? { tenant: options.tenant } : {}),
+      ...(options.parentScope !== undefined && !owned ? { parentSession: options.parentScope } : {}),
+      ...(budget !== undefined ? { budget } : {}),
+      onNotice: (notice) => forward(run.bus, run.agent, notice),
+    });
+  } catch (error) {
+    if (owned) manager.stop();
+    throw error;
+  }
+  bindResources(run.sessionId, manager);
+  return () => {
+    unbindResources(run.sessionId);
+    manager.closeRun(run.sessionId);
+    if (owned) manager.stop();
+  };
+}
+
+/** A run's own notices become events on its stream. */
+function forward(bus: EventBus, agent: string, notice: ResourceNotice): void {
+  switch (notice.type) {
+    case 'budget_warning':
+      bus.emit(agent, 'budget_warning', {
+        scope: notice.scope,
+        dimension: notice.dimension,
+        spent: notice.spent,
+        limit: notice.limit,
+        threshold: notice.threshold,
+      });
+      return;
+    case 'quota_wait':
+      bus.emit(agent, 'quota_wait', { quota: notice.quota, position: notice.position });
+      return;
+    case 'spend':
+      bus.emit(agent, 'spend', {
+        model: notice.model,
+        tokens: notice.tokens,
+        usd: notice.usd,
+        usage: notice.usage,
+        returnedTokens: notice.returnedTokens,
+        returnedUsd: notice.returnedUsd,
+      });
+      return;
+    default:
+      // Denials end the run (its result says why); rate limits are manager-wide.
+      return;
+  }
+}
