@@ -7,6 +7,7 @@ import type {
   Tool,
   ToolResultBlockParam,
 } from '@anthropic-ai/sdk/resources/messages';
+import { ConfigError } from '../core/errors.ts';
 import type { JsonValue } from '../core/json.ts';
 import type { AssistantMessage, ContentPart, Message, ReasoningBlock } from '../core/messages.ts';
 import type { ModelRequest } from '../core/model.ts';
@@ -33,7 +34,8 @@ export interface AnthropicConversation {
  *   Reasoning blocks of other providers are dropped;
  * - tool results become user-role `tool_result` blocks, consecutive ones merged into one user message (the API
  *   wants every result of a turn in the message right after it);
- * - images become `image` blocks (base64 or url).
+ * - images become `image` blocks (base64, or url for http(s); a data: URL goes as base64); a media type the
+ *   API does not take, or another URL scheme, is a ConfigError.
  * Assistant turns with nothing in them are dropped: the API rejects empty content.
  */
 export function toAnthropicConversation(history: readonly Message[]): AnthropicConversation {
@@ -119,13 +121,36 @@ function toolInput(args: JsonValue): JsonValue {
 
 function toUserBlock(part: ContentPart): TextBlockParam | ImageBlockParam {
   if (part.type === 'text') return { type: 'text', text: part.text };
-  if ('data' in part) {
-    const mediaType = imageMediaTypes.includes(part.mediaType)
-      ? (part.mediaType as ImageMediaType)
-      : 'image/png';
-    return { type: 'image', source: { type: 'base64', media_type: mediaType, data: part.data } };
+  if ('data' in part) return base64Image(part.mediaType, part.data);
+  const dataUrl = parseDataUrl(part.url);
+  if (dataUrl) return base64Image(dataUrl.mediaType, dataUrl.data);
+  if (!/^https?:\/\//i.test(part.url)) {
+    throw new ConfigError(
+      `Anthropic takes images as http(s) URLs or base64 data; got the URL "${part.url.slice(0, 60)}".`,
+    );
   }
   return { type: 'image', source: { type: 'url', url: part.url } };
+}
+
+function base64Image(mediaType: string, data: string): ImageBlockParam {
+  if (!imageMediaTypes.includes(mediaType)) {
+    throw new ConfigError(
+      `Anthropic accepts images of type ${imageMediaTypes.join(', ')}; got "${mediaType}".`,
+    );
+  }
+  if (data.startsWith('data:')) {
+    throw new ConfigError(
+      "An image part's data must be the bare base64 payload; pass a data: URL as { url } instead.",
+    );
+  }
+  return { type: 'image', source: { type: 'base64', media_type: mediaType as ImageMediaType, data } };
+}
+
+/** `data:<media type>;base64,<payload>` split in two; undefined for any other URL. */
+function parseDataUrl(url: string): { mediaType: string; data: string } | undefined {
+  const match = /^data:([^;,]+);base64,(.*)$/s.exec(url);
+  if (!match) return undefined;
+  return { mediaType: (match[1] ?? '').toLowerCase(), data: match[2] ?? '' };
 }
 
 export interface AnthropicRequestOptions {

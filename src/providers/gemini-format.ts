@@ -1,4 +1,5 @@
 import type { Content, GenerateContentConfig, GenerateContentParameters, Part } from '@google/genai';
+import { ConfigError } from '../core/errors.ts';
 import type { JsonValue } from '../core/json.ts';
 import type { AssistantMessage, ContentPart, Message, ReasoningBlock } from '../core/messages.ts';
 import type { ModelRequest } from '../core/model.ts';
@@ -28,7 +29,8 @@ export interface GeminiConversation {
  * - tool results become `functionResponse` parts under role `user` (the SDK's own convention: its automatic
  *   function calling sends them that way), consecutive results merged into one content; the response is
  *   `{ output }`, or `{ error }` for a failed tool;
- * - images become `inlineData` (base64) or `fileData` (url) parts.
+ * - images become `inlineData` (base64 or a data: URL) or `fileData` (http(s)/gs:// URL, with the media type
+ *   given or read from the extension; a ConfigError when neither says).
  */
 export function toGeminiConversation(history: readonly Message[]): GeminiConversation {
   const systemParts: string[] = [];
@@ -129,18 +131,52 @@ function functionArgs(args: JsonValue): Record<string, unknown> {
 
 function toUserPart(part: ContentPart): Part {
   if (part.type === 'text') return { text: part.text };
-  if ('data' in part) return { inlineData: { mimeType: part.mediaType, data: part.data } };
-  return { fileData: { fileUri: part.url, mimeType: imageMimeTypeFromUrl(part.url) } };
+  if ('data' in part) return inlineImage(part.mediaType, part.data);
+  const dataUrl = parseDataUrl(part.url);
+  if (dataUrl) return inlineImage(dataUrl.mediaType, dataUrl.data);
+  if (!/^(https?|gs):\/\//i.test(part.url)) {
+    throw new ConfigError(
+      `Gemini takes images as http(s) or gs:// URLs or base64 data; got the URL "${part.url.slice(0, 60)}".`,
+    );
+  }
+  const mimeType = part.mediaType ?? imageMimeTypeFromUrl(part.url);
+  if (mimeType === undefined) {
+    throw new ConfigError(
+      `Gemini needs the media type of an image URL and "${part.url.slice(0, 60)}" does not show one: pass { url, mediaType }.`,
+    );
+  }
+  return { fileData: { fileUri: part.url, mimeType } };
 }
 
-/** `fileData` needs a MIME type; guess it from the URL's extension, defaulting to JPEG. */
-function imageMimeTypeFromUrl(url: string): string {
+function inlineImage(mediaType: string, data: string): Part {
+  if (!mediaType.startsWith('image/')) {
+    throw new ConfigError(`An image part needs an image/* media type; got "${mediaType}".`);
+  }
+  if (data.startsWith('data:')) {
+    throw new ConfigError(
+      "An image part's data must be the bare base64 payload; pass a data: URL as { url } instead.",
+    );
+  }
+  return { inlineData: { mimeType: mediaType, data } };
+}
+
+/** `data:<media type>;base64,<payload>` split in two; undefined for any other URL. */
+function parseDataUrl(url: string): { mediaType: string; data: string } | undefined {
+  const match = /^data:([^;,]+);base64,(.*)$/s.exec(url);
+  if (!match) return undefined;
+  return { mediaType: (match[1] ?? '').toLowerCase(), data: match[2] ?? '' };
+}
+
+/** `fileData` needs a MIME type: read it from the URL's extension when it has a known one. */
+function imageMimeTypeFromUrl(url: string): string | undefined {
   const path = url.split(/[?#]/)[0]?.toLowerCase() ?? '';
   if (path.endsWith('.png')) return 'image/png';
+  if (path.endsWith('.jpg') || path.endsWith('.jpeg')) return 'image/jpeg';
   if (path.endsWith('.webp')) return 'image/webp';
   if (path.endsWith('.gif')) return 'image/gif';
   if (path.endsWith('.heic')) return 'image/heic';
-  return 'image/jpeg';
+  if (path.endsWith('.heif')) return 'image/heif';
+  return undefined;
 }
 
 /**

@@ -4,6 +4,7 @@ import type {
   ResponseInputContent,
   ResponseInputItem,
 } from 'openai/resources/responses/responses';
+import { ConfigError } from '../core/errors.ts';
 import type { JsonValue } from '../core/json.ts';
 import type { AssistantMessage, ContentPart, Message, ReasoningBlock } from '../core/messages.ts';
 import type { ModelRequest } from '../core/model.ts';
@@ -84,7 +85,25 @@ function argumentsText(args: JsonValue): string {
 
 function toInputContent(part: ContentPart): ResponseInputContent {
   if (part.type === 'text') return { type: 'input_text', text: part.text };
-  const imageUrl = 'data' in part ? `data:${part.mediaType};base64,${part.data}` : part.url;
+  let imageUrl: string;
+  if ('data' in part) {
+    if (part.data.startsWith('data:')) {
+      throw new ConfigError(
+        "An image part's data must be the bare base64 payload; pass a data: URL as { url } instead.",
+      );
+    }
+    if (!part.mediaType.startsWith('image/')) {
+      throw new ConfigError(`An image part needs an image/* media type; got "${part.mediaType}".`);
+    }
+    imageUrl = `data:${part.mediaType};base64,${part.data}`;
+  } else {
+    if (!/^(https?:\/\/|data:image\/)/i.test(part.url)) {
+      throw new ConfigError(
+        `The Responses API takes images as http(s) URLs or data:image/ URLs; got "${part.url.slice(0, 60)}".`,
+      );
+    }
+    imageUrl = part.url;
+  }
   return { type: 'input_image', image_url: imageUrl, detail: part.detail ?? 'auto' };
 }
 

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigError, ModelError } from '../../src/core/errors.ts';
-import type { Message } from '../../src/core/messages.ts';
+import type { ContentPart, Message } from '../../src/core/messages.ts';
 import type { ModelDelta, ModelRequest, ModelResponse, ToolSpec } from '../../src/core/model.ts';
 import { type AnthropicOptions, anthropic } from '../../src/providers/anthropic.ts';
 import * as wire from '../fixtures/wire/anthropic.ts';
@@ -238,6 +238,41 @@ describe('anthropic(): streaming against the wire', () => {
         ],
       },
     ]);
+  });
+
+  it('a data: URL image goes as a base64 block', async () => {
+    const { url } = await serve({ sse: wire.streamedText });
+    await provider(url).generate(
+      request([{ role: 'user', content: [{ type: 'image', url: 'data:image/webp;base64,UklGRg==' }] }]),
+    );
+    expect(bodyOf(0).messages).toEqual([
+      {
+        role: 'user',
+        content: [{ type: 'image', source: { type: 'base64', media_type: 'image/webp', data: 'UklGRg==' } }],
+      },
+    ]);
+  });
+
+  it('image forms the API cannot take are ConfigErrors, and nothing is sent', async () => {
+    const { url } = await serve({ sse: wire.streamedText });
+    const model = provider(url);
+    const cases: { part: ContentPart; message: RegExp }[] = [
+      { part: { type: 'image', data: 'AAAA', mediaType: 'image/tiff' }, message: /image\/tiff/ },
+      {
+        part: { type: 'image', data: 'data:image/png;base64,AAAA', mediaType: 'image/png' },
+        message: /bare base64/,
+      },
+      { part: { type: 'image', url: 'file:///tmp/cat.png' }, message: /http\(s\) URLs or base64/ },
+      { part: { type: 'image', url: 'data:image/bmp;base64,AAAA' }, message: /image\/bmp/ },
+    ];
+    for (const { part, message } of cases) {
+      const error = await model
+        .generate(request([{ role: 'user', content: [part] }]))
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ConfigError);
+      expect((error as Error).message).toMatch(message);
+    }
+    expect(server!.requests).toHaveLength(0);
   });
 
   it('a missing key is a ConfigError naming ANTHROPIC_API_KEY', () => {

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigError, ModelError } from '../../src/core/errors.ts';
-import type { Message } from '../../src/core/messages.ts';
+import type { ContentPart, Message } from '../../src/core/messages.ts';
 import type { ModelDelta, ModelRequest, ModelResponse, ToolSpec } from '../../src/core/model.ts';
 import { type GeminiOptions, gemini } from '../../src/providers/gemini.ts';
 import * as wire from '../fixtures/wire/gemini.ts';
@@ -234,6 +234,60 @@ describe('gemini(): streaming against the wire', () => {
         ],
       },
     ]);
+  });
+
+  it('a data: URL image goes inline; a URL without an extension takes the mediaType given', async () => {
+    const { url } = await serve({ sse: wire.streamedText });
+    await provider(url).generate(
+      request([
+        {
+          role: 'user',
+          content: [
+            { type: 'image', url: 'data:image/jpeg;base64,/9j/4AAQ' },
+            { type: 'image', url: 'https://example.com/render?id=7', mediaType: 'image/png' },
+            { type: 'image', url: 'gs://bucket/photo.JPG' },
+          ],
+        },
+      ]),
+    );
+    expect(bodyOf(0).contents).toEqual([
+      {
+        role: 'user',
+        parts: [
+          { inlineData: { mimeType: 'image/jpeg', data: '/9j/4AAQ' } },
+          { fileData: { fileUri: 'https://example.com/render?id=7', mimeType: 'image/png' } },
+          { fileData: { fileUri: 'gs://bucket/photo.JPG', mimeType: 'image/jpeg' } },
+        ],
+      },
+    ]);
+  });
+
+  it('image forms Gemini cannot take are ConfigErrors, and nothing is sent', async () => {
+    const { url } = await serve({ sse: wire.streamedText });
+    const model = provider(url);
+    const cases: { part: ContentPart; message: RegExp }[] = [
+      {
+        part: { type: 'image', url: 'https://example.com/render?id=7' },
+        message: /pass \{ url, mediaType \}/,
+      },
+      { part: { type: 'image', url: 'file:///tmp/cat.png' }, message: /gs:\/\/ URLs or base64/ },
+      {
+        part: { type: 'image', data: 'AAAA', mediaType: 'application/pdf' },
+        message: /image\/\* media type/,
+      },
+      {
+        part: { type: 'image', data: 'data:image/png;base64,AAAA', mediaType: 'image/png' },
+        message: /bare base64/,
+      },
+    ];
+    for (const { part, message } of cases) {
+      const error = await model
+        .generate(request([{ role: 'user', content: [part] }]))
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ConfigError);
+      expect((error as Error).message).toMatch(message);
+    }
+    expect(server!.requests).toHaveLength(0);
   });
 
   it('a missing key is a ConfigError naming GEMINI_API_KEY', () => {

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigError, ModelError } from '../../src/core/errors.ts';
-import type { Message } from '../../src/core/messages.ts';
+import type { ContentPart, Message } from '../../src/core/messages.ts';
 import type { ModelDelta, ModelRequest, ModelResponse, ToolSpec } from '../../src/core/model.ts';
 import { type OpenAIResponsesOptions, openaiResponses } from '../../src/providers/openai-responses.ts';
 import * as wire from '../fixtures/wire/openai-responses.ts';
@@ -197,6 +197,27 @@ describe('openaiResponses(): streaming against the wire', () => {
         ],
       },
     ]);
+  });
+
+  it('image forms the Responses API cannot take are ConfigErrors, and nothing is sent', async () => {
+    const { url } = await serve({ sse: wire.streamedText });
+    const model = provider(url);
+    const cases: { part: ContentPart; message: RegExp }[] = [
+      { part: { type: 'image', url: 'file:///tmp/cat.png' }, message: /http\(s\) URLs or data:image/ },
+      { part: { type: 'image', data: 'AAAA', mediaType: 'text/plain' }, message: /image\/\* media type/ },
+      {
+        part: { type: 'image', data: 'data:image/png;base64,AAAA', mediaType: 'image/png' },
+        message: /bare base64/,
+      },
+    ];
+    for (const { part, message } of cases) {
+      const error = await model
+        .generate(request([{ role: 'user', content: [part] }]))
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ConfigError);
+      expect((error as Error).message).toMatch(message);
+    }
+    expect(server!.requests).toHaveLength(0);
   });
 
   it('a missing key is a ConfigError naming OPENAI_API_KEY', () => {
