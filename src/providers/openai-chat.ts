@@ -51,11 +51,11 @@ export function chatProvider(
   const clientOptions: ConstructorParameters<typeof OpenAI>[0] = { apiKey: options.apiKey, maxRetries: 0 };
   if (options.baseURL !== undefined) clientOptions.baseURL = options.baseURL;
   if (options.organization !== undefined) clientOptions.organization = options.organization;
-  if (options.fetch !== undefined) clientOptions.fetch = options.fetch;
   if (options.headers !== undefined) clientOptions.defaultHeaders = options.headers;
+  // One client for every call; the fetch wrapper learns each call's [DONE] watcher from its fetchOptions.
+  clientOptions.fetch = doneWatchingFetch(options.fetch ?? globalThis.fetch);
   const client = new OpenAI(clientOptions);
   const generateId = options.generateId ?? (() => `call_${randomUUID().replaceAll('-', '')}`);
-  const baseFetch = options.fetch ?? globalThis.fetch;
   const requestOptions: ChatRequestOptions = {};
   if (options.strictSchemas !== undefined) requestOptions.strictSchemas = options.strictSchemas;
   if (options.includeUsage !== undefined) requestOptions.includeUsage = options.includeUsage;
@@ -65,7 +65,7 @@ export function chatProvider(
     provider: providerName,
     model,
     generate(request: ModelRequest): Promise<ModelResponse> {
-      return streamChatOnce(client, baseFetch, model, withDefaultSettings(request, options.settings), {
+      return streamChatOnce(client, model, withDefaultSettings(request, options.settings), {
         requestOptions,
         generateId,
         providerName,
@@ -88,18 +88,18 @@ export interface ChatCallOptions {
  */
 export async function streamChatOnce(
   client: OpenAI,
-  baseFetch: typeof fetch,
   model: string,
   request: ModelRequest,
   options: ChatCallOptions,
 ): Promise<ModelResponse> {
   const body = toChatRequest(request, model, options.requestOptions, options.providerName);
   const reducer = new ChatStreamReducer(options.generateId, request.onDelta, options.providerName);
-  const watch = { done: false };
-  const watchingClient = client.withOptions({ fetch: doneWatchingFetch(baseFetch, watch) });
+  const watch: DoneWatch = { done: false };
+  // The SDK passes per-request fetchOptions through to fetch, where doneWatchingFetch picks the watcher up.
+  const fetchOptions = { [doneWatchKey]: watch } as SdkFetchOptions;
   try {
     if (request.signal.aborted) throw abortError(request.signal);
-    const stream = await watchingClient.chat.completions.create(body, { signal: request.signal });
+    const stream = await client.chat.completions.create(body, { signal: request.signal, fetchOptions });
     for await (const chunk of stream as AsyncIterable<ChatCompletionChunk>) reducer.push(chunk);
     if (request.signal.aborted) throw abortError(request.signal);
     return reducer.finish(watch.done);
@@ -109,13 +109,24 @@ export async function streamChatOnce(
   }
 }
 
-const doneLine = 'data: [DONE]';
+type SdkFetchOptions = NonNullable<Parameters<OpenAI['chat']['completions']['create']>[1]>['fetchOptions'];
 
-/** A fetch that passes the body through unchanged and notes whether the SSE `[DONE]` line went by. */
-function doneWatchingFetch(baseFetch: typeof fetch, watch: { done: boolean }): typeof fetch {
+const doneLine = 'data: [DONE]';
+const doneWatchKey = Symbol('troupe.doneWatch');
+
+interface DoneWatch {
+  done: boolean;
+}
+
+/**
+ * A fetch that passes the body through unchanged and, for a call that brought a watcher in its init, notes
+ * whether the SSE `[DONE]` line went by (the SDK does not tell).
+ */
+function doneWatchingFetch(baseFetch: typeof fetch): typeof fetch {
   return async (input, init) => {
+    const watch = (init as Record<symbol, DoneWatch | undefined> | undefined)?.[doneWatchKey];
     const response = await baseFetch(input, init);
-    if (!response.ok || response.body === null) return response;
+    if (watch === undefined || !response.ok || response.body === null) return response;
     const decoder = new TextDecoder();
     let tail = '';
     const watcher = new TransformStream<Uint8Array, Uint8Array>({
