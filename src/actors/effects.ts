@@ -9,6 +9,7 @@ import { normalizeResponse } from './normalize-response.ts';
 import { estimateRequest, resourcesOf } from './resource-binding.ts';
 import type { Grant } from './resource-manager.ts';
 import { type RunRuntime, runtimeOf } from './run-runtime.ts';
+import { reportFatal } from './session-hooks.ts';
 import { runToolBatch } from './tool-runner.ts';
 
 /**
@@ -65,7 +66,15 @@ export const effectsLogic = fromCallback<EffectCommand, { sessionId: string }>(
               function: { name: call.name, arguments: JSON.stringify(call.args) },
               args: call.args,
             }),
-          onResult: (call, outcome, durationMs) =>
+          onResult: (call, outcome, durationMs) => {
+            // A failed `fatal: true` tool fails the agent actor: the session's supervisor decides (M4).
+            if (outcome.isError && outcome.executed && runtime.agent.tools.find(call.name)?.fatal) {
+              reportFatal(input.sessionId, {
+                name: 'FatalToolError',
+                code: 'tool_fatal',
+                message: outcome.content,
+              });
+            }
             runtime.bus.emit(runtime.agent.name, 'tool_response', {
               tool_call_id: call.id,
               name: call.name,
@@ -75,7 +84,8 @@ export const effectsLogic = fromCallback<EffectCommand, { sessionId: string }>(
               isError: outcome.isError,
               attempts: outcome.attempts,
               durationMs,
-            }),
+            });
+          },
           onRetry: (call, attempt, error) =>
             runtime.bus.emit(runtime.agent.name, 'tool_retry', {
               tool_call_id: call.id,

@@ -49,4 +49,6 @@ export interface RunResult<TOutput = undefined> {
   truncated: boolean;
   /** Why the run stopped or failed; absent when it completed normally. */
   error?: ErrorInfo;
+  /** The agents that held the conversation in this turn, in order (handoffs); absent for a single-agent run. */
+  path?: string[];
 }

@@ -1,0 +1,23 @@
+import type { ErrorInfo } from '../core/errors.ts';
+
+/**
+ * How an agent's effects reach the session that supervises it without putting functions in machine context: the
+ * session registers a handler under the agent's runtime key (`<sessionId>/<agent>`); a fatal tool failure is
+ * reported there and the session's supervisor decides (restart, stop, escalate). A plain run has no handler.
+ */
+const fatalHandlers = new Map<string, (error: ErrorInfo) => void>();
+
+export function onFatal(runtimeKey: string, handler: (error: ErrorInfo) => void): () => void {
+  fatalHandlers.set(runtimeKey, handler);
+  return () => {
+    if (fatalHandlers.get(runtimeKey) === handler) fatalHandlers.delete(runtimeKey);
+  };
+}
+
+/** Returns whether a session took the failure. */
+export function reportFatal(runtimeKey: string, error: ErrorInfo): boolean {
+  const handler = fatalHandlers.get(runtimeKey);
+  if (!handler) return false;
+  handler(error);
+  return true;
+}
