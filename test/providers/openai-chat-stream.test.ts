@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import type { ChatCompletionChunk } from 'openai/resources/chat/completions/completions';
 import { describe, expect, it } from 'vitest';
 import { ModelError } from '../../src/core/errors.ts';
@@ -228,5 +229,64 @@ describe('ChatStreamReducer', () => {
     expect(thrown).toMatchObject({ kind: 'truncated_stream', retryable: true });
     // The same chunks with [DONE] seen are a complete (quirky) answer.
     expect(reducer.finish(true)).toMatchObject({ text: 'partial', stopReason: 'unknown' });
+  });
+});
+
+describe('ChatStreamReducer properties (fast-check)', () => {
+  const argsArb = fc.dictionary(
+    fc.string({ minLength: 1, maxLength: 6 }),
+    fc.oneof(fc.integer(), fc.string({ maxLength: 8 }), fc.boolean()),
+    { maxKeys: 4 },
+  );
+  const callArb = fc.record({
+    name: fc.constantFrom('weather', 'search', 'add'),
+    id: fc.constantFrom('', '0', 'call_x'),
+    args: argsArb,
+    cuts: fc.array(fc.nat(), { maxLength: 5 }),
+  });
+
+  it('split anywhere, at any start index, with any ids: the same calls in order, unique ids, deltas that add up', () => {
+    fc.assert(
+      fc.property(
+        fc.array(callArb, { minLength: 1, maxLength: 4 }),
+        fc.constantFrom(0, 1),
+        fc.constantFrom<string | null>('tool_calls', 'stop', null),
+        (calls, firstIndex, finish) => {
+          const chunks: ChatCompletionChunk[] = [];
+          calls.forEach((c, k) => {
+            const text = JSON.stringify(c.args);
+            const points = [...new Set(c.cuts.map((cut) => cut % (text.length + 1)))].sort((a, b) => a - b);
+            const pieces: string[] = [];
+            let from = 0;
+            for (const point of points) {
+              pieces.push(text.slice(from, point));
+              from = point;
+            }
+            pieces.push(text.slice(from));
+            const index = firstIndex + k;
+            chunks.push(chunk({ tool_calls: [call(index, c.id, c.name, pieces[0] ?? '')] }));
+            for (const piece of pieces.slice(1))
+              chunks.push(chunk({ tool_calls: [call(index, undefined, undefined, piece)] }));
+          });
+          chunks.push(chunk({}, finish));
+          const { response, deltas } = reduce(chunks);
+          expect(response.toolCalls.map((c) => [c.name, c.args])).toEqual(calls.map((c) => [c.name, c.args]));
+          const ids = response.toolCalls.map((c) => c.id);
+          expect(new Set(ids).size).toBe(ids.length);
+          expect(ids.every((id) => id !== '' && id !== '0')).toBe(true);
+          expect(response.stopReason).toBe('tool_use');
+          calls.forEach((c, k) => {
+            const streamed = deltas
+              .filter((d) => d.type === 'tool_call' && d.index === k)
+              .map((d) => (d.type === 'tool_call' ? d.argsDelta : ''))
+              .join('');
+            expect(streamed).toBe(JSON.stringify(c.args));
+            const opening = deltas.find((d) => d.type === 'tool_call' && d.index === k);
+            expect(opening).toMatchObject({ id: ids[k], name: c.name });
+          });
+        },
+      ),
+      { numRuns: 300 },
+    );
   });
 });
