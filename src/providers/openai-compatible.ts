@@ -10,6 +10,11 @@ export interface OpenAICompatibleOptions extends Omit<OpenAIChatOptions, 'baseUR
    * another server by accident.
    */
   apiKey?: string;
+  /**
+   * An environment variable to read the key from when `apiKey` is not given, e.g. `OPENROUTER_API_KEY`.
+   * When it is named but unset, creating the model fails with a ConfigError that names it.
+   */
+  apiKeyEnv?: string;
   /** The provider name in responses, errors and reasoning blocks. Default `openai-compatible`. */
   name?: string;
 }
@@ -34,7 +39,13 @@ export function openaiCompatible(
       throw new ConfigError('openaiCompatible(...)(model) needs a model name.');
     }
     const merged: OpenAICompatibleOptions = { ...options, ...overrides };
-    const { name, apiKey, ...rest } = merged;
+    const { name, apiKey, apiKeyEnv, ...rest } = merged;
+    const key = apiKey ?? (apiKeyEnv === undefined ? undefined : process.env[apiKeyEnv]);
+    if (key === undefined && apiKeyEnv !== undefined) {
+      throw new ConfigError(
+        `The ${name ?? 'openai-compatible'} provider needs an API key: pass { apiKey } or set the ${apiKeyEnv} environment variable.`,
+      );
+    }
     return chatProvider(
       model,
       {
@@ -42,7 +53,7 @@ export function openaiCompatible(
         maxTokensField: 'max_tokens',
         ...rest,
         // The SDK insists on a key; servers without auth ignore the header.
-        apiKey: apiKey ?? 'not-needed',
+        apiKey: key ?? 'not-needed',
       },
       name ?? 'openai-compatible',
     );

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { ModelError } from '../../src/core/errors.ts';
+import { ConfigError, ModelError } from '../../src/core/errors.ts';
 import type { ModelRequest } from '../../src/core/model.ts';
 import { defineAgent, run, tool } from '../../src/index.ts';
 import { openaiCompatible } from '../../src/providers/index.ts';
@@ -50,6 +50,26 @@ describe('openaiCompatible()', () => {
     expect(sent?.headers.authorization).toBe('Bearer or-key');
     expect(sent?.headers['http-referer']).toBe('https://example.com');
     expect(sent?.body).toMatchObject({ model: 'meta-llama/llama-3.3-70b-instruct' });
+  });
+
+  it('reads the key from the variable named by apiKeyEnv, and names that variable when it is unset', async () => {
+    const server = await serve({ sse: textStream(['hi']) });
+    process.env.TROUPE_TEST_COMPAT_KEY = 'env-key';
+    try {
+      await openaiCompatible({ baseURL: `${server.url}/v1`, apiKeyEnv: 'TROUPE_TEST_COMPAT_KEY' })(
+        'm',
+      ).generate(request());
+    } finally {
+      delete process.env.TROUPE_TEST_COMPAT_KEY;
+    }
+    expect(server.requests[0]?.headers.authorization).toBe('Bearer env-key');
+    const factory = openaiCompatible({
+      baseURL: `${server.url}/v1`,
+      apiKeyEnv: 'TROUPE_TEST_COMPAT_KEY',
+      name: 'openrouter',
+    });
+    expect(() => factory('m')).toThrow(ConfigError);
+    expect(() => factory('m')).toThrow(/openrouter.*TROUPE_TEST_COMPAT_KEY/);
   });
 
   it('names the server in its errors', async () => {
