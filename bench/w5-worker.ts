@@ -13,4 +13,6 @@ if (!existsSync(built)) {
   process.exit(0);
 }
 // The resource manager exists but its W5 driver is not written yet: say so rather than guess its API.
-process.stdout.write(`${JSON.stringify({ framework: 'troupe', workload: 'W5', metrics: { notImplemented: 1 } })}\n`);
+process.stdout.write(
+  `${JSON.stringify({ framework: 'troupe', workload: 'W5', metrics: { notImplemented: 1 } })}\n`,
+);

@@ -24,3 +24,36 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
     signal?.addEventListener('abort', onAbort, { once: true });
   });
 }
+
+const abortWaiters = new WeakMap<AbortSignal, Set<() => void>>();
+
+/**
+ * Calls `onAbort` once when `signal` aborts; returns the function that stops waiting. Unlike a listener per caller,
+ * it puts one listener on the signal and keeps the waiters in a set: Node's `removeEventListener` costs about 1 µs,
+ * which the tool runner would otherwise pay twice per tool batch on a run's long-lived signal.
+ */
+export function onAbort(signal: AbortSignal, callback: () => void): () => void {
+  let waiters = abortWaiters.get(signal);
+  if (!waiters) {
+    const set = new Set<() => void>();
+    waiters = set;
+    abortWaiters.set(signal, set);
+    signal.addEventListener(
+      'abort',
+      () => {
+        for (const waiter of [...set]) waiter();
+        set.clear();
+      },
+      { once: true },
+    );
+  }
+  const own = waiters;
+  const once = () => {
+    own.delete(once);
+    callback();
+  };
+  own.add(once);
+  return () => {
+    own.delete(once);
+  };
+}

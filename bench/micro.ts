@@ -1,0 +1,61 @@
+/**
+ * Micro-measurements of the pieces of one Troupe loop step, for attributing W1 (run: node bench/micro.ts).
+ * Numbers are µs per operation; they move with machine load, so compare runs made back to back.
+ */
+import { z } from 'zod';
+import { EventBus } from '../dist/actors/event-bus.js';
+import { normalizeResponse } from '../dist/actors/normalize-response.js';
+import { runToolBatch } from '../dist/actors/tool-runner.js';
+import { systemClock, ToolRegistry, tool } from '../dist/index.js';
+
+const stepTool = tool({
+  name: 'step',
+  description: 'd',
+  input: z.object({ step: z.number(), k: z.number() }),
+  execute: async () => 'ok',
+});
+const registry = new ToolRegistry([stepTool]);
+const controller = new AbortController();
+const bus = new EventBus('s', systemClock);
+bus.subscribe(() => undefined);
+
+async function time(label: string, n: number, body: (i: number) => unknown): Promise<void> {
+  for (let i = 0; i < n / 5; i++) await body(i);
+  const started = performance.now();
+  for (let i = 0; i < n; i++) await body(i);
+  console.log(`${label}: ${(((performance.now() - started) * 1000) / n).toFixed(2)} µs`);
+}
+
+await time('runToolBatch, one call, no timeout', 100_000, (i) =>
+  runToolBatch({
+    calls: [{ id: `c${i}`, name: 'step', args: { step: i, k: 0 } }],
+    registry,
+    disabled: [],
+    concurrency: 8,
+    timeoutMs: null,
+    retries: 2,
+    sessionId: 's',
+    agent: 'a',
+    step: i,
+    signal: controller.signal,
+    clock: systemClock,
+    onCall: () => undefined,
+    onResult: () => undefined,
+    onRetry: () => undefined,
+  }),
+);
+await time('await of a resolved promise (baseline)', 100_000, (i) => Promise.resolve(i));
+await time('normalizeResponse, one tool call', 100_000, (i) =>
+  normalizeResponse(
+    {
+      text: '',
+      toolCalls: [{ id: 'x', name: 'step', args: { step: 1 } }],
+      stopReason: 'tool_use',
+      usage: { input: 1, output: 1, cached: 0, reasoning: 0 },
+    },
+    i,
+  ),
+);
+await time('EventBus.emit, one listener', 100_000, () => bus.emit('a', 'delta', { content: 'x' }));
+const schema = z.object({ step: z.number(), k: z.number() });
+await time('zod safeParse of the tool arguments', 100_000, (i) => schema.safeParse({ step: i, k: 0 }));
