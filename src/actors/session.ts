@@ -1,0 +1,590 @@
+import { randomUUID } from 'node:crypto';
+import { type Actor, type AnyActorRef, createActor, fromCallback, type SnapshotFrom } from 'xstate';
+import type { Agent } from '../agent/define-agent.ts';
+import { type Clock, systemClock } from '../core/clock.ts';
+import { ConfigError, TroupeError, toErrorInfo } from '../core/errors.ts';
+import type { Phase, RunEvent } from '../core/events.ts';
+import { validateHistory } from '../core/history.ts';
+import type { JsonValue } from '../core/json.ts';
+import { type Message, type RunInput, userMessage } from '../core/messages.ts';
+import type { RunResult } from '../core/result.ts';
+import {
+  type AgentCheckpoint,
+  type AgentContext,
+  type AgentMachine,
+  agentMachine,
+} from '../machines/agent.ts';
+import {
+  type AgentDescriptor,
+  defaultSupervision,
+  type SessionCommand,
+  type SessionContext,
+  type SessionMachine,
+  type SupervisionPolicy,
+  sessionMachine,
+} from '../machines/session.ts';
+import { AsyncQueue } from './async-queue.ts';
+import { effectsLogic } from './effects.ts';
+import { EventBus } from './event-bus.ts';
+import { type InspectObserver, redactingInspector } from './inspect.ts';
+import { stepsOf } from './run-result.ts';
+import { deltaForwarder, registerRuntime, unregisterRuntime } from './run-runtime.ts';
+import { onFatal } from './session-hooks.ts';
+import { checkpointKey, type SnapshotStore, sessionKey } from './store.ts';
+import { createMemoryStore } from './store-memory.ts';
+
+export type SessionStatus = 'running' | 'idle' | 'closed' | 'failed';
+
+export interface SessionOptions {
+  /** The session id; defaults to a random UUID. Must be unique within a system. */
+  id?: string;
+  /** Aborting it stops the session: the turn in progress ends `aborted`. */
+  signal?: AbortSignal;
+  /** Earlier conversation; never mutated. */
+  history?: readonly Message[];
+  /** Overrides the entry agent's maxHandoffDepth / maxHandoffRevisits. */
+  maxHandoffDepth?: number;
+  maxHandoffRevisits?: number;
+  /** What happens when an agent actor fails; default: restart twice with back-off, then escalate. */
+  supervision?: Partial<SupervisionPolicy>;
+}
+
+/** What a system gives each of its sessions. */
+export interface SessionEnvironment {
+  clock: Clock;
+  store: SnapshotStore;
+  inspect?: InspectObserver;
+  /** Agents known by name (handoff targets given as strings). */
+  agents: ReadonlyMap<string, Agent<unknown>>;
+  supervision: SupervisionPolicy;
+  /** Every event of the session, as it is emitted (the system's tagged stream). */
+  onEvent?: (event: RunEvent) => void;
+  onClose?: (session: Session) => void;
+  /** Events kept for `events()` of the turn in progress (oldest dropped beyond it). Default 10,000. */
+  maxBufferedEvents?: number;
+}
+
+/** A conversation held by a session supervisor actor: one turn at a time, follow-ups continue the history. */
+export interface Session<TOutput = unknown> {
+  readonly id: string;
+  readonly status: SessionStatus;
+  /** The agent holding the conversation now. */
+  readonly agent: string;
+  /** The result of the latest turn (the first one until `send` is called). Never rejects. */
+  readonly result: Promise<RunResult<TOutput>>;
+  /** The latest turn's events, from its run_start to its run_end, replayed from the start. */
+  events(): AsyncIterable<RunEvent>;
+  /** A follow-up user message: the next turn continues the same history with the agent that answered last. */
+  send(input: RunInput): Promise<RunResult<TOutput>>;
+  /** Stops the session (the turn in progress ends `aborted`); resolves once every actor of the session has stopped. */
+  stop(reason?: string): Promise<void>;
+  /** Resolves once the session has closed (stopped, escalated a failure, or the system shut down). */
+  readonly closed: Promise<void>;
+}
+
+/** A session that can no longer take messages. */
+export class SessionClosedError extends TroupeError {
+  constructor(sessionId: string, status: SessionStatus) {
+    super('session_closed', `Session ${sessionId} is ${status}; start a new session to continue.`);
+  }
+}
+
+interface SessionRuntime {
+  agents: ReadonlyMap<string, Agent<unknown>>;
+  store: SnapshotStore;
+  sessionId: string;
+}
+
+const sessionRuntimes = new Map<string, SessionRuntime>();
+
+/**
+ * The session's effects: applies the handing-off agent's input filter (a user function) and loads the last
+ * checkpoint from the store after a restart. Never throws: failures become `prepare.failed`.
+ */
+const sessionEffectsLogic = fromCallback<SessionCommand, { sessionId: string }>(
+  ({ input, sendBack, receive }) => {
+    let closed = false;
+    const reply = (event: Parameters<typeof sendBack>[0]) => {
+      if (!closed) sendBack(event);
+    };
+    receive((command) => {
+      const runtime = sessionRuntimes.get(input.sessionId);
+      try {
+        if (!runtime) throw new TroupeError('runtime_missing', `No runtime for session ${input.sessionId}.`);
+        let history = command.history;
+        const from = command.filterFrom === null ? undefined : runtime.agents.get(command.filterFrom);
+        if (from?.handoffInputFilter) {
+          history = [...from.handoffInputFilter({ history, from: from.name, to: command.agent })];
+          validateHistory(history);
+        }
+        if (!command.fromCheckpoint) {
+          reply({ type: 'prepared', history, resume: null });
+          return;
+        }
+        void Promise.resolve(runtime.store.get(checkpointKey(input.sessionId))).then(
+          (stored) => reply({ type: 'prepared', history, resume: checkpointFor(stored, command) }),
+          (error: unknown) => reply({ type: 'prepare.failed', error: toErrorInfo(error) }),
+        );
+      } catch (error) {
+        reply({ type: 'prepare.failed', error: toErrorInfo(error) });
+      }
+    });
+    return () => {
+      closed = true;
+    };
+  },
+);
+
+interface StoredCheckpoint {
+  agent: string;
+  segment: number;
+  checkpoint: AgentCheckpoint;
+}
+
+function checkpointFor(stored: JsonValue | undefined, command: SessionCommand): AgentCheckpoint | null {
+  if (typeof stored !== 'object' || stored === null || Array.isArray(stored)) return null;
+  const record = stored as unknown as StoredCheckpoint;
+  return record.agent === command.agent && record.segment === command.segment ? record.checkpoint : null;
+}
+
+/** The session machine with the real agent runtime and effects; built once (provide() is not free). */
+const runtimeSessionMachine: SessionMachine = sessionMachine.provide({
+  actors: {
+    agent: agentMachine.provide({ actors: { effects: effectsLogic } }),
+    sessionEffects: sessionEffectsLogic,
+  },
+});
+
+/** Every agent the entry can reach through handoffs given as agents, plus the environment's named agents. */
+export function agentCatalog(
+  entry: Agent<unknown>,
+  known: ReadonlyMap<string, Agent<unknown>>,
+): Map<string, Agent<unknown>> {
+  const catalog = new Map<string, Agent<unknown>>();
+  const visit = (agent: Agent<unknown>) => {
+    const existing = catalog.get(agent.name);
+    if (existing) {
+      if (existing !== agent)
+        throw new ConfigError(`Two different agents are named "${agent.name}"; agent names must be unique.`);
+      return;
+    }
+    catalog.set(agent.name, agent);
+    for (const target of agent.handoffs) {
+      if (typeof target === 'string') {
+        const named = known.get(target);
+        if (!named)
+          throw new ConfigError(
+            `Agent "${agent.name}" hands off to "${target}", which this system does not know: define it and pass it in createAgentSystem({ agents }).`,
+          );
+        visit(named);
+      } else visit(target as Agent<unknown>);
+    }
+  };
+  visit(entry);
+  return catalog;
+}
+
+function descriptorOf(agent: Agent<unknown>): AgentDescriptor {
+  return {
+    limits: agent.limits,
+    toolNames: agent.tools.names,
+    hasOutputSchema: agent.outputSchema !== undefined,
+    handoffTools: { ...agent.handoffTools },
+  };
+}
+
+function supervisionOf(
+  base: SupervisionPolicy,
+  given: Partial<SupervisionPolicy> | undefined,
+): SupervisionPolicy {
+  const policy = { ...base, ...given };
+  if (!['restart', 'stop', 'escalate'].includes(policy.strategy))
+    throw new ConfigError(
+      `supervision.strategy must be restart, stop or escalate, got ${String(policy.strategy)}.`,
+    );
+  if (!['stop', 'escalate'].includes(policy.onExhausted))
+    throw new ConfigError(`supervision.onExhausted must be stop or escalate.`);
+  for (const key of ['maxRestarts', 'backoffMs', 'backoffFactor', 'maxBackoffMs'] as const) {
+    const value = policy[key];
+    if (typeof value !== 'number' || !Number.isFinite(value) || value < 0)
+      throw new ConfigError(`supervision.${key} must be a non-negative number, got ${String(value)}.`);
+  }
+  return policy;
+}
+
+/** The phase and sub-state of an agent snapshot, for `phase` events. */
+function phaseOf(value: SnapshotFrom<AgentMachine>['value']): [Phase, string] {
+  if (typeof value === 'string') return [value as Phase, value];
+  const running = (value as { running?: unknown }).running;
+  if (typeof running === 'string') return [running === 'finalOutput' ? 'finalOutput' : 'toolUse', running];
+  const inner = running as Record<string, string>;
+  if ('finalOutput' in inner) return ['finalOutput', inner.finalOutput ?? ''];
+  return ['toolUse', inner.toolUse ?? ''];
+}
+
+function checkpointOf(context: AgentContext): AgentCheckpoint {
+  return {
+    history: context.history,
+    step: context.step,
+    modelCalls: context.modelCalls,
+    toolCallsRun: context.toolCallsRun,
+    toolCallCounts: context.toolCallCounts,
+    callSignatures: context.callSignatures,
+    degradedTools: context.degradedTools,
+    usage: context.usage,
+    openCalls: context.openCalls,
+    decision: context.decision,
+  };
+}
+
+/** The turn's RunResult from the session context right after the turn ended. Pure. */
+export function turnResult<TOutput>(context: SessionContext): RunResult<TOutput> {
+  const turn = context.lastTurn;
+  const transcript = context.transcript;
+  const historyDelta = turn ? transcript.slice(turn.turnStart) : [];
+  const stopReason = turn?.stopReason ?? 'error';
+  const result: RunResult<TOutput> = {
+    sessionId: context.sessionId,
+    agent: turn?.agent ?? context.current,
+    status: turn?.status ?? 'failed',
+    stopReason,
+    text: turn?.text ?? '',
+    output: turn?.outputDecoded ? (turn.output as TOutput) : undefined,
+    steps: stepsOf(historyDelta, turn?.agent ?? context.current),
+    toolCalls: turn?.toolCallsRun ?? 0,
+    usage: turn?.usage ?? { input: 0, output: 0, cached: 0, reasoning: 0 },
+    history: transcript,
+    historyDelta,
+    iterationsUsed: turn?.modelCalls ?? 0,
+    timedOut: stopReason === 'timed_out',
+    truncated: turn?.truncated ?? false,
+    path: turn?.path ?? [context.current],
+  };
+  if (stopReason !== 'completed' && turn?.error) result.error = turn.error;
+  return result;
+}
+
+interface Turn<TOutput> {
+  result: Promise<RunResult<TOutput>>;
+  resolve: (result: RunResult<TOutput>) => void;
+  events: RunEvent[];
+  listeners: Set<AsyncQueue<RunEvent>>;
+  ended: boolean;
+}
+
+/**
+ * Starts a session: a session supervisor machine as its own root actor (ARCHITECTURE rule 8), the entry agent as
+ * its child, the abort and timeout wiring, checkpoints to the store after every completed step. Throws a
+ * ConfigError for a bad agent, input or history, before anything runs.
+ */
+export function startSession<TOutput>(
+  entry: Agent<TOutput>,
+  input: RunInput,
+  options: SessionOptions,
+  environment: SessionEnvironment,
+): Session<TOutput> {
+  if (entry?.kind !== 'agent')
+    throw new ConfigError('spawn(): the first argument must be an agent from defineAgent().');
+  if (typeof input !== 'string' && !Array.isArray(input))
+    throw new ConfigError('spawn(): input must be a string or an array of content parts.');
+  const callerHistory = options.history ?? [];
+  validateHistory(callerHistory);
+  const sessionId = options.id ?? randomUUID();
+  if (sessionRuntimes.has(sessionId))
+    throw new ConfigError(`A session with id "${sessionId}" is already running.`);
+  const agents = agentCatalog(entry as Agent<unknown>, environment.agents);
+  const supervision = supervisionOf(environment.supervision, options.supervision);
+  const count = (value: number | undefined, fallback: number, key: string) => {
+    if (value === undefined) return fallback;
+    if (!Number.isInteger(value) || value < 0) throw new ConfigError(`${key} must be an integer >= 0.`);
+    return value;
+  };
+  const handoffLimits = {
+    maxDepth: count(options.maxHandoffDepth, entry.maxHandoffDepth, 'maxHandoffDepth'),
+    maxRevisits: count(options.maxHandoffRevisits, entry.maxHandoffRevisits, 'maxHandoffRevisits'),
+  };
+  const { clock, store } = environment;
+  const bus = new EventBus(sessionId, clock);
+  const maxBuffered = environment.maxBufferedEvents ?? 10_000;
+  const disposers: (() => void)[] = [];
+
+  let turn: Turn<TOutput> = newTurn();
+  let resolvedTurns = 0;
+  let status: SessionStatus = 'running';
+  let current = entry.name;
+  let closeResolve: () => void = () => undefined;
+  const closed = new Promise<void>((resolve) => {
+    closeResolve = resolve;
+  });
+
+  disposers.push(
+    bus.subscribe((event) => {
+      if (!turn.ended) {
+        turn.events.push(event);
+        if (turn.events.length > maxBuffered) turn.events.shift();
+        for (const queue of turn.listeners) queue.push(event);
+      }
+      environment.onEvent?.(event);
+    }),
+  );
+
+  sessionRuntimes.set(sessionId, { agents, store, sessionId });
+  const descriptors: Record<string, AgentDescriptor> = {};
+  for (const [name, agent] of agents) {
+    descriptors[name] = descriptorOf(agent);
+    const key = `${sessionId}/${name}`;
+    registerRuntime(key, { agent, bus, clock, onDelta: deltaForwarder(bus, name) });
+    disposers.push(() => unregisterRuntime(key));
+    disposers.push(onFatal(key, (error) => crash(name, error)));
+  }
+
+  const secretKeys = [...agents.values()].flatMap((agent) =>
+    agent.tools.names.flatMap((name) => agent.tools.find(name)?.secret ?? []),
+  );
+  const actor: Actor<SessionMachine> = createActor(runtimeSessionMachine, {
+    input: {
+      sessionId,
+      entry: entry.name,
+      agents: descriptors,
+      history: [...callerHistory, userMessage(input)],
+      handoffLimits,
+      supervision,
+    },
+    clock,
+    ...(environment.inspect ? { inspect: redactingInspector(environment.inspect, secretKeys) } : {}),
+  });
+
+  /** A fatal tool of the agent `name` failed: tell the supervisor, if that agent is the active child. */
+  function crash(name: string, error: ReturnType<typeof toErrorInfo>) {
+    const context = actor.getSnapshot().context;
+    if (context.current === name && context.activeId !== null)
+      actor.send({ type: 'agent.crashed', id: context.activeId, error });
+  }
+
+  // The active agent child: phase events, checkpoints after each completed step, its own timeout.
+  let watched: { id: string; stop: () => void } | undefined;
+  const watch = (id: string | null, context: SessionContext) => {
+    if (watched?.id === id) return;
+    watched?.stop();
+    watched = undefined;
+    if (id === null) return;
+    const child = actor.getSnapshot().children[id] as AnyActorRef | undefined;
+    if (!child) return;
+    const name = context.current;
+    const segment = context.segment;
+    const agent = agents.get(name);
+    let lastPhase = '';
+    let savedAt = '';
+    const onSnapshot = (snapshot: SnapshotFrom<AgentMachine>) => {
+      const [phase, state] = phaseOf(snapshot.value);
+      const key = `${phase}.${state}`;
+      if (key !== lastPhase) {
+        lastPhase = key;
+        bus.emit(name, 'phase', {
+          phase,
+          state,
+          step: snapshot.context.step,
+          retryCount: snapshot.context.retryCount,
+        });
+      }
+      // Quiescent points: a model call about to be made, or tools about to run (the model's answer is kept).
+      if (state === 'callingModel' || state === 'runningTools') {
+        const mark = `${snapshot.context.modelCalls}:${state}`;
+        if (mark !== savedAt) {
+          savedAt = mark;
+          const record = { agent: name, segment, checkpoint: checkpointOf(snapshot.context) };
+          void Promise.resolve()
+            .then(() => store.set(checkpointKey(sessionId), record as unknown as JsonValue))
+            .catch((error: unknown) => {
+              const info = toErrorInfo(error);
+              bus.emit(name, 'error', {
+                message: `checkpoint not saved: ${info.message}`,
+                type: info.name,
+                code: 'store_failed',
+              });
+            });
+        }
+      }
+    };
+    const subscription = child.subscribe({ next: onSnapshot, error: () => undefined });
+    onSnapshot(child.getSnapshot());
+    let timer: unknown;
+    if (agent?.limits.timeoutMs != null) {
+      timer = clock.setTimeout(() => child.send({ type: 'timeout' }), agent.limits.timeoutMs);
+    }
+    watched = {
+      id,
+      stop: () => {
+        subscription.unsubscribe();
+        if (timer !== undefined) clock.clearTimeout(timer);
+      },
+    };
+  };
+
+  const emitRunStart = (turnInput: RunInput, historyLength: number) => {
+    const agent = agents.get(current) ?? entry;
+    bus.emit(current, 'run_start', {
+      input: turnInput as JsonValue,
+      historyLength,
+      model: agent.model.model,
+      provider: agent.model.provider,
+    });
+  };
+
+  const finishTurn = (result: RunResult<TOutput>) => {
+    if (turn.ended) return;
+    bus.emit(result.agent, 'run_end', {
+      status: result.status,
+      stopReason: result.stopReason,
+      iterationsUsed: result.iterationsUsed,
+      toolCalls: result.toolCalls,
+      usage: result.usage,
+    });
+    turn.ended = true;
+    for (const queue of turn.listeners) queue.end();
+    turn.listeners.clear();
+    turn.resolve(result);
+  };
+
+  let finished = false;
+  const close = (context: SessionContext | undefined, internalError?: unknown) => {
+    if (finished) return;
+    finished = true;
+    if (!turn.ended) {
+      const result: RunResult<TOutput> = context
+        ? turnResult<TOutput>(context)
+        : turnResult<TOutput>({ ...lastContext, lastTurn: null } as SessionContext);
+      if (internalError !== undefined || !context || context.turns <= resolvedTurns) {
+        result.status = internalError === undefined ? 'stopped' : 'failed';
+        result.stopReason = internalError === undefined ? 'aborted' : 'error';
+        result.error =
+          internalError === undefined
+            ? { name: 'RunStopped', code: 'aborted', message: 'the session was stopped' }
+            : { name: 'InternalError', code: 'internal', message: toErrorInfo(internalError).message };
+      }
+      finishTurn(result);
+    }
+    status =
+      context?.lastTurn?.status === 'failed' && actor.getSnapshot().value === 'failed' ? 'failed' : 'closed';
+    watched?.stop();
+    watched = undefined;
+    for (const dispose of disposers) dispose();
+    sessionRuntimes.delete(sessionId);
+    options.signal?.removeEventListener('abort', onAbort);
+    void Promise.resolve(store.set(sessionKey(sessionId), sessionRecord(context ?? lastContext))).catch(
+      () => undefined,
+    );
+    environment.onClose?.(session as Session);
+    bus.clear();
+    closeResolve();
+  };
+
+  let lastContext: SessionContext = actor.getSnapshot().context;
+  actor.subscribe({
+    next: (snapshot) => {
+      lastContext = snapshot.context;
+      current = snapshot.context.current;
+      watch(snapshot.context.activeId, snapshot.context);
+      if (snapshot.context.turns > resolvedTurns) {
+        resolvedTurns = snapshot.context.turns;
+        const result = turnResult<TOutput>(snapshot.context);
+        void Promise.resolve(store.set(sessionKey(sessionId), sessionRecord(snapshot.context))).catch(
+          () => undefined,
+        );
+        if (snapshot.status !== 'done') status = 'idle';
+        finishTurn(result);
+      }
+      if (snapshot.status === 'done') close(snapshot.context);
+    },
+    // Pitfall 17: a root actor without an error observer crashes the process. Ours turns it into a result.
+    error: (error) => close(undefined, error),
+  });
+  for (const emitted of ['handoff', 'supervisor'] as const) {
+    actor.on(emitted, (event) => {
+      if (event.type === 'handoff') bus.emit(event.agent, 'handoff', event.data);
+      else if (event.type === 'supervisor') bus.emit(event.agent, 'supervisor', event.data);
+    });
+  }
+
+  const onAbort = () => {
+    void session.stop(abortReason(options.signal));
+  };
+
+  const session: Session<TOutput> = {
+    id: sessionId,
+    get status() {
+      return status;
+    },
+    get agent() {
+      return current;
+    },
+    get result() {
+      return turn.result;
+    },
+    closed,
+    events() {
+      const queue = new AsyncQueue<RunEvent>();
+      for (const event of turn.events) queue.push(event);
+      if (turn.ended) queue.end();
+      else turn.listeners.add(queue);
+      return queue;
+    },
+    send(next: RunInput) {
+      if (typeof next !== 'string' && !Array.isArray(next))
+        return Promise.reject(
+          new ConfigError('send(): input must be a string or an array of content parts.'),
+        );
+      const previous = turn.result;
+      return previous.then(() => {
+        if (status === 'closed' || status === 'failed') throw new SessionClosedError(sessionId, status);
+        turn = newTurn();
+        status = 'running';
+        emitRunStart(next, lastContext.transcript.length);
+        actor.send({ type: 'user.message', message: userMessage(next) });
+        return turn.result;
+      });
+    },
+    stop(reason?: string) {
+      if (!finished) actor.send(reason === undefined ? { type: 'stop' } : { type: 'stop', reason });
+      return closed;
+    },
+  };
+
+  emitRunStart(input, callerHistory.length);
+  options.signal?.addEventListener('abort', onAbort, { once: true });
+  actor.start();
+  if (options.signal?.aborted) onAbort();
+  return session;
+}
+
+function newTurn<TOutput>(): Turn<TOutput> {
+  let resolve: (result: RunResult<TOutput>) => void = () => undefined;
+  const result = new Promise<RunResult<TOutput>>((done) => {
+    resolve = done;
+  });
+  return { result, resolve, events: [], listeners: new Set(), ended: false };
+}
+
+/** What the store keeps about a session at the end of each turn. */
+function sessionRecord(context: SessionContext): JsonValue {
+  return {
+    sessionId: context.sessionId,
+    agent: context.current,
+    turns: context.turns,
+    transcript: context.transcript,
+    lastTurn: context.lastTurn,
+  } as unknown as JsonValue;
+}
+
+function abortReason(signal: AbortSignal | undefined): string {
+  const reason: unknown = signal?.reason;
+  if (reason instanceof Error && reason.name !== 'AbortError')
+    return `the session was aborted: ${reason.message}`;
+  if (typeof reason === 'string') return `the session was aborted: ${reason}`;
+  return 'the session was aborted';
+}
+
+/** Defaults for a session started outside a system (run() of an agent with handoffs). */
+export function defaultEnvironment(clock: Clock = systemClock): SessionEnvironment {
+  return { clock, store: createMemoryStore(), agents: new Map(), supervision: defaultSupervision };
+}

@@ -1,0 +1,91 @@
+import type { Agent } from '../agent/define-agent.ts';
+import { type Clock, systemClock } from '../core/clock.ts';
+import { ConfigError } from '../core/errors.ts';
+import type { RunEvent } from '../core/events.ts';
+import type { RunInput } from '../core/messages.ts';
+import { defaultSupervision, type SupervisionPolicy } from '../machines/session.ts';
+import { AsyncQueue } from './async-queue.ts';
+import type { InspectObserver } from './inspect.ts';
+import { type Session, type SessionOptions, startSession } from './session.ts';
+import type { SnapshotStore } from './store.ts';
+import { createMemoryStore } from './store-memory.ts';
+
+export interface AgentSystemOptions {
+  /** An XState inspection observer for every session, e.g. `createWebSocketInspector({ url }).inspect`. Secrets
+   * (API keys, tool arguments marked `secret`) are redacted before it sees anything. */
+  inspect?: InspectObserver;
+  /** Where checkpoints and session records go; default: in memory. `createFileStore(dir)` keeps them on disk. */
+  store?: SnapshotStore;
+  /** Agents that handoffs may name as strings (so two agents can hand off to each other). */
+  agents?: readonly Agent<unknown>[];
+  /** Default supervision for every session: restart twice with back-off (100 ms, x2), then escalate. */
+  supervision?: Partial<SupervisionPolicy>;
+  /** Time source for events, back-off and timeouts; default the system clock (tests inject a simulated one). */
+  clock?: Clock;
+}
+
+/** Many agent sessions in one process (REQUIREMENTS M1): each its own root actor, addressable by id. */
+export interface AgentSystem {
+  spawn<TOutput>(agent: Agent<TOutput>, input: RunInput, options?: SessionOptions): Session<TOutput>;
+  get(id: string): Session | undefined;
+  /** The sessions that have not closed yet. */
+  list(): Session[];
+  /** Every session's events from now on, each tagged with its session and agent; ends at shutdown. */
+  events(): AsyncIterable<RunEvent>;
+  /** Stops every session and waits until every actor, timer and listener of the system is gone. */
+  shutdown(): Promise<void>;
+}
+
+export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem {
+  const sessions = new Map<string, Session>();
+  const streams = new Set<AsyncQueue<RunEvent>>();
+  const agents = new Map<string, Agent<unknown>>();
+  for (const agent of options.agents ?? []) {
+    if (agent?.kind !== 'agent')
+      throw new ConfigError('createAgentSystem(): agents must come from defineAgent().');
+    if (agents.has(agent.name) && agents.get(agent.name) !== agent)
+      throw new ConfigError(`createAgentSystem(): two agents are named "${agent.name}".`);
+    agents.set(agent.name, agent);
+  }
+  const environment = {
+    clock: options.clock ?? systemClock,
+    store: options.store ?? createMemoryStore(),
+    agents,
+    supervision: { ...defaultSupervision, ...options.supervision },
+    onEvent: (event: RunEvent) => {
+      for (const stream of streams) stream.push(event);
+    },
+    onClose: (session: Session) => {
+      if (sessions.get(session.id) === session) sessions.delete(session.id);
+    },
+    ...(options.inspect ? { inspect: options.inspect } : {}),
+  };
+  let shuttingDown = false;
+
+  return {
+    spawn(agent, input, spawnOptions = {}) {
+      if (shuttingDown) throw new ConfigError('spawn(): the system is shutting down.');
+      if (spawnOptions.id !== undefined && sessions.has(spawnOptions.id))
+        throw new ConfigError(`spawn(): a session with id "${spawnOptions.id}" is already running.`);
+      const session = startSession(agent, input, spawnOptions, environment);
+      if (session.status !== 'closed' && session.status !== 'failed')
+        sessions.set(session.id, session as Session);
+      return session;
+    },
+    get: (id) => sessions.get(id),
+    list: () => [...sessions.values()],
+    events() {
+      const queue = new AsyncQueue<RunEvent>();
+      if (shuttingDown) queue.end();
+      else streams.add(queue);
+      return queue;
+    },
+    async shutdown() {
+      shuttingDown = true;
+      await Promise.all([...sessions.values()].map((session) => session.stop('the system shut down')));
+      sessions.clear();
+      for (const stream of streams) stream.end();
+      streams.clear();
+    },
+  };
+}
