@@ -1,4 +1,6 @@
+import { defineAgent, run, tool } from 'troupe';
 import { afterEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import type { Message, ToolMessage } from '../../src/core/messages.ts';
 import type { ModelRequest, ModelResponse, ToolSpec } from '../../src/core/model.ts';
 import { anthropic } from '../../src/providers/anthropic.ts';
@@ -232,6 +234,47 @@ describe.skipIf(skip)(
         expect(normalizeMessages(seenFollowUp.messages)).toEqual(normalizeMessages(followUp.messages));
       },
     );
+
+    it.each(cases)('$name: a real run() sends the recorded follow-up messages', async (c) => {
+      server = await startWireServer(sequence(...c.replies()));
+      const first = extracted(c.name, '0.request.json') as Json;
+      const followUp = extracted(c.name, '1.request.json') as Json;
+      const results = new Map(
+        toolResultsOf(followUp).map((message) => [message.toolCallId, message.content]),
+      );
+      const history = historyOf(first);
+      const system = history.find((message) => message.role === 'system');
+      const input = history.filter((message) => message.role === 'user').map((message) => message.content);
+      expect(input).toHaveLength(1);
+      const tools = toolsOf(first).map((spec) =>
+        tool({
+          name: spec.name,
+          // Our tool() insists on a description; the recordings sometimes have none (not compared here).
+          description: spec.description || `the recorded ${spec.name} tool`,
+          input: z.looseObject({}),
+          // The recorded result for this call id: the run must then send what the recording sent.
+          execute: (_args, context) =>
+            results.get(context.callId) ?? `no recorded result for ${context.callId}`,
+        }),
+      );
+      const agent = defineAgent({
+        name: 'recorded',
+        instructions: typeof system?.content === 'string' ? system.content : '',
+        model: anthropic(String(first.model), {
+          apiKey: 'test-key',
+          baseURL: server.url,
+          maxTokens: Number(first.max_tokens),
+        }),
+        tools,
+        settings: c.settings ?? {},
+      });
+      const result = await run(agent, input[0] as string);
+      expect(result.status).toBe('completed');
+      expect(result.text.startsWith(c.answer)).toBe(true);
+      expect(server.requests).toHaveLength(2);
+      const seenFollowUp = server.requests[1]!.body as Json;
+      expect(normalizeMessages(seenFollowUp.messages)).toEqual(normalizeMessages(followUp.messages));
+    });
 
     it('the thinking transcript carries the signed thinking block back byte for byte', async () => {
       server = await startWireServer(

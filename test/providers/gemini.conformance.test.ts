@@ -1,4 +1,6 @@
+import { defineAgent, run, tool } from 'troupe';
 import { afterEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import type { Message, ToolMessage } from '../../src/core/messages.ts';
 import type { ModelRequest, ModelResponse, ToolSpec } from '../../src/core/model.ts';
 import { gemini } from '../../src/providers/gemini.ts';
@@ -105,6 +107,36 @@ describe.skipIf(skip)('gemini(): recorded real transcripts (../shared/fixtures/w
     expect(r3.stopReason).toBe('end_turn');
     expect(r3.text).toBe('How about Charles and Sammy?');
     expect(r3.usage).toEqual({ input: 137, output: 6, cached: 0, reasoning: 0 });
+    expect(camelKeys((server.requests[2]!.body as Json).contents)).toEqual(camelKeys(third.contents));
+  });
+
+  it(`${name}: a real run() sends the recorded second and third requests`, async () => {
+    server = await startWireServer(sequence(turn(0), turn(1), turn(2)));
+    const second = extracted('1.request.json') as Json;
+    const third = extracted('2.request.json') as Json;
+    const results = new Map(
+      [...toolResultsOf(second), ...toolResultsOf(third)].map((message) => [
+        message.toolCallId,
+        message.content,
+      ]),
+    );
+    const ids = ['call_27db36357f594e73b557ec8f70da9e87', 'call_97666b91d4c14f44b94ab69dded4ab10'];
+    const pelicanNames = tool({
+      name: 'pelican_name_generator',
+      description: 'the recorded pelican_name_generator tool',
+      input: z.looseObject({}),
+      execute: (_args, context) => results.get(context.callId) ?? `no recorded result for ${context.callId}`,
+    });
+    const agent = defineAgent({
+      name: 'recorded',
+      instructions: '',
+      model: gemini('gemini-2.5-flash', { apiKey: 'k', baseURL: server.url, generateId: () => ids.shift()! }),
+      tools: [pelicanNames],
+    });
+    const result = await run(agent, 'Two names for a pet pelican');
+    expect(result).toMatchObject({ status: 'completed', text: 'How about Charles and Sammy?', toolCalls: 2 });
+    expect(server.requests).toHaveLength(3);
+    expect(camelKeys((server.requests[1]!.body as Json).contents)).toEqual(camelKeys(second.contents));
     expect(camelKeys((server.requests[2]!.body as Json).contents)).toEqual(camelKeys(third.contents));
   });
 
