@@ -9,7 +9,7 @@
  */
 import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { cpus, totalmem } from 'node:os';
+import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { frameworkNames } from './frameworks/index.ts';
 
@@ -77,6 +77,7 @@ const maxReps = Math.max(
   ...workloads.map((w) => (repsOverride ? Number(repsOverride) : (defaultReps[w] ?? 1))),
 );
 const started = Date.now();
+const loadBefore = loadavg()[0] ?? 0;
 for (let rep = 0; rep < maxReps; rep++) {
   for (const workload of workloads) {
     const reps = repsOverride ? Number(repsOverride) : (defaultReps[workload] ?? 1);
@@ -125,8 +126,8 @@ function errorOf(framework: string, workload: string): string | undefined {
 }
 
 function format(value: number): string {
-  if (value >= 100) return Math.round(value).toLocaleString('en-US');
-  if (value >= 10) return value.toFixed(1);
+  if (Math.abs(value) >= 100) return Math.round(value).toLocaleString('en-US');
+  if (Math.abs(value) >= 10) return value.toFixed(1);
   return value.toFixed(2);
 }
 
@@ -219,17 +220,17 @@ if (workloads.includes('W5')) {
     w5Lines.push(`W5 (resource manager): not run${w5[0]?.error ? `: ${w5[0].error}` : ''}.`);
   } else {
     w5Lines.push(
-      '| sessions | reserve→grant µs (median) | added µs per model call | model calls/s | runs |',
-      '|---:|---:|---:|---:|---:|',
+      '| sessions open | reserve→grant µs (one call in flight) | reserve + settle µs per call | calls/s, all sessions calling at once | added µs per model call, end to end in runs | reps |',
+      '|---:|---:|---:|---:|---:|---:|',
     );
     for (const sessions of [1, 100, 10_000]) {
       const get = (m: string) => stat('troupe', 'W5', `${m}@${sessions}`);
-      const grant = get('grantUs');
-      const added = get('addedUsPerCall');
-      const rate = get('callsPerSecond');
-      if (!grant && !added && !rate) continue;
+      const cells = ['grantUs', 'callUs', 'callsPerSecond', 'addedUsPerCall'].map((m) => {
+        const s = get(m);
+        return s ? `${format(s.median)} (${format(s.min)} – ${format(s.max)})` : '–';
+      });
       w5Lines.push(
-        `| ${sessions.toLocaleString('en-US')} | ${grant ? format(grant.median) : '–'} | ${added ? format(added.median) : '–'} | ${rate ? format(rate.median) : '–'} | ${grant?.n ?? rate?.n ?? 0} |`,
+        `| ${sessions.toLocaleString('en-US')} | ${cells.join(' | ')} | ${get('callUs')?.n ?? 0} |`,
       );
     }
     const note = samples.find((s) => s.workload === 'W5' && s.metrics?.notImplemented);
@@ -265,7 +266,7 @@ const versions = [
 const md = [
   `# Benchmark results (${quick ? 'quick' : 'full'} run)`,
   '',
-  `${new Date().toISOString()} · ${cpus().length} × ${cpus()[0]?.model ?? '?'} · ${(totalmem() / 2 ** 30).toFixed(0)} GB · Node ${process.version} · ${process.platform}/${process.arch}`,
+  `${new Date().toISOString()} · ${cpus().length} × ${cpus()[0]?.model ?? '?'} · ${(totalmem() / 2 ** 30).toFixed(0)} GB · Node ${process.version} · ${process.platform}/${process.arch} · load average ${loadBefore.toFixed(1)} at start, ${(loadavg()[0] ?? 0).toFixed(1)} at end · ${((Date.now() - started) / 60_000).toFixed(1)} min`,
   '',
   `Versions: ${versions.join(', ')}.`,
   '',

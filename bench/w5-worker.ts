@@ -1,18 +1,9 @@
 /**
- * W5: the resource manager in the path. Prints one JSON line like worker.ts.
- * Until src/actors/resource-manager.ts exists in the build, it reports `notImplemented`.
+ * W5: the resource manager in the path. Prints one JSON line like worker.ts:
+ *   node --expose-gc bench/w5-worker.ts troupe W5 [--quick]
  */
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { measureW5 } from './w5.ts';
 
-const built = join(import.meta.dirname, '..', 'dist', 'actors', 'resource-manager.js');
-if (!existsSync(built)) {
-  process.stdout.write(
-    `${JSON.stringify({ framework: 'troupe', workload: 'W5', metrics: { notImplemented: 1 } })}\n`,
-  );
-  process.exit(0);
-}
-// The resource manager exists but its W5 driver is not written yet: say so rather than guess its API.
-process.stdout.write(
-  `${JSON.stringify({ framework: 'troupe', workload: 'W5', metrics: { notImplemented: 1 } })}\n`,
-);
+const metrics = await measureW5(process.argv.includes('--quick'));
+process.stdout.write(`${JSON.stringify({ framework: 'troupe', workload: 'W5', metrics })}\n`);
+process.exit(0);

@@ -4,6 +4,7 @@ import {
   type ModelProvider,
   type ModelRequest,
   type ModelResponse,
+  type RunOptions,
   run,
   stream,
   tool,
@@ -14,6 +15,8 @@ import {
   modelHooks,
   modelLatency,
   nextTurn,
+  type Outcome,
+  type Runner,
   type Scenario,
   toolDescription,
   toolName,
@@ -40,37 +43,43 @@ function benchModel(scenario: Scenario): ModelProvider {
   };
 }
 
-export const troupe: Framework = {
-  name: 'troupe',
-  prepare: (scenario) => {
-    const agent = defineAgent({
-      name: 'bench',
-      instructions: 'Use the tool, then answer.',
-      model: benchModel(scenario),
-      tools: [
-        tool({
-          name: toolName,
-          description: toolDescription,
-          input: z.object({ step: z.number(), k: z.number() }),
-          execute: (args) => executeStep(scenario, args),
-        }),
-      ],
-      limits: { maxSteps: scenario.toolSteps + 1, maxToolCallsPerTool: null },
-    });
-    return {
-      run: async (input) => {
-        const result = await run(agent, input);
-        if (result.status !== 'completed') throw new Error(`troupe: run ended ${result.stopReason}`);
-        return { text: result.text, deltas: 0 };
-      },
-      stream: async (input) => {
-        const s = stream(agent, input);
-        let deltas = 0;
-        for await (const event of s) if (event.type === 'delta') deltas++;
-        const result = await s.result;
-        if (result.status !== 'completed') throw new Error(`troupe: run ended ${result.stopReason}`);
-        return { text: result.text, deltas };
-      },
-    };
-  },
-};
+/** Troupe's runner, plus a run with options (W5 passes a resource manager). */
+export interface TroupeRunner extends Runner {
+  runWith(input: string, options: RunOptions): Promise<Outcome>;
+}
+
+export function prepareTroupe(scenario: Scenario): TroupeRunner {
+  const agent = defineAgent({
+    name: 'bench',
+    instructions: 'Use the tool, then answer.',
+    model: benchModel(scenario),
+    tools: [
+      tool({
+        name: toolName,
+        description: toolDescription,
+        input: z.object({ step: z.number(), k: z.number() }),
+        execute: (args) => executeStep(scenario, args),
+      }),
+    ],
+    limits: { maxSteps: scenario.toolSteps + 1, maxToolCallsPerTool: null },
+  });
+  const runWith = async (input: string, options: RunOptions): Promise<Outcome> => {
+    const result = await run(agent, input, options);
+    if (result.status !== 'completed') throw new Error(`troupe: run ended ${result.stopReason}`);
+    return { text: result.text, deltas: 0 };
+  };
+  return {
+    run: (input) => runWith(input, {}),
+    runWith,
+    stream: async (input) => {
+      const s = stream(agent, input);
+      let deltas = 0;
+      for await (const event of s) if (event.type === 'delta') deltas++;
+      const result = await s.result;
+      if (result.status !== 'completed') throw new Error(`troupe: run ended ${result.stopReason}`);
+      return { text: result.text, deltas };
+    },
+  };
+}
+
+export const troupe: Framework = { name: 'troupe', prepare: prepareTroupe };
