@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { SimulatedClock } from 'xstate';
 import { ConfigError, ModelError } from '../../src/core/errors.ts';
 import type { ContentPart, Message } from '../../src/core/messages.ts';
 import type { ModelDelta, ModelRequest, ModelResponse, ToolSpec } from '../../src/core/model.ts';
@@ -404,6 +405,59 @@ describe('anthropic(): faults', () => {
       status: 500,
       retryable: true,
     });
+  });
+
+  it('a tool input that is not valid JSON is kept as raw text for the loop to answer with an error', async () => {
+    const { url } = await serve({ sse: wire.invalidToolJson });
+    const response = await provider(url).generate(
+      request([{ role: 'user', content: 'x' }], { tools: weatherTools }),
+    );
+    expect(response.stopReason).toBe('tool_use');
+    expect(response.toolCalls).toEqual([
+      { id: 'toolu_bad', name: 'get_weather', args: '{"location": Paris}' },
+    ]);
+  });
+
+  it('a stalled request times out as ModelError timeout (simulated clock, no real wait)', async () => {
+    const { url } = await serve({ stallMs: 600_000, sse: wire.streamedText });
+    const clock = new SimulatedClock();
+    const pending = provider(url, { clock, timeoutMs: 30_000, maxRetries: 0 }).generate(
+      request([{ role: 'user', content: 'x' }]),
+    );
+    while (server!.requests.length === 0) await new Promise((resolve) => setImmediate(resolve));
+    clock.increment(30_000);
+    expect(await failure(pending)).toMatchObject({ kind: 'timeout', retryable: true });
+  });
+
+  it("the caller's abort ends a stalled call at once with an AbortError, and nothing is retried", async () => {
+    const { url } = await serve({ stallMs: 600_000, sse: wire.streamedText }, { sse: wire.streamedText });
+    const controller = new AbortController();
+    const pending = provider(url, { sleep: recordedSleeps().sleep }).generate(
+      request([{ role: 'user', content: 'x' }], { signal: controller.signal }),
+    );
+    while (server!.requests.length === 0) await new Promise((resolve) => setImmediate(resolve));
+    controller.abort();
+    const error = await failure(pending);
+    expect(error).toMatchObject({ name: 'AbortError' });
+    expect(error).not.toBeInstanceOf(ModelError);
+    expect(server!.requests).toHaveLength(1);
+  });
+
+  it("the caller's abort in the middle of a stream is an AbortError, not a truncated stream", async () => {
+    const { url } = await serve({ sse: wire.streamedText, stallAfterChunks: 5 });
+    const controller = new AbortController();
+    const req = request([{ role: 'user', content: 'x' }], { signal: controller.signal });
+    const pending = provider(url).generate({
+      ...req,
+      onDelta: (delta) => {
+        req.deltas.push(delta);
+        controller.abort();
+      },
+    });
+    // The first frames arrive at once, then the server holds the stream open; the abort comes with the first delta.
+    const error = await failure(pending);
+    expect(error).toMatchObject({ name: 'AbortError' });
+    expect(req.deltas).toEqual([{ type: 'text', text: 'Hello' }]);
   });
 
   it('400 is a bad_request that is not retried; 401 is authentication', async () => {

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { SimulatedClock } from 'xstate';
 import { ConfigError, ModelError } from '../../src/core/errors.ts';
 import type { ContentPart, Message } from '../../src/core/messages.ts';
 import type { ModelDelta, ModelRequest, ModelResponse, ToolSpec } from '../../src/core/model.ts';
@@ -278,5 +279,85 @@ describe('openaiResponses(): faults', () => {
       .generate(request([{ role: 'user', content: 'x' }]))
       .catch((e: unknown) => e);
     expect(error).toMatchObject({ kind: 'rate_limited', status: 429, retryable: true, retryAfterMs: 3000 });
+  });
+});
+
+describe('openaiResponses(): stalls and aborts', () => {
+  const firstDeltaFrame = wire.streamedText.findIndex((frame) =>
+    frame.includes('response.output_text.delta'),
+  );
+
+  async function failure(promise: Promise<unknown>): Promise<unknown> {
+    return promise.then(
+      (value) => {
+        throw new Error(`expected a failure, got ${JSON.stringify(value)}`);
+      },
+      (error: unknown) => error,
+    );
+  }
+
+  it('a stalled request times out as ModelError timeout (simulated clock, no real wait)', async () => {
+    const { url } = await serve({ stallMs: 600_000, sse: wire.streamedText });
+    const clock = new SimulatedClock();
+    const pending = provider(url, { clock, timeoutMs: 30_000, maxRetries: 0 }).generate(
+      request([{ role: 'user', content: 'x' }]),
+    );
+    while (server!.requests.length === 0) await new Promise((resolve) => setImmediate(resolve));
+    clock.increment(30_000);
+    expect(await failure(pending)).toMatchObject({ kind: 'timeout', retryable: true });
+  });
+
+  it('a stream that stalls after a delta times out and is not retried', async () => {
+    const { url } = await serve(
+      { sse: wire.streamedText, stallAfterChunks: firstDeltaFrame + 1 },
+      { sse: wire.streamedText },
+    );
+    const clock = new SimulatedClock();
+    const req = request([{ role: 'user', content: 'x' }]);
+    let sawDelta: () => void = () => {};
+    const delta = new Promise<void>((resolve) => {
+      sawDelta = resolve;
+    });
+    const pending = provider(url, { clock, timeoutMs: 30_000, sleep: async () => {} }).generate({
+      ...req,
+      onDelta: (d) => {
+        req.deltas.push(d);
+        sawDelta();
+      },
+    });
+    await delta;
+    clock.increment(30_000);
+    expect(await failure(pending)).toMatchObject({ kind: 'timeout', retryable: false });
+    expect(server!.requests).toHaveLength(1);
+  });
+
+  it("the caller's abort ends a stalled call at once with an AbortError, and nothing is retried", async () => {
+    const { url } = await serve({ stallMs: 600_000, sse: wire.streamedText }, { sse: wire.streamedText });
+    const controller = new AbortController();
+    const pending = provider(url, { sleep: async () => {} }).generate(
+      request([{ role: 'user', content: 'x' }], { signal: controller.signal }),
+    );
+    while (server!.requests.length === 0) await new Promise((resolve) => setImmediate(resolve));
+    controller.abort();
+    const error = await failure(pending);
+    expect(error).toMatchObject({ name: 'AbortError' });
+    expect(error).not.toBeInstanceOf(ModelError);
+    expect(server!.requests).toHaveLength(1);
+  });
+
+  it("the caller's abort in the middle of a stream is an AbortError, not a truncated stream", async () => {
+    const { url } = await serve({ sse: wire.streamedText, stallAfterChunks: firstDeltaFrame + 1 });
+    const controller = new AbortController();
+    const req = request([{ role: 'user', content: 'x' }], { signal: controller.signal });
+    const pending = provider(url).generate({
+      ...req,
+      onDelta: (delta) => {
+        req.deltas.push(delta);
+        controller.abort();
+      },
+    });
+    const error = await failure(pending);
+    expect(error).toMatchObject({ name: 'AbortError' });
+    expect(req.deltas).toHaveLength(1);
   });
 });

@@ -107,6 +107,26 @@ describe('wire server', () => {
     expect(await second).toHaveProperty('error');
   });
 
+  it('stalls a stream after N frames until the client goes away', async () => {
+    server = await startWireServer(sequence({ sse: ['data: 1', 'data: 2'], stallAfterChunks: 1 }));
+    const controller = new AbortController();
+    let received = '';
+    const done = new Promise<string>((resolve) => {
+      const req = httpRequest(`${server!.url}/s`, { method: 'POST', signal: controller.signal }, (res) => {
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          received += chunk;
+          controller.abort();
+        });
+        res.on('error', () => resolve(received));
+        res.on('close', () => resolve(received));
+      });
+      req.on('error', () => resolve(received));
+      req.end('{}');
+    });
+    expect(await done).toBe('data: 1\n\n');
+  });
+
   it('passes the request and its index to a custom handler', async () => {
     server = await startWireServer((request, index) => ({ body: { index, path: request.path } }));
     await call(server.url, '/a', '{}');

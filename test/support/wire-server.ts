@@ -34,6 +34,8 @@ export interface WireReply {
   stallMs?: number;
   /** Wait this long between SSE frames. */
   chunkDelayMs?: number;
+  /** Send that many SSE frames, then hold the stream open, sending nothing, until the client goes away. */
+  stallAfterChunks?: number;
   /** Exact body text (for example invalid JSON). */
   raw?: string;
 }
@@ -161,9 +163,18 @@ async function answer(
     if (i > 0 && reply.chunkDelayMs !== undefined && reply.chunkDelayMs > 0) {
       if (!(await waitUnlessGone(reply.chunkDelayMs, response, closing))) return;
     }
+    if (reply.stallAfterChunks !== undefined && i >= reply.stallAfterChunks) {
+      await waitUnlessGone(2 ** 31 - 1, response, closing);
+      return;
+    }
     if (response.destroyed) return;
     // Wait for each frame to reach the socket, so a cut right after it does not swallow it.
     await new Promise<void>((resolve) => response.write(`${frames[i]}\n\n`, () => resolve()));
+  }
+  if (reply.stallAfterChunks !== undefined) {
+    // Stalling after the last frame: the stream never ends either.
+    await waitUnlessGone(2 ** 31 - 1, response, closing);
+    return;
   }
   if (cut !== undefined) {
     // A cut stream never ends cleanly, even when the cut falls after the last frame.
