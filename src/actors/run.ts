@@ -16,6 +16,7 @@ import type { ResourceManager } from './resource-manager.ts';
 import { attachResources } from './resource-run.ts';
 import { buildRunResult } from './run-result.ts';
 import { deltaForwarder, registerRuntime, unregisterRuntime } from './run-runtime.ts';
+import { needsSession, runInSession } from './session-run.ts';
 
 export interface RunOptions {
   /** Earlier conversation (for example yesterday's `result.history`). Never mutated. */
@@ -170,6 +171,9 @@ export async function run<TOutput>(
   input: RunInput,
   options: RunOptions = {},
 ): Promise<RunResult<TOutput>> {
+  // Handoffs and fatal tools need a session supervisor; a plain agent keeps the one-actor hot path.
+  if (agent?.kind === 'agent' && needsSession(agent as Agent<unknown>))
+    return runInSession(agent, input, options).result;
   return startRun(agent, input, options).result;
 }
 
@@ -197,6 +201,16 @@ export function stream<TOutput>(
   input: RunInput,
   options: RunOptions = {},
 ): RunStream<TOutput> {
+  if (agent?.kind === 'agent' && needsSession(agent as Agent<unknown>)) {
+    const session = runInSession(agent, input, options);
+    const events = session.events;
+    return {
+      sessionId: session.sessionId,
+      result: session.result,
+      [Symbol.asyncIterator]: () => events[Symbol.asyncIterator](),
+      steps: () => stepsFrom(events, session.result),
+    };
+  }
   const queue = new AsyncQueue<RunEvent>();
   const started = startRun(agent, input, options, (bus) => {
     bus.subscribe((event) => {
