@@ -1,3 +1,5 @@
+export { type InspectObserver, redact, redactingInspector } from './actors/inspect.ts';
+export { type MergeStrategy, type ParallelGroup, type ParallelResult, parallel } from './actors/parallel.ts';
 export {
   type BudgetsConfig,
   createResourceManager,
@@ -14,8 +16,19 @@ export {
 } from './actors/resource-manager.ts';
 export { type AgentStep, type RunOptions, type RunStream, run, stream } from './actors/run.ts';
 export { activeRuntimeCount } from './actors/run-runtime.ts';
+export {
+  type Session,
+  SessionClosedError,
+  type SessionOptions,
+  type SessionStatus,
+} from './actors/session.ts';
+export type { SnapshotStore } from './actors/store.ts';
+export { createFileStore } from './actors/store-file.ts';
+export { createMemoryStore } from './actors/store-memory.ts';
+export { type AgentSystem, type AgentSystemOptions, createAgentSystem } from './actors/system.ts';
 export { type DecodeResult, decodeOutput } from './agent/decode-output.ts';
 export { type Agent, type AgentOptions, defineAgent, type OutputOf } from './agent/define-agent.ts';
+export type { HandoffInputFilter, HandoffTarget } from './agent/handoff.ts';
 export { type Clock, systemClock } from './core/clock.ts';
 export {
   ConfigError,
@@ -73,6 +86,12 @@ export {
   agentMachine,
 } from './machines/agent.ts';
 export type { BudgetLimit, DenialReason, QuotaLimit } from './machines/resources.ts';
+export {
+  defaultSupervision,
+  type SupervisionPolicy,
+  type SupervisionStrategy,
+} from './machines/session.ts';
 export * from './policies/index.ts';
+export { type AgentToolOptions, agentTool, SubAgentError } from './tools/agent-tool.ts';
 export { ToolRegistry } from './tools/registry.ts';
 export { type Tool, type ToolContext, type ToolOptions, tool } from './tools/tool.ts';

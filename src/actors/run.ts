@@ -16,6 +16,7 @@ import type { ResourceManager } from './resource-manager.ts';
 import { attachResources } from './resource-run.ts';
 import { buildRunResult } from './run-result.ts';
 import { deltaForwarder, registerRuntime, unregisterRuntime } from './run-runtime.ts';
+import { setScope } from './session-hooks.ts';
 import { needsSession, runInSession } from './session-run.ts';
 
 export interface RunOptions {
@@ -102,12 +103,21 @@ function startRun<TOutput>(
     let lastContext: AgentContext | undefined;
     let timer: unknown;
     let finished = false;
+    // Nested runs (agentTool) read the deadline and inspector from here (R5).
+    const clearScope =
+      agent.limits.timeoutMs !== null || options.inspect
+        ? setScope(sessionId, {
+            deadline: agent.limits.timeoutMs === null ? null : clock.now() + agent.limits.timeoutMs,
+            ...(options.inspect ? { inspect: options.inspect } : {}),
+          })
+        : undefined;
     const onAbort = () => actor.send({ type: 'abort', reason: abortReason(options.signal) });
 
     const finish = (context: AgentContext | undefined, internalError?: unknown) => {
       if (finished) return;
       finished = true;
       if (timer !== undefined) clock.clearTimeout(timer);
+      clearScope?.();
       options.signal?.removeEventListener('abort', onAbort);
       const final = context ?? lastContext;
       const runResult = final

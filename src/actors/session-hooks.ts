@@ -21,3 +21,23 @@ export function reportFatal(runtimeKey: string, error: ErrorInfo): boolean {
   handler(error);
   return true;
 }
+
+/** What a nested run (agentTool, parallel) inherits from the run that starts it: its deadline and inspector. */
+export interface RunScope {
+  /** Clock time at which the run times out, or null. */
+  deadline: number | null;
+  inspect?: import('./inspect.ts').InspectObserver;
+}
+
+const scopes = new Map<string, RunScope>();
+
+export function setScope(runtimeKey: string, scope: RunScope): () => void {
+  scopes.set(runtimeKey, scope);
+  return () => {
+    if (scopes.get(runtimeKey) === scope) scopes.delete(runtimeKey);
+  };
+}
+
+export function scopeOf(runtimeKey: string): RunScope | undefined {
+  return scopes.get(runtimeKey);
+}

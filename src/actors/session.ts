@@ -29,7 +29,7 @@ import { EventBus } from './event-bus.ts';
 import { type InspectObserver, redactingInspector } from './inspect.ts';
 import { stepsOf } from './run-result.ts';
 import { deltaForwarder, registerRuntime, unregisterRuntime } from './run-runtime.ts';
-import { onFatal } from './session-hooks.ts';
+import { onFatal, setScope } from './session-hooks.ts';
 import { checkpointKey, type SnapshotStore, sessionKey } from './store.ts';
 import { createMemoryStore } from './store-memory.ts';
 
@@ -409,12 +409,16 @@ export function startSession<TOutput>(
     const subscription = child.subscribe({ next: onSnapshot, error: () => undefined });
     onSnapshot(child.getSnapshot());
     let timer: unknown;
-    if (agent?.limits.timeoutMs != null) {
-      timer = clock.setTimeout(() => child.send({ type: 'timeout' }), agent.limits.timeoutMs);
-    }
+    const timeoutMs = agent?.limits.timeoutMs ?? null;
+    if (timeoutMs !== null) timer = clock.setTimeout(() => child.send({ type: 'timeout' }), timeoutMs);
+    const clearScope = setScope(`${sessionId}/${name}`, {
+      deadline: timeoutMs === null ? null : clock.now() + timeoutMs,
+      ...(environment.inspect ? { inspect: environment.inspect } : {}),
+    });
     watched = {
       id,
       stop: () => {
+        clearScope();
         subscription.unsubscribe();
         if (timer !== undefined) clock.clearTimeout(timer);
       },

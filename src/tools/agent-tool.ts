@@ -1,0 +1,80 @@
+import { z } from 'zod';
+import type { RunOptions } from '../actors/run.ts';
+import { stream } from '../actors/run.ts';
+import { runtimeOf } from '../actors/run-runtime.ts';
+import { scopeOf } from '../actors/session-hooks.ts';
+import type { Agent } from '../agent/define-agent.ts';
+import { ConfigError } from '../core/errors.ts';
+import type { RunResult } from '../core/result.ts';
+import { type Tool, tool } from './tool.ts';
+
+export interface AgentToolOptions {
+  /** The tool name the model sees; default: the agent's name (characters tools may not hold become `_`). */
+  name?: string;
+  /** What the sub-agent does, for the model; default: the agent's description. */
+  description?: string;
+}
+
+/** A sub-run that did not complete; the caller's model gets its message as the tool's error result. */
+export class SubAgentError extends Error {
+  readonly result: RunResult<unknown>;
+  constructor(agent: string, result: RunResult<unknown>) {
+    super(
+      `agent "${agent}" ${result.status} (${result.stopReason})${result.error ? `: ${result.error.message}` : ''}`,
+    );
+    this.name = 'SubAgentError';
+    this.result = result;
+  }
+}
+
+/**
+ * An agent as a tool (REQUIREMENTS M3, R5): the model calls it with a task, the sub-agent runs to the end, and
+ * its output (or text) is the tool's result. Limits carry down: the sub-run may use at most the caller's
+ * remaining steps and its remaining time, and the caller's abort (or timeout, or end) aborts it. A sub-run that
+ * does not complete is a tool error the caller's model sees. The sub-run's events appear in the caller's stream,
+ * attributed to the sub-agent.
+ */
+export function agentTool<TOutput>(agent: Agent<TOutput>, options: AgentToolOptions = {}): Tool {
+  if (agent?.kind !== 'agent') throw new ConfigError('agentTool(): the first argument must be an agent.');
+  const description = options.description ?? agent.description;
+  if (typeof description !== 'string' || description.trim() === '') {
+    throw new ConfigError(
+      `agentTool(${JSON.stringify(agent.name)}): give a description (or define the agent with one); the model reads it.`,
+    );
+  }
+  return tool({
+    name: options.name ?? agent.name.replace(/[^a-zA-Z0-9_-]/g, '_').slice(0, 64),
+    description,
+    input: z.object({ input: z.string().describe(`The task for ${agent.name}, in plain words.`) }),
+    // A sub-run is not retried: its failure goes back to the model, which decides.
+    retries: 0,
+    async execute({ input }, ctx) {
+      const caller = runtimeOf(ctx.sessionId);
+      const scope = scopeOf(ctx.sessionId);
+      const limits = { ...agent.limits };
+      if (caller) {
+        const remaining = caller.agent.limits.maxSteps - ctx.step;
+        if (remaining < 1) throw new Error(`no steps left for ${agent.name} within the caller's step limit.`);
+        limits.maxSteps = Math.min(limits.maxSteps, remaining);
+      }
+      const clock = caller?.clock;
+      if (scope?.deadline != null && clock) {
+        const left = scope.deadline - clock.now();
+        if (left <= 0) throw new Error(`no time left for ${agent.name} within the caller's timeout.`);
+        limits.timeoutMs = limits.timeoutMs === null ? left : Math.min(limits.timeoutMs, left);
+      }
+      const nested: Agent<TOutput> = Object.freeze({ ...agent, limits });
+      const runOptions: RunOptions = { signal: ctx.signal, sessionId: `${ctx.sessionId}:${ctx.callId}` };
+      if (clock) runOptions.clock = clock;
+      if (scope?.inspect) runOptions.inspect = scope.inspect;
+      const sub = stream(nested, input, runOptions);
+      for await (const event of sub) {
+        if (event.type !== 'run_start' && event.type !== 'run_end')
+          caller?.bus.emit(event.agent, event.type, event.data as never);
+      }
+      const result = await sub.result;
+      if (result.status !== 'completed') throw new SubAgentError(agent.name, result as RunResult<unknown>);
+      return result.output !== undefined ? result.output : result.text;
+    },
+  });
+}
