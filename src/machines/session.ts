@@ -197,6 +197,40 @@ function answer(call: { id: string; name: string }, content: string, isError: bo
   return { role: 'tool', toolCallId: call.id, name: call.name, content, isError };
 }
 
+/**
+ * The transcript with an agent's messages appended. Tool-call ids are unique within one agent's run, not across
+ * agents or turns (a provider without ids gets synthetic ones per run), so an id already in the transcript is
+ * renamed, in the assistant message and in the tool message that answers it, to keep the history valid.
+ */
+export function appendDelta(transcript: Message[], delta: readonly Message[]): Message[] {
+  const used = new Set<string>();
+  for (const message of transcript)
+    if (message.role === 'assistant') for (const call of message.toolCalls ?? []) used.add(call.id);
+  const renamed = new Map<string, string>();
+  const out: Message[] = [...transcript];
+  for (const message of delta) {
+    if (message.role === 'assistant' && message.toolCalls?.some((call) => used.has(call.id))) {
+      const toolCalls = message.toolCalls.map((call) => {
+        if (!used.has(call.id)) return call;
+        let id = `${call.id}_${used.size}`;
+        for (let n = 1; used.has(id); n++) id = `${call.id}_${used.size + n}`;
+        renamed.set(call.id, id);
+        used.add(id);
+        return { ...call, id };
+      });
+      out.push({ ...message, toolCalls });
+      continue;
+    }
+    if (message.role === 'assistant') for (const call of message.toolCalls ?? []) used.add(call.id);
+    if (message.role === 'tool' && renamed.has(message.toolCallId)) {
+      out.push({ ...message, toolCallId: renamed.get(message.toolCallId) as string });
+      continue;
+    }
+    out.push(message);
+  }
+  return out;
+}
+
 /** Times `target` already appears on the path: a handoff to it beyond maxRevisits is refused. */
 function visits(context: SessionContext, target: string): number {
   return context.path.filter((name) => name === target).length;
@@ -360,7 +394,7 @@ export const sessionMachine = setup({
       if (!output) return {};
       const stopReason = output.stopReason ?? 'error';
       return {
-        transcript: [...context.transcript, ...output.history.slice(context.agentBase)],
+        transcript: appendDelta(context.transcript, output.history.slice(context.agentBase)),
         turns: context.turns + 1,
         lastTurn: outcomeOf(context, output, stopReason, statusFor(stopReason), output.error),
       };
@@ -371,7 +405,7 @@ export const sessionMachine = setup({
       const why = context.refusals > 0 ? 'a refused handoff was asked for again' : 'the handoff depth limit';
       const message = `Handoff to ${output.handoff.target} not done: ${why} (maxHandoffDepth ${context.handoffLimits.maxDepth}, maxHandoffRevisits ${context.handoffLimits.maxRevisits}, path ${[...context.path, output.handoff.target].join(' -> ')}).`;
       return {
-        transcript: [...context.transcript, ...deltaWithAnswer(context, output, `Not run: ${message}`)],
+        transcript: appendDelta(context.transcript, deltaWithAnswer(context, output, `Not run: ${message}`)),
         turns: context.turns + 1,
         lastTurn: outcomeOf(context, output, 'handoff_limit', 'stopped', {
           name: 'RunStopped',
@@ -449,7 +483,10 @@ export const sessionMachine = setup({
       });
       const delta = output.history.slice(context.agentBase);
       enqueue.assign({
-        transcript: [...context.transcript, ...delta, answer(call, `Transferred to ${target}.`, false)],
+        transcript: appendDelta(context.transcript, [
+          ...delta,
+          answer(call, `Transferred to ${target}.`, false),
+        ]),
         spent: addSpent(context.spent, output),
         path: [...context.path, target],
         handoffCount: context.handoffCount + 1,

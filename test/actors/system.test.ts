@@ -1,0 +1,513 @@
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  activeRuntimeCount,
+  agentTool,
+  createAgentSystem,
+  createFileStore,
+  defineAgent,
+  type Message,
+  parallel,
+  type RunEvent,
+  run,
+  SessionClosedError,
+  tool,
+  validateHistory,
+} from 'troupe';
+import { scriptedModel } from 'troupe/testing';
+import { describe, expect, it } from 'vitest';
+import { SimulatedClock } from 'xstate';
+import { z } from 'zod';
+
+const handoffTo = (name: string) => ({
+  toolCalls: [{ name: `transfer_to_${name}`, args: { reason: 'theirs' } }],
+  stopReason: 'tool_use' as const,
+});
+
+async function collect(events: AsyncIterable<RunEvent>): Promise<RunEvent[]> {
+  const seen: RunEvent[] = [];
+  for await (const event of events) seen.push(event);
+  return seen;
+}
+
+/** Waits (on real time, a few ms at most) until `predicate` holds; for events that arrive from promises. */
+async function until(predicate: () => boolean): Promise<void> {
+  for (let i = 0; i < 1000 && !predicate(); i++) await new Promise((resolve) => setImmediate(resolve));
+  expect(predicate()).toBe(true);
+}
+
+describe('createAgentSystem: sessions', () => {
+  it('spawns addressable sessions, lists them, takes follow-ups on the same history, stops and shuts down', async () => {
+    const model = scriptedModel([{ text: 'hello' }, { text: 'again' }, { text: 'other' }]);
+    const agent = defineAgent({ name: 'greeter', instructions: 'greet', model });
+    const system = createAgentSystem();
+    const all: RunEvent[] = [];
+    const allEvents = (async () => {
+      for await (const event of system.events()) all.push(event);
+    })();
+    const a = system.spawn(agent, 'hi', { id: 'a' });
+    expect(system.get('a')).toBe(a);
+    expect(() => system.spawn(agent, 'hi', { id: 'a' })).toThrow(/already running/);
+    const first = await a.result;
+    expect(first).toMatchObject({ status: 'completed', text: 'hello', agent: 'greeter', sessionId: 'a' });
+    expect(a.status).toBe('idle');
+    const firstEvents = await collect(a.events());
+    expect(firstEvents[0]?.type).toBe('run_start');
+    expect(firstEvents.at(-1)?.type).toBe('run_end');
+
+    const second = await a.send('and now?');
+    expect(second.text).toBe('again');
+    // The follow-up continued the same conversation.
+    expect(second.history.map((m) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant']);
+    expect(second.historyDelta.map((m) => m.role)).toEqual(['user', 'assistant']);
+    expect(model.requests[1]?.messages.filter((m) => m.role !== 'system')).toHaveLength(3);
+    validateHistory(second.history);
+
+    const b = system.spawn(agent, 'hi', { id: 'b' });
+    expect(
+      system
+        .list()
+        .map((s) => s.id)
+        .sort(),
+    ).toEqual(['a', 'b']);
+    await b.result;
+    await a.stop();
+    expect(a.status).toBe('closed');
+    await expect(a.send('more')).rejects.toBeInstanceOf(SessionClosedError);
+    expect(system.get('a')).toBeUndefined();
+    await system.shutdown();
+    await allEvents;
+    expect(system.list()).toEqual([]);
+    expect(activeRuntimeCount()).toBe(0);
+    expect(new Set(all.map((e) => e.sessionId))).toEqual(new Set(['a', 'b']));
+    expect(all.every((e) => e.agent === 'greeter')).toBe(true);
+  });
+
+  it('stop() during a turn aborts the in-flight model call and ends the turn aborted', async () => {
+    let aborted = false;
+    const model = scriptedModel(async (request) => {
+      await new Promise<void>((resolve) => request.signal.addEventListener('abort', () => resolve()));
+      aborted = true;
+      return { text: 'late' };
+    });
+    const system = createAgentSystem();
+    const session = system.spawn(defineAgent({ name: 'slow', instructions: '', model }), 'go');
+    await until(() => model.calls === 1);
+    await session.stop('enough');
+    const result = await session.result;
+    expect(result).toMatchObject({ status: 'stopped', stopReason: 'aborted' });
+    expect(aborted).toBe(true);
+    await system.shutdown();
+  });
+
+  it("the caller's AbortSignal stops the session", async () => {
+    const model = scriptedModel([{ delayMs: 1e9 }]);
+    const controller = new AbortController();
+    const system = createAgentSystem();
+    const session = system.spawn(defineAgent({ name: 'slow', instructions: '', model }), 'go', {
+      signal: controller.signal,
+    });
+    controller.abort();
+    expect((await session.result).stopReason).toBe('aborted');
+    await session.closed;
+    await system.shutdown();
+  });
+});
+
+describe('handoffs', () => {
+  it('moves the conversation to the target: events attributed to it, result says who answered and the path', async () => {
+    const billingModel = scriptedModel([{ text: 'refund issued' }]);
+    const billing = defineAgent({
+      name: 'billing',
+      instructions: 'billing',
+      description: 'Refunds',
+      model: billingModel,
+    });
+    const support = defineAgent({ name: 'support', instructions: 'support', model: scriptedModel([]) });
+    const triageModel = scriptedModel([handoffTo('billing')]);
+    const triage = defineAgent({
+      name: 'triage',
+      instructions: 'route',
+      model: triageModel,
+      handoffs: [billing, support],
+    });
+    const system = createAgentSystem();
+    const session = system.spawn(triage, 'refund please');
+    const events = await collect(session.events());
+    const result = await session.result;
+    expect(result).toMatchObject({ status: 'completed', agent: 'billing', text: 'refund issued' });
+    expect(result.path).toEqual(['triage', 'billing']);
+    expect(triageModel.requests[0]?.tools.map((t) => t.name)).toEqual([
+      'transfer_to_billing',
+      'transfer_to_support',
+    ]);
+    const handoff = events.find((e) => e.type === 'handoff');
+    expect(handoff).toMatchObject({
+      agent: 'triage',
+      data: { from: 'triage', to: 'billing', outcome: 'accepted' },
+    });
+    expect(events.filter((e) => e.type === 'model_response').map((e) => e.agent)).toEqual([
+      'triage',
+      'billing',
+    ]);
+    expect(events.at(-1)).toMatchObject({ type: 'run_end', agent: 'billing' });
+    // The target saw the conversation with the handoff answered.
+    const seen = billingModel.requests[0]?.messages ?? [];
+    expect(seen.at(-1)).toMatchObject({ role: 'tool', content: 'Transferred to billing.' });
+    validateHistory(result.history);
+    await system.shutdown();
+  });
+
+  it('applies the handoff input filter to what the target sees', async () => {
+    const targetModel = scriptedModel([{ text: 'ok' }]);
+    const target = defineAgent({ name: 'target', instructions: '', model: targetModel });
+    const source = defineAgent({
+      name: 'source',
+      instructions: '',
+      model: scriptedModel([handoffTo('target')]),
+      handoffs: [target],
+      handoffInputFilter: ({ history }) => history.filter((m) => m.role === 'user'),
+    });
+    const result = await run(source, 'only this');
+    expect(targetModel.requests[0]?.messages).toEqual([{ role: 'user', content: 'only this' }]);
+    expect(result.agent).toBe('target');
+    expect(activeRuntimeCount()).toBe(0);
+  });
+
+  it('refuses a handoff back to an agent on the path beyond maxHandoffRevisits, then ends with handoff_limit on a repeat', async () => {
+    const aModel = scriptedModel([handoffTo('b')]);
+    const bModel = scriptedModel([handoffTo('a'), handoffTo('a')]);
+    const b = defineAgent({ name: 'b', instructions: '', model: bModel, handoffs: ['a'] });
+    const a = defineAgent({
+      name: 'a',
+      instructions: '',
+      model: aModel,
+      handoffs: [b],
+      maxHandoffRevisits: 0,
+    });
+    const system = createAgentSystem({ agents: [a, b] });
+    const session = system.spawn(a, 'go');
+    const events = await collect(session.events());
+    const result = await session.result;
+    expect(result).toMatchObject({ status: 'stopped', stopReason: 'handoff_limit', agent: 'b' });
+    expect(
+      events.filter((e) => e.type === 'handoff').map((e) => (e.type === 'handoff' ? e.data.outcome : '')),
+    ).toEqual(['accepted', 'refused', 'limit']);
+    // The model was told why, as an error tool result, before it tried again.
+    const refusal = bModel.requests[1]?.messages.at(-1) as Message;
+    expect(refusal).toMatchObject({ role: 'tool', isError: true });
+    expect(refusal.content).toMatch(/refused: a is already on the handoff path/);
+    validateHistory(result.history);
+    await system.shutdown();
+  });
+
+  it('ends with handoff_limit when maxHandoffDepth is reached', async () => {
+    const c = defineAgent({ name: 'c', instructions: '', model: scriptedModel([{ text: 'never' }]) });
+    const b = defineAgent({
+      name: 'b',
+      instructions: '',
+      model: scriptedModel([handoffTo('c')]),
+      handoffs: [c],
+    });
+    const a = defineAgent({
+      name: 'a',
+      instructions: '',
+      model: scriptedModel([handoffTo('b')]),
+      handoffs: [b],
+      maxHandoffDepth: 1,
+    });
+    const result = await run(a, 'go');
+    expect(result).toMatchObject({ stopReason: 'handoff_limit', agent: 'b', path: ['a', 'b'] });
+    expect(result.error?.message).toMatch(/maxHandoffDepth 1/);
+    validateHistory(result.history);
+  });
+
+  it('rejects a handoff to an unknown agent name before anything runs', () => {
+    const a = defineAgent({ name: 'a', instructions: '', model: scriptedModel([]), handoffs: ['ghost'] });
+    expect(() => createAgentSystem().spawn(a, 'go')).toThrow(/ghost/);
+  });
+});
+
+describe('agentTool', () => {
+  it("runs the sub-agent and returns its answer as the tool result; its events join the caller's stream", async () => {
+    const researcher = defineAgent({
+      name: 'researcher',
+      instructions: 'research',
+      description: 'Finds facts',
+      model: scriptedModel([{ text: 'Paris is the capital' }]),
+    });
+    const callerModel = scriptedModel([
+      { toolCalls: [{ name: 'researcher', args: { input: 'capital of France?' } }], stopReason: 'tool_use' },
+      { text: 'Paris' },
+    ]);
+    const caller = defineAgent({
+      name: 'writer',
+      instructions: '',
+      model: callerModel,
+      tools: [agentTool(researcher)],
+    });
+    const system = createAgentSystem();
+    const session = system.spawn(caller, 'write');
+    const events = await collect(session.events());
+    const result = await session.result;
+    expect(result).toMatchObject({ status: 'completed', text: 'Paris' });
+    expect(result.steps[0]?.toolCalls[0]?.result).toBe('Paris is the capital');
+    expect(events.some((e) => e.agent === 'researcher' && e.type === 'model_response')).toBe(true);
+    await system.shutdown();
+  });
+
+  it("limits the sub-run to the caller's remaining steps; its failure is a tool error for the model", async () => {
+    const loop = tool({
+      name: 'again',
+      description: 'x',
+      input: z.object({ n: z.number() }),
+      execute: ({ n }) => n,
+    });
+    const subModel = scriptedModel((_request, index) => ({
+      toolCalls: [{ name: 'again', args: { n: index } }],
+      stopReason: 'tool_use',
+    }));
+    const sub = defineAgent({
+      name: 'sub',
+      instructions: '',
+      description: 'loops',
+      model: subModel,
+      tools: [loop],
+    });
+    const callerModel = scriptedModel([
+      { toolCalls: [{ name: 'sub', args: { input: 'go' } }], stopReason: 'tool_use' },
+      { text: 'gave up' },
+    ]);
+    const caller = defineAgent({
+      name: 'caller',
+      instructions: '',
+      model: callerModel,
+      tools: [agentTool(sub)],
+      limits: { maxSteps: 3 },
+    });
+    const result = await run(caller, 'go');
+    // Step 1 of 3 asked for the sub-agent: it may use the 2 steps left, not its own default of 10.
+    expect(subModel.calls).toBe(2);
+    const call = result.steps[0]?.toolCalls[0];
+    expect(call?.isError).toBe(true);
+    expect(call?.result).toMatch(/agent "sub" stopped \(max_steps\)/);
+    expect(result.text).toBe('gave up');
+  });
+
+  it("aborting the caller aborts the sub-run's model call", async () => {
+    let subAborted = false;
+    const subModel = scriptedModel(async (request) => {
+      await new Promise<void>((resolve) => request.signal.addEventListener('abort', () => resolve()));
+      subAborted = true;
+      return { text: 'late' };
+    });
+    const sub = defineAgent({ name: 'sub', instructions: '', description: 'slow', model: subModel });
+    const caller = defineAgent({
+      name: 'caller',
+      instructions: '',
+      model: scriptedModel([{ toolCalls: [{ name: 'sub', args: { input: 'go' } }], stopReason: 'tool_use' }]),
+      tools: [agentTool(sub)],
+    });
+    const controller = new AbortController();
+    const pending = run(caller, 'go', { signal: controller.signal });
+    await until(() => subModel.calls === 1);
+    controller.abort();
+    expect((await pending).stopReason).toBe('aborted');
+    await until(() => subAborted);
+  });
+
+  it("passes the caller's remaining time down as the sub-run's timeout", async () => {
+    const clock = new SimulatedClock();
+    const subModel = scriptedModel([{ delayMs: 1e9 }]);
+    const sub = defineAgent({ name: 'sub', instructions: '', description: 'slow', model: subModel });
+    const caller = defineAgent({
+      name: 'caller',
+      instructions: '',
+      model: scriptedModel([
+        { toolCalls: [{ name: 'sub', args: { input: 'go' } }], stopReason: 'tool_use' },
+        { text: 'done anyway' },
+      ]),
+      tools: [agentTool(sub)],
+      limits: { timeoutMs: 1000 },
+    });
+    const pending = run(caller, 'go', { clock });
+    await until(() => subModel.calls === 1);
+    clock.increment(400);
+    // 600 ms are left; the sub-run's own timer fires first only if it got the caller's remaining time.
+    clock.increment(600);
+    const result = await pending;
+    expect(result.stopReason).toBe('timed_out');
+  });
+});
+
+describe('supervision', () => {
+  function crashingOnce() {
+    let runs = 0;
+    const flaky = tool({
+      name: 'flaky',
+      description: 'crashes the actor the first time',
+      input: z.object({}),
+      fatal: true,
+      execute: () => {
+        runs++;
+        if (runs === 1) throw new Error('disk on fire');
+        return 'written';
+      },
+    });
+    return { flaky, runs: () => runs };
+  }
+
+  it('restarts after a fatal tool from the last checkpoint: the tool runs again, completed model calls are not repeated', async () => {
+    const clock = new SimulatedClock();
+    const { flaky, runs } = crashingOnce();
+    const model = scriptedModel([
+      { text: 'first', toolCalls: [{ name: 'flaky', args: {} }], stopReason: 'tool_use' },
+      { text: 'saved it' },
+    ]);
+    const agent = defineAgent({ name: 'writer', instructions: '', model, tools: [flaky] });
+    const system = createAgentSystem({ clock });
+    const seen: RunEvent[] = [];
+    const session = system.spawn(agent, 'save');
+    const events = (async () => {
+      for await (const event of session.events()) seen.push(event);
+    })();
+    await until(() => seen.some((e) => e.type === 'supervisor'));
+    expect(seen.find((e) => e.type === 'supervisor')).toMatchObject({
+      data: { decision: 'restart', restarts: 1, delayMs: 100, error: { code: 'tool_fatal' } },
+    });
+    clock.increment(99);
+    expect(runs()).toBe(1);
+    clock.increment(1);
+    const result = await session.result;
+    await events;
+    expect(result).toMatchObject({ status: 'completed', text: 'saved it' });
+    expect(runs()).toBe(2);
+    expect(model.calls).toBe(2);
+    expect(result.iterationsUsed).toBe(2);
+    validateHistory(result.history);
+    expect(result.history.filter((m) => m.role === 'tool')).toHaveLength(1);
+    await system.shutdown();
+  });
+
+  it('restarts twice with exponential back-off, then escalates: the session fails with the error', async () => {
+    const clock = new SimulatedClock();
+    const broken = tool({
+      name: 'broken',
+      description: 'always crashes',
+      input: z.object({}),
+      fatal: true,
+      execute: () => {
+        throw new Error('still broken');
+      },
+    });
+    const model = scriptedModel(() => ({
+      toolCalls: [{ name: 'broken', args: {} }],
+      stopReason: 'tool_use',
+    }));
+    const system = createAgentSystem({ clock });
+    const session = system.spawn(defineAgent({ name: 'w', instructions: '', model, tools: [broken] }), 'go');
+    const seen: RunEvent[] = [];
+    const events = (async () => {
+      for await (const event of session.events()) seen.push(event);
+    })();
+    await until(() => seen.filter((e) => e.type === 'supervisor').length === 1);
+    clock.increment(100);
+    await until(() => seen.filter((e) => e.type === 'supervisor').length === 2);
+    clock.increment(200);
+    const result = await session.result;
+    await events;
+    const decisions = seen.flatMap((e) =>
+      e.type === 'supervisor' ? [[e.data.decision, e.data.delayMs]] : [],
+    );
+    expect(decisions).toEqual([
+      ['restart', 100],
+      ['restart', 200],
+      ['escalate', undefined],
+    ]);
+    expect(result).toMatchObject({ status: 'failed', stopReason: 'error', error: { code: 'tool_fatal' } });
+    // Only the model call that asked for the tool was made; every restart resumed at the tool call.
+    expect(model.calls).toBe(1);
+    await session.closed;
+    expect(session.status).toBe('failed');
+    await system.shutdown();
+  });
+
+  it("strategy 'stop' ends the turn failed but keeps the session for the next message", async () => {
+    const { flaky } = crashingOnce();
+    const model = scriptedModel([
+      { toolCalls: [{ name: 'flaky', args: {} }], stopReason: 'tool_use' },
+      { text: 'next turn' },
+    ]);
+    const system = createAgentSystem({ supervision: { strategy: 'stop' } });
+    const session = system.spawn(defineAgent({ name: 'w', instructions: '', model, tools: [flaky] }), 'go');
+    const first = await session.result;
+    expect(first).toMatchObject({ status: 'failed', error: { code: 'tool_fatal' } });
+    expect(session.status).toBe('idle');
+    expect((await session.send('again')).text).toBe('next turn');
+    await system.shutdown();
+  });
+
+  it('writes checkpoints to a file store', async () => {
+    const directory = await mkdtemp(join(tmpdir(), 'troupe-store-'));
+    const clock = new SimulatedClock();
+    const { flaky, runs } = crashingOnce();
+    const model = scriptedModel([
+      { toolCalls: [{ name: 'flaky', args: {} }], stopReason: 'tool_use' },
+      { text: 'ok' },
+    ]);
+    const system = createAgentSystem({ clock, store: createFileStore(directory) });
+    const session = system.spawn(defineAgent({ name: 'w', instructions: '', model, tools: [flaky] }), 'go', {
+      id: 's1',
+    });
+    await until(() => runs() === 1);
+    // The restart loads the checkpoint from disk (asynchronously) after the back-off.
+    for (let i = 0; i < 50 && runs() === 1; i++) {
+      clock.increment(100);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    const result = await session.result;
+    expect(result.text).toBe('ok');
+    expect(model.calls).toBe(2);
+    await system.shutdown();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect((await readdir(directory)).sort()).toEqual(['s1%2Fcheckpoint.json', 's1%2Fsession.json']);
+    await rm(directory, { recursive: true, force: true });
+  });
+});
+
+describe('parallel', () => {
+  const answering = (name: string, text: string) =>
+    defineAgent({ name, instructions: '', model: scriptedModel([{ text }]) });
+
+  it('vote: the majority answer wins; a failed agent does not count', async () => {
+    const failing = defineAgent({ name: 'f', instructions: '', model: scriptedModel([{ error: 'down' }]) });
+    const group = parallel(
+      [answering('a', 'Blue'), answering('b', 'red'), answering('c', 'blue '), failing],
+      {
+        merge: 'vote',
+      },
+    );
+    const result = await group.run('colour?');
+    expect(result).toMatchObject({ status: 'completed', text: 'Blue', votes: { blue: 2, red: 1 } });
+    expect(result.results.map((r) => r.status)).toEqual(['completed', 'completed', 'completed', 'failed']);
+  });
+
+  it('concat: every answer in order', async () => {
+    const result = await parallel([answering('a', 'one'), answering('b', 'two')], { merge: 'concat' }).run(
+      'x',
+    );
+    expect(result.text).toBe('[a]\none\n\n[b]\ntwo');
+    expect(result.output).toEqual(['one', 'two']);
+  });
+
+  it('synthesizer: an agent merges the answers it is given', async () => {
+    const synthModel = scriptedModel([{ text: 'one and two' }]);
+    const synth = defineAgent({ name: 'synth', instructions: '', model: synthModel });
+    const result = await parallel([answering('a', 'one'), answering('b', 'two')], { merge: synth }).run('x');
+    expect(result).toMatchObject({ status: 'completed', text: 'one and two' });
+    const prompt = synthModel.requests[0]?.messages.at(-1)?.content as string;
+    expect(prompt).toContain('[a]\none');
+    expect(prompt).toContain('[b]\ntwo');
+  });
+});
