@@ -1,0 +1,356 @@
+import { defineAgent, type RunEvent, tool } from 'troupe';
+import { scriptedModel } from 'troupe/testing';
+import { describe, expect, it } from 'vitest';
+import {
+  type AnyStateNode,
+  createActor,
+  fromCallback,
+  type InspectionEvent,
+  SimulatedClock,
+  type SnapshotFrom,
+} from 'xstate';
+import { getShortestPaths, type StatePath } from 'xstate/graph';
+import { z } from 'zod';
+import { createAgentSystem } from '../../src/actors/system.ts';
+import { defaultLimits } from '../../src/core/limits.ts';
+import type { Message } from '../../src/core/messages.ts';
+import { type AgentContext, agentMachine } from '../../src/machines/agent.ts';
+import {
+  type SessionContext,
+  type SessionEvent,
+  type SessionMachine,
+  type SessionMachineInput,
+  type SupervisionPolicy,
+  sessionMachine,
+} from '../../src/machines/session.ts';
+import { allTransitions, sessionOnlyStates, transitionName } from './agent-paths.ts';
+
+/**
+ * Model-based tests of the session supervisor (REQUIREMENTS V1, M2, M4): xstate/graph enumerates shortest paths to
+ * every (state, incoming transition) under small limits, with the events a running session can receive (the
+ * effects actor's answers, the active agent's done/error events with handoff or final outputs, fatal-tool crashes,
+ * back-off timers, user messages, stop). Each path is replayed on a real actor of the machine and must end where the
+ * traversal says; the replays must cover every state and transition of the definition. The agent machine's
+ * session-only transitions (handoff, resume into runningTools) are then covered on the real system runtime.
+ */
+
+const descriptor = (handoffTools: Record<string, string>) => ({
+  limits: defaultLimits,
+  toolNames: Object.keys(handoffTools),
+  hasOutputSchema: false,
+  handoffTools,
+});
+
+interface Config {
+  name: string;
+  supervision: SupervisionPolicy;
+}
+
+const base: SupervisionPolicy = {
+  strategy: 'restart',
+  maxRestarts: 1,
+  onExhausted: 'escalate',
+  backoffMs: 10,
+  backoffFactor: 2,
+  maxBackoffMs: 100,
+};
+
+const configs: Config[] = [
+  { name: 'restart once, then escalate', supervision: base },
+  { name: 'restart once, then stop', supervision: { ...base, onExhausted: 'stop' } },
+  { name: 'stop at once', supervision: { ...base, strategy: 'stop' } },
+  { name: 'escalate at once', supervision: { ...base, strategy: 'escalate' } },
+];
+
+function input(config: Config): SessionMachineInput {
+  return {
+    sessionId: 's',
+    entry: 'a',
+    agents: {
+      a: descriptor({ transfer_to_b: 'b' }),
+      b: descriptor({ transfer_to_a: 'a', transfer_to_c: 'c' }),
+      c: descriptor({ transfer_to_a: 'a' }),
+    },
+    history: [{ role: 'user', content: 'hi' }],
+    // Depth 2 and no revisits: a -> b -> c reaches the depth limit, b -> a is refused.
+    handoffLimits: { maxDepth: 2, maxRevisits: 0 },
+    supervision: config.supervision,
+  };
+}
+
+type Snapshot = SnapshotFrom<SessionMachine>;
+
+/** A finished agent's output: its input history plus one assistant turn, with or without a handoff call. */
+function agentOutput(context: SessionContext, handoffTo: string | null): AgentContext {
+  const id = `h${context.childSeq}`;
+  const call = { id, name: `transfer_to_${handoffTo}`, args: {} };
+  const message: Message = handoffTo
+    ? { role: 'assistant', content: '', agent: context.current, toolCalls: [call] }
+    : { role: 'assistant', content: 'answer', agent: context.current };
+  const initial = createActor(agentMachine, {
+    input: {
+      sessionId: 'x',
+      agent: context.current,
+      limits: defaultLimits,
+      toolNames: [],
+      hasOutputSchema: false,
+      history: [],
+      baseLength: 0,
+    },
+  }).getSnapshot().context;
+  return {
+    ...initial,
+    history: [...context.agentHistory, message],
+    baseLength: context.agentBase,
+    step: 1,
+    modelCalls: 1,
+    text: handoffTo ? '' : 'answer',
+    stopReason: handoffTo ? null : 'completed',
+    handoff: handoffTo ? { target: handoffTo, call } : null,
+    openCalls: handoffTo ? [call] : [],
+  };
+}
+
+const backoffEvent = (() => {
+  const node = sessionMachine.getStateNodeById('session.backingOff');
+  const type = [...node.transitions.keys()].find((key) => key.startsWith('xstate.after.'));
+  if (!type) throw new Error('backingOff has no delayed transition');
+  return type;
+})();
+
+function eventsFor(snapshot: Snapshot): SessionEvent[] {
+  const c = snapshot.context;
+  if (snapshot.status !== 'active') return [];
+  const events: SessionEvent[] = [{ type: 'stop' }];
+  if (snapshot.matches('preparing')) {
+    events.push(
+      { type: 'prepared', history: c.transcript, resume: null },
+      { type: 'prepare.failed', error: { name: 'Error', code: 'filter', message: 'bad filter' } },
+    );
+  }
+  if (snapshot.matches('running') && c.activeId !== null) {
+    const id = c.activeId;
+    const targets = Object.values(c.agents[c.current]?.handoffTools ?? {});
+    events.push(
+      { type: `xstate.done.actor.${id}`, actorId: id, output: agentOutput(c, null) },
+      ...targets.map(
+        (target): SessionEvent => ({
+          type: `xstate.done.actor.${id}`,
+          actorId: id,
+          output: agentOutput(c, target),
+        }),
+      ),
+      { type: `xstate.error.actor.${id}`, actorId: id, error: new Error('bug') },
+      { type: 'agent.crashed', id, error: { name: 'FatalToolError', code: 'tool_fatal', message: 'x' } },
+      // Events from children that are no longer active are ignored.
+      { type: 'xstate.done.actor.old-1', actorId: 'old-1', output: agentOutput(c, null) },
+      { type: 'xstate.error.actor.old-1', actorId: 'old-1', error: new Error('late') },
+      {
+        type: 'agent.crashed',
+        id: 'old-1',
+        error: { name: 'FatalToolError', code: 'tool_fatal', message: 'late' },
+      },
+    );
+  }
+  if (snapshot.matches('backingOff')) events.push({ type: backoffEvent } as unknown as SessionEvent);
+  if (snapshot.matches('idle') && c.turns < 2)
+    events.push({ type: 'user.message', message: { role: 'user', content: 'more' } });
+  return events;
+}
+
+function stateKey(snapshot: Snapshot): string {
+  const c = snapshot.context;
+  return JSON.stringify({
+    value: snapshot.value,
+    current: c.current,
+    path: c.path,
+    refusals: c.refusals,
+    restarts: c.restarts,
+    stopping: c.stopping,
+    turns: c.turns,
+    resume: c.resume !== null,
+    fromCheckpoint: c.fromCheckpoint,
+    stop: c.lastTurn?.stopReason ?? null,
+  });
+}
+
+function generatePaths(config: Config): StatePath<Snapshot, SessionEvent>[] {
+  return getShortestPaths(sessionMachine, {
+    input: input(config),
+    events: eventsFor,
+    serializeState: (state, event, prev) =>
+      `${stateKey(state)} via ${event ? JSON.stringify({ t: event.type, o: (event as { output?: AgentContext }).output?.handoff?.target }) : 'init'} from ${prev ? stateKey(prev) : 'start'}`,
+    limit: 100_000,
+  });
+}
+
+function allStates(node: AnyStateNode): string[] {
+  return [node.id, ...Object.values(node.states).flatMap(allStates)];
+}
+
+interface Replayed {
+  snapshot: Snapshot;
+  covered: Set<string>;
+  visited: Set<string>;
+}
+
+/** The machine with inert agent children: the path's events, not a child, decide when an agent is done. */
+const replayMachine = sessionMachine.provide({
+  actors: { agent: fromCallback(() => undefined) as unknown as typeof agentMachine },
+});
+
+/** Replays a path's events on a real actor of the session machine. */
+function replay(config: Config, events: SessionEvent[]): Replayed {
+  const covered = new Set<string>();
+  const visited = new Set<string>(['session']);
+  const inspect = (event: InspectionEvent) => {
+    if (event.rootId !== event.actorRef.sessionId || event.type !== '@xstate.microstep') return;
+    const value = (event.snapshot as unknown as { value: unknown }).value;
+    if (typeof value === 'string') visited.add(`session.${value}`);
+    for (const transition of event._transitions) {
+      const source = transition.source as AnyStateNode;
+      const list =
+        transition.eventType === ''
+          ? (source.always ?? [])
+          : (source.transitions.get(transition.eventType) ?? []);
+      covered.add(transitionName(source, transition.eventType, list.indexOf(transition)));
+      visited.add(source.id);
+    }
+  };
+  const actor = createActor(replayMachine, { input: input(config), clock: new SimulatedClock(), inspect });
+  actor.subscribe({ error: () => undefined });
+  actor.start();
+  for (const event of events) actor.send(event);
+  const snapshot = actor.getSnapshot();
+  actor.stop();
+  return { snapshot, covered, visited };
+}
+
+describe('session supervisor statechart: generated paths replayed on the machine', () => {
+  const covered = new Set<string>();
+  const visited = new Set<string>();
+  const endings: { config: string; value: unknown; context: SessionContext }[] = [];
+  let replayed = 0;
+
+  for (const config of configs) {
+    it(`every shortest path ends where the statechart says (${config.name})`, () => {
+      const paths = generatePaths(config);
+      expect(paths.length).toBeGreaterThan(20);
+      for (const path of paths) {
+        const events = path.steps.slice(1).map((step) => step.event);
+        const outcome = replay(config, events);
+        const description = events.map((e) => e.type).join(' > ');
+        expect(outcome.snapshot.value, description).toEqual(path.state.value);
+        expect(outcome.snapshot.context.lastTurn?.stopReason ?? null, description).toBe(
+          path.state.context.lastTurn?.stopReason ?? null,
+        );
+        expect(outcome.snapshot.context.path, description).toEqual(path.state.context.path);
+        for (const name of outcome.covered) covered.add(name);
+        for (const id of outcome.visited) visited.add(id);
+        endings.push({ config: config.name, value: path.state.value, context: path.state.context });
+        replayed++;
+      }
+    });
+  }
+
+  it('reaches restart, back-off, stop, escalate, handoff, handoff refused and the depth limit', () => {
+    const some = (predicate: (e: (typeof endings)[number]) => boolean) => endings.some(predicate);
+    expect(some((e) => e.value === 'backingOff' && e.context.restarts === 1)).toBe(true);
+    expect(
+      some((e) => e.value === 'running' && e.context.restarts === 1 && e.context.activeId !== null),
+    ).toBe(true);
+    expect(some((e) => e.value === 'failed' && e.context.lastTurn?.stopReason === 'error')).toBe(true);
+    expect(
+      some(
+        (e) => e.config === 'stop at once' && e.value === 'idle' && e.context.lastTurn?.status === 'failed',
+      ),
+    ).toBe(true);
+    expect(some((e) => e.context.path.join('>') === 'a>b' && e.value === 'running')).toBe(true);
+    expect(some((e) => e.context.refusals === 1 && e.value === 'running')).toBe(true);
+    expect(
+      some(
+        (e) =>
+          e.context.lastTurn?.stopReason === 'handoff_limit' &&
+          e.context.refusals === 0 &&
+          e.context.path.join('>') === 'a>b>c',
+      ),
+    ).toBe(true);
+    expect(some((e) => e.context.lastTurn?.stopReason === 'handoff_limit' && e.context.refusals === 1)).toBe(
+      true,
+    );
+    expect(some((e) => e.value === 'closed' && e.context.lastTurn?.stopReason === 'aborted')).toBe(true);
+  });
+
+  it('the replays visit every state and every transition of the session machine', () => {
+    expect(replayed).toBeGreaterThan(100);
+    expect(allTransitions(sessionMachine.root).filter((name) => !covered.has(name))).toEqual([]);
+    expect(allStates(sessionMachine.root).filter((id) => !visited.has(id))).toEqual([]);
+  });
+});
+
+describe("the agent machine's session-only transitions, on the real system runtime", () => {
+  it('a handoff ends the agent in handingOff, and a restart resumes it in runningTools', async () => {
+    const covered = new Set<string>();
+    const visited = new Set<string>();
+    const inspect = (event: InspectionEvent) => {
+      if (event.type !== '@xstate.microstep') return;
+      for (const transition of event._transitions) {
+        const source = transition.source as AnyStateNode;
+        if (source.machine !== agentMachine.root.machine && source.machine.id !== 'agent') continue;
+        const list =
+          transition.eventType === ''
+            ? (source.always ?? [])
+            : (source.transitions.get(transition.eventType) ?? []);
+        covered.add(transitionName(source, transition.eventType, list.indexOf(transition)));
+      }
+      const value = (event.snapshot as unknown as { value: unknown }).value;
+      if (value === 'handingOff') visited.add('agent.handingOff');
+    };
+    const clock = new SimulatedClock();
+    const system = createAgentSystem({ inspect, clock });
+    // A handoff.
+    const b = defineAgent({ name: 'b', instructions: '', model: scriptedModel([{ text: 'b here' }]) });
+    const a = defineAgent({
+      name: 'a',
+      instructions: '',
+      model: scriptedModel([{ toolCalls: [{ name: 'transfer_to_b', args: {} }], stopReason: 'tool_use' }]),
+      handoffs: [b],
+    });
+    expect((await system.spawn(a, 'go').result).agent).toBe('b');
+    // A restart from a checkpoint taken in runningTools.
+    let runs = 0;
+    const flaky = tool({
+      name: 'flaky',
+      description: 'x',
+      input: z.object({}),
+      fatal: true,
+      execute: () => {
+        runs++;
+        if (runs === 1) throw new Error('crash');
+        return 'ok';
+      },
+    });
+    const w = defineAgent({
+      name: 'w',
+      instructions: '',
+      model: scriptedModel([
+        { toolCalls: [{ name: 'flaky', args: {} }], stopReason: 'tool_use' },
+        { text: 'done' },
+      ]),
+      tools: [flaky],
+    });
+    const session = system.spawn(w, 'go');
+    const seen: RunEvent[] = [];
+    void (async () => {
+      for await (const event of session.events()) seen.push(event);
+    })();
+    for (let i = 0; i < 100 && !seen.some((e) => e.type === 'supervisor'); i++)
+      await new Promise((resolve) => setImmediate(resolve));
+    clock.increment(100);
+    expect((await session.result).text).toBe('done');
+    await system.shutdown();
+
+    expect(allTransitions(agentMachine.root, 'session').filter((name) => !covered.has(name))).toEqual([]);
+    expect(sessionOnlyStates.filter((id) => !visited.has(id))).toEqual([]);
+  });
+});
