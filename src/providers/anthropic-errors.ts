@@ -33,6 +33,13 @@ export function anthropicModelError(error: unknown, midStream = false): unknown 
       });
     }
   }
+  // The SDK's SSE parser met half a JSON line: the connection was cut in the middle of an event.
+  if (error instanceof SyntaxError) {
+    return new ModelError('truncated_stream', `Anthropic stream was cut off: ${error.message}`, {
+      retryable: true,
+      cause: error,
+    });
+  }
   if (error instanceof APIConnectionTimeoutError) {
     return new ModelError('timeout', `Anthropic request timed out: ${error.message}`, {
       retryable: true,
@@ -72,10 +79,20 @@ function isConnectionFailure(error: unknown): boolean {
   if (error instanceof APIConnectionTimeoutError) return false;
   if (error instanceof APIConnectionError) return true;
   if (error instanceof APIError) return false;
-  return (
-    error instanceof TypeError ||
-    (error instanceof Error && /terminated|ECONNRESET|socket hang up|other side closed/i.test(error.message))
-  );
+  return error instanceof Error && connectionFailureMessage.test(error.message);
+}
+
+/** undici's and Node's words for a connection that failed or was cut. */
+const connectionFailureMessage =
+  /terminated|fetch failed|ECONNRESET|ECONNREFUSED|socket hang up|other side closed/i;
+
+/** Our stream reducer could not read an event: the API broke its own protocol. Not a network failure. */
+export function unreadableAnthropicEvent(error: unknown): unknown {
+  if (error instanceof ModelError) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  return new ModelError('invalid_response', `Anthropic sent a stream event we could not read: ${message}`, {
+    cause: error,
+  });
 }
 
 function kindOf(status: number | undefined, type: string | null | undefined): ModelErrorKind {

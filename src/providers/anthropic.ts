@@ -3,7 +3,7 @@ import type { RawMessageStreamEvent } from '@anthropic-ai/sdk/resources/messages
 import { abortError } from '../core/abort.ts';
 import { ConfigError } from '../core/errors.ts';
 import type { ModelProvider, ModelRequest, ModelResponse, ModelSettings } from '../core/model.ts';
-import { anthropicModelError } from './anthropic-errors.ts';
+import { anthropicModelError, unreadableAnthropicEvent } from './anthropic-errors.ts';
 import { anthropicProviderName, toAnthropicRequest } from './anthropic-format.ts';
 import { AnthropicStreamReducer } from './anthropic-stream.ts';
 import { withDefaultSettings } from './request-defaults.ts';
@@ -71,7 +71,13 @@ export async function streamAnthropicOnce(
     if (request.signal.aborted) throw abortError(request.signal);
     const stream = await client.messages.create(body, { signal: request.signal });
     streaming = true;
-    for await (const event of stream as AsyncIterable<RawMessageStreamEvent>) reducer.push(event);
+    for await (const event of stream as AsyncIterable<RawMessageStreamEvent>) {
+      try {
+        reducer.push(event);
+      } catch (error) {
+        throw unreadableAnthropicEvent(error);
+      }
+    }
     // The SDK ends the iteration quietly when the signal aborts mid-stream: say so instead of "truncated".
     if (request.signal.aborted) throw abortError(request.signal);
     return reducer.finish();

@@ -32,7 +32,9 @@ export function geminiModelError(error: unknown, retryAfterHeaderMs?: number, mi
         cause: error,
       });
     }
-    if (error instanceof TypeError || /terminated|socket|ECONNRESET|fetch failed/i.test(error.message)) {
+    if (
+      /terminated|fetch failed|ECONNRESET|ECONNREFUSED|socket hang up|other side closed/i.test(error.message)
+    ) {
       if (midStream) {
         return new ModelError('truncated_stream', `Gemini stream was cut off: ${error.message}`, {
           retryable: true,
@@ -44,7 +46,11 @@ export function geminiModelError(error: unknown, retryAfterHeaderMs?: number, mi
         cause: error,
       });
     }
-    if (/Incomplete JSON segment|exception parsing stream chunk/.test(error.message)) {
+    // The SDK's stream parser met half a JSON chunk: the connection was cut in the middle of an event.
+    if (
+      error instanceof SyntaxError ||
+      /Incomplete JSON segment|exception parsing stream chunk/.test(error.message)
+    ) {
       return new ModelError('truncated_stream', `Gemini stream was cut off: ${error.message}`, {
         retryable: true,
         cause: error,
@@ -108,4 +114,13 @@ function parseBody(message: string): ErrorBody {
 
 function isAbort(error: unknown): boolean {
   return error instanceof Error && error.name === 'AbortError';
+}
+
+/** Our stream reducer could not read a chunk: the API broke its own protocol. Not a network failure. */
+export function unreadableGeminiChunk(error: unknown): unknown {
+  if (error instanceof ModelError) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  return new ModelError('invalid_response', `Gemini sent a stream chunk we could not read: ${message}`, {
+    cause: error,
+  });
 }

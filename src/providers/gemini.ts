@@ -3,7 +3,7 @@ import { GoogleGenAI, type GoogleGenAIOptions } from '@google/genai';
 import { abortError } from '../core/abort.ts';
 import { ConfigError } from '../core/errors.ts';
 import type { ModelProvider, ModelRequest, ModelResponse, ModelSettings } from '../core/model.ts';
-import { geminiModelError } from './gemini-errors.ts';
+import { geminiModelError, unreadableGeminiChunk } from './gemini-errors.ts';
 import { geminiProviderName, toGeminiRequest } from './gemini-format.ts';
 import { GeminiStreamReducer } from './gemini-stream.ts';
 import { withDefaultSettings } from './request-defaults.ts';
@@ -90,7 +90,13 @@ export async function streamGeminiOnce(
     if (request.signal.aborted) throw abortError(request.signal);
     const stream = await client.models.generateContentStream(params);
     streaming = true;
-    for await (const chunk of stream) reducer.push(chunk);
+    for await (const chunk of stream) {
+      try {
+        reducer.push(chunk);
+      } catch (error) {
+        throw unreadableGeminiChunk(error);
+      }
+    }
     if (request.signal.aborted) throw abortError(request.signal);
     return reducer.finish();
   } catch (error) {

@@ -69,7 +69,18 @@ export async function streamResponsesOnce(
     if (request.signal.aborted) throw abortError(request.signal);
     const stream = await client.responses.create(body, { signal: request.signal });
     streaming = true;
-    for await (const event of stream as AsyncIterable<ResponseStreamEvent>) reducer.push(event);
+    for await (const event of stream as AsyncIterable<ResponseStreamEvent>) {
+      try {
+        reducer.push(event);
+      } catch (error) {
+        if (error instanceof ModelError) throw error;
+        throw new ModelError(
+          'invalid_response',
+          `OpenAI Responses sent a stream event we could not read: ${(error as Error)?.message ?? String(error)}`,
+          { cause: error },
+        );
+      }
+    }
     // The SDK ends the iteration quietly when the signal aborts mid-stream: say so instead of "truncated".
     if (request.signal.aborted) throw abortError(request.signal);
     return reducer.finish();
@@ -121,10 +132,14 @@ export function responsesModelError(error: unknown, midStream = false): unknown 
     if (retryAfter !== undefined) options.retryAfterMs = retryAfter;
     return new ModelError(kind, `OpenAI API error${status ? ` ${status}` : ''}: ${error.message}`, options);
   }
-  if (
-    error instanceof TypeError ||
-    (error instanceof Error && /terminated|ECONNRESET|socket/i.test(error.message))
-  ) {
+  // The SDK's SSE parser met half a JSON line: the connection was cut in the middle of an event.
+  if (error instanceof SyntaxError) {
+    return new ModelError('truncated_stream', `OpenAI stream was cut off: ${error.message}`, {
+      retryable: true,
+      cause: error,
+    });
+  }
+  if (error instanceof Error && connectionFailureMessage.test(error.message)) {
     return new ModelError('network', `OpenAI connection failed: ${error.message}`, {
       retryable: true,
       cause: error,
@@ -133,14 +148,15 @@ export function responsesModelError(error: unknown, midStream = false): unknown 
   return error;
 }
 
+/** undici's and Node's words for a connection that failed or was cut. */
+const connectionFailureMessage =
+  /terminated|fetch failed|ECONNRESET|ECONNREFUSED|socket hang up|other side closed/i;
+
 /** The connection failed (SDK connection error, or undici's raw `TypeError: terminated` on a reset). */
 function isConnectionFailure(error: unknown): boolean {
   if (error instanceof APIConnectionError) return true;
   if (error instanceof APIError) return false;
-  return (
-    error instanceof TypeError ||
-    (error instanceof Error && /terminated|ECONNRESET|socket hang up|other side closed/i.test(error.message))
-  );
+  return error instanceof Error && connectionFailureMessage.test(error.message);
 }
 
 function kindOf(status: number | undefined, code: string | undefined): ModelErrorKind {

@@ -460,6 +460,28 @@ describe('anthropic(): faults', () => {
     expect(req.deltas).toEqual([{ type: 'text', text: 'Hello' }]);
   });
 
+  it('half a JSON line in an event is a retryable truncated_stream', async () => {
+    const { url } = await serve({
+      sse: [wire.streamedText[0]!, 'event: content_block_start\ndata: {"type":"content_blo'],
+    });
+    const error = await failure(
+      provider(url, { maxRetries: 0 }).generate(request([{ role: 'user', content: 'x' }])),
+    );
+    expect(error).toMatchObject({ kind: 'truncated_stream', retryable: true });
+  });
+
+  it('an event of the wrong shape is invalid_response and is not retried', async () => {
+    const { url } = await serve(
+      { sse: ['event: message_start\ndata: {"type":"message_start"}'] },
+      { sse: wire.streamedText },
+    );
+    const error = await failure(
+      provider(url, { sleep: recordedSleeps().sleep }).generate(request([{ role: 'user', content: 'x' }])),
+    );
+    expect(error).toMatchObject({ kind: 'invalid_response', retryable: false });
+    expect(server!.requests).toHaveLength(1);
+  });
+
   it('400 is a bad_request that is not retried; 401 is authentication', async () => {
     const badRequest = JSON.stringify({
       type: 'error',

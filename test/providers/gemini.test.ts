@@ -338,6 +338,14 @@ describe('gemini(): faults', () => {
     expect(sleeps).toHaveLength(1);
   });
 
+  it('half a JSON chunk is a retryable truncated_stream', async () => {
+    const { url } = await serve({ sse: ['data: {"candidates": [{"content": {"par'] });
+    const error = await provider(url, { maxRetries: 0 })
+      .generate(request([{ role: 'user', content: 'x' }]))
+      .catch((e: unknown) => e);
+    expect(error).toMatchObject({ kind: 'truncated_stream', retryable: true });
+  });
+
   it('429 keeps the retry delay of the body (RetryInfo) and the status', async () => {
     const body = JSON.stringify({
       error: {

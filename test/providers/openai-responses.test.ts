@@ -273,6 +273,16 @@ describe('openaiResponses(): faults', () => {
     expect(error).toMatchObject({ kind: 'truncated_stream', retryable: true });
   });
 
+  it('half a JSON line in an event is a retryable truncated_stream', async () => {
+    const { url } = await serve({
+      sse: ['event: response.created\ndata: {"type":"response.created","respo'],
+    });
+    const error = await provider(url, { maxRetries: 0 })
+      .generate(request([{ role: 'user', content: 'x' }]))
+      .catch((e: unknown) => e);
+    expect(error).toMatchObject({ kind: 'truncated_stream', retryable: true });
+  });
+
   it('429 carries retry-after', async () => {
     const { url } = await serve({ status: 429, headers: { 'retry-after': '3' }, body: wire.rateLimitBody });
     const error = await provider(url, { maxRetries: 0 })
