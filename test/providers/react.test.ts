@@ -11,7 +11,9 @@ import {
 import { scriptedModel } from 'troupe/testing';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { anthropic } from '../../src/providers/anthropic.ts';
 import { react, reactInvalidReplyTool } from '../../src/providers/react.ts';
+import { sequence, startWireServer } from '../support/wire-server.ts';
 
 const add = tool({
   name: 'add',
@@ -241,5 +243,72 @@ describe('react(): the wrapper on its own', () => {
   it('keeps the underlying provider and model names (quotas and prices stay theirs)', () => {
     const inner = scriptedModel([], { model: 'tiny-llm' });
     expect(react(inner)).toMatchObject({ provider: 'scripted', model: 'tiny-llm' });
+  });
+});
+
+/** An Anthropic text stream that says `text`, in the wire format of the API. */
+function anthropicTextStream(text: string): string[] {
+  const frame = (event: string, data: unknown) => `event: ${event}\ndata: ${JSON.stringify(data)}`;
+  return [
+    frame('message_start', {
+      type: 'message_start',
+      message: {
+        id: 'msg_react',
+        type: 'message',
+        role: 'assistant',
+        model: 'small-model',
+        content: [],
+        stop_reason: null,
+        stop_sequence: null,
+        usage: { input_tokens: 20, output_tokens: 1 },
+      },
+    }),
+    frame('content_block_start', {
+      type: 'content_block_start',
+      index: 0,
+      content_block: { type: 'text', text: '' },
+    }),
+    frame('content_block_delta', {
+      type: 'content_block_delta',
+      index: 0,
+      delta: { type: 'text_delta', text },
+    }),
+    frame('content_block_stop', { type: 'content_block_stop', index: 0 }),
+    frame('message_delta', {
+      type: 'message_delta',
+      delta: { stop_reason: 'end_turn', stop_sequence: null },
+      usage: { output_tokens: 9 },
+    }),
+    frame('message_stop', { type: 'message_stop' }),
+  ];
+}
+
+describe('react() over a real SDK on the wire', () => {
+  it('react(anthropic(...)): no tools in the request body, the prompt in system, Action/Observation as text turns', async () => {
+    const server = await startWireServer(
+      sequence(
+        { sse: anthropicTextStream('Thought: add them.\nAction: add\nAction Input: {"a": 20, "b": 22}') },
+        { sse: anthropicTextStream('Thought: done.\nFinal Answer: 42') },
+      ),
+    );
+    try {
+      const model = react(anthropic('small-model', { apiKey: 'k', baseURL: server.url, maxRetries: 0 }));
+      const agent = defineAgent({ name: 'calc', instructions: 'Be exact.', model, tools: [add] });
+      const result = await run(agent, 'What is 20+22?');
+      expect(result).toMatchObject({ status: 'completed', text: '42', toolCalls: 1 });
+      const [first, second] = server.requests.map((r) => r.body as Record<string, unknown>);
+      expect(first?.tools).toBeUndefined();
+      expect(String(first?.system)).toMatch(/^Be exact\.\n\nYou can use tools\./);
+      expect(second?.messages).toEqual([
+        { role: 'user', content: 'What is 20+22?' },
+        {
+          role: 'assistant',
+          content: [{ type: 'text', text: 'Thought: add them.\nAction: add\nAction Input: {"a":20,"b":22}' }],
+        },
+        { role: 'user', content: 'Observation: 42' },
+      ]);
+    } finally {
+      await server.close();
+    }
   });
 });
