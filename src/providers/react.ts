@@ -222,6 +222,11 @@ class ReactDeltaSplitter {
     this.flushReasoning(found.safeEnd);
   }
 
+  /** The reply is over: text held back in case it became "Final Answer:" was reasoning after all. */
+  finish(): void {
+    if (!this.answering) this.flushReasoning(this.seen.length);
+  }
+
   private flushReasoning(end: number): void {
     if (end <= this.emitted) return;
     this.onDelta({ type: 'reasoning', text: this.seen.slice(this.emitted, end) });
@@ -247,17 +252,32 @@ export function react(model: ModelProvider, options: ReactOptions = {}): ModelPr
     );
     const inner: ModelRequest = { ...request, messages, tools: [] };
     const onDelta = request.onDelta;
+    let splitter: ReactDeltaSplitter | undefined;
     if (onDelta && acting) {
-      const splitter = new ReactDeltaSplitter(onDelta);
-      inner.onDelta = (delta) => splitter.push(delta);
+      const split = new ReactDeltaSplitter(onDelta);
+      splitter = split;
+      inner.onDelta = (delta) => split.push(delta);
     } else if (onDelta) {
       inner.onDelta = (delta) => {
         if (delta.type !== 'tool_call') onDelta(delta);
       };
     }
     const response = await model.generate(inner);
+    splitter?.finish();
     if (!acting) return { ...response, toolCalls: [] };
-    return interpret(response, generateId);
+    const interpreted = interpret(response, generateId);
+    // A parsed Action reaches the event stream like a native call's argument stream, in one piece.
+    const call = interpreted.toolCalls[0];
+    if (onDelta && call && call.name !== reactInvalidReplyTool) {
+      onDelta({
+        type: 'tool_call',
+        index: 0,
+        id: call.id,
+        name: call.name,
+        argsDelta: JSON.stringify(call.args),
+      });
+    }
+    return interpreted;
   }
 
   return { provider: model.provider, model: model.model, generate };

@@ -161,6 +161,43 @@ describe('react(): the wrapper on its own', () => {
     expect(reasoning.join('')).toBe('Thought: easy.\n');
   });
 
+  it('text held back in case it became "Final Answer:" is still streamed when the reply ends', async () => {
+    const inner = scriptedModel([{ deltas: ['Thought: hmm\nFinal'] }]);
+    const deltas: ModelDelta[] = [];
+    await react(inner).generate(
+      request([{ role: 'user', content: '?' }], { onDelta: (d) => deltas.push(d) }),
+    );
+    expect(deltas).toEqual([
+      { type: 'reasoning', text: 'Thought: hmm\n' },
+      { type: 'reasoning', text: 'Final' },
+    ]);
+  });
+
+  it('a parsed Action goes out as one tool-call delta after the reasoning', async () => {
+    const inner = scriptedModel([
+      { deltas: ['Thought: sum.\nAction: add\nAction Input: {"a":1,', '"b":2}'] },
+    ]);
+    const deltas: ModelDelta[] = [];
+    const response = await react(inner, { generateId: () => 'r1' }).generate(
+      request([{ role: 'user', content: '1+2?' }], { onDelta: (d) => deltas.push(d) }),
+    );
+    expect(response.toolCalls).toEqual([{ id: 'r1', name: 'add', args: { a: 1, b: 2 } }]);
+    expect(deltas.filter((d) => d.type === 'text')).toEqual([]);
+    expect(deltas.at(-1)).toEqual({
+      type: 'tool_call',
+      index: 0,
+      id: 'r1',
+      name: 'add',
+      argsDelta: '{"a":1,"b":2}',
+    });
+    expect(
+      deltas
+        .filter((d) => d.type === 'reasoning')
+        .map((d) => (d as { text: string }).text)
+        .join(''),
+    ).toBe('Thought: sum.\nAction: add\nAction Input: {"a":1,"b":2}');
+  });
+
   it('renders a native history with two calls in one message as Action / Observation pairs', async () => {
     const inner = scriptedModel([{ text: 'Final Answer: 3 and 7' }]);
     await react(inner).generate(
