@@ -191,6 +191,19 @@ describe('gemini(): streaming against the wire', () => {
     expect(response.rawStopReason).toBe(raw);
   });
 
+  it('a prompt blocked before any candidate is content_filter, not a truncated stream', async () => {
+    const { url } = await serve({ sse: wire.promptBlocked });
+    const response = await provider(url, { maxRetries: 0 }).generate(
+      request([{ role: 'user', content: 'x' }]),
+    );
+    expect(response).toMatchObject({
+      stopReason: 'content_filter',
+      rawStopReason: 'PROHIBITED_CONTENT',
+      text: '',
+    });
+    expect(response.usage.input).toBe(9);
+  });
+
   it('structured output: responseMimeType application/json with responseJsonSchema; settings mapped', async () => {
     const { url } = await serve({ sse: wire.structuredAnswer });
     const schema = { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] };
