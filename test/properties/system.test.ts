@@ -45,15 +45,24 @@ const graphs: fc.Arbitrary<Graph> = fc.integer({ min: 2, max: 6 }).chain((size) 
     scripts: fc.array(
       fc.array(
         fc.record({
-          move: fc.constantFrom<Move>('text', 'handoff', 'handoff', 'delegate', 'work', 'crash', 'error'),
+          move: fc.constantFrom<Move>(
+            'text',
+            'handoff',
+            'handoff',
+            'handoff',
+            'delegate',
+            'work',
+            'crash',
+            'error',
+          ),
           pick: fc.nat(),
         }),
         { maxLength: 6 },
       ),
       { minLength: size, maxLength: size },
     ),
-    maxDepth: fc.integer({ min: 0, max: 3 }),
-    maxRevisits: fc.integer({ min: 0, max: 1 }),
+    maxDepth: fc.integer({ min: 0, max: 4 }),
+    maxRevisits: fc.constantFrom(0, 0, 1),
     maxSteps: fc.integer({ min: 1, max: 3 }),
     strategy: fc.constantFrom<'restart' | 'stop' | 'escalate'>('restart', 'stop', 'escalate'),
   }),
@@ -122,6 +131,23 @@ function build(graph: Graph): Agent<unknown>[] {
 
 const terminal = new Set(['done', 'error', 'stopped']);
 
+const handoff = { move: 'handoff' as const, pick: 0 };
+const text = { move: 'text' as const, pick: 0 };
+const crash = { move: 'crash' as const, pick: 0 };
+
+function example(handoffs: number[][], scripts: Graph['scripts'], strategy: Graph['strategy']) {
+  const graph: Graph = {
+    size: handoffs.length,
+    handoffs,
+    scripts,
+    maxDepth: 3,
+    maxRevisits: 0,
+    maxSteps: 3,
+    strategy,
+  };
+  return graph;
+}
+
 describe('actor system: random agent graphs', () => {
   it('always terminate within the depth and step limits, and leave no actor running', async () => {
     const seen = new Set<string>();
@@ -160,11 +186,38 @@ describe('actor system: random agent graphs', () => {
         validateHistory(result.history);
         if (result.stopReason === 'handoff_limit') expect(result.status).toBe('stopped');
 
-        const orphans = [...started.entries()].filter(([ref]) => !ended.has(ref)).map(([, id]) => id);
+        // An actor created in a macrostep that also ended its parent (an agent resumed exactly at its step limit
+        // stops at once) is stopped before it ever starts, so XState sends no snapshot for it: its processing
+        // status (internal, 2 = stopped) says it is not running, and its logic never ran.
+        const stoppedUnstarted = (ref: ActorRefLike) =>
+          (ref as unknown as { _processingStatus?: number })._processingStatus === 2;
+        const orphans = [...started.entries()]
+          .filter(([ref]) => !ended.has(ref) && !stoppedUnstarted(ref))
+          .map(([, id]) => id);
         expect(orphans).toEqual([]);
         expect(system.list()).toEqual([]);
       }),
-      { numRuns },
+      {
+        numRuns,
+        // Besides the random graphs, a few that surely reach a refused handoff, each supervision decision and a
+        // delegation, so the coverage check below never depends on luck.
+        examples: [
+          [example([[1], [0]], [[handoff], [handoff, text]], 'restart')],
+          [example([[], []], [[crash, crash, text], []], 'restart')],
+          [example([[1], []], [[handoff], [crash]], 'stop')],
+          [
+            example(
+              [[1], []],
+              [
+                [handoff, text],
+                [{ move: 'delegate', pick: 0 }, text],
+              ],
+              'restart',
+            ),
+          ],
+          [example([[], []], [[crash], []], 'escalate')],
+        ],
+      },
     );
     // The generator does reach the interesting cases (a guard against a property that tests nothing).
     for (const expected of [
