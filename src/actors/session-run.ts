@@ -22,8 +22,10 @@ export function needsSession(agent: Agent<unknown>): boolean {
   return answer;
 }
 
-export interface SessionRunOptions extends Pick<SessionOptions, 'history' | 'signal'> {
+export interface SessionRunOptions
+  extends Pick<SessionOptions, 'history' | 'signal' | 'budget' | 'tenant' | 'parentScope'> {
   sessionId?: string;
+  resources?: import('./resource-manager.ts').ResourceManager;
   clock?: import('../core/clock.ts').Clock;
   inspect?: InspectObserver;
 }
@@ -43,6 +45,10 @@ export function runInSession<TOutput>(
   if (options.sessionId !== undefined) sessionOptions.id = options.sessionId;
   if (options.history !== undefined) sessionOptions.history = options.history;
   if (options.signal !== undefined) sessionOptions.signal = options.signal;
+  if (options.budget !== undefined) sessionOptions.budget = options.budget;
+  if (options.tenant !== undefined) sessionOptions.tenant = options.tenant;
+  if (options.parentScope !== undefined) sessionOptions.parentScope = options.parentScope;
+  if (options.resources !== undefined) environment.resources = options.resources;
   const session = startSession(agent, input, sessionOptions, environment);
   const events = session.events();
   const result = session.result.then(async (value) => {

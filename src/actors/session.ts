@@ -27,6 +27,8 @@ import { AsyncQueue } from './async-queue.ts';
 import { effectsLogic } from './effects.ts';
 import { EventBus } from './event-bus.ts';
 import { type InspectObserver, redactingInspector } from './inspect.ts';
+import type { ResourceManager } from './resource-manager.ts';
+import { attachResources, type RunResourceOptions } from './resource-run.ts';
 import { stepsOf } from './run-result.ts';
 import { deltaForwarder, registerRuntime, unregisterRuntime } from './run-runtime.ts';
 import { onFatal, setScope } from './session-hooks.ts';
@@ -47,6 +49,12 @@ export interface SessionOptions {
   maxHandoffRevisits?: number;
   /** What happens when an agent actor fails; default: restart twice with back-off, then escalate. */
   supervision?: Partial<SupervisionPolicy>;
+  /** This session's budget (over all its turns and agents); see RunOptions.budget. */
+  budget?: RunResourceOptions['budget'];
+  /** Whose budgets this session draws on. Default 'default'. */
+  tenant?: string;
+  /** Session id of the run that started this one: its spend counts on that run's budgets too (R5). */
+  parentScope?: string;
 }
 
 /** What a system gives each of its sessions. */
@@ -62,6 +70,8 @@ export interface SessionEnvironment {
   onClose?: (session: Session) => void;
   /** Events kept for `events()` of the turn in progress (oldest dropped beyond it). Default 10,000. */
   maxBufferedEvents?: number;
+  /** The resource manager every model call of the session asks first (budgets, quotas). */
+  resources?: ResourceManager;
 }
 
 /** A conversation held by a session supervisor actor: one turn at a time, follow-ups continue the history. */
@@ -328,6 +338,21 @@ export function startSession<TOutput>(
     }),
   );
 
+  // Budgets and quotas (the resource helper's manager): every model call of every agent of the session asks it.
+  const resourceOptions: RunResourceOptions = {};
+  if (environment.resources) resourceOptions.resources = environment.resources;
+  if (options.budget) resourceOptions.budget = options.budget;
+  if (options.tenant !== undefined) resourceOptions.tenant = options.tenant;
+  if (options.parentScope !== undefined) resourceOptions.parentScope = options.parentScope;
+  const detachResources = attachResources(resourceOptions, {
+    sessionId,
+    agent: entry.name,
+    provider: entry.model.provider,
+    model: entry.model.model,
+    clock,
+    bus,
+  });
+  if (detachResources) disposers.push(detachResources);
   sessionRuntimes.set(sessionId, { agents, store, sessionId });
   const descriptors: Record<string, AgentDescriptor> = {};
   for (const [name, agent] of agents) {

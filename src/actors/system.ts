@@ -6,6 +6,11 @@ import type { RunInput } from '../core/messages.ts';
 import { defaultSupervision, type SupervisionPolicy } from '../machines/session.ts';
 import { AsyncQueue } from './async-queue.ts';
 import type { InspectObserver } from './inspect.ts';
+import {
+  createResourceManager,
+  type ResourceManager,
+  type ResourceManagerConfig,
+} from './resource-manager.ts';
 import { type Session, type SessionOptions, startSession } from './session.ts';
 import type { SnapshotStore } from './store.ts';
 import { createMemoryStore } from './store-memory.ts';
@@ -22,6 +27,8 @@ export interface AgentSystemOptions {
   supervision?: Partial<SupervisionPolicy>;
   /** Time source for events, back-off and timeouts; default the system clock (tests inject a simulated one). */
   clock?: Clock;
+  /** Budgets and quotas shared by every session: a manager, or the config to create one (stopped at shutdown). */
+  resources?: ResourceManager | ResourceManagerConfig;
 }
 
 /** Many agent sessions in one process (REQUIREMENTS M1): each its own root actor, addressable by id. */
@@ -47,6 +54,14 @@ export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem
       throw new ConfigError(`createAgentSystem(): two agents are named "${agent.name}".`);
     agents.set(agent.name, agent);
   }
+  const given = options.resources;
+  const ownsResources = given !== undefined && (given as ResourceManager).kind !== 'resource-manager';
+  const resources: ResourceManager | undefined =
+    given === undefined
+      ? undefined
+      : ownsResources
+        ? createResourceManager({ clock: options.clock, ...(given as ResourceManagerConfig) })
+        : (given as ResourceManager);
   const environment = {
     clock: options.clock ?? systemClock,
     store: options.store ?? createMemoryStore(),
@@ -59,6 +74,7 @@ export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem
       if (sessions.get(session.id) === session) sessions.delete(session.id);
     },
     ...(options.inspect ? { inspect: options.inspect } : {}),
+    ...(resources ? { resources } : {}),
   };
   let shuttingDown = false;
 
@@ -86,6 +102,7 @@ export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem
       sessions.clear();
       for (const stream of streams) stream.end();
       streams.clear();
+      if (ownsResources) resources?.stop();
     },
   };
 }

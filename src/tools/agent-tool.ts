@@ -65,6 +65,8 @@ export function agentTool<TOutput>(agent: Agent<TOutput>, options: AgentToolOpti
       }
       const nested: Agent<TOutput> = Object.freeze({ ...agent, limits });
       const runOptions: RunOptions = { signal: ctx.signal, sessionId: `${ctx.sessionId}:${ctx.callId}` };
+      // The sub-run's spend counts on the caller's budgets (R5).
+      if (caller) runOptions.parentScope = caller.bus.sessionId;
       if (clock) runOptions.clock = clock;
       if (scope?.inspect) runOptions.inspect = scope.inspect;
       const sub = stream(nested, input, runOptions);

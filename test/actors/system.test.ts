@@ -476,6 +476,37 @@ describe('supervision', () => {
   });
 });
 
+describe('resources', () => {
+  it("a session's budget covers all its agents and turns; a delegated sub-run draws on the caller's budget", async () => {
+    const costly = { input: 60, output: 40 };
+    const researcher = defineAgent({
+      name: 'researcher',
+      instructions: '',
+      description: 'looks things up',
+      model: scriptedModel(() => ({ text: 'found it', usage: costly })),
+    });
+    const model = scriptedModel(() => ({
+      toolCalls: [{ name: 'researcher', args: { input: 'look' } }],
+      stopReason: 'tool_use',
+      usage: costly,
+    }));
+    const caller = defineAgent({
+      name: 'caller',
+      instructions: '',
+      model,
+      tools: [agentTool(researcher)],
+      limits: { maxSteps: 10, maxDuplicateToolCalls: 10, maxToolCallsPerTool: null },
+    });
+    const system = createAgentSystem({ resources: {} });
+    const session = system.spawn(caller, 'go', { budget: { tokens: 350 } });
+    const result = await session.result;
+    // 100 tokens per call: caller, researcher, caller, researcher = 400 > 350; the caller stops before step 3.
+    expect(result.stopReason).toBe('budget_exhausted');
+    expect(model.calls).toBe(2);
+    await system.shutdown();
+  });
+});
+
 describe('parallel', () => {
   const answering = (name: string, text: string) =>
     defineAgent({ name, instructions: '', model: scriptedModel([{ text }]) });
