@@ -273,11 +273,23 @@ function newQuota(key: string, provider: string | null, model: string | null): Q
   };
 }
 
+const resourceEventTypes: ReadonlySet<string> = new Set<ResourceEvent['type']>([
+  'scope.open',
+  'scope.close',
+  'reserve',
+  'settle',
+  'release',
+  'rate_limited',
+  'tick',
+]);
+
 /**
  * Applies one event to `state` in place and returns it. Deterministic: the same state and event always give the
  * same result. Used by the runtime actor, which owns its state.
  */
 export function applyResourceEvent(state: ResourceState, event: ResourceEvent): ResourceState {
+  // XState also hands the logic its own events (xstate.stop when the actor stops): they change nothing.
+  if (!resourceEventTypes.has(event.type)) return state;
   state.outbox = [];
   state.trace = [];
   switch (event.type) {
