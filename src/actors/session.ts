@@ -72,6 +72,8 @@ export interface SessionEnvironment {
   maxBufferedEvents?: number;
   /** The resource manager every model call of the session asks first (budgets, quotas). */
   resources?: ResourceManager;
+  /** Keep the session's record in the store after it closes (true for a store the user gave). Default false. */
+  keepRecords?: boolean;
 }
 
 /** A conversation held by a session supervisor actor: one turn at a time, follow-ups continue the history. */
@@ -500,9 +502,14 @@ export function startSession<TOutput>(
     for (const dispose of disposers) dispose();
     sessionRuntimes.delete(sessionId);
     options.signal?.removeEventListener('abort', onAbort);
-    void Promise.resolve(store.set(sessionKey(sessionId), sessionRecord(context ?? lastContext))).catch(
-      () => undefined,
-    );
+    // A closed session never restarts: its checkpoint goes. Its record stays only in a store the user gave us, so
+    // the default in-memory store does not grow with every session a long-lived system has ever run.
+    void Promise.resolve(store.delete(checkpointKey(sessionId))).catch(() => undefined);
+    void Promise.resolve(
+      environment.keepRecords
+        ? store.set(sessionKey(sessionId), sessionRecord(context ?? lastContext))
+        : store.delete(sessionKey(sessionId)),
+    ).catch(() => undefined);
     environment.onClose?.(session as Session);
     bus.clear();
     closeResolve();

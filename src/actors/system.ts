@@ -65,6 +65,7 @@ export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem
   const environment = {
     clock: options.clock ?? systemClock,
     store: options.store ?? createMemoryStore(),
+    keepRecords: options.store !== undefined,
     agents,
     supervision: { ...defaultSupervision, ...options.supervision },
     onEvent: (event: RunEvent) => {
