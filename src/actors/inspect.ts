@@ -1,4 +1,5 @@
 import type { ActorRefLike, InspectionEvent, Observer } from 'xstate';
+import type { Agent } from '../agent/define-agent.ts';
 
 export type InspectObserver = Observer<InspectionEvent> | ((event: InspectionEvent) => void);
 
@@ -65,4 +66,9 @@ export function redactingInspector(
     if ('action' in event) copy.action = redact(event.action, keys);
     deliver(copy as unknown as InspectionEvent);
   };
+}
+
+/** The argument names an agent's tools declare secret. */
+export function secretArguments(agent: Agent<unknown>): string[] {
+  return agent.tools.names.flatMap((name) => agent.tools.find(name)?.secret ?? []);
 }

@@ -12,6 +12,7 @@ import { type AgentContext, type AgentMachine, agentMachine } from '../machines/
 import { AsyncQueue } from './async-queue.ts';
 import { effectsLogic } from './effects.ts';
 import { EventBus } from './event-bus.ts';
+import { redactingInspector, secretArguments } from './inspect.ts';
 import type { ResourceManager } from './resource-manager.ts';
 import { attachResources } from './resource-run.ts';
 import { buildRunResult } from './run-result.ts';
@@ -95,7 +96,8 @@ function startRun<TOutput>(
       history: [...callerHistory, userMessage(input)],
       baseLength: callerHistory.length,
     },
-    ...(options.inspect ? { inspect: options.inspect } : {}),
+    // Secrets (tool arguments marked secret, API-key-like fields) are redacted before the observer sees anything.
+    ...(options.inspect ? { inspect: redactingInspector(options.inspect, secretArguments(agent)) } : {}),
   });
 
   const result = new Promise<RunResult<TOutput>>((resolve) => {

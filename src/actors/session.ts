@@ -26,7 +26,7 @@ import {
 import { AsyncQueue } from './async-queue.ts';
 import { effectsLogic } from './effects.ts';
 import { EventBus } from './event-bus.ts';
-import { type InspectObserver, redactingInspector } from './inspect.ts';
+import { type InspectObserver, redactingInspector, secretArguments } from './inspect.ts';
 import type { ResourceManager } from './resource-manager.ts';
 import { attachResources, type RunResourceOptions } from './resource-run.ts';
 import { stepsOf } from './run-result.ts';
@@ -365,9 +365,7 @@ export function startSession<TOutput>(
     disposers.push(onFatal(key, (error) => crash(name, error)));
   }
 
-  const secretKeys = [...agents.values()].flatMap((agent) =>
-    agent.tools.names.flatMap((name) => agent.tools.find(name)?.secret ?? []),
-  );
+  const secretKeys = [...agents.values()].flatMap(secretArguments);
   const actor: Actor<SessionMachine> = createActor(runtimeSessionMachine, {
     input: {
       sessionId,

@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import { createWebSocketInspector } from '@statelyai/inspect';
-import { createAgentSystem, defineAgent, tool } from 'troupe';
+import { createAgentSystem, defineAgent, run, tool } from 'troupe';
 import { scriptedModel } from 'troupe/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocketServer } from 'ws';
@@ -106,5 +106,37 @@ describe('Stately inspector over WebSocket', () => {
     // Events and snapshots flowed too, e.g. the agent's model response.
     expect(parsed.some((frame) => frame.type === '@xstate.event')).toBe(true);
     expect(parsed.some((frame) => frame.type === '@xstate.snapshot')).toBe(true);
+  });
+
+  it('run(agent, input, { inspect }) of a plain agent redacts secrets too', async () => {
+    const login = tool({
+      name: 'login',
+      description: 'Logs in',
+      input: z.object({ user: z.string(), password: z.string(), pin: z.string() }),
+      secret: ['pin'],
+      execute: () => 'ok',
+    });
+    const model = scriptedModel([
+      {
+        toolCalls: [{ name: 'login', args: { user: 'ann', password: 'hunter2', pin: '9876' } }],
+        stopReason: 'tool_use',
+      },
+      { text: 'in' },
+    ]);
+    const seen: string[] = [];
+    const agent = defineAgent({ name: 'plain', instructions: '', model, tools: [login] });
+    await run(agent, 'log in', {
+      inspect: (event) =>
+        seen.push(
+          JSON.stringify({
+            s: 'snapshot' in event ? event.snapshot : null,
+            e: 'event' in event ? event.event : null,
+          }),
+        ),
+    });
+    const raw = seen.join('\n');
+    expect(raw).toContain('ann');
+    expect(raw).not.toContain('hunter2');
+    expect(raw).not.toContain('9876');
   });
 });
