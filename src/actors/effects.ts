@@ -9,7 +9,7 @@ import { normalizeResponse } from './normalize-response.ts';
 import { estimateRequest, resourcesOf } from './resource-binding.ts';
 import type { Grant } from './resource-manager.ts';
 import { type RunRuntime, runtimeOf } from './run-runtime.ts';
-import { reportFatal } from './session-hooks.ts';
+import { reportFatal, takeNestedSteps } from './session-hooks.ts';
 import { runToolBatch } from './tool-runner.ts';
 
 /**
@@ -93,7 +93,12 @@ export const effectsLogic = fromCallback<EffectCommand, { sessionId: string }>(
               attempt,
               error,
             }),
-        }).then((results) => answer({ type: 'tools.done', results }));
+        }).then((results) => {
+          const nestedSteps = takeNestedSteps(input.sessionId);
+          answer(
+            nestedSteps > 0 ? { type: 'tools.done', results, nestedSteps } : { type: 'tools.done', results },
+          );
+        });
       }
     });
 

@@ -41,3 +41,18 @@ export function setScope(runtimeKey: string, scope: RunScope): () => void {
 export function scopeOf(runtimeKey: string): RunScope | undefined {
   return scopes.get(runtimeKey);
 }
+
+/** Model calls made by nested agents (agentTool) since the caller's last tool batch ended, by runtime key. */
+const nestedSteps = new Map<string, number>();
+
+export function addNestedSteps(runtimeKey: string, steps: number): void {
+  if (steps > 0) nestedSteps.set(runtimeKey, (nestedSteps.get(runtimeKey) ?? 0) + steps);
+}
+
+/** Returns and clears the nested steps recorded for the caller: its effects add them to the batch's answer. */
+export function takeNestedSteps(runtimeKey: string): number {
+  const steps = nestedSteps.get(runtimeKey);
+  if (steps === undefined) return 0;
+  nestedSteps.delete(runtimeKey);
+  return steps;
+}

@@ -63,7 +63,12 @@ export type AgentEvent =
   | { type: 'model.error'; error: ErrorInfo }
   /** The resource manager refused the call (a budget is used up): the run stops with budget_exhausted (R6). */
   | { type: 'model.denied'; reason: string; message: string }
-  | { type: 'tools.done'; results: ToolOutcome[] }
+  | {
+      type: 'tools.done';
+      results: ToolOutcome[];
+      /** Steps that nested agents (agentTool) used during this batch: they count against this run's limit (R5). */
+      nestedSteps?: number;
+    }
   | { type: 'abort'; reason?: string }
   | { type: 'timeout' };
 
@@ -341,6 +346,7 @@ export const agentMachine = setup({
         toolCallsRun,
         openCalls: [],
         decision: null,
+        ...(event.nestedSteps ? { step: context.step + event.nestedSteps } : {}),
       };
     }),
     recordModelError: assign(({ context, event }) => {

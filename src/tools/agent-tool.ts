@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { RunOptions } from '../actors/run.ts';
 import { stream } from '../actors/run.ts';
 import { runtimeOf } from '../actors/run-runtime.ts';
-import { scopeOf } from '../actors/session-hooks.ts';
+import { addNestedSteps, scopeOf } from '../actors/session-hooks.ts';
 import type { Agent } from '../agent/define-agent.ts';
 import { ConfigError } from '../core/errors.ts';
 import type { RunResult } from '../core/result.ts';
@@ -75,6 +75,8 @@ export function agentTool<TOutput>(agent: Agent<TOutput>, options: AgentToolOpti
           caller?.bus.emit(event.agent, event.type, event.data as never);
       }
       const result = await sub.result;
+      // The sub-run's model calls count against the caller's step limit (R5), whatever its outcome.
+      if (caller) addNestedSteps(ctx.sessionId, result.iterationsUsed);
       if (result.status !== 'completed') throw new SubAgentError(agent.name, result as RunResult<unknown>);
       return result.output !== undefined ? result.output : result.text;
     },

@@ -292,7 +292,30 @@ describe('agentTool', () => {
     const call = result.steps[0]?.toolCalls[0];
     expect(call?.isError).toBe(true);
     expect(call?.result).toMatch(/agent "sub" stopped \(max_steps\)/);
-    expect(result.text).toBe('gave up');
+    // Those 2 steps counted against the caller too: its own limit of 3 is used up, so it stops there.
+    expect(result.stopReason).toBe('max_steps');
+    expect(callerModel.calls).toBe(1);
+  });
+
+  it("counts the sub-run's model calls against the caller's step limit", async () => {
+    const subModel = scriptedModel(() => ({ text: 'fact' }));
+    const sub = defineAgent({ name: 'sub', instructions: '', description: 'facts', model: subModel });
+    const callerModel = scriptedModel(() => ({
+      toolCalls: [{ name: 'sub', args: { input: 'more' } }],
+      stopReason: 'tool_use',
+    }));
+    const caller = defineAgent({
+      name: 'caller',
+      instructions: '',
+      model: callerModel,
+      tools: [agentTool(sub)],
+      limits: { maxSteps: 4, maxDuplicateToolCalls: 10, maxToolCallsPerTool: null },
+    });
+    const result = await run(caller, 'go');
+    // Caller step 1, sub 1 (= step 2), caller step 3, sub 1 (= step 4): the limit is reached after two caller calls.
+    expect(result.stopReason).toBe('max_steps');
+    expect(callerModel.calls).toBe(2);
+    expect(subModel.calls).toBe(2);
   });
 
   it("aborting the caller aborts the sub-run's model call", async () => {
