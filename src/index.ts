@@ -92,6 +92,6 @@ export {
   type SupervisionStrategy,
 } from './machines/session.ts';
 export * from './policies/index.ts';
-export { type AgentToolOptions, agentTool, SubAgentError } from './tools/agent-tool.ts';
+export { type AgentTool, type AgentToolOptions, agentTool, SubAgentError } from './tools/agent-tool.ts';
 export { ToolRegistry } from './tools/registry.ts';
 export { type Tool, type ToolContext, type ToolOptions, tool } from './tools/tool.ts';

@@ -1,5 +1,6 @@
 import type { ActorRefLike, InspectionEvent, Observer } from 'xstate';
 import type { Agent } from '../agent/define-agent.ts';
+import type { Tool } from '../tools/tool.ts';
 
 export type InspectObserver = Observer<InspectionEvent> | ((event: InspectionEvent) => void);
 
@@ -68,7 +69,13 @@ export function redactingInspector(
   };
 }
 
-/** The argument names an agent's tools declare secret. */
-export function secretArguments(agent: Agent<unknown>): string[] {
-  return agent.tools.names.flatMap((name) => agent.tools.find(name)?.secret ?? []);
+/** The argument names an agent's tools declare secret, including those of agents it uses as tools. */
+export function secretArguments(agent: Agent<unknown>, seen = new Set<Agent<unknown>>()): string[] {
+  if (seen.has(agent)) return [];
+  seen.add(agent);
+  return agent.tools.names.flatMap((name) => {
+    const found = agent.tools.find(name) as (Tool & { delegate?: Agent<unknown> }) | undefined;
+    if (!found) return [];
+    return [...found.secret, ...(found.delegate ? secretArguments(found.delegate, seen) : [])];
+  });
 }

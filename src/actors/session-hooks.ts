@@ -56,3 +56,24 @@ export function takeNestedSteps(runtimeKey: string): number {
   nestedSteps.delete(runtimeKey);
   return steps;
 }
+
+/** Runs a nested agent (agentTool) as a child of the caller's session actor; the session registers one per agent. */
+export type Delegator = (request: {
+  agent: import('../agent/define-agent.ts').Agent<unknown>;
+  input: string;
+  callId: string;
+  signal: AbortSignal;
+}) => Promise<import('../core/result.ts').RunResult<unknown>>;
+
+const delegators = new Map<string, Delegator>();
+
+export function setDelegator(runtimeKey: string, delegator: Delegator): () => void {
+  delegators.set(runtimeKey, delegator);
+  return () => {
+    if (delegators.get(runtimeKey) === delegator) delegators.delete(runtimeKey);
+  };
+}
+
+export function delegatorOf(runtimeKey: string): Delegator | undefined {
+  return delegators.get(runtimeKey);
+}

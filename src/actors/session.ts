@@ -12,6 +12,7 @@ import {
   type AgentCheckpoint,
   type AgentContext,
   type AgentMachine,
+  type AgentMachineInput,
   agentMachine,
 } from '../machines/agent.ts';
 import {
@@ -29,9 +30,9 @@ import { EventBus } from './event-bus.ts';
 import { type InspectObserver, redactingInspector, secretArguments } from './inspect.ts';
 import type { ResourceManager } from './resource-manager.ts';
 import { attachResources, type RunResourceOptions } from './resource-run.ts';
-import { stepsOf } from './run-result.ts';
+import { buildRunResult, stepsOf } from './run-result.ts';
 import { deltaForwarder, registerRuntime, unregisterRuntime } from './run-runtime.ts';
-import { onFatal, setScope } from './session-hooks.ts';
+import { type Delegator, onFatal, setDelegator, setScope } from './session-hooks.ts';
 import { checkpointKey, type SnapshotStore, sessionKey } from './store.ts';
 import { createMemoryStore } from './store-memory.ts';
 
@@ -363,10 +364,85 @@ export function startSession<TOutput>(
     registerRuntime(key, { agent, bus, clock, onDelta: deltaForwarder(bus, name) });
     disposers.push(() => unregisterRuntime(key));
     disposers.push(onFatal(key, (error) => crash(name, error)));
+    disposers.push(setDelegator(key, delegatorFor(key)));
   }
 
-  const secretKeys = [...agents.values()].flatMap(secretArguments);
+  // agentTool calls of the session's agents run their sub-agent as a child of this session's actor (M3).
+  let subSeq = 0;
+  function delegatorFor(callerKey: string): Delegator {
+    return async (request) => {
+      // Leave the caller's call stack first: the tool may have been started inside a transition of this system.
+      await Promise.resolve();
+      const { agent } = request;
+      if (finished) return subFailure(sessionId, agent.name, request.input, 'the session has closed');
+      const id = `sub-${++subSeq}`;
+      const key = `${callerKey}>${request.callId}`;
+      const timeoutMs = agent.limits.timeoutMs;
+      const undo: (() => void)[] = [
+        () => unregisterRuntime(key),
+        setDelegator(key, delegatorFor(key)),
+        setScope(key, {
+          deadline: timeoutMs === null ? null : clock.now() + timeoutMs,
+          ...(environment.inspect ? { inspect: environment.inspect } : {}),
+        }),
+      ];
+      registerRuntime(key, { agent, bus, clock, onDelta: deltaForwarder(bus, agent.name) });
+      const input: AgentMachineInput = {
+        sessionId: key,
+        agent: agent.name,
+        limits: agent.limits,
+        toolNames: agent.tools.names,
+        hasOutputSchema: agent.outputSchema !== undefined,
+        history: [userMessage(request.input)],
+        baseLength: 0,
+      };
+      return new Promise<RunResult<unknown>>((resolve) => {
+        let settled = false;
+        let timer: unknown;
+        let child: AnyActorRef | undefined;
+        let subscription: { unsubscribe(): void } | undefined;
+        const onAbort = () => child?.send({ type: 'abort', reason: 'the calling agent stopped' });
+        const settle = (context: AgentContext | undefined, why = 'the sub-agent was stopped') => {
+          if (settled) return;
+          settled = true;
+          subscription?.unsubscribe();
+          if (timer !== undefined) clock.clearTimeout(timer);
+          request.signal.removeEventListener('abort', onAbort);
+          for (const step of undo) step();
+          // Done children stay in the parent's snapshot until stopped (pitfall 7).
+          if (!finished && child) actor.send({ type: 'delegate.end', id });
+          resolve(
+            context
+              ? { ...buildRunResult<unknown>(context), sessionId }
+              : subFailure(sessionId, agent.name, request.input, why),
+          );
+        };
+        actor.send({ type: 'delegate.start', id, input });
+        child = actor.getSnapshot().children[id] as AnyActorRef | undefined;
+        if (!child) return settle(undefined, 'the session is not running');
+        const started = child;
+        subscription = started.subscribe({
+          next: (snapshot: SnapshotFrom<AgentMachine>) => {
+            if (snapshot.status === 'done') settle(snapshot.output);
+          },
+          error: (error: unknown) => settle(undefined, `the sub-agent failed: ${toErrorInfo(error).message}`),
+          complete: () => settle(undefined),
+        });
+        const now = started.getSnapshot() as SnapshotFrom<AgentMachine>;
+        if (now.status === 'done') return settle(now.output);
+        // A fatal tool of the sub-agent fails the sub-run: the caller's model gets the error.
+        undo.push(onFatal(key, (error) => settle(undefined, `the sub-agent failed: ${error.message}`)));
+        if (timeoutMs !== null) timer = clock.setTimeout(() => started.send({ type: 'timeout' }), timeoutMs);
+        request.signal.addEventListener('abort', onAbort, { once: true });
+        if (request.signal.aborted) onAbort();
+      });
+    };
+  }
+
+  const secretKeys = [...agents.values()].flatMap((agent) => secretArguments(agent));
   const actor: Actor<SessionMachine> = createActor(runtimeSessionMachine, {
+    // The root actor is named after the session: that is the name the inspector shows for it.
+    id: sessionId,
     input: {
       sessionId,
       entry: entry.name,
@@ -589,6 +665,28 @@ export function startSession<TOutput>(
   actor.start();
   if (options.signal?.aborted) onAbort();
   return session;
+}
+
+/** The result of a sub-run that could not run or was cut off. */
+function subFailure(sessionId: string, agent: string, input: string, message: string): RunResult<unknown> {
+  const delta: Message[] = [userMessage(input)];
+  return {
+    sessionId,
+    agent,
+    status: 'stopped',
+    stopReason: 'aborted',
+    text: '',
+    output: undefined,
+    steps: [],
+    toolCalls: 0,
+    usage: { input: 0, output: 0, cached: 0, reasoning: 0 },
+    history: delta,
+    historyDelta: delta,
+    iterationsUsed: 0,
+    timedOut: false,
+    truncated: false,
+    error: { name: 'RunStopped', code: 'aborted', message },
+  };
 }
 
 function newTurn<TOutput>(): Turn<TOutput> {

@@ -147,6 +147,9 @@ export type SessionEvent =
   | { type: 'prepare.failed'; error: ErrorInfo }
   | { type: 'agent.crashed'; id: string; error: ErrorInfo }
   | { type: 'user.message'; message: Message }
+  /** An agentTool call of the active agent: run the sub-agent as a child with this explicit id, until delegate.end. */
+  | { type: 'delegate.start'; id: string; input: AgentMachineInput }
+  | { type: 'delegate.end'; id: string }
   | { type: 'stop'; reason?: string }
   | { type: `xstate.done.actor.${string}`; actorId: string; output: AgentMachineOutput }
   | { type: `xstate.error.actor.${string}`; actorId: string; error: unknown };
@@ -553,6 +556,12 @@ export const sessionMachine = setup({
         message: event.type === 'stop' && event.reason ? event.reason : 'the session was stopped',
       }),
     })),
+    startDelegate: enqueueActions(({ event, enqueue }) => {
+      if (event.type === 'delegate.start') enqueue.spawnChild('agent', { id: event.id, input: event.input });
+    }),
+    endDelegate: enqueueActions(({ event, enqueue }) => {
+      if (event.type === 'delegate.end') enqueue.stopChild(event.id);
+    }),
     startNextTurn: assign(({ context, event }) => {
       if (event.type !== 'user.message') return {};
       const transcript = [...context.transcript, event.message];
@@ -581,6 +590,12 @@ export const sessionMachine = setup({
     id: 'effects',
     src: 'sessionEffects',
     input: ({ context }) => ({ sessionId: context.sessionId }),
+  },
+  // Sub-agents of agentTool calls are children too (their results go back to the calling tool, not to this
+  // machine): their done and error events are ignored by the handlers below, which only look at the active agent.
+  on: {
+    'delegate.start': { actions: 'startDelegate' },
+    'delegate.end': { actions: 'endDelegate' },
   },
   initial: 'preparing',
   states: {

@@ -1,12 +1,12 @@
 import { z } from 'zod';
-import type { RunOptions } from '../actors/run.ts';
-import { stream } from '../actors/run.ts';
+import { type RunOptions, stream } from '../actors/run.ts';
 import { runtimeOf } from '../actors/run-runtime.ts';
-import { addNestedSteps, scopeOf } from '../actors/session-hooks.ts';
+import { addNestedSteps, delegatorOf, scopeOf } from '../actors/session-hooks.ts';
+import { needsSession } from '../actors/session-run.ts';
 import type { Agent } from '../agent/define-agent.ts';
 import { ConfigError } from '../core/errors.ts';
 import type { RunResult } from '../core/result.ts';
-import { type Tool, tool } from './tool.ts';
+import { type Tool, type ToolContext, tool } from './tool.ts';
 
 export interface AgentToolOptions {
   /** The tool name the model sees; default: the agent's name (characters tools may not hold become `_`). */
@@ -14,6 +14,9 @@ export interface AgentToolOptions {
   /** What the sub-agent does, for the model; default: the agent's description. */
   description?: string;
 }
+
+/** A tool that runs an agent; `delegate` is that agent (the session reads its secrets for the inspector). */
+export type AgentTool = Tool & { readonly delegate: Agent<unknown> };
 
 /** A sub-run that did not complete; the caller's model gets its message as the tool's error result. */
 export class SubAgentError extends Error {
@@ -28,13 +31,14 @@ export class SubAgentError extends Error {
 }
 
 /**
- * An agent as a tool (REQUIREMENTS M3, R5): the model calls it with a task, the sub-agent runs to the end, and
- * its output (or text) is the tool's result. Limits carry down: the sub-run may use at most the caller's
- * remaining steps and its remaining time, and the caller's abort (or timeout, or end) aborts it. A sub-run that
- * does not complete is a tool error the caller's model sees. The sub-run's events appear in the caller's stream,
- * attributed to the sub-agent.
+ * An agent as a tool (REQUIREMENTS M3, R5): the model calls it with a task, the sub-agent runs to the end, and its
+ * output (or text) is the tool's result. Inside a session the sub-agent is a child actor of the session (explicit id,
+ * stopped when done); in a plain run it is its own root actor. Limits carry down: the sub-run may use at most the
+ * caller's remaining steps and time, its model calls count against the caller's step limit, its spend against the
+ * caller's budget, and the caller's abort (or timeout, or end) aborts it. A sub-run that does not complete is a
+ * tool error the caller's model sees. The sub-run's events appear in the caller's stream under the sub-agent's name.
  */
-export function agentTool<TOutput>(agent: Agent<TOutput>, options: AgentToolOptions = {}): Tool {
+export function agentTool<TOutput>(agent: Agent<TOutput>, options: AgentToolOptions = {}): AgentTool {
   if (agent?.kind !== 'agent') throw new ConfigError('agentTool(): the first argument must be an agent.');
   const description = options.description ?? agent.description;
   if (typeof description !== 'string' || description.trim() === '') {
@@ -42,7 +46,7 @@ export function agentTool<TOutput>(agent: Agent<TOutput>, options: AgentToolOpti
       `agentTool(${JSON.stringify(agent.name)}): give a description (or define the agent with one); the model reads it.`,
     );
   }
-  return tool({
+  const created = tool({
     name: options.name ?? agent.name.replace(/[^a-zA-Z0-9_-]/g, '_').slice(0, 64),
     description,
     input: z.object({ input: z.string().describe(`The task for ${agent.name}, in plain words.`) }),
@@ -63,22 +67,40 @@ export function agentTool<TOutput>(agent: Agent<TOutput>, options: AgentToolOpti
         if (left <= 0) throw new Error(`no time left for ${agent.name} within the caller's timeout.`);
         limits.timeoutMs = limits.timeoutMs === null ? left : Math.min(limits.timeoutMs, left);
       }
-      const nested: Agent<TOutput> = Object.freeze({ ...agent, limits });
-      const runOptions: RunOptions = { signal: ctx.signal, sessionId: `${ctx.sessionId}:${ctx.callId}` };
-      // The sub-run's spend counts on the caller's budgets (R5).
-      if (caller) runOptions.parentScope = caller.bus.sessionId;
-      if (clock) runOptions.clock = clock;
-      if (scope?.inspect) runOptions.inspect = scope.inspect;
-      const sub = stream(nested, input, runOptions);
-      for await (const event of sub) {
-        if (event.type !== 'run_start' && event.type !== 'run_end')
-          caller?.bus.emit(event.agent, event.type, event.data as never);
-      }
-      const result = await sub.result;
+      const nested = Object.freeze({ ...agent, limits }) as Agent<unknown>;
+      const delegator = delegatorOf(ctx.sessionId);
+      const result =
+        delegator && !needsSession(nested)
+          ? await delegator({ agent: nested, input, callId: ctx.callId, signal: ctx.signal })
+          : await runApart(nested, input, ctx, caller, scope);
       // The sub-run's model calls count against the caller's step limit (R5), whatever its outcome.
       if (caller) addNestedSteps(ctx.sessionId, result.iterationsUsed);
-      if (result.status !== 'completed') throw new SubAgentError(agent.name, result as RunResult<unknown>);
+      if (result.status !== 'completed') throw new SubAgentError(agent.name, result);
       return result.output !== undefined ? result.output : result.text;
     },
   });
+  return Object.assign(created, { delegate: agent as Agent<unknown> });
+}
+
+/** A sub-run on its own root actor (a plain caller, or a sub-agent with handoffs), events forwarded to the caller. */
+async function runApart(
+  nested: Agent<unknown>,
+  input: string,
+  ctx: ToolContext,
+  caller: ReturnType<typeof runtimeOf>,
+  scope: ReturnType<typeof scopeOf>,
+): Promise<RunResult<unknown>> {
+  const runOptions: RunOptions = { signal: ctx.signal, sessionId: `${ctx.sessionId}:${ctx.callId}` };
+  // The sub-run's spend counts on the caller's budgets (R5).
+  if (caller) {
+    runOptions.parentScope = caller.bus.sessionId;
+    runOptions.clock = caller.clock;
+  }
+  if (scope?.inspect) runOptions.inspect = scope.inspect;
+  const sub = stream(nested, input, runOptions);
+  for await (const event of sub) {
+    if (event.type !== 'run_start' && event.type !== 'run_end')
+      caller?.bus.emit(event.agent, event.type, event.data as never);
+  }
+  return sub.result;
 }

@@ -89,7 +89,7 @@ describe('Stately inspector over WebSocket', () => {
 
     const parsed = frames.map((frame) => JSON.parse(frame) as Frame);
     const actors = parsed.filter((frame) => frame.type === '@xstate.actor');
-    const root = actors.find((frame) => frame.name === 'session');
+    const root = actors.find((frame) => frame.name === 'inspected');
     expect(root).toBeDefined();
     expect(root?.parentId).toBeUndefined();
     const agentActor = actors.find((frame) => frame.name === 'forecaster-1');

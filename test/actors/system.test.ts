@@ -17,7 +17,7 @@ import {
 } from 'troupe';
 import { scriptedModel } from 'troupe/testing';
 import { describe, expect, it } from 'vitest';
-import { SimulatedClock } from 'xstate';
+import { type InspectionEvent, SimulatedClock } from 'xstate';
 import { z } from 'zod';
 
 const handoffTo = (name: string) => ({
@@ -254,6 +254,39 @@ describe('agentTool', () => {
     expect(result).toMatchObject({ status: 'completed', text: 'Paris' });
     expect(result.steps[0]?.toolCalls[0]?.result).toBe('Paris is the capital');
     expect(events.some((e) => e.agent === 'researcher' && e.type === 'model_response')).toBe(true);
+    await system.shutdown();
+  });
+
+  it('inside a session, the sub-agent is a child actor of the session with an explicit id, stopped when done', async () => {
+    const actors = new Map<string, { parent: string | undefined; ended: boolean }>();
+    const inspect = (event: InspectionEvent) => {
+      const ref = event.actorRef as unknown as { id: string; _parent?: { id: string } };
+      if (event.type === '@xstate.actor') actors.set(ref.id, { parent: ref._parent?.id, ended: false });
+      if (event.type === '@xstate.snapshot' && event.snapshot.status !== 'active') {
+        const entry = actors.get(ref.id);
+        if (entry) entry.ended = true;
+      }
+    };
+    const researcher = defineAgent({
+      name: 'researcher',
+      instructions: '',
+      description: 'Finds facts',
+      model: scriptedModel([{ text: 'fact' }]),
+    });
+    const caller = defineAgent({
+      name: 'writer',
+      instructions: '',
+      model: scriptedModel([
+        { toolCalls: [{ name: 'researcher', args: { input: 'q' } }], stopReason: 'tool_use' },
+        { text: 'done' },
+      ]),
+      tools: [agentTool(researcher)],
+    });
+    const system = createAgentSystem({ inspect });
+    const session = system.spawn(caller, 'go', { id: 'tree' });
+    expect((await session.result).text).toBe('done');
+    expect(actors.get('sub-1')).toEqual({ parent: 'tree', ended: true });
+    expect(actors.get('writer-1')?.parent).toBe('tree');
     await system.shutdown();
   });
 

@@ -145,6 +145,21 @@ function eventsFor(snapshot: Snapshot): SessionEvent[] {
       // Events from children that are no longer active are ignored.
       { type: 'xstate.done.actor.old-1', actorId: 'old-1', output: agentOutput(c, null) },
       { type: 'xstate.error.actor.old-1', actorId: 'old-1', error: new Error('late') },
+      // An agentTool call of the active agent: its sub-agent is a child until the runtime ends it.
+      {
+        type: 'delegate.start',
+        id: 'sub-1',
+        input: {
+          sessionId: 's/sub',
+          agent: 'researcher',
+          limits: defaultLimits,
+          toolNames: [],
+          hasOutputSchema: false,
+          history: [{ role: 'user', content: 'look it up' }],
+          baseLength: 0,
+        },
+      },
+      { type: 'delegate.end', id: 'sub-1' },
       {
         type: 'agent.crashed',
         id: 'old-1',
