@@ -33,6 +33,9 @@ interface Graph {
   maxRevisits: number;
   maxSteps: number;
   strategy: 'restart' | 'stop' | 'escalate';
+  /** Stop the session (or shut the system down) after this many events, at any moment of the run; null: never. */
+  stopAfter: number | null;
+  shutdownInstead: boolean;
 }
 
 const graphs: fc.Arbitrary<Graph> = fc.integer({ min: 2, max: 6 }).chain((size) =>
@@ -65,6 +68,8 @@ const graphs: fc.Arbitrary<Graph> = fc.integer({ min: 2, max: 6 }).chain((size) 
     maxRevisits: fc.constantFrom(0, 0, 1),
     maxSteps: fc.integer({ min: 1, max: 3 }),
     strategy: fc.constantFrom<'restart' | 'stop' | 'escalate'>('restart', 'stop', 'escalate'),
+    stopAfter: fc.option(fc.integer({ min: 1, max: 30 }), { freq: 3 }),
+    shutdownInstead: fc.boolean(),
   }),
 );
 
@@ -144,6 +149,8 @@ function example(handoffs: number[][], scripts: Graph['scripts'], strategy: Grap
     maxRevisits: 0,
     maxSteps: 3,
     strategy,
+    stopAfter: null,
+    shutdownInstead: false,
   };
   return graph;
 }
@@ -168,7 +175,9 @@ describe('actor system: random agent graphs', () => {
           supervision: { strategy: graph.strategy, backoffMs: 0 },
         });
         const session = system.spawn(agents[0] as Agent<unknown>, 'go');
+        let count = 0;
         for await (const event of session.events()) {
+          if (++count === graph.stopAfter) void (graph.shutdownInstead ? system.shutdown() : session.stop());
           if (event.type === 'handoff') seen.add(`handoff:${event.data.outcome}`);
           if (event.type === 'supervisor') seen.add(`supervisor:${event.data.decision}`);
           if (event.type === 'tool_response' && /^a\d$/.test(event.data.name)) seen.add('delegated');
@@ -230,6 +239,7 @@ describe('actor system: random agent graphs', () => {
       'delegated',
       'stop:handoff_limit',
       'stop:completed',
+      'stop:aborted',
     ])
       expect(seen).toContain(expected);
   });
