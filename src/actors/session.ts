@@ -21,6 +21,7 @@ import {
   type SessionCommand,
   type SessionContext,
   type SessionMachine,
+  type SessionRestore,
   type SupervisionPolicy,
   sessionMachine,
 } from '../machines/session.ts';
@@ -152,6 +153,42 @@ interface StoredCheckpoint {
   agent: string;
   segment: number;
   checkpoint: AgentCheckpoint;
+  /** The session around the agent, to recover the turn in another process (AgentSystem.restore). */
+  session: SessionRestore;
+}
+
+function restoreOf(context: SessionContext): SessionRestore {
+  return {
+    current: context.current,
+    transcript: context.transcript,
+    turnStart: context.turnStart,
+    agentHistory: context.agentHistory,
+    agentBase: context.agentBase,
+    path: context.path,
+    handoffCount: context.handoffCount,
+    refusals: context.refusals,
+    spent: context.spent,
+    segment: context.segment,
+  };
+}
+
+/** What `restore` found in the store for a session: an interrupted turn, or the record of a finished one. */
+export type StoredSession =
+  | { kind: 'interrupted'; restore: SessionRestore }
+  | { kind: 'finished'; agent: string; transcript: Message[] };
+
+/** Reads a session's checkpoint (a turn in progress when the process stopped) or its last record. */
+export async function loadStoredSession(
+  store: SnapshotStore,
+  sessionId: string,
+): Promise<StoredSession | undefined> {
+  const checkpoint = (await store.get(checkpointKey(sessionId))) as unknown as StoredCheckpoint | undefined;
+  if (checkpoint?.session) return { kind: 'interrupted', restore: checkpoint.session };
+  const record = (await store.get(sessionKey(sessionId))) as unknown as
+    | { agent: string; transcript: Message[] }
+    | undefined;
+  if (record?.transcript) return { kind: 'finished', agent: record.agent, transcript: record.transcript };
+  return undefined;
 }
 
 function checkpointFor(stored: JsonValue | undefined, command: SessionCommand): AgentCheckpoint | null {
@@ -295,6 +332,7 @@ export function startSession<TOutput>(
   input: RunInput,
   options: SessionOptions,
   environment: SessionEnvironment,
+  restore?: SessionRestore,
 ): Session<TOutput> {
   if (entry?.kind !== 'agent')
     throw new ConfigError('spawn(): the first argument must be an agent from defineAgent().');
@@ -324,7 +362,11 @@ export function startSession<TOutput>(
   let turn: Turn<TOutput> = newTurn();
   let resolvedTurns = 0;
   let status: SessionStatus = 'running';
-  let current = entry.name;
+  if (restore && !agents.has(restore.current))
+    throw new ConfigError(
+      `restore: the stored session was held by "${restore.current}", which ${entry.name} cannot reach.`,
+    );
+  let current = restore?.current ?? entry.name;
   let closeResolve: () => void = () => undefined;
   const closed = new Promise<void>((resolve) => {
     closeResolve = resolve;
@@ -450,6 +492,7 @@ export function startSession<TOutput>(
       history: [...callerHistory, userMessage(input)],
       handoffLimits,
       supervision,
+      ...(restore ? { restore } : {}),
     },
     clock,
     ...(environment.inspect ? { inspect: redactingInspector(environment.inspect, secretKeys) } : {}),
@@ -493,17 +536,13 @@ export function startSession<TOutput>(
         const mark = `${snapshot.context.modelCalls}:${state}`;
         if (mark !== savedAt) {
           savedAt = mark;
-          const record = { agent: name, segment, checkpoint: checkpointOf(snapshot.context) };
-          void Promise.resolve()
-            .then(() => store.set(checkpointKey(sessionId), record as unknown as JsonValue))
-            .catch((error: unknown) => {
-              const info = toErrorInfo(error);
-              bus.emit(name, 'error', {
-                message: `checkpoint not saved: ${info.message}`,
-                type: info.name,
-                code: 'store_failed',
-              });
-            });
+          const record: StoredCheckpoint = {
+            agent: name,
+            segment,
+            checkpoint: checkpointOf(snapshot.context),
+            session: restoreOf(context),
+          };
+          persist(name, () => store.set(checkpointKey(sessionId), record as unknown as JsonValue));
         }
       }
     };
@@ -551,6 +590,26 @@ export function startSession<TOutput>(
     turn.resolve(result);
   };
 
+  // Store writes of this session, in order (a checkpoint saved late must not land after the closing delete).
+  let writes: Promise<void> = Promise.resolve();
+  const persist = (agent: string, write: () => unknown, closing = false) => {
+    if (finished && !closing) return;
+    writes = writes
+      .then(() => write())
+      .then(
+        () => undefined,
+        (error: unknown) => {
+          const info = toErrorInfo(error);
+          if (!finished)
+            bus.emit(agent, 'error', {
+              message: `store: ${info.message}`,
+              type: info.name,
+              code: 'store_failed',
+            });
+        },
+      );
+  };
+
   let finished = false;
   const close = (context: SessionContext | undefined, internalError?: unknown) => {
     if (finished) return;
@@ -578,15 +637,22 @@ export function startSession<TOutput>(
     options.signal?.removeEventListener('abort', onAbort);
     // A closed session never restarts: its checkpoint goes. Its record stays only in a store the user gave us, so
     // the default in-memory store does not grow with every session a long-lived system has ever run.
-    void Promise.resolve(store.delete(checkpointKey(sessionId))).catch(() => undefined);
-    void Promise.resolve(
-      environment.keepRecords
-        ? store.set(sessionKey(sessionId), sessionRecord(context ?? lastContext))
-        : store.delete(sessionKey(sessionId)),
-    ).catch(() => undefined);
+    const final = context ?? lastContext;
+    persist(final.current, () => store.delete(checkpointKey(sessionId)), true);
+    persist(
+      final.current,
+      () =>
+        environment.keepRecords
+          ? store.set(sessionKey(sessionId), sessionRecord(final))
+          : store.delete(sessionKey(sessionId)),
+      true,
+    );
     environment.onClose?.(session as Session);
-    bus.clear();
-    closeResolve();
+    // `closed` resolves once the store has everything: a new process can restore from it right after.
+    void writes.then(() => {
+      bus.clear();
+      closeResolve();
+    });
   };
 
   let lastContext: SessionContext = actor.getSnapshot().context;
@@ -598,9 +664,8 @@ export function startSession<TOutput>(
       if (snapshot.context.turns > resolvedTurns) {
         resolvedTurns = snapshot.context.turns;
         const result = turnResult<TOutput>(snapshot.context);
-        void Promise.resolve(store.set(sessionKey(sessionId), sessionRecord(snapshot.context))).catch(
-          () => undefined,
-        );
+        const record = sessionRecord(snapshot.context);
+        persist(snapshot.context.current, () => store.set(sessionKey(sessionId), record));
         if (snapshot.status !== 'done') status = 'idle';
         finishTurn(result);
       }

@@ -11,7 +11,13 @@ import {
   type ResourceManager,
   type ResourceManagerConfig,
 } from './resource-manager.ts';
-import { type Session, type SessionOptions, startSession } from './session.ts';
+import {
+  agentCatalog,
+  loadStoredSession,
+  type Session,
+  type SessionOptions,
+  startSession,
+} from './session.ts';
 import type { SnapshotStore } from './store.ts';
 import { createMemoryStore } from './store-memory.ts';
 
@@ -37,6 +43,16 @@ export interface AgentSystem {
   get(id: string): Session | undefined;
   /** The sessions that have not closed yet. */
   list(): Session[];
+  /**
+   * Brings back a session from the store (a file store survives the process): a turn that was interrupted resumes
+   * from its last checkpoint without repeating completed model calls; a session whose last turn had finished
+   * continues with `input` on its stored history, with the agent that answered last. `entry` must reach that agent.
+   */
+  restore<TOutput>(
+    id: string,
+    entry: Agent<TOutput>,
+    options?: Omit<SessionOptions, 'id' | 'history'> & { input?: RunInput },
+  ): Promise<Session<TOutput>>;
   /** Every session's events from now on, each tagged with its session and agent; ends at shutdown. */
   events(): AsyncIterable<RunEvent>;
   /** Stops every session and waits until every actor, timer and listener of the system is gone. */
@@ -85,6 +101,32 @@ export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem
       if (spawnOptions.id !== undefined && sessions.has(spawnOptions.id))
         throw new ConfigError(`spawn(): a session with id "${spawnOptions.id}" is already running.`);
       const session = startSession(agent, input, spawnOptions, environment);
+      if (session.status !== 'closed' && session.status !== 'failed')
+        sessions.set(session.id, session as Session);
+      return session;
+    },
+    async restore(id, entry, restoreOptions = {}) {
+      if (sessions.has(id)) throw new ConfigError(`restore(): session "${id}" is running already.`);
+      const stored = await loadStoredSession(environment.store, id);
+      if (!stored) throw new ConfigError(`restore(): the store holds nothing for session "${id}".`);
+      const { input, ...rest } = restoreOptions;
+      let session: Session<typeof entry extends Agent<infer T> ? T : never>;
+      if (stored.kind === 'interrupted') {
+        const { restore } = stored;
+        const asked = restore.transcript[restore.turnStart];
+        const turnInput = input ?? (asked?.role === 'user' ? asked.content : '');
+        session = startSession(entry, turnInput, { ...rest, id }, environment, restore);
+      } else {
+        if (input === undefined)
+          throw new ConfigError(`restore(): session "${id}" finished its last turn; give the next input.`);
+        const holder = agentCatalog(entry as Agent<unknown>, agents).get(stored.agent) ?? entry;
+        session = startSession(
+          holder as typeof entry,
+          input,
+          { ...rest, id, history: stored.transcript },
+          environment,
+        );
+      }
       if (session.status !== 'closed' && session.status !== 'failed')
         sessions.set(session.id, session as Session);
       return session;

@@ -94,7 +94,24 @@ export interface SessionMachineInput {
   history: Message[];
   handoffLimits: HandoffLimits;
   supervision: SupervisionPolicy;
+  /** Recover a turn that was interrupted (the process died): start by resuming `current` from its checkpoint. */
+  restore?: SessionRestore;
 }
+
+/** What a checkpoint records about the session around it, so an interrupted turn can be recovered in a new process. */
+export type SessionRestore = Pick<
+  SessionContext,
+  | 'current'
+  | 'transcript'
+  | 'turnStart'
+  | 'agentHistory'
+  | 'agentBase'
+  | 'path'
+  | 'handoffCount'
+  | 'refusals'
+  | 'spent'
+  | 'segment'
+>;
 
 export interface SessionContext {
   sessionId: string;
@@ -585,6 +602,8 @@ export const sessionMachine = setup({
     lastTurn: null,
     stopping: false,
     ...turnStart({ current: input.entry, segment: 0 }, input.history, input.history.length - 1),
+    // Recovery: the first preparation loads the stored checkpoint of `current` and resumes it (as a restart does).
+    ...(input.restore ? { ...input.restore, fromCheckpoint: true } : {}),
   }),
   invoke: {
     id: 'effects',

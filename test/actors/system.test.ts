@@ -12,6 +12,7 @@ import {
   type RunEvent,
   run,
   SessionClosedError,
+  type SnapshotStore,
   tool,
   validateHistory,
 } from 'troupe';
@@ -529,6 +530,83 @@ describe('supervision', () => {
     await new Promise((resolve) => setTimeout(resolve, 20));
     // The checkpoint went when the session closed; the session's record stays in a store the user gave.
     expect(await readdir(directory)).toEqual(['s1%2Fsession.json']);
+    await rm(directory, { recursive: true, force: true });
+  });
+});
+
+describe('restore from the store (another process)', () => {
+  it('resumes a turn that was interrupted mid-way from its checkpoint, without repeating the model call', async () => {
+    const directory = await mkdtemp(join(tmpdir(), 'troupe-restore-'));
+    let toolRuns = 0;
+    const save = (finish: boolean) =>
+      tool({
+        name: 'save',
+        description: 'saves',
+        input: z.object({ doc: z.string() }),
+        execute: ({ doc }) => {
+          toolRuns++;
+          // In the first process the tool never returns: the process "dies" while it runs.
+          return finish ? `saved ${doc}` : new Promise<string>(() => undefined);
+        },
+      });
+    const firstModel = scriptedModel([
+      { toolCalls: [{ name: 'save', args: { doc: 'a' } }], stopReason: 'tool_use' },
+    ]);
+    // The first process's store stops writing when the process "dies" (nothing it does afterwards reaches disk).
+    const disk = createFileStore(directory);
+    let dead = false;
+    const firstStore: SnapshotStore = {
+      get: (key) => disk.get(key),
+      keys: (prefix) => disk.keys(prefix),
+      set: (key, value) => (dead ? undefined : disk.set(key, value)),
+      delete: (key) => (dead ? undefined : disk.delete(key)),
+    };
+    const first = createAgentSystem({ store: firstStore });
+    first.spawn(
+      defineAgent({ name: 'w', instructions: '', model: firstModel, tools: [save(false)] }),
+      'save a',
+      {
+        id: 'durable',
+      },
+    );
+    const probe = createFileStore(directory);
+    await until(() => toolRuns === 1);
+    for (let i = 0; i < 100; i++) {
+      const stored = (await probe.get('durable/checkpoint')) as
+        | { checkpoint?: { openCalls: unknown[] } }
+        | undefined;
+      if ((stored?.checkpoint?.openCalls.length ?? 0) > 0) break;
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+
+    dead = true;
+    await first.shutdown();
+
+    // A new process: a new system on the same directory, the same agent definition with a fresh model.
+    const secondModel = scriptedModel([{ text: 'saved it' }]);
+    const second = createAgentSystem({ store: createFileStore(directory) });
+    const agent = defineAgent({ name: 'w', instructions: '', model: secondModel, tools: [save(true)] });
+    const session = await second.restore('durable', agent);
+    const result = await session.result;
+    expect(result).toMatchObject({ status: 'completed', text: 'saved it', sessionId: 'durable' });
+    expect(toolRuns).toBe(2); // the interrupted tool call ran again
+    expect(secondModel.calls).toBe(1); // the model call made before the crash was not repeated
+    expect(result.historyDelta.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
+    validateHistory(result.history);
+
+    // The next turn continues from the stored record after the session closed.
+    await second.shutdown();
+    const third = createAgentSystem({ store: createFileStore(directory) });
+    const thirdModel = scriptedModel([{ text: 'and again' }]);
+    const next = await third.restore(
+      'durable',
+      defineAgent({ name: 'w', instructions: '', model: thirdModel, tools: [save(true)] }),
+      { input: 'once more' },
+    );
+    const again = await next.result;
+    expect(again.text).toBe('and again');
+    expect(again.history).toHaveLength(6);
+    await third.shutdown();
     await rm(directory, { recursive: true, force: true });
   });
 });
