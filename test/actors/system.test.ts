@@ -13,6 +13,7 @@ import {
   run,
   SessionClosedError,
   type SnapshotStore,
+  stream,
   tool,
   validateHistory,
 } from 'troupe';
@@ -100,6 +101,46 @@ describe('createAgentSystem: sessions', () => {
     expect(result).toMatchObject({ status: 'stopped', stopReason: 'aborted' });
     expect(aborted).toBe(true);
     await system.shutdown();
+  });
+
+  it('queues a follow-up sent while a turn runs; refuses bad input and work after shutdown', async () => {
+    const model = scriptedModel([{ text: 'one', delayMs: 5 }, { text: 'two' }]);
+    const system = createAgentSystem();
+    const session = system.spawn(defineAgent({ name: 'q', instructions: '', model }), 'first');
+    const second = session.send('second'); // sent while the first turn is still running
+    expect((await session.result).text).toBe('one');
+    expect((await second).text).toBe('two');
+    await expect(session.send(42 as unknown as string)).rejects.toThrow(/input must be a string/);
+    await expect(
+      system.restore('nobody', defineAgent({ name: 'q', instructions: '', model })),
+    ).rejects.toThrow(/holds nothing/);
+    await system.shutdown();
+    expect(() => system.spawn(defineAgent({ name: 'q', instructions: '', model }), 'late')).toThrow(
+      /shutting down/,
+    );
+  });
+
+  it('stream() of an agent with handoffs streams the whole conversation, every agent attributed', async () => {
+    const b = defineAgent({
+      name: 'b',
+      instructions: '',
+      model: scriptedModel([{ text: 'from b', deltas: ['from ', 'b'] }]),
+    });
+    const a = defineAgent({
+      name: 'a',
+      instructions: '',
+      model: scriptedModel([handoffTo('b')]),
+      handoffs: [b],
+    });
+    const s = stream(a, 'go');
+    const events = await collect(s);
+    expect(
+      events
+        .filter((e) => e.type === 'delta')
+        .map((e) => `${e.agent}:${e.type === 'delta' ? e.data.content : ''}`),
+    ).toEqual(['b:from ', 'b:b']);
+    expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i));
+    expect((await s.result).agent).toBe('b');
   });
 
   it("the caller's AbortSignal stops the session", async () => {
