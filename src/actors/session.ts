@@ -546,7 +546,8 @@ export function startSession<TOutput>(
         }
       }
     };
-    const subscription = child.subscribe({ next: onSnapshot, error: () => undefined });
+    // The supervisor hears of the failure through xstate.error.actor.*; here we only clean up after it.
+    const subscription = child.subscribe({ next: onSnapshot, error: () => stopOrphans(child) });
     onSnapshot(child.getSnapshot());
     let timer: unknown;
     const timeoutMs = agent?.limits.timeoutMs ?? null;
@@ -730,6 +731,16 @@ export function startSession<TOutput>(
   actor.start();
   if (options.signal?.aborted) onAbort();
   return session;
+}
+
+/**
+ * XState pitfall 2 (statelyai/xstate#5153): an actor that errors from its own action leaves its children running
+ * (the effects actor's cleanup never runs, so in-flight calls are never aborted). Stop them ourselves; the public
+ * API cannot stop a non-root actor, hence the internal `_stop`, which runs the child's normal stop procedure.
+ */
+function stopOrphans(failed: AnyActorRef): void {
+  const children = (failed.getSnapshot() as { children?: Record<string, AnyActorRef> }).children ?? {};
+  for (const orphan of Object.values(children)) (orphan as unknown as { _stop?: () => void })._stop?.();
 }
 
 /** The result of a sub-run that could not run or was cut off. */

@@ -531,6 +531,42 @@ describe('supervision', () => {
     await system.shutdown();
   });
 
+  it('supervises an exception thrown inside the agent actor too: restart from the checkpoint, no orphan left', async () => {
+    // Tool arguments with a cycle make the loop's duplicate detection overflow the stack inside a machine action:
+    // the agent actor errors (an exception from our code, not a model or tool error the loop handles).
+    const circular: Record<string, unknown> = { n: 1 };
+    circular.self = circular;
+    const t = tool({ name: 't', description: 'x', input: z.object({}), execute: () => 'ok' });
+    const model = scriptedModel([
+      { toolCalls: [{ name: 't', args: circular as never }], stopReason: 'tool_use' },
+      { text: 'recovered' },
+    ]);
+    const started = new Map<unknown, string>();
+    const ended = new Set<unknown>();
+    const inspect = (event: InspectionEvent) => {
+      if (event.type === '@xstate.actor')
+        started.set(event.actorRef, (event.actorRef as unknown as { id: string }).id);
+      if (event.type === '@xstate.snapshot' && event.snapshot.status !== 'active') ended.add(event.actorRef);
+    };
+    const clock = new SimulatedClock();
+    const system = createAgentSystem({ inspect, clock });
+    const session = system.spawn(defineAgent({ name: 'w', instructions: '', model, tools: [t] }), 'go');
+    const seen: RunEvent[] = [];
+    const events = (async () => {
+      for await (const event of session.events()) seen.push(event);
+    })();
+    await until(() => seen.some((e) => e.type === 'supervisor'));
+    expect(seen.find((e) => e.type === 'supervisor')).toMatchObject({
+      data: { decision: 'restart', error: { name: 'RangeError', code: 'agent_crashed' } },
+    });
+    clock.increment(100);
+    expect(await session.result).toMatchObject({ status: 'completed', text: 'recovered' });
+    await events;
+    await system.shutdown();
+    // Every actor stopped, except the agent that errored (XState reports no snapshot for it): its effects did.
+    expect([...started].filter(([ref]) => !ended.has(ref)).map(([, id]) => id)).toEqual(['w-1']);
+  });
+
   it("strategy 'stop' ends the turn failed but keeps the session for the next message", async () => {
     const { flaky } = crashingOnce();
     const model = scriptedModel([
