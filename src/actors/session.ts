@@ -467,7 +467,10 @@ export function startSession<TOutput>(
           next: (snapshot: SnapshotFrom<AgentMachine>) => {
             if (snapshot.status === 'done') settle(snapshot.output);
           },
-          error: (error: unknown) => settle(undefined, `the sub-agent failed: ${toErrorInfo(error).message}`),
+          error: (error: unknown) => {
+            stopOrphans(started);
+            settle(undefined, `the sub-agent failed: ${toErrorInfo(error).message}`);
+          },
           complete: () => settle(undefined),
         });
         const now = started.getSnapshot() as SnapshotFrom<AgentMachine>;
