@@ -73,6 +73,11 @@ export interface QuotaState {
   maxInFlight: number | null;
   /** Calls granted in the last minute, oldest first; tokens are the estimate, then the actual usage once settled. */
   log: { id: string; at: number; tokens: number }[];
+  /** Entries before this index have left the window (the array is compacted now and then, not per event). */
+  logHead: number;
+  /** Sequence number of `log[0]`: a reservation finds its entry at `seq - logBase` in O(1). */
+  logBase: number;
+  /** Tokens of the live entries. */
   logTokens: number;
   inFlight: number;
   /** Nothing is granted before this time (a 429's retry-after). */
@@ -90,6 +95,8 @@ export interface Reservation {
   /** Estimated cost; null when the model has no price (allowed only if no scope has a USD budget). */
   usd: number | null;
   quotas: string[];
+  /** Per quota key, the sequence number of this call's log entry once granted. */
+  logSeqs: Record<string, number>;
   status: 'waiting' | 'granted';
   requestedAt: number;
 }
@@ -267,6 +274,8 @@ function newQuota(key: string, provider: string | null, model: string | null): Q
     tokensPerMinute: null,
     maxInFlight: null,
     log: [],
+    logHead: 0,
+    logBase: 0,
     logTokens: 0,
     inFlight: 0,
     blockedUntil: 0,
@@ -509,22 +518,35 @@ function quotasFor(state: ResourceState, provider: string, model: string): strin
 
 function expireLog(state: ResourceState, quota: QuotaState, now: number): void {
   const cutoff = now - quotaWindowMs;
-  let drop = 0;
-  while (drop < quota.log.length && (quota.log[drop]?.at ?? 0) <= cutoff) {
-    quota.logTokens -= quota.log[drop]?.tokens ?? 0;
-    drop++;
+  const start = quota.logHead;
+  while (quota.logHead < quota.log.length && (quota.log[quota.logHead]?.at ?? 0) <= cutoff) {
+    quota.logTokens -= quota.log[quota.logHead]?.tokens ?? 0;
+    quota.logHead++;
   }
-  if (drop > 0) {
-    state.trace.push('quota.window_expired');
-    quota.log.splice(0, drop);
-    if (quota.log.length === 0) quota.logTokens = 0;
+  if (quota.logHead === start) return;
+  state.trace.push('quota.window_expired');
+  if (quota.logHead === quota.log.length) {
+    quota.logBase += quota.log.length;
+    quota.log = [];
+    quota.logHead = 0;
+    quota.logTokens = 0;
+  } else if (quota.logHead >= 1024 && quota.logHead * 2 >= quota.log.length) {
+    // Compact once the dead prefix is large, so expiry costs O(1) amortized instead of a splice per event.
+    quota.log.splice(0, quota.logHead);
+    quota.logBase += quota.logHead;
+    quota.logHead = 0;
   }
+}
+
+/** Calls granted in the last minute. */
+export function liveRequests(quota: QuotaState): number {
+  return quota.log.length - quota.logHead;
 }
 
 function quotaAllows(state: ResourceState, quota: QuotaState, tokens: number, now: number): boolean {
   if (now < quota.blockedUntil) return false;
   expireLog(state, quota, now);
-  if (quota.requestsPerMinute !== null && quota.log.length >= quota.requestsPerMinute) return false;
+  if (quota.requestsPerMinute !== null && liveRequests(quota) >= quota.requestsPerMinute) return false;
   if (quota.tokensPerMinute !== null && quota.logTokens + tokens > quota.tokensPerMinute) return false;
   if (quota.maxInFlight !== null && quota.inFlight >= quota.maxInFlight) return false;
   return true;
@@ -593,6 +615,7 @@ function reserve(state: ResourceState, event: Extract<ResourceEvent, { type: 're
     tokens: event.tokens,
     usd: event.usd,
     quotas,
+    logSeqs: {},
     status: 'waiting',
     requestedAt: event.now,
   };
@@ -646,6 +669,7 @@ function grant(state: ResourceState, reservation: Reservation, now: number): voi
     if (!quota) continue;
     quota.inFlight += 1;
     if (logsRequests(quota)) {
+      reservation.logSeqs[key] = quota.logBase + quota.log.length;
       quota.log.push({ id: reservation.id, at: now, tokens: reservation.tokens });
       quota.logTokens += reservation.tokens;
     }
@@ -702,13 +726,14 @@ function settle(state: ResourceState, event: Extract<ResourceEvent, { type: 'set
   for (const key of reservation.quotas) {
     const quota = state.quotas[key];
     if (!quota) continue;
-    for (let index = quota.log.length - 1; index >= 0; index--) {
-      const entry = quota.log[index];
-      if (entry?.id === event.id) {
-        quota.logTokens += event.tokens - entry.tokens;
-        entry.tokens = event.tokens;
-        break;
-      }
+    const seq = reservation.logSeqs[key];
+    if (seq === undefined) continue;
+    const index = seq - quota.logBase;
+    const entry = index >= quota.logHead ? quota.log[index] : undefined;
+    // An entry that already left the window no longer counts, so there is nothing to correct.
+    if (entry?.id === event.id) {
+      quota.logTokens += event.tokens - entry.tokens;
+      entry.tokens = event.tokens;
     }
   }
   state.outbox.push({
@@ -866,7 +891,7 @@ function nextWake(state: ResourceState, now: number): number | null {
       if (!quota) continue;
       let at: number | null = null;
       if (quota.blockedUntil > now) at = quota.blockedUntil;
-      else if (quota.log.length > 0) at = (quota.log[0]?.at ?? now) + quotaWindowMs;
+      else if (liveRequests(quota) > 0) at = (quota.log[quota.logHead]?.at ?? now) + quotaWindowMs;
       if (at !== null && at > now && (wake === null || at < wake)) wake = at;
     }
   }

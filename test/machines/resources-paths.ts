@@ -3,6 +3,7 @@ import { getShortestPaths, type StatePath } from 'xstate/graph';
 import {
   applyResourceEvent,
   initialResourceState,
+  liveRequests,
   type ResourceBranch,
   type ResourceEvent,
   type ResourceState,
@@ -122,8 +123,8 @@ export function harnessKey(state: HarnessState): string {
   ]);
   const quotas = Object.values(rm.quotas).map((quota) => [
     quota.key,
-    quota.log.length,
-    quota.log.length > 0 ? Math.floor((now - (quota.log[0]?.at ?? now)) / 30_000) : null,
+    liveRequests(quota),
+    liveRequests(quota) > 0 ? Math.floor((now - (quota.log[quota.logHead]?.at ?? now)) / 30_000) : null,
     quota.inFlight,
     quota.blockedUntil > now,
   ]);

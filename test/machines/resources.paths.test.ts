@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createActor } from 'xstate';
 import {
+  liveRequests,
   type ResourceBranch,
   type ResourceEvent,
   type ResourceState,
@@ -35,7 +36,7 @@ function checkInvariants(state: ResourceState, where: string): void {
   for (const quota of Object.values(state.quotas)) {
     expect(quota.inFlight, where).toBe(granted.filter((r) => r.quotas.includes(quota.key)).length);
     if (quota.requestsPerMinute !== null)
-      expect(quota.log.length, where).toBeLessThanOrEqual(quota.requestsPerMinute);
+      expect(liveRequests(quota), where).toBeLessThanOrEqual(quota.requestsPerMinute);
   }
   const waiting = Object.values(state.reservations).filter((r) => r.status === 'waiting');
   expect(new Set(state.waiting), where).toEqual(new Set(waiting.map((r) => r.id)));
