@@ -10,6 +10,7 @@ import {
   createResourceManager,
   type ResourceManager,
   type ResourceManagerConfig,
+  type ResourceUsage,
 } from './resource-manager.ts';
 import {
   agentCatalog,
@@ -57,6 +58,11 @@ export interface AgentSystem {
   events(): AsyncIterable<RunEvent>;
   /** Stops every session and waits until every actor, timer and listener of the system is gone. */
   shutdown(): Promise<void>;
+  /**
+   * Spend and remaining budget of a tenant and of a session (R1); a session's tenant is used when only the session
+   * is given. Both null when the system has no resource manager.
+   */
+  usage(query?: { tenant?: string; session?: string }): ResourceUsage;
 }
 
 export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem {
@@ -133,6 +139,7 @@ export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem
     },
     get: (id) => sessions.get(id),
     list: () => [...sessions.values()],
+    usage: (query) => resources?.usage(query) ?? { tenant: null, session: null },
     events() {
       const queue = new AsyncQueue<RunEvent>();
       if (shuttingDown) queue.end();

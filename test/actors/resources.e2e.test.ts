@@ -1,5 +1,6 @@
 import {
   ConfigError,
+  createAgentSystem,
   createResourceManager,
   defineAgent,
   ModelError,
@@ -230,6 +231,34 @@ describe('budgets end to end', () => {
       ConfigError,
     );
     await expect(run(answeringAgent('x'), 'hi', { budget: { tokens: 0 } })).rejects.toThrow(ConfigError);
+  });
+});
+
+describe('the agent system', () => {
+  it('createAgentSystem({ resources }) shares tenant budgets across sessions; system.usage() reports them', async () => {
+    const system = createAgentSystem({ resources: { budgets: { tenants: { acme: { tokens: 500 } } } } });
+    const first = await system.spawn(answeringAgent('one', { input: 300, output: 100 }), 'hi', {
+      tenant: 'acme',
+      id: 'one',
+    }).result;
+    expect(first.stopReason).toBe('completed');
+    // 400 of 500 spent: the next session of the tenant may still start one call, the one after may not.
+    const second = await system.spawn(answeringAgent('two', { input: 300, output: 100 }), 'hi', {
+      tenant: 'acme',
+    }).result;
+    expect(second.stopReason).toBe('completed');
+    const third = await system.spawn(answeringAgent('three'), 'hi', { tenant: 'acme' }).result;
+    expect(third.stopReason).toBe('budget_exhausted');
+    const other = await system.spawn(answeringAgent('four'), 'hi', { tenant: 'globex' }).result;
+    expect(other.stopReason).toBe('completed');
+    expect(system.usage({ tenant: 'acme' }).tenant).toMatchObject({ spentTokens: 800, remainingTokens: 0 });
+    expect(system.usage({ session: 'one' })).toMatchObject({
+      tenant: { scope: 'tenant:acme' },
+      session: { spentTokens: 400 },
+    });
+    expect(system.usage({ tenant: 'globex' }).tenant?.spentTokens).toBe(15);
+    await system.shutdown();
+    expect(createAgentSystem().usage()).toEqual({ tenant: null, session: null });
   });
 });
 
