@@ -1,12 +1,30 @@
+import { randomUUID } from 'node:crypto';
+import { createActor } from 'xstate';
 import type { Agent } from '../agent/define-agent.ts';
-import type { Clock } from '../core/clock.ts';
-import { ConfigError } from '../core/errors.ts';
+import { type Clock, systemClock } from '../core/clock.ts';
+import { ConfigError, toErrorInfo } from '../core/errors.ts';
+import type { RunEvent } from '../core/events.ts';
+import { validateHistory } from '../core/history.ts';
 import type { JsonValue } from '../core/json.ts';
-import type { Message, RunInput } from '../core/messages.ts';
+import { type Message, type RunInput, userMessage } from '../core/messages.ts';
 import type { RunResult } from '../core/result.ts';
 import type { RunStatus } from '../core/stop-reason.ts';
-import type { InspectObserver } from './inspect.ts';
+import { agentMachine } from '../machines/agent.ts';
+import {
+  type GroupContext,
+  type GroupMachine,
+  type GroupMember,
+  groupMachine,
+} from '../machines/supervisor-group.ts';
+import { effectsLogic } from './effects.ts';
+import { EventBus } from './event-bus.ts';
+import { type InspectObserver, redactingInspector, secretArguments } from './inspect.ts';
+import type { ResourceManager } from './resource-manager.ts';
+import { attachResources, type RunResourceOptions } from './resource-run.ts';
 import { type RunOptions, run } from './run.ts';
+import { buildRunResult } from './run-result.ts';
+import { deltaForwarder, registerRuntime, unregisterRuntime } from './run-runtime.ts';
+import { needsSession } from './session-run.ts';
 
 /** How `parallel` merges the answers: majority vote, all of them in order, or a synthesizer agent's answer. */
 export type MergeStrategy = 'vote' | 'concat' | Agent<unknown>;
@@ -16,10 +34,19 @@ export interface ParallelOptions {
 }
 
 export interface ParallelRunOptions {
+  /** Aborting it aborts every agent of the group (their results say `aborted`). */
   signal?: AbortSignal;
   history?: readonly Message[];
   clock?: Clock;
+  /** An inspection observer: the group is one root actor with the agents as its children. Secrets are redacted. */
   inspect?: InspectObserver;
+  /** Every event of the group's agents, each attributed to its agent. */
+  onEvent?: (event: RunEvent) => void;
+  /** Budgets: the group's calls draw on this manager (and on `parentScope`'s budgets when nested). */
+  resources?: ResourceManager;
+  budget?: RunResourceOptions['budget'];
+  tenant?: string;
+  parentScope?: string;
 }
 
 /** The merged answer of agents that worked side by side on one task (REQUIREMENTS M5, reference 003 §3.15). */
@@ -43,9 +70,14 @@ export interface ParallelGroup {
   run(input: RunInput, options?: ParallelRunOptions): Promise<ParallelResult>;
 }
 
+/** The group supervisor with the real agent runtime; built once (provide() is not free). */
+const runtimeGroupMachine: GroupMachine = groupMachine.provide({
+  actors: { agent: agentMachine.provide({ actors: { effects: effectsLogic } }) },
+});
+
 /**
- * Runs several agents on the same task at the same time, each as its own actor, then merges their answers. An
- * agent that fails does not fail the group; it just does not count. Never rejects except for bad input.
+ * Runs several agents on the same task at the same time, as children of one group actor, then merges their
+ * answers. An agent that fails does not fail the group; it just does not count. Rejects only for bad input.
  */
 export function parallel(agents: readonly Agent<unknown>[], options: ParallelOptions): ParallelGroup {
   if (!Array.isArray(agents) || agents.length === 0 || agents.some((agent) => agent?.kind !== 'agent'))
@@ -58,17 +90,171 @@ export function parallel(agents: readonly Agent<unknown>[], options: ParallelOpt
     kind: 'parallel',
     agents: group,
     async run(input, runOptions = {}) {
-      const base: RunOptions = {};
-      if (runOptions.signal) base.signal = runOptions.signal;
-      if (runOptions.history) base.history = runOptions.history;
-      if (runOptions.clock) base.clock = runOptions.clock;
-      if (runOptions.inspect) base.inspect = runOptions.inspect;
-      const results = await Promise.all(group.map((agent) => run(agent, input, base)));
+      if (typeof input !== 'string' && !Array.isArray(input))
+        throw new ConfigError('parallel().run(): input must be a string or an array of content parts.');
+      // Agents that can hand off need a session of their own; the others are children of one group actor.
+      const apart = group.map((agent) => needsSession(agent));
+      const together = group.filter((_agent, index) => !apart[index]);
+      const [grouped, separate] = await Promise.all([
+        together.length > 0 ? runGroup(together, input, runOptions) : Promise.resolve([]),
+        Promise.all(
+          group
+            .filter((_agent, index) => apart[index])
+            .map((agent) => run(agent, input, runOptionsOf(runOptions))),
+        ),
+      ]);
+      const results = apart.map(
+        (isApart) => (isApart ? separate.shift() : grouped.shift()) as RunResult<unknown>,
+      );
       const done = results.filter((result) => result.status === 'completed');
       if (merge === 'vote') return vote(results, done);
       if (merge === 'concat') return concat(results, done);
-      return synthesize(merge, input, results, done, base);
+      const { history: _history, ...synthOptions } = runOptionsOf(runOptions);
+      return synthesize(merge, input, results, done, synthOptions);
     },
+  };
+}
+
+function runOptionsOf(options: ParallelRunOptions): RunOptions {
+  const out: RunOptions = {};
+  if (options.signal) out.signal = options.signal;
+  if (options.history) out.history = options.history;
+  if (options.clock) out.clock = options.clock;
+  if (options.inspect) out.inspect = options.inspect;
+  if (options.resources) out.resources = options.resources;
+  if (options.tenant !== undefined) out.tenant = options.tenant;
+  if (options.parentScope !== undefined) out.parentScope = options.parentScope;
+  return out;
+}
+
+/** One group actor, one child per agent; resolves with every agent's result in order. */
+function runGroup(
+  agents: Agent<unknown>[],
+  input: RunInput,
+  options: ParallelRunOptions,
+): Promise<RunResult<unknown>[]> {
+  const history = options.history ?? [];
+  validateHistory(history);
+  const groupId = randomUUID();
+  const clock = options.clock ?? systemClock;
+  const bus = new EventBus(groupId, clock);
+  const undo: (() => void)[] = [];
+  if (options.onEvent) undo.push(bus.subscribe(options.onEvent));
+  const first = agents[0] as Agent<unknown>;
+  const resourceOptions: RunResourceOptions = {};
+  for (const key of ['resources', 'budget', 'tenant', 'parentScope'] as const)
+    if (options[key] !== undefined) Object.assign(resourceOptions, { [key]: options[key] });
+  const detach = attachResources(resourceOptions, {
+    sessionId: groupId,
+    agent: first.name,
+    provider: first.model.provider,
+    model: first.model.model,
+    clock,
+    bus,
+  });
+  if (detach) undo.push(detach);
+  const members: GroupMember[] = agents.map((agent, index) => {
+    const id = `${agent.name.replace(/\./g, '_')}-${index + 1}`;
+    const key = `${groupId}/${id}`;
+    registerRuntime(key, { agent, bus, clock, onDelta: deltaForwarder(bus, agent.name) });
+    undo.push(() => unregisterRuntime(key));
+    return {
+      id,
+      input: {
+        sessionId: key,
+        agent: agent.name,
+        limits: agent.limits,
+        toolNames: agent.tools.names,
+        hasOutputSchema: agent.outputSchema !== undefined,
+        history: [...history, userMessage(input)],
+        baseLength: history.length,
+      },
+    };
+  });
+  const actor = createActor(runtimeGroupMachine, {
+    id: `parallel-${groupId}`,
+    input: { members },
+    clock,
+    ...(options.inspect
+      ? {
+          inspect: redactingInspector(
+            options.inspect,
+            agents.flatMap((agent) => secretArguments(agent)),
+          ),
+        }
+      : {}),
+  });
+  return new Promise((resolve) => {
+    let finished = false;
+    const onAbort = () => actor.send({ type: 'abort', reason: 'the group was aborted' });
+    const finish = (context: GroupContext | undefined, error?: unknown) => {
+      if (finished) return;
+      finished = true;
+      for (const timer of timers) clock.clearTimeout(timer);
+      options.signal?.removeEventListener('abort', onAbort);
+      for (const step of undo) step();
+      resolve(
+        members.map((member, index) => {
+          const output = context?.outputs[member.id];
+          if (output) return { ...buildRunResult<unknown>(output), sessionId: groupId };
+          const failure =
+            context?.failures[member.id] ?? toErrorInfo(error ?? new Error('the group ended early'));
+          return memberFailure(
+            groupId,
+            (agents[index] as Agent<unknown>).name,
+            history,
+            input,
+            failure.message,
+          );
+        }),
+      );
+    };
+    const timers: unknown[] = [];
+    actor.subscribe({
+      next: (snapshot) => {
+        if (snapshot.status === 'done') finish(snapshot.output);
+      },
+      // Pitfall 17: a root without an error observer crashes the process; ours becomes failed results.
+      error: (error) => finish(undefined, error),
+    });
+    actor.start();
+    agents.forEach((agent, index) => {
+      const timeoutMs = agent.limits.timeoutMs;
+      const id = (members[index] as GroupMember).id;
+      if (timeoutMs !== null && !finished)
+        timers.push(clock.setTimeout(() => actor.send({ type: 'timeout', id }), timeoutMs));
+    });
+    if (!finished) {
+      options.signal?.addEventListener('abort', onAbort, { once: true });
+      if (options.signal?.aborted) onAbort();
+    }
+  });
+}
+
+function memberFailure(
+  sessionId: string,
+  agent: string,
+  history: readonly Message[],
+  input: RunInput,
+  message: string,
+): RunResult<unknown> {
+  const delta: Message[] = [userMessage(input)];
+  return {
+    sessionId,
+    agent,
+    status: 'failed',
+    stopReason: 'error',
+    text: '',
+    output: undefined,
+    steps: [],
+    toolCalls: 0,
+    usage: { input: 0, output: 0, cached: 0, reasoning: 0 },
+    history: [...history, ...delta],
+    historyDelta: delta,
+    iterationsUsed: 0,
+    timedOut: false,
+    truncated: false,
+    error: { name: 'InternalError', code: 'agent_crashed', message },
   };
 }
 
@@ -115,11 +301,10 @@ async function synthesize(
   const task =
     typeof input === 'string' ? input : input.map((part) => (part.type === 'text' ? part.text : '')).join('');
   const answers = done.map((result) => `[${result.agent}]\n${result.text}`).join('\n\n');
-  const { history: _ignored, ...rest } = options;
   const synthesis = await run(
     synthesizer,
     `Task: ${task}\n\nAnswers from ${done.length} agent(s):\n\n${answers}\n\nMerge them into one answer.`,
-    rest,
+    options,
   );
   return {
     status: synthesis.status === 'completed' ? 'completed' : 'failed',

@@ -790,6 +790,61 @@ describe('parallel', () => {
     expect(result.output).toEqual(['one', 'two']);
   });
 
+  it('runs the agents as children of one group actor; abort and timeouts reach each of them', async () => {
+    const parents = new Map<string, string | undefined>();
+    const inspect = (event: InspectionEvent) => {
+      const ref = event.actorRef as unknown as { id: string; _parent?: { id: string } };
+      if (event.type === '@xstate.actor') parents.set(ref.id, ref._parent?.id);
+    };
+    const clock = new SimulatedClock();
+    const hanging = scriptedModel([{ delayMs: 1e9 }]);
+    const patient = defineAgent({ name: 'patient', instructions: '', model: hanging });
+    const quick = defineAgent({
+      name: 'quick',
+      instructions: '',
+      model: scriptedModel([{ delayMs: 1e9 }]),
+      limits: { timeoutMs: 50 },
+    });
+    const controller = new AbortController();
+    const events: RunEvent[] = [];
+    const pending = parallel([answering('a', 'yes'), patient, quick], { merge: 'concat' }).run('x', {
+      inspect,
+      clock,
+      signal: controller.signal,
+      onEvent: (event) => events.push(event),
+    });
+    await until(
+      () => hanging.calls === 1 && events.some((e) => e.agent === 'a' && e.type === 'model_response'),
+    );
+    clock.increment(50); // quick times out on its own limit
+    controller.abort(); // patient is aborted with the caller
+    const result = await pending;
+    expect(result.results.map((r) => [r.agent, r.stopReason])).toEqual([
+      ['a', 'completed'],
+      ['patient', 'aborted'],
+      ['quick', 'timed_out'],
+    ]);
+    expect(result.text).toBe('[a]\nyes');
+    const root = [...parents].find(([, parent]) => parent === undefined)?.[0];
+    expect(root).toMatch(/^parallel-/);
+    expect(['a-1', 'patient-2', 'quick-3'].map((id) => parents.get(id))).toEqual([root, root, root]);
+    expect(events.some((e) => e.agent === 'a' && e.type === 'model_response')).toBe(true);
+    expect(activeRuntimeCount()).toBe(0);
+  });
+
+  it('an agent that can hand off takes part through its own session', async () => {
+    const b = defineAgent({ name: 'b', instructions: '', model: scriptedModel([{ text: 'blue' }]) });
+    const a = defineAgent({
+      name: 'a',
+      instructions: '',
+      model: scriptedModel([handoffTo('b')]),
+      handoffs: [b],
+    });
+    const result = await parallel([a, answering('c', 'blue')], { merge: 'vote' }).run('colour?');
+    expect(result.votes).toEqual({ blue: 2 });
+    expect(result.results[0]).toMatchObject({ agent: 'b', path: ['a', 'b'] });
+  });
+
   it('synthesizer: an agent merges the answers it is given', async () => {
     const synthModel = scriptedModel([{ text: 'one and two' }]);
     const synth = defineAgent({ name: 'synth', instructions: '', model: synthModel });

@@ -14,7 +14,7 @@ import { z } from 'zod';
 import { createAgentSystem } from '../../src/actors/system.ts';
 import { defaultLimits } from '../../src/core/limits.ts';
 import type { Message } from '../../src/core/messages.ts';
-import { type AgentContext, agentMachine } from '../../src/machines/agent.ts';
+import { type AgentContext, type AgentMachineInput, agentMachine } from '../../src/machines/agent.ts';
 import {
   type SessionContext,
   type SessionEvent,
@@ -23,6 +23,7 @@ import {
   type SupervisionPolicy,
   sessionMachine,
 } from '../../src/machines/session.ts';
+import { type GroupEvent, type GroupMachine, groupMachine } from '../../src/machines/supervisor-group.ts';
 import { allTransitions, sessionOnlyStates, transitionName } from './agent-paths.ts';
 
 /**
@@ -367,5 +368,83 @@ describe("the agent machine's session-only transitions, on the real system runti
 
     expect(allTransitions(agentMachine.root, 'session').filter((name) => !covered.has(name))).toEqual([]);
     expect(sessionOnlyStates.filter((id) => !visited.has(id))).toEqual([]);
+  });
+});
+
+describe('group supervisor statechart (parallel): generated paths replayed on the machine', () => {
+  const memberInput = (agent: string): AgentMachineInput => ({
+    sessionId: `g/${agent}`,
+    agent,
+    limits: defaultLimits,
+    toolNames: [],
+    hasOutputSchema: false,
+    history: [{ role: 'user', content: 'x' }],
+    baseLength: 0,
+  });
+  const input = {
+    members: [
+      { id: 'm1', input: memberInput('m1') },
+      { id: 'm2', input: memberInput('m2') },
+    ],
+  };
+  type GroupSnapshot = SnapshotFrom<GroupMachine>;
+  const output = createActor(agentMachine, { input: memberInput('m') }).getSnapshot().context;
+  const events = (snapshot: GroupSnapshot): GroupEvent[] =>
+    snapshot.status !== 'active'
+      ? []
+      : [
+          { type: 'abort' },
+          ...['m1', 'm2', 'ghost'].flatMap((id): GroupEvent[] => [
+            { type: `xstate.done.actor.${id}`, actorId: id, output: { ...output, stopReason: 'completed' } },
+            { type: `xstate.error.actor.${id}`, actorId: id, error: new Error('bug') },
+            { type: 'timeout', id },
+          ]),
+        ];
+  const inertGroup = groupMachine.provide({
+    actors: { agent: fromCallback(() => undefined) as unknown as typeof agentMachine },
+  });
+
+  it('every path ends where the traversal says, covering every state and transition', () => {
+    const paths = getShortestPaths(groupMachine, {
+      input,
+      events,
+      serializeState: (state, event, prev) =>
+        `${JSON.stringify([state.value, Object.keys(state.context.outputs), Object.keys(state.context.failures)])} via ${event?.type ?? 'init'} from ${prev ? JSON.stringify(prev.value) : ''}`,
+    });
+    expect(paths.length).toBeGreaterThan(10);
+    const covered = new Set<string>();
+    const visited = new Set<string>(['group']);
+    for (const path of paths) {
+      const inspect = (event: InspectionEvent) => {
+        if (event.rootId !== event.actorRef.sessionId || event.type !== '@xstate.microstep') return;
+        const value = (event.snapshot as unknown as { value: unknown }).value;
+        if (typeof value === 'string') visited.add(`group.${value}`);
+        for (const transition of event._transitions) {
+          const source = transition.source as AnyStateNode;
+          const list =
+            transition.eventType === ''
+              ? (source.always ?? [])
+              : (source.transitions.get(transition.eventType) ?? []);
+          covered.add(transitionName(source, transition.eventType, list.indexOf(transition)));
+        }
+      };
+      const actor = createActor(inertGroup, { input, inspect });
+      let failed: unknown;
+      actor.subscribe({ error: (error) => (failed = error) });
+      actor.start();
+      for (const step of path.steps.slice(1)) actor.send(step.event);
+      const snapshot = actor.getSnapshot();
+      expect(failed).toBeUndefined();
+      expect(snapshot.value).toEqual(path.state.value);
+      expect(snapshot.context.remaining).toBe(path.state.context.remaining);
+      if (snapshot.status === 'done') {
+        expect(
+          Object.keys(snapshot.context.outputs).length + Object.keys(snapshot.context.failures).length,
+        ).toBe(2);
+      }
+      actor.stop();
+    }
+    expect(allTransitions(groupMachine.root).filter((name) => !covered.has(name))).toEqual([]);
+    expect(allStates(groupMachine.root).filter((id) => !visited.has(id))).toEqual([]);
   });
 });
