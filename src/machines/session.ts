@@ -336,6 +336,7 @@ export const sessionMachine = setup({
       actorIdOf(event) === context.activeId && doneOutput(event) !== undefined,
     crashOfActive: ({ context, event }) => context.activeId !== null && actorIdOf(event) === context.activeId,
     stopping: ({ context }) => context.stopping,
+    fromSubAgent: ({ event }) => actorIdOf(event)?.startsWith('sub-') === true,
     handoffRequested: ({ event }) => doneOutput(event)?.handoff != null,
     depthExceeded: ({ context }) => context.handoffCount + 1 > context.handoffLimits.maxDepth,
     revisitRefused: ({ context, event }) => {
@@ -615,6 +616,9 @@ export const sessionMachine = setup({
   on: {
     'delegate.start': { actions: 'startDelegate' },
     'delegate.end': { actions: 'endDelegate' },
+    // A sub-agent's failure goes back to its calling tool through the runtime; left unhandled here, the event
+    // would fail the whole session whatever state it is in.
+    'xstate.error.actor.*': { guard: 'fromSubAgent' },
   },
   initial: 'preparing',
   states: {

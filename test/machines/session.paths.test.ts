@@ -122,7 +122,11 @@ const backoffEvent = (() => {
 function eventsFor(snapshot: Snapshot): SessionEvent[] {
   const c = snapshot.context;
   if (snapshot.status !== 'active') return [];
-  const events: SessionEvent[] = [{ type: 'stop' }];
+  const events: SessionEvent[] = [
+    { type: 'stop' },
+    // A sub-agent (agentTool) child failing, in any state: the session must not fail with it.
+    { type: 'xstate.error.actor.sub-1', actorId: 'sub-1', error: new Error('sub bug') },
+  ];
   if (snapshot.matches('preparing')) {
     events.push(
       { type: 'prepared', history: c.transcript, resume: null },
@@ -234,11 +238,15 @@ function replay(config: Config, events: SessionEvent[]): Replayed {
     }
   };
   const actor = createActor(replayMachine, { input: input(config), clock: new SimulatedClock(), inspect });
-  actor.subscribe({ error: () => undefined });
+  let failed: unknown;
+  actor.subscribe({ error: (error) => (failed = error) });
   actor.start();
   for (const event of events) actor.send(event);
   const snapshot = actor.getSnapshot();
   actor.stop();
+  // No event of a path may fail the session actor itself.
+  if (failed !== undefined)
+    throw new Error(`the session failed: ${String(failed)} after ${events.map((e) => e.type).join(' > ')}`);
   return { snapshot, covered, visited };
 }
 
