@@ -17,7 +17,7 @@ import type { ResourceManager } from './resource-manager.ts';
 import { attachResources } from './resource-run.ts';
 import { buildRunResult } from './run-result.ts';
 import { deltaForwarder, registerRuntime, unregisterRuntime } from './run-runtime.ts';
-import { setScope } from './session-hooks.ts';
+import { setScope, stopOrphans } from './session-hooks.ts';
 import { needsSession, runInSession } from './session-run.ts';
 
 export interface RunOptions {
@@ -154,7 +154,10 @@ function startRun<TOutput>(
         if (snapshot.status === 'done') finish(snapshot.output);
       },
       // Pitfall 17: a root actor without an error observer crashes the process. Ours turns it into a result.
-      error: (error) => finish(undefined, error),
+      error: (error) => {
+        stopOrphans(actor); // its effects actor would keep running (XState pitfall 2)
+        finish(undefined, error);
+      },
     });
 
     bus.emit(agent.name, 'run_start', {

@@ -77,3 +77,13 @@ export function setDelegator(runtimeKey: string, delegator: Delegator): () => vo
 export function delegatorOf(runtimeKey: string): Delegator | undefined {
   return delegators.get(runtimeKey);
 }
+
+/**
+ * XState pitfall 2 (statelyai/xstate#5153): an actor that errors from its own action leaves its children running
+ * (the effects actor's cleanup never runs, so in-flight calls are never aborted). Stop them ourselves; the public
+ * API cannot stop a non-root actor, hence the internal `_stop`, which runs the child's normal stop procedure.
+ */
+export function stopOrphans(failed: { getSnapshot(): unknown }): void {
+  const children = (failed.getSnapshot() as { children?: Record<string, unknown> }).children ?? {};
+  for (const orphan of Object.values(children)) (orphan as { _stop?: () => void })._stop?.();
+}

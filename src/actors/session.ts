@@ -33,7 +33,7 @@ import type { ResourceManager } from './resource-manager.ts';
 import { attachResources, type RunResourceOptions } from './resource-run.ts';
 import { buildRunResult, stepsOf } from './run-result.ts';
 import { deltaForwarder, registerRuntime, unregisterRuntime } from './run-runtime.ts';
-import { type Delegator, onFatal, setDelegator, setScope } from './session-hooks.ts';
+import { type Delegator, onFatal, setDelegator, setScope, stopOrphans } from './session-hooks.ts';
 import { checkpointKey, type SnapshotStore, sessionKey } from './store.ts';
 import { createMemoryStore } from './store-memory.ts';
 
@@ -734,16 +734,6 @@ export function startSession<TOutput>(
   actor.start();
   if (options.signal?.aborted) onAbort();
   return session;
-}
-
-/**
- * XState pitfall 2 (statelyai/xstate#5153): an actor that errors from its own action leaves its children running
- * (the effects actor's cleanup never runs, so in-flight calls are never aborted). Stop them ourselves; the public
- * API cannot stop a non-root actor, hence the internal `_stop`, which runs the child's normal stop procedure.
- */
-function stopOrphans(failed: AnyActorRef): void {
-  const children = (failed.getSnapshot() as { children?: Record<string, AnyActorRef> }).children ?? {};
-  for (const orphan of Object.values(children)) (orphan as unknown as { _stop?: () => void })._stop?.();
 }
 
 /** The result of a sub-run that could not run or was cut off. */

@@ -613,6 +613,28 @@ describe('supervision', () => {
     expect([...started].filter(([ref]) => !ended.has(ref)).map(([, id]) => id)).toEqual(['w-1']);
   });
 
+  it('a plain run() whose agent actor errors ends failed and leaves no effects actor running', async () => {
+    const circular: Record<string, unknown> = {};
+    circular.self = circular;
+    const t = tool({ name: 't', description: 'x', input: z.object({}), execute: () => 'ok' });
+    const model = scriptedModel([
+      { toolCalls: [{ name: 't', args: circular as never }], stopReason: 'tool_use' },
+    ]);
+    const started = new Map<unknown, string>();
+    const ended = new Set<unknown>();
+    const inspect = (event: InspectionEvent) => {
+      if (event.type === '@xstate.actor')
+        started.set(event.actorRef, (event.actorRef as unknown as { id: string }).id);
+      if (event.type === '@xstate.snapshot' && event.snapshot.status !== 'active') ended.add(event.actorRef);
+    };
+    const result = await run(defineAgent({ name: 'p', instructions: '', model, tools: [t] }), 'go', {
+      inspect,
+    });
+    expect(result).toMatchObject({ status: 'failed', stopReason: 'error', error: { code: 'internal' } });
+    expect([...started].filter(([ref]) => !ended.has(ref)).map(([, id]) => id)).toHaveLength(1); // the root itself
+    expect([...started].filter(([ref]) => !ended.has(ref)).map(([, id]) => id)).not.toContain('effects');
+  });
+
   it("strategy 'stop' ends the turn failed but keeps the session for the next message", async () => {
     const { flaky } = crashingOnce();
     const model = scriptedModel([
