@@ -4,7 +4,14 @@
  * full GC). node --expose-gc bench/memory.ts [runs]
  */
 import { z } from 'zod';
-import { activeRuntimeCount, defineAgent, type ModelProvider, run, tool } from '../dist/index.js';
+import {
+  activeRuntimeCount,
+  defineAgent,
+  type ModelProvider,
+  type RunOptions,
+  run,
+  tool,
+} from '../dist/index.js';
 
 const n = Number(process.argv[2] ?? 10_000);
 const gc = (globalThis as { gc?: () => void }).gc;
@@ -50,24 +57,18 @@ const agent = defineAgent({
 });
 
 const actors: WeakRef<object>[] = [];
-const inspect = (event: { type: string; actorRef: object }) => {
+const inspect: RunOptions['inspect'] = (event) => {
   if (event.type === '@xstate.actor') actors.push(new WeakRef(event.actorRef));
 };
 
 // Warm up (JIT, module state), then measure.
-await Promise.all(
-  Array.from({ length: 200 }, () => {
-    const p = run(agent, 'warm up');
-    return p;
-  }).concat([
-    (async () => {
-      while (activeRuntimeCount() > 0) {
-        await new Promise((r) => setTimeout(r, 1));
-        release();
-      }
-    })(),
-  ]),
-);
+const warmUp: Promise<unknown>[] = [];
+for (let i = 0; i < 200; i++) warmUp.push(run(agent, 'warm up'));
+while (activeRuntimeCount() > 0) {
+  await new Promise((r) => setTimeout(r, 1));
+  release();
+}
+await Promise.all(warmUp);
 actors.length = 0;
 collect();
 const baseline = heap();

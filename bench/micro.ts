@@ -59,3 +59,21 @@ await time('normalizeResponse, one tool call', 100_000, (i) =>
 await time('EventBus.emit, one listener', 100_000, () => bus.emit('a', 'delta', { content: 'x' }));
 const schema = z.object({ step: z.number(), k: z.number() });
 await time('zod safeParse of the tool arguments', 100_000, (i) => schema.safeParse({ step: i, k: 0 }));
+
+// Whole runs with no tool step (one model call, answered at once): the fixed cost of a run.
+const { defineAgent, run } = await import('../dist/index.js');
+const answerAgent = defineAgent({
+  name: 'bench',
+  instructions: 'x',
+  model: {
+    provider: 'bench',
+    model: 'bench',
+    generate: async () => ({
+      text: 'done',
+      toolCalls: [],
+      stopReason: 'end_turn',
+      usage: { input: 1, output: 1, cached: 0, reasoning: 0 },
+    }),
+  },
+});
+await time('a whole run with one model call and no tools', 20_000, () => run(answerAgent, 'go'));

@@ -1,0 +1,111 @@
+/**
+ * Experiment: what XState's context copy costs the agent machine. Every `assign` runs
+ * `Object.assign({}, context, update)` (xstate 5.33.3, resolveAssign); V8 copies an object of up to 19 keys that
+ * way in about 0.1 µs, one of 20 or more in several µs (a cliff, measured below). The agent context has more
+ * than 19 top-level keys, so each assign pays the slow copy.
+ *
+ *   node bench/experiments/context-copy.ts
+ *
+ * Part 2 measures the real agent machine alone (instant effects, as bench/profile.ts), then the same after
+ * replacing Object.assign's empty-target case with a spread, which is what a context of at most 19 keys would get
+ * (a spread of 27 keys is still slower than a 19-key copy: the gain below is a lower bound). Both parts run in
+ * one process, back to back, so machine load affects them alike.
+ */
+import { createActor, fromCallback } from 'xstate';
+import { agentMachine, defaultLimits } from '../../dist/index.js';
+
+function keysObject(n: number): Record<string, number> {
+  const o: Record<string, number> = {};
+  for (let i = 0; i < n; i++) o[`k${i}`] = i;
+  return o;
+}
+
+console.log('Object.assign({}, previous, update), chained as XState does, ns per copy:');
+for (const n of [12, 16, 19, 20, 24, 27]) {
+  let x = keysObject(n);
+  const started = performance.now();
+  for (let i = 0; i < 100_000; i++) x = Object.assign({}, x, { k1: i });
+  console.log(`  ${n} keys: ${((performance.now() - started) * 10).toFixed(0)}`);
+}
+
+const steps = 10;
+type Command = { type: string; history?: { role: string }[]; calls?: { id: string; name: string }[] };
+const instant = fromCallback<Command, { sessionId: string }>(({ receive, sendBack }) => {
+  receive((command) => {
+    if (command.type === 'model.call') {
+      const results = (command.history ?? []).filter((m) => m.role === 'tool').length;
+      const toolCalls = results < steps ? [{ id: `c${results}`, name: 'step', args: { step: results } }] : [];
+      sendBack({
+        type: 'model.response',
+        response: {
+          text: toolCalls.length ? '' : 'done',
+          toolCalls,
+          stopReason: toolCalls.length ? 'tool_use' : 'end_turn',
+          usage: { input: 1, output: 1, cached: 0, reasoning: 0 },
+        },
+      } as never);
+    } else {
+      sendBack({
+        type: 'tools.done',
+        results: (command.calls ?? []).map((c) => ({
+          callId: c.id,
+          name: c.name,
+          content: 'ok',
+          isError: false,
+          executed: true,
+          degraded: false,
+          attempts: 1,
+        })),
+      } as never);
+    }
+  });
+});
+const machine = agentMachine.provide({ actors: { effects: instant as never } });
+const input = {
+  sessionId: 's',
+  agent: 'bench',
+  limits: { ...defaultLimits, maxSteps: steps + 1, maxToolCallsPerTool: null },
+  toolNames: ['step'],
+  hasOutputSchema: false,
+  history: [{ role: 'user' as const, content: 'go' }],
+  baseLength: 0,
+};
+let keys = 0;
+const measure = (): number => {
+  const once = () => {
+    const snapshot = createActor(machine, { input }).start().getSnapshot();
+    if (snapshot.status !== 'done' || snapshot.context.toolCallsRun !== steps) throw new Error('run failed');
+    keys = Object.keys(snapshot.context).length;
+  };
+  for (let i = 0; i < 2000; i++) once();
+  const runs = 5000;
+  const started = performance.now();
+  for (let i = 0; i < runs; i++) once();
+  return ((performance.now() - started) * 1000) / (runs * steps);
+};
+
+const assign = Object.assign;
+const patched = function patched(target: object, ...sources: object[]) {
+  if (
+    sources.length === 2 &&
+    Object.getPrototypeOf(target) === Object.prototype &&
+    Object.keys(target).length === 0
+  ) {
+    return { ...sources[0], ...sources[1] };
+  }
+  return assign(target, ...sources);
+} as typeof Object.assign;
+// Alternate four times and keep the best of each: the machine's load moves single figures a lot.
+const asIs: number[] = [];
+const fast: number[] = [];
+for (let round = 0; round < 4; round++) {
+  asIs.push(measure());
+  Object.assign = patched;
+  fast.push(measure());
+  Object.assign = assign;
+}
+console.log(`agent machine alone (${keys} context keys), µs per step, best of 4 (all):`);
+console.log(`  as is: ${Math.min(...asIs).toFixed(1)} (${asIs.map((v) => v.toFixed(0)).join(', ')})`);
+console.log(
+  `  with the copy at spread speed: ${Math.min(...fast).toFixed(1)} (${fast.map((v) => v.toFixed(0)).join(', ')})`,
+);
