@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type Actor, type AnyActorRef, createActor, fromCallback, type SnapshotFrom } from 'xstate';
+import { type Actor, type AnyActorRef, createActor, type SnapshotFrom } from 'xstate';
 import type { Agent } from '../agent/define-agent.ts';
 import { type Clock, systemClock } from '../core/clock.ts';
 import { ConfigError, TroupeError, toErrorInfo } from '../core/errors.ts';
@@ -9,7 +9,6 @@ import type { JsonValue } from '../core/json.ts';
 import { type Message, type RunInput, userMessage } from '../core/messages.ts';
 import type { RunResult } from '../core/result.ts';
 import {
-  type AgentCheckpoint,
   type AgentContext,
   type AgentMachine,
   type AgentMachineInput,
@@ -18,7 +17,6 @@ import {
 import {
   type AgentDescriptor,
   defaultSupervision,
-  type SessionCommand,
   type SessionContext,
   type SessionMachine,
   type SessionRestore,
@@ -31,9 +29,17 @@ import { EventBus } from './event-bus.ts';
 import { type InspectObserver, redactingInspector, secretArguments } from './inspect.ts';
 import type { ResourceManager } from './resource-manager.ts';
 import { attachResources, type RunResourceOptions } from './resource-run.ts';
-import { buildRunResult, stepsOf } from './run-result.ts';
+import { buildRunResult } from './run-result.ts';
 import { deltaForwarder, registerRuntime, unregisterRuntime } from './run-runtime.ts';
+import {
+  hasSessionRuntime,
+  registerSessionRuntime,
+  sessionEffectsLogic,
+  unregisterSessionRuntime,
+} from './session-effects.ts';
 import { type Delegator, onFatal, setDelegator, setScope, stopOrphans } from './session-hooks.ts';
+import { subFailure, turnResult } from './session-result.ts';
+import { checkpointOf, restoreOf, type StoredCheckpoint, sessionRecord } from './session-store.ts';
 import { checkpointKey, type SnapshotStore, sessionKey } from './store.ts';
 import { createMemoryStore } from './store-memory.ts';
 
@@ -101,100 +107,6 @@ export class SessionClosedError extends TroupeError {
   constructor(sessionId: string, status: SessionStatus) {
     super('session_closed', `Session ${sessionId} is ${status}; start a new session to continue.`);
   }
-}
-
-interface SessionRuntime {
-  agents: ReadonlyMap<string, Agent<unknown>>;
-  store: SnapshotStore;
-  sessionId: string;
-}
-
-const sessionRuntimes = new Map<string, SessionRuntime>();
-
-/**
- * The session's effects: applies the handing-off agent's input filter (a user function) and loads the last
- * checkpoint from the store after a restart. Never throws: failures become `prepare.failed`.
- */
-const sessionEffectsLogic = fromCallback<SessionCommand, { sessionId: string }>(
-  ({ input, sendBack, receive }) => {
-    let closed = false;
-    const reply = (event: Parameters<typeof sendBack>[0]) => {
-      if (!closed) sendBack(event);
-    };
-    receive((command) => {
-      const runtime = sessionRuntimes.get(input.sessionId);
-      try {
-        if (!runtime) throw new TroupeError('runtime_missing', `No runtime for session ${input.sessionId}.`);
-        let history = command.history;
-        const from = command.filterFrom === null ? undefined : runtime.agents.get(command.filterFrom);
-        if (from?.handoffInputFilter) {
-          history = [...from.handoffInputFilter({ history, from: from.name, to: command.agent })];
-          validateHistory(history);
-        }
-        if (!command.fromCheckpoint) {
-          reply({ type: 'prepared', history, resume: null });
-          return;
-        }
-        void Promise.resolve(runtime.store.get(checkpointKey(input.sessionId))).then(
-          (stored) => reply({ type: 'prepared', history, resume: checkpointFor(stored, command) }),
-          (error: unknown) => reply({ type: 'prepare.failed', error: toErrorInfo(error) }),
-        );
-      } catch (error) {
-        reply({ type: 'prepare.failed', error: toErrorInfo(error) });
-      }
-    });
-    return () => {
-      closed = true;
-    };
-  },
-);
-
-interface StoredCheckpoint {
-  agent: string;
-  segment: number;
-  checkpoint: AgentCheckpoint;
-  /** The session around the agent, to recover the turn in another process (AgentSystem.restore). */
-  session: SessionRestore;
-}
-
-function restoreOf(context: SessionContext): SessionRestore {
-  return {
-    current: context.current,
-    transcript: context.transcript,
-    turnStart: context.turnStart,
-    agentHistory: context.agentHistory,
-    agentBase: context.agentBase,
-    path: context.path,
-    handoffCount: context.handoffCount,
-    refusals: context.refusals,
-    spent: context.spent,
-    segment: context.segment,
-  };
-}
-
-/** What `restore` found in the store for a session: an interrupted turn, or the record of a finished one. */
-export type StoredSession =
-  | { kind: 'interrupted'; restore: SessionRestore }
-  | { kind: 'finished'; agent: string; transcript: Message[] };
-
-/** Reads a session's checkpoint (a turn in progress when the process stopped) or its last record. */
-export async function loadStoredSession(
-  store: SnapshotStore,
-  sessionId: string,
-): Promise<StoredSession | undefined> {
-  const checkpoint = (await store.get(checkpointKey(sessionId))) as unknown as StoredCheckpoint | undefined;
-  if (checkpoint?.session) return { kind: 'interrupted', restore: checkpoint.session };
-  const record = (await store.get(sessionKey(sessionId))) as unknown as
-    | { agent: string; transcript: Message[] }
-    | undefined;
-  if (record?.transcript) return { kind: 'finished', agent: record.agent, transcript: record.transcript };
-  return undefined;
-}
-
-function checkpointFor(stored: JsonValue | undefined, command: SessionCommand): AgentCheckpoint | null {
-  if (typeof stored !== 'object' || stored === null || Array.isArray(stored)) return null;
-  const record = stored as unknown as StoredCheckpoint;
-  return record.agent === command.agent && record.segment === command.segment ? record.checkpoint : null;
 }
 
 /** The session machine with the real agent runtime and effects; built once (provide() is not free). */
@@ -272,48 +184,6 @@ function phaseOf(value: SnapshotFrom<AgentMachine>['value']): [Phase, string] {
   return ['toolUse', inner.toolUse ?? ''];
 }
 
-function checkpointOf(context: AgentContext): AgentCheckpoint {
-  return {
-    history: context.history,
-    step: context.step,
-    modelCalls: context.modelCalls,
-    toolCallsRun: context.toolCallsRun,
-    toolCallCounts: context.toolCallCounts,
-    callSignatures: context.callSignatures,
-    degradedTools: context.degradedTools,
-    usage: context.usage,
-    openCalls: context.openCalls,
-    decision: context.decision,
-  };
-}
-
-/** The turn's RunResult from the session context right after the turn ended. Pure. */
-export function turnResult<TOutput>(context: SessionContext): RunResult<TOutput> {
-  const turn = context.lastTurn;
-  const transcript = context.transcript;
-  const historyDelta = turn ? transcript.slice(turn.turnStart) : [];
-  const stopReason = turn?.stopReason ?? 'error';
-  const result: RunResult<TOutput> = {
-    sessionId: context.sessionId,
-    agent: turn?.agent ?? context.current,
-    status: turn?.status ?? 'failed',
-    stopReason,
-    text: turn?.text ?? '',
-    output: turn?.outputDecoded ? (turn.output as TOutput) : undefined,
-    steps: stepsOf(historyDelta, turn?.agent ?? context.current),
-    toolCalls: turn?.toolCallsRun ?? 0,
-    usage: turn?.usage ?? { input: 0, output: 0, cached: 0, reasoning: 0 },
-    history: transcript,
-    historyDelta,
-    iterationsUsed: turn?.modelCalls ?? 0,
-    timedOut: stopReason === 'timed_out',
-    truncated: turn?.truncated ?? false,
-    path: turn?.path ?? [context.current],
-  };
-  if (stopReason !== 'completed' && turn?.error) result.error = turn.error;
-  return result;
-}
-
 interface Turn<TOutput> {
   result: Promise<RunResult<TOutput>>;
   resolve: (result: RunResult<TOutput>) => void;
@@ -341,7 +211,7 @@ export function startSession<TOutput>(
   const callerHistory = options.history ?? [];
   validateHistory(callerHistory);
   const sessionId = options.id ?? randomUUID();
-  if (sessionRuntimes.has(sessionId))
+  if (hasSessionRuntime(sessionId))
     throw new ConfigError(`A session with id "${sessionId}" is already running.`);
   const agents = agentCatalog(entry as Agent<unknown>, environment.agents);
   const supervision = supervisionOf(environment.supervision, options.supervision);
@@ -398,7 +268,7 @@ export function startSession<TOutput>(
     bus,
   });
   if (detachResources) disposers.push(detachResources);
-  sessionRuntimes.set(sessionId, { agents, store, sessionId });
+  registerSessionRuntime({ agents, store, sessionId });
   const descriptors: Record<string, AgentDescriptor> = {};
   for (const [name, agent] of agents) {
     descriptors[name] = descriptorOf(agent);
@@ -637,7 +507,7 @@ export function startSession<TOutput>(
     watched?.stop();
     watched = undefined;
     for (const dispose of disposers) dispose();
-    sessionRuntimes.delete(sessionId);
+    unregisterSessionRuntime(sessionId);
     options.signal?.removeEventListener('abort', onAbort);
     // A closed session never restarts: its checkpoint goes. Its record stays only in a store the user gave us, so
     // the default in-memory store does not grow with every session a long-lived system has ever run.
@@ -736,45 +606,12 @@ export function startSession<TOutput>(
   return session;
 }
 
-/** The result of a sub-run that could not run or was cut off. */
-function subFailure(sessionId: string, agent: string, input: string, message: string): RunResult<unknown> {
-  const delta: Message[] = [userMessage(input)];
-  return {
-    sessionId,
-    agent,
-    status: 'stopped',
-    stopReason: 'aborted',
-    text: '',
-    output: undefined,
-    steps: [],
-    toolCalls: 0,
-    usage: { input: 0, output: 0, cached: 0, reasoning: 0 },
-    history: delta,
-    historyDelta: delta,
-    iterationsUsed: 0,
-    timedOut: false,
-    truncated: false,
-    error: { name: 'RunStopped', code: 'aborted', message },
-  };
-}
-
 function newTurn<TOutput>(): Turn<TOutput> {
   let resolve: (result: RunResult<TOutput>) => void = () => undefined;
   const result = new Promise<RunResult<TOutput>>((done) => {
     resolve = done;
   });
   return { result, resolve, events: [], listeners: new Set(), ended: false };
-}
-
-/** What the store keeps about a session at the end of each turn. */
-function sessionRecord(context: SessionContext): JsonValue {
-  return {
-    sessionId: context.sessionId,
-    agent: context.current,
-    turns: context.turns,
-    transcript: context.transcript,
-    lastTurn: context.lastTurn,
-  } as unknown as JsonValue;
 }
 
 function abortReason(signal: AbortSignal | undefined): string {

@@ -12,13 +12,8 @@ import {
   type ResourceManagerConfig,
   type ResourceUsage,
 } from './resource-manager.ts';
-import {
-  agentCatalog,
-  loadStoredSession,
-  type Session,
-  type SessionOptions,
-  startSession,
-} from './session.ts';
+import { agentCatalog, type Session, type SessionOptions, startSession } from './session.ts';
+import { loadStoredSession } from './session-store.ts';
 import type { SnapshotStore } from './store.ts';
 import { createMemoryStore } from './store-memory.ts';
 

@@ -1,0 +1,59 @@
+import type { Message } from '../core/messages.ts';
+import { userMessage } from '../core/messages.ts';
+import type { RunResult } from '../core/result.ts';
+import type { SessionContext } from '../machines/session.ts';
+import { stepsOf } from './run-result.ts';
+
+/** The turn's RunResult from the session context right after the turn ended. Pure. */
+export function turnResult<TOutput>(context: SessionContext): RunResult<TOutput> {
+  const turn = context.lastTurn;
+  const transcript = context.transcript;
+  const historyDelta = turn ? transcript.slice(turn.turnStart) : [];
+  const stopReason = turn?.stopReason ?? 'error';
+  const result: RunResult<TOutput> = {
+    sessionId: context.sessionId,
+    agent: turn?.agent ?? context.current,
+    status: turn?.status ?? 'failed',
+    stopReason,
+    text: turn?.text ?? '',
+    output: turn?.outputDecoded ? (turn.output as TOutput) : undefined,
+    steps: stepsOf(historyDelta, turn?.agent ?? context.current),
+    toolCalls: turn?.toolCallsRun ?? 0,
+    usage: turn?.usage ?? { input: 0, output: 0, cached: 0, reasoning: 0 },
+    history: transcript,
+    historyDelta,
+    iterationsUsed: turn?.modelCalls ?? 0,
+    timedOut: stopReason === 'timed_out',
+    truncated: turn?.truncated ?? false,
+    path: turn?.path ?? [context.current],
+  };
+  if (stopReason !== 'completed' && turn?.error) result.error = turn.error;
+  return result;
+}
+
+/** The result of a sub-run that could not run or was cut off. */
+export function subFailure(
+  sessionId: string,
+  agent: string,
+  input: string,
+  message: string,
+): RunResult<unknown> {
+  const delta: Message[] = [userMessage(input)];
+  return {
+    sessionId,
+    agent,
+    status: 'stopped',
+    stopReason: 'aborted',
+    text: '',
+    output: undefined,
+    steps: [],
+    toolCalls: 0,
+    usage: { input: 0, output: 0, cached: 0, reasoning: 0 },
+    history: delta,
+    historyDelta: delta,
+    iterationsUsed: 0,
+    timedOut: false,
+    truncated: false,
+    error: { name: 'RunStopped', code: 'aborted', message },
+  };
+}
