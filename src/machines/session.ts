@@ -336,6 +336,7 @@ export const sessionMachine = setup({
       actorIdOf(event) === context.activeId && doneOutput(event) !== undefined,
     crashOfActive: ({ context, event }) => context.activeId !== null && actorIdOf(event) === context.activeId,
     stopping: ({ context }) => context.stopping,
+    knowsCurrent: ({ context }) => context.current in context.agents,
     fromSubAgent: ({ event }) => actorIdOf(event)?.startsWith('sub-') === true,
     handoffRequested: ({ event }) => doneOutput(event)?.handoff != null,
     depthExceeded: ({ context }) => context.handoffCount + 1 > context.handoffLimits.maxDepth,
@@ -559,6 +560,14 @@ export const sessionMachine = setup({
         lastTurn: outcomeOf(context, undefined, 'error', 'failed', error),
       });
     }),
+    failUnknownAgent: assign(({ context }) => ({
+      turns: context.turns + 1,
+      lastTurn: outcomeOf(context, undefined, 'error', 'failed', {
+        name: 'ConfigError',
+        code: 'agent_unknown',
+        message: `The session has no agent named "${context.current}".`,
+      }),
+    })),
     failPreparation: assign(({ context, event }) => {
       if (event.type !== 'prepare.failed') return {};
       return {
@@ -625,7 +634,11 @@ export const sessionMachine = setup({
     preparing: {
       entry: 'prepare',
       on: {
-        prepared: { target: 'running', actions: 'startAgent' },
+        prepared: [
+          { guard: 'knowsCurrent', target: 'running', actions: 'startAgent' },
+          // Cannot happen with a checked catalog; if it did, the turn fails rather than waiting forever.
+          { target: 'idle', actions: 'failUnknownAgent' },
+        ],
         'prepare.failed': { target: 'idle', actions: 'failPreparation' },
         stop: { target: 'closed', actions: 'endStopped' },
       },
