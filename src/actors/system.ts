@@ -108,7 +108,10 @@ export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem
     },
     async restore(id, entry, restoreOptions = {}) {
       if (sessions.has(id)) throw new ConfigError(`restore(): session "${id}" is running already.`);
+      if (shuttingDown) throw new ConfigError('restore(): the system is shutting down.');
       const stored = await loadStoredSession(environment.store, id);
+      if (shuttingDown)
+        throw new ConfigError('restore(): the system shut down while the session was loading.');
       if (!stored) throw new ConfigError(`restore(): the store holds nothing for session "${id}".`);
       const { input, ...rest } = restoreOptions;
       let session: Session<typeof entry extends Agent<infer T> ? T : never>;
