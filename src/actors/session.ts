@@ -46,7 +46,7 @@ import { createMemoryStore } from './store-memory.ts';
 export type SessionStatus = 'running' | 'idle' | 'closed' | 'failed';
 
 export interface SessionOptions {
-  /** The session id; defaults to a random UUID. Must be unique within a system. */
+  /** The session id; defaults to a random UUID. Must be unique among the sessions running in this process. */
   id?: string;
   /** Aborting it stops the session: the turn in progress ends `aborted`. */
   signal?: AbortSignal;
