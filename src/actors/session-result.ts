@@ -11,7 +11,7 @@ export function turnResult<TOutput>(context: SessionContext): RunResult<TOutput>
   const historyDelta = turn ? transcript.slice(turn.turnStart) : [];
   const stopReason = turn?.stopReason ?? 'error';
   const result: RunResult<TOutput> = {
-    sessionId: context.sessionId,
+    sessionId: context.config.sessionId,
     agent: turn?.agent ?? context.current,
     status: turn?.status ?? 'failed',
     stopReason,

@@ -25,7 +25,6 @@ export function restoreOf(context: SessionContext): SessionRestore {
     agentHistory: context.agentHistory,
     agentBase: context.agentBase,
     path: context.path,
-    handoffCount: context.handoffCount,
     refusals: context.refusals,
     spent: context.spent,
     segment: context.segment,
@@ -79,7 +78,7 @@ export function checkpointOf(context: AgentContext): AgentCheckpoint {
 /** What the store keeps about a session at the end of each turn. */
 export function sessionRecord(context: SessionContext): JsonValue {
   return {
-    sessionId: context.sessionId,
+    sessionId: context.config.sessionId,
     agent: context.current,
     turns: context.turns,
     transcript: context.transcript,
