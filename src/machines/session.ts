@@ -23,6 +23,10 @@ import {
  *                        -> idle (turn over; a user message starts the next turn) -> preparing ...
  *             running -> (agent failed) -> backingOff -> preparing (from the checkpoint) | idle (stop) | failed
  *   closed | failed  (final)
+ *
+ * Sub-agents of agentTool calls are children too (`sub-N`, started and stopped on the runtime's delegate.start /
+ * delegate.end); their results go back to the calling tool, not through this machine. Handoffs and supervision
+ * decisions are emitted (`handoff`, `supervisor`) for the session's event stream.
  */
 
 /** What the session machine needs to know about an agent: data only (ARCHITECTURE rule 1). */
