@@ -1,5 +1,5 @@
 import type { Message } from '../core/messages.ts';
-import type { ModelRequest } from '../core/model.ts';
+import type { ModelRequest, ToolSpec } from '../core/model.ts';
 import type { ResourceManager } from './resource-manager.ts';
 
 /**
@@ -43,9 +43,7 @@ export function estimateRequest(request: ModelRequest): { input: number; output:
         chars += call.name.length + JSON.stringify(call.args ?? null).length;
     }
   }
-  for (const tool of request.tools) {
-    chars += tool.name.length + tool.description.length + JSON.stringify(tool.parameters).length;
-  }
+  for (const tool of request.tools) chars += specChars(tool);
   if (request.output) chars += JSON.stringify(request.output.schema).length;
   for (const message of request.messages) {
     if (typeof message.content !== 'string')
@@ -55,6 +53,18 @@ export function estimateRequest(request: ModelRequest): { input: number; output:
     input: Math.ceil(chars / 4) + extra,
     output: request.settings.maxOutputTokens ?? defaultOutputEstimate,
   };
+}
+
+/** Tool specs are the same objects call after call (the registry builds them once): measure each once. */
+const specSizes = new WeakMap<ToolSpec, number>();
+
+function specChars(tool: ToolSpec): number {
+  let size = specSizes.get(tool);
+  if (size === undefined) {
+    size = tool.name.length + tool.description.length + JSON.stringify(tool.parameters).length;
+    specSizes.set(tool, size);
+  }
+  return size;
 }
 
 function contentChars(message: Message): number {

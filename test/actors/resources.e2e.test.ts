@@ -315,3 +315,28 @@ describe('quotas end to end (simulated clock)', () => {
     manager.stop();
   });
 });
+
+describe('the reservation estimate', () => {
+  it('counts the prompt at about four characters a token plus the max output tokens', async () => {
+    const { estimateRequest, defaultOutputEstimate } = await import('../../src/actors/resource-binding.ts');
+    const request = {
+      messages: [
+        { role: 'system' as const, content: 'x'.repeat(400) },
+        { role: 'user' as const, content: [{ type: 'text' as const, text: 'y'.repeat(400) }] },
+      ],
+      tools: [],
+      settings: {},
+      signal: new AbortController().signal,
+    };
+    expect(estimateRequest(request)).toEqual({ input: 200 + 8, output: defaultOutputEstimate });
+    const withTools = {
+      ...request,
+      tools: [{ name: 'lookup', description: 'd', parameters: { type: 'object' } }],
+    };
+    const size = 'lookup'.length + 1 + JSON.stringify({ type: 'object' }).length;
+    expect(estimateRequest({ ...withTools, settings: { maxOutputTokens: 50 } })).toEqual({
+      input: Math.ceil((800 + size) / 4) + 8,
+      output: 50,
+    });
+  });
+});
