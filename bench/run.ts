@@ -4,7 +4,7 @@
  * measured in the same run to bench/results/latest.md (and the raw samples to latest.json).
  *
  *   node bench/run.ts            all frameworks, all workloads, full repetitions (about 15 minutes)
- *   node bench/run.ts --quick    floor and troupe only, fewer repetitions (about a minute)
+ *   node bench/run.ts --quick    floor and troupe only, fewer repetitions (about a minute), to results/quick.md
  *   options: --frameworks=floor,troupe,ai-sdk  --workloads=W1,W3  --reps=3  --out=path.md
  */
 import { spawn } from 'node:child_process';
@@ -284,7 +284,8 @@ const md = [
   ...(errors.length > 0 ? ['## Failures', '', ...errors, ''] : []),
 ].join('\n');
 
-const out = option('out') ?? join(here, 'results', 'latest.md');
+// A quick run must not overwrite the full results that BENCHMARKS.md quotes.
+const out = option('out') ?? join(here, 'results', quick ? 'quick.md' : 'latest.md');
 writeFileSync(out, `${md}\n`);
 writeFileSync(out.replace(/\.md$/, '.json'), `${JSON.stringify({ args, samples }, null, 1)}\n`);
 console.log(`\n${md}\n\nwritten to ${out}`);

@@ -2,11 +2,17 @@
  * The resource manager handle on the hot path, from the sources (bench/w5.ts measures the built package the same
  * way inside the full benchmark): with S runs open and each holding one granted call, the latency of `reserve`
  * until its grant, reserve + settle per call, and the events per second the manager's actor takes when all S runs
- * call back to back.
+ * call back to back; then in the path: S concurrent runs (3 tool steps and an answer, instant model and tool) with
+ * and without a shared manager, and what the manager adds per model call.
  *
  *   node bench/resources/grant.ts [--quick]
  */
-import { createResourceManager } from '../../src/actors/resource-manager.ts';
+import { z } from 'zod';
+import { createResourceManager, type ResourceManager } from '../../src/actors/resource-manager.ts';
+import { run } from '../../src/actors/run.ts';
+import { defineAgent } from '../../src/agent/define-agent.ts';
+import { scriptedModel } from '../../src/testing/scripted-model.ts';
+import { tool } from '../../src/tools/tool.ts';
 
 const quick = process.argv.includes('--quick');
 const sizes = [1, 100, 10_000];
@@ -74,4 +80,76 @@ for (const size of sizes) {
 }
 process.stdout.write(
   `resource manager handle (Node ${process.version}, ${quick ? 'quick' : 'full'})\n${rows.join('\n')}\n`,
+);
+
+const step = tool({
+  name: 'step',
+  description: 'a step',
+  input: z.object({ n: z.number() }),
+  execute: ({ n }) => n,
+});
+const agent = defineAgent({
+  name: 'bench',
+  instructions: 'Work.',
+  model: scriptedModel(
+    // The model is shared by concurrent runs: each run's step comes from its own history.
+    (request, index) =>
+      request.messages.filter((message) => message.role === 'tool').length >= 3
+        ? { text: 'done', usage: { input: 50, output: 5 } }
+        : {
+            toolCalls: [{ name: 'step', args: { n: index } }],
+            stopReason: 'tool_use',
+            usage: { input: 50, output: 5 },
+          },
+    { model: 'gpt-5-mini', keepRequests: 0 },
+  ),
+  tools: [step],
+});
+
+/** µs of wall time per model call for `sessions` concurrent runs; small batches are repeated to about 400 runs. */
+async function runs(sessions: number, resources: ResourceManager | undefined): Promise<number> {
+  const batches = Math.max(1, Math.ceil(400 / sessions));
+  let calls = 0;
+  const started = performance.now();
+  for (let b = 0; b < batches; b++) {
+    const results = await Promise.all(
+      Array.from({ length: sessions }, () => run(agent, 'go', resources ? { resources } : {})),
+    );
+    if (results.some((result) => result.stopReason !== 'completed'))
+      throw new Error('a bench run did not complete');
+    calls += results.reduce((sum, result) => sum + result.iterationsUsed, 0);
+  }
+  return ((performance.now() - started) * 1000) / calls;
+}
+
+// Warm-up: JIT both paths before measuring.
+for (let w = 0; w < 3; w++) {
+  await runs(100, undefined);
+  const rm = createResourceManager();
+  await runs(100, rm);
+  rm.stop();
+}
+
+const path = [
+  '| concurrent runs | µs per model call, no manager | with a shared manager | added per call |',
+  '|---|---|---|---|',
+];
+for (const size of sizes) {
+  const repeats = quick ? 1 : 3;
+  const without: number[] = [];
+  const withManager: number[] = [];
+  for (let r = 0; r < repeats; r++) {
+    without.push(await runs(size, undefined));
+    const rm = createResourceManager({ budgets: { perTenant: { tokens: 1e15 } } });
+    withManager.push(await runs(size, rm));
+    rm.stop();
+  }
+  const a = median(without);
+  const b = median(withManager);
+  path.push(
+    `| ${size.toLocaleString('en')} | ${a.toFixed(1)} | ${b.toFixed(1)} | ${(b - a).toFixed(1)} µs |`,
+  );
+}
+process.stdout.write(
+  `in the path (3 tool steps + answer per run, medians of ${quick ? 1 : 3})\n${path.join('\n')}\n`,
 );
