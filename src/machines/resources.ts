@@ -62,6 +62,8 @@ export interface ScopeState {
   warnedTokens: boolean;
   warnedUsd: boolean;
   calls: number;
+  /** Ids of this scope's own reservations (waiting or granted), so closing it is O(its calls), not O(all). */
+  held: string[];
 }
 
 export interface QuotaState {
@@ -398,6 +400,7 @@ function openScope(state: ResourceState, event: Extract<ResourceEvent, { type: '
     warnedTokens: false,
     warnedUsd: false,
     calls: 0,
+    held: [],
   };
 }
 
@@ -408,11 +411,9 @@ function closeScope(state: ResourceState, id: string, now: number): void {
     return;
   }
   // A run that ends returns whatever it still holds (a call cut short by the end of the run).
-  for (const reservationId of Object.keys(state.reservations)) {
-    if (state.reservations[reservationId]?.scope === id) {
-      state.trace.push('scope.close_released');
-      release(state, reservationId, now);
-    }
+  for (const reservationId of [...scope.held]) {
+    state.trace.push('scope.close_released');
+    release(state, reservationId, now);
   }
   state.trace.push('scope.closed');
   state.outbox.push({ kind: 'scope_closed', scope: id, summary: summarize(scope) });
@@ -620,6 +621,7 @@ function reserve(state: ResourceState, event: Extract<ResourceEvent, { type: 're
     requestedAt: event.now,
   };
   state.reservations[event.id] = reservation;
+  state.scopes[event.scope]?.held.push(event.id);
   // FIFO per quota: a newcomer never overtakes a waiting call that shares one of its quotas.
   const behind = state.waiting.length > 0 && sharesQuotaWithWaiter(state, quotas);
   if (!behind && allQuotasAllow(state, reservation, event.now)) {
@@ -637,6 +639,15 @@ function reserve(state: ResourceState, event: Extract<ResourceEvent, { type: 're
     position: state.waiting.length,
   });
   state.nextWakeAt = nextWake(state, event.now);
+}
+
+/** Removes a reservation (settled, released or denied) from the table and from its scope's list. */
+function forget(state: ResourceState, reservation: Reservation): void {
+  delete state.reservations[reservation.id];
+  const held = state.scopes[reservation.scope]?.held;
+  if (!held) return;
+  const index = held.lastIndexOf(reservation.id);
+  if (index >= 0) held.splice(index, 1);
 }
 
 function sharesQuotaWithWaiter(state: ResourceState, quotas: string[]): boolean {
@@ -706,7 +717,7 @@ function settle(state: ResourceState, event: Extract<ResourceEvent, { type: 'set
   }
   state.trace.push('settle.settled');
   unreserve(state, reservation);
-  delete state.reservations[event.id];
+  forget(state, reservation);
   const usd = event.usd ?? 0;
   for (const id of reservation.chain) {
     const scope = state.scopes[id];
@@ -788,7 +799,7 @@ function release(state: ResourceState, id: string, now: number): void {
     state.trace.push('release.unknown');
     return;
   }
-  delete state.reservations[id];
+  forget(state, reservation);
   if (reservation.status === 'waiting') {
     state.trace.push('release.waiting');
     state.waiting.splice(state.waiting.indexOf(id), 1);
@@ -848,7 +859,7 @@ function drain(state: ResourceState, now: number): void {
     const exhausted = exhaustedScope(state, reservation.chain, reservation.usd, now);
     if (exhausted) {
       state.trace.push('wait.denied_budget');
-      delete state.reservations[id];
+      forget(state, reservation);
       state.outbox.push({
         kind: 'denied',
         id,

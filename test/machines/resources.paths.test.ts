@@ -31,6 +31,8 @@ function checkInvariants(state: ResourceState, where: string): void {
     expect(scope.reservedTokens, where).toBeGreaterThanOrEqual(0);
     expect(scope.reservedUsd, where).toBeGreaterThanOrEqual(-1e-9);
     expect(scope.windowTokens, where).toBeLessThanOrEqual(scope.spentTokens);
+    const own = Object.values(state.reservations).filter((r) => r.scope === scope.id);
+    expect([...scope.held].sort(), where).toEqual(own.map((r) => r.id).sort());
   }
   const granted = Object.values(state.reservations).filter((r) => r.status === 'granted');
   for (const quota of Object.values(state.quotas)) {
