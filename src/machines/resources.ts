@@ -25,7 +25,10 @@ export interface BudgetLimit {
   warnAt?: number;
 }
 
-/** A quota as configured. A quota without `model` is shared by all the provider's models (an account limit). */
+/**
+ * A quota as configured. A quota without `model` is shared by all the provider's models (an account limit). A
+ * provider name also covers its wire variants: `openai` matches `openai-chat` and `openai-responses`.
+ */
 export interface QuotaLimit {
   provider?: string;
   model?: string;
@@ -508,7 +511,7 @@ function quotasFor(state: ResourceState, provider: string, model: string): strin
     const quota = state.quotas[key];
     return (
       quota !== undefined &&
-      (quota.provider === null || quota.provider === provider) &&
+      (quota.provider === null || quota.provider === provider || provider.startsWith(`${quota.provider}-`)) &&
       (quota.model === null || quota.model === model)
     );
   });

@@ -53,3 +53,32 @@ describe('resource transition function: quota log compaction', () => {
     expect(quota.logTokens).toBe(10);
   });
 });
+
+describe('resource transition function: quota matching', () => {
+  it('a provider quota covers its wire variants and all its models; a model quota only that model', () => {
+    const state = initialResourceState({
+      quotas: [
+        { provider: 'openai', requestsPerMinute: 1 },
+        { provider: 'anthropic', model: 'claude-haiku-4-5', maxInFlight: 1 },
+      ],
+    });
+    applyResourceEvent(state, { type: 'scope.open', scope: 's', parent: null, now: 0 });
+    const reserve = (id: string, provider: string, model: string) =>
+      applyResourceEvent(state, {
+        type: 'reserve',
+        id,
+        scope: 's',
+        provider,
+        model,
+        tokens: 1,
+        usd: null,
+        now: 0,
+      }).trace;
+    expect(reserve('a', 'openai-chat', 'gpt-5')).toEqual(['reserve.granted']);
+    expect(reserve('b', 'openai-responses', 'gpt-5-mini')).toEqual(['reserve.queued']);
+    expect(reserve('c', 'openaix', 'm')).toEqual(['reserve.granted']);
+    expect(reserve('d', 'anthropic', 'claude-sonnet-4-6')).toEqual(['reserve.granted']);
+    expect(reserve('e', 'anthropic', 'claude-haiku-4-5')).toEqual(['reserve.granted']);
+    expect(reserve('f', 'anthropic', 'claude-haiku-4-5')).toEqual(['reserve.queued']);
+  });
+});
