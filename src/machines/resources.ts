@@ -822,7 +822,10 @@ function release(state: ResourceState, id: string, now: number): void {
 }
 
 function rateLimited(state: ResourceState, event: Extract<ResourceEvent, { type: 'rate_limited' }>): void {
-  let keys = quotasFor(state, event.provider, event.model).filter((key) => key !== globalQuotaKey);
+  // Providers limit per model: a 429 blocks the quotas of that model, not a provider-wide (account) quota.
+  let keys = quotasFor(state, event.provider, event.model).filter(
+    (key) => key !== globalQuotaKey && state.quotas[key]?.model === event.model,
+  );
   if (keys.length === 0) {
     // No quota was configured for this model: the provider's 429 creates one, so the next calls are paced.
     state.trace.push('rate_limited.implicit_quota');
@@ -831,6 +834,12 @@ function rateLimited(state: ResourceState, event: Extract<ResourceEvent, { type:
     state.quotaKeys.push(key);
     state.quotaIndex = {};
     keys = [key];
+    // Calls already waiting for this model wait on the new quota too (granted ones hold no slot in it).
+    for (const id of state.waiting) {
+      const waiter = state.reservations[id];
+      if (waiter && waiter.provider === event.provider && waiter.model === event.model)
+        waiter.quotas.push(key);
+    }
   }
   const until = event.now + Math.max(0, event.retryAfterMs);
   for (const key of keys) {
