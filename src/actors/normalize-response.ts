@@ -1,4 +1,4 @@
-import type { JsonValue } from '../core/json.ts';
+import { type JsonValue, plainJsonProblem } from '../core/json.ts';
 import type { ToolCall } from '../core/messages.ts';
 import { type ModelResponse, modelStopReasons } from '../core/model.ts';
 import { normalizeUsage } from '../core/usage.ts';
@@ -6,7 +6,8 @@ import { normalizeUsage } from '../core/usage.ts';
 /**
  * Defends the loop against a provider (possibly a user's own) that returns a loose response: text must be a
  * string, tool calls need unique non-empty ids (some servers send '' or '0'), arguments default to {}, usage is
- * filled in, an unrecognized stop reason becomes 'unknown'. `call` makes synthetic ids unique across the run.
+ * filled in, an unrecognized stop reason becomes 'unknown', arguments that are not plain JSON (a cycle, a
+ * function) become a string naming the problem, so the tool's schema rejects them and the model is told. `call` makes synthetic ids unique across the run.
  */
 export function normalizeResponse(response: ModelResponse, call: number): ModelResponse {
   const seen = new Set<string>();
@@ -19,7 +20,7 @@ export function normalizeResponse(response: ModelResponse, call: number): ModelR
       return {
         id,
         name: String(toolCall.name),
-        args: toolCall.args === undefined ? {} : (toolCall.args as JsonValue),
+        args: argsOf(toolCall.args),
       };
     },
   );
@@ -38,4 +39,10 @@ export function normalizeResponse(response: ModelResponse, call: number): ModelR
     normalized.reasoning = response.reasoning;
   if (response.rawStopReason !== undefined) normalized.rawStopReason = response.rawStopReason;
   return normalized;
+}
+
+function argsOf(args: unknown): JsonValue {
+  if (args === undefined) return {};
+  const problem = plainJsonProblem(args);
+  return problem === undefined ? (args as JsonValue) : `(arguments that are not JSON: ${problem})`;
 }

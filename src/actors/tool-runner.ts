@@ -1,7 +1,9 @@
 import { abortError, onAbort as whenAborted } from '../core/abort.ts';
 import type { Clock } from '../core/clock.ts';
 import { ToolTimeoutError } from '../core/errors.ts';
+import type { JsonValue } from '../core/json.ts';
 import type { ToolCall } from '../core/messages.ts';
+import { reactInvalidReplyTool } from '../core/model.ts';
 import type { ToolOutcome } from '../machines/agent.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
 import type { Tool } from '../tools/tool.ts';
@@ -95,6 +97,7 @@ async function runToolCall(call: ToolCall, batch: ToolBatch): Promise<ToolOutcom
     );
   }
   const found = batch.registry.find(call.name);
+  if (!found && call.name === reactInvalidReplyTool) return refuse(invalidReplyAnswer(call.args));
   if (!found) {
     const known = batch.registry.names;
     return refuse(
@@ -203,4 +206,13 @@ function safeJson(value: unknown): string {
   } catch {
     return String(value);
   }
+}
+
+/** The answer to a malformed ReAct reply: the parse error itself, so events and history say what went wrong. */
+function invalidReplyAnswer(args: JsonValue): string {
+  const error =
+    typeof args === 'object' && args !== null && !Array.isArray(args) && typeof args.error === 'string'
+      ? args.error
+      : 'the reply could not be parsed.';
+  return `Error: your reply did not follow the format. ${error}`;
 }

@@ -31,3 +31,36 @@ export function hashText(text: string): string {
   }
   return ((h2 >>> 0) * 0x200000 + ((h1 >>> 0) & 0x1fffff)).toString(36);
 }
+
+/**
+ * Why `value` is not plain JSON (a cycle, a function, a bigint, a symbol, a non-finite number, a class instance
+ * other than Array), or undefined when it is. Providers' parsed arguments always pass; a user's own provider may
+ * hand over anything, and the loop hashes and serializes arguments, so they are checked once on arrival.
+ */
+export function plainJsonProblem(value: unknown, ancestors: unknown[] = []): string | undefined {
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return undefined;
+    case 'number':
+      return Number.isFinite(value) ? undefined : `the number ${value} is not JSON`;
+    case 'object': {
+      if (value === null) return undefined;
+      if (ancestors.includes(value)) return 'the value contains a cycle';
+      const proto = Object.getPrototypeOf(value);
+      const isArray = Array.isArray(value);
+      if (!isArray && proto !== Object.prototype && proto !== null)
+        return `a ${proto?.constructor?.name ?? 'class'} instance is not JSON`;
+      ancestors.push(value);
+      const children: unknown[] = isArray ? value : Object.values(value);
+      for (const child of children) {
+        const problem = plainJsonProblem(child, ancestors);
+        if (problem !== undefined) return problem;
+      }
+      ancestors.pop();
+      return undefined;
+    }
+    default:
+      return `a ${typeof value} is not JSON`;
+  }
+}

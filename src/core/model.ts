@@ -103,3 +103,10 @@ export function isModelProvider(value: unknown): value is ModelProvider {
     typeof (value as ModelProvider).model === 'string'
   );
 }
+
+/**
+ * A reserved tool name: a strategy that parses the model's text (ReAct) turns a malformed reply into a call to it,
+ * with `{ error, reply }` as arguments, so the loop's policies bound retries. The tool runner answers it with the
+ * parse error; no agent may define a tool by that name.
+ */
+export const reactInvalidReplyTool = 'react_invalid_reply';

@@ -2,7 +2,14 @@ import { randomUUID } from 'node:crypto';
 import { ConfigError } from '../core/errors.ts';
 import type { JsonObject, JsonValue } from '../core/json.ts';
 import type { AssistantMessage, Message, ReasoningBlock, ToolMessage } from '../core/messages.ts';
-import type { ModelDelta, ModelProvider, ModelRequest, ModelResponse, ToolSpec } from '../core/model.ts';
+import {
+  type ModelDelta,
+  type ModelProvider,
+  type ModelRequest,
+  type ModelResponse,
+  reactInvalidReplyTool,
+  type ToolSpec,
+} from '../core/model.ts';
 import { findFinalAnswerStart, parseReactReply } from './react-parser.ts';
 
 /**
@@ -22,7 +29,7 @@ import { findFinalAnswerStart, parseReactReply } from './react-parser.ts';
  */
 
 /** The reserved tool name under which a malformed reply travels through the loop. */
-export const reactInvalidReplyTool = 'react_invalid_reply';
+export { reactInvalidReplyTool };
 
 /** Marks our reasoning blocks: the Thought of a ReAct turn, kept to render the history back as ReAct text. */
 export const reactProviderName = 'react';

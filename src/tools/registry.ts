@@ -1,5 +1,6 @@
 import { ConfigError, DuplicateToolError, UnknownToolError } from '../core/errors.ts';
 import type { ToolSpec } from '../core/model.ts';
+import { reactInvalidReplyTool } from '../core/model.ts';
 import type { Tool } from './tool.ts';
 
 /** An agent's tools by name: duplicate names are refused when it is built, unknown names when looked up. */
@@ -13,6 +14,10 @@ export class ToolRegistry {
         throw new ConfigError('Every tool must be created with tool({ name, description, input, execute }).');
       }
       if (this.#tools.has(candidate.name)) throw new DuplicateToolError(candidate.name);
+      if (candidate.name === reactInvalidReplyTool)
+        throw new ConfigError(
+          `The tool name "${reactInvalidReplyTool}" is reserved for malformed ReAct replies.`,
+        );
       this.#tools.set(candidate.name, candidate);
       this.#specs.push({
         name: candidate.name,

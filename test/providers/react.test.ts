@@ -101,6 +101,7 @@ describe('react(): a ReAct conversation through the real loop', () => {
     const invalid = result.steps[0]?.toolCalls[0];
     expect(invalid).toMatchObject({ name: reactInvalidReplyTool, isError: true });
     expect(invalid?.args).toMatchObject({ reply: 'I think it is 5.' });
+    expect(invalid?.result).toMatch(/^Error: your reply did not follow the format\. The reply has neither/);
     expect(() => validateHistory(result.history)).not.toThrow();
 
     const second = (inner.requests[1] as ModelRequest).messages.slice(1);

@@ -1,0 +1,107 @@
+import { ConfigError, defineAgent, type ModelProvider, run, tool, validateHistory } from 'troupe';
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { normalizeResponse } from '../../src/actors/normalize-response.ts';
+import { plainJsonProblem } from '../../src/core/json.ts';
+
+const echo = tool({
+  name: 'echo',
+  description: 'Echoes its text',
+  input: z.object({ text: z.string() }),
+  execute: ({ text }) => text,
+});
+
+describe('normalizeResponse: loose responses from a user-written provider', () => {
+  it('names what is not JSON in tool arguments', () => {
+    const cyclic: Record<string, unknown> = { a: 1 };
+    cyclic.self = cyclic;
+    expect(plainJsonProblem(cyclic)).toBe('the value contains a cycle');
+    expect(plainJsonProblem({ f: () => 1 })).toBe('a function is not JSON');
+    expect(plainJsonProblem({ n: 10n })).toBe('a bigint is not JSON');
+    expect(plainJsonProblem([1, Number.NaN])).toBe('the number NaN is not JSON');
+    expect(plainJsonProblem({ when: new Date(0) })).toBe('a Date instance is not JSON');
+    const shared = { x: 1 };
+    expect(plainJsonProblem({ a: shared, b: [shared, null, 'x', true] })).toBeUndefined();
+  });
+
+  it('fills ids, arguments and usage, and turns non-JSON arguments into a string naming the problem', () => {
+    const cyclic: Record<string, unknown> = {};
+    cyclic.me = cyclic;
+    const response = normalizeResponse(
+      {
+        text: 'x',
+        toolCalls: [
+          { id: '', name: 'echo', args: cyclic as never },
+          { id: '0', name: 'echo', args: undefined as never },
+        ],
+        stopReason: 'tool_use',
+        usage: undefined as never,
+      },
+      3,
+    );
+    expect(response.toolCalls).toEqual([
+      { id: 'call_3_0', name: 'echo', args: '(arguments that are not JSON: the value contains a cycle)' },
+      { id: 'call_3_1', name: 'echo', args: {} },
+    ]);
+    expect(response.usage).toEqual({ input: 0, output: 0, cached: 0, reasoning: 0 });
+  });
+
+  it('a run survives cyclic tool arguments: the model is told and answers', async () => {
+    const cyclic: Record<string, unknown> = { text: 'hi' };
+    cyclic.loop = cyclic;
+    let calls = 0;
+    const model: ModelProvider = {
+      provider: 'custom',
+      model: 'loose-1',
+      async generate() {
+        calls += 1;
+        if (calls === 1)
+          return {
+            text: '',
+            toolCalls: [{ id: 'c1', name: 'echo', args: cyclic as never }],
+            stopReason: 'tool_use',
+            usage: { input: 1, output: 1, cached: 0, reasoning: 0 },
+          };
+        return {
+          text: 'done',
+          toolCalls: [],
+          stopReason: 'end_turn',
+          usage: { input: 1, output: 1, cached: 0, reasoning: 0 },
+        };
+      },
+    };
+    const agent = defineAgent({ name: 'loose', instructions: 'x', model, tools: [echo] });
+    const result = await run(agent, 'go');
+    expect(result).toMatchObject({ status: 'completed', text: 'done' });
+    expect(result.steps[0]?.toolCalls[0]).toMatchObject({ isError: true });
+    expect(String(result.steps[0]?.toolCalls[0]?.result)).toMatch(/invalid arguments for tool "echo"/);
+    expect(() => validateHistory(result.history)).not.toThrow();
+  });
+
+  it('the ReAct parse-error tool name is reserved', () => {
+    const reserved = tool({
+      name: 'react_invalid_reply',
+      description: 'x',
+      input: z.object({}),
+      execute: () => 'x',
+    });
+    expect(() =>
+      defineAgent({ name: 'a', instructions: 'x', model: echoModel(), tools: [reserved] }),
+    ).toThrow(ConfigError);
+  });
+});
+
+function echoModel(): ModelProvider {
+  return {
+    provider: 'custom',
+    model: 'm',
+    async generate() {
+      return {
+        text: 'ok',
+        toolCalls: [],
+        stopReason: 'end_turn',
+        usage: { input: 0, output: 0, cached: 0, reasoning: 0 },
+      };
+    },
+  };
+}
