@@ -82,3 +82,74 @@ describe('resource transition function: quota matching', () => {
     expect(reserve('f', 'anthropic', 'claude-haiku-4-5')).toEqual(['reserve.queued']);
   });
 });
+
+/**
+ * The schedule the resource property test once reported as 3 grants in one minute for a 2-per-minute quota
+ * (seed -419363368). The manager was right; the test read the clock late. This pins what the manager decides: the
+ * window is (now - 60 s, now], so calls granted at 0 leave it at exactly 60 s and two more may be granted then,
+ * and no more until 120 s.
+ */
+describe('resource transition function: requests-per-minute boundary', () => {
+  it('grants two calls per minute, freeing the window at exactly 60 s, never three in one minute', () => {
+    const state = initialResourceState({
+      quotas: [{ provider: 'p', requestsPerMinute: 2, tokensPerMinute: 250, maxInFlight: 3 }],
+    });
+    applyResourceEvent(state, {
+      type: 'scope.open',
+      scope: 'tenant',
+      parent: null,
+      limit: { tokens: 200 },
+      now: 0,
+    });
+    applyResourceEvent(state, {
+      type: 'scope.open',
+      scope: 'run',
+      parent: 'tenant',
+      limit: { tokens: 100 },
+      now: 0,
+    });
+    const grantedAt = new Map<string, number>();
+    const apply = (event: Parameters<typeof applyResourceEvent>[1]) => {
+      applyResourceEvent(state, event);
+      for (const output of state.outbox) if (output.kind === 'granted') grantedAt.set(output.id, event.now);
+      return state.trace;
+    };
+    const reserve = (id: string, now: number) =>
+      apply({ type: 'reserve', id, scope: 'run', provider: 'p', model: 'm', tokens: 1, usd: null, now });
+    const settle = (id: string, now: number) => apply({ type: 'settle', id, tokens: 1, usd: null, now });
+
+    expect(reserve('a', 0)).toEqual(['reserve.granted']);
+    expect(reserve('b', 0)).toEqual(['reserve.granted']);
+    for (const id of ['c', 'd', 'e']) expect(reserve(id, 13_614)).toEqual(['reserve.queued']);
+    // The wake-up is set for when the oldest call leaves the window, not earlier.
+    expect(state.nextWakeAt).toBe(60_000);
+    expect(apply({ type: 'tick', now: 44_488 })).not.toContain('wait.granted');
+    expect(apply({ type: 'tick', now: 59_999 })).not.toContain('wait.granted');
+    // At 60 s both calls of minute one have left: c is granted, d waits for an in-flight slot (3 in flight).
+    apply({ type: 'tick', now: 60_000 });
+    expect([...grantedAt.keys()]).toEqual(['a', 'b', 'c']);
+    expect(reserve('f', 60_000)).toEqual(['reserve.queued']);
+    // Settling frees in-flight slots: d takes the window's second place; e and f wait for the next minute.
+    settle('a', 60_000);
+    settle('b', 60_000);
+    settle('c', 60_000);
+    expect(grantedAt.get('d')).toBe(60_000);
+    expect(state.waiting).toEqual(['e', 'f']);
+    expect(state.nextWakeAt).toBe(120_000);
+    settle('d', 60_000);
+    expect(apply({ type: 'tick', now: 119_999 })).not.toContain('wait.granted');
+    apply({ type: 'tick', now: 120_000 });
+    expect(Object.fromEntries(grantedAt)).toEqual({
+      a: 0,
+      b: 0,
+      c: 60_000,
+      d: 60_000,
+      e: 120_000,
+      f: 120_000,
+    });
+    // No window (t - 60 s, t] at any grant holds more than two grants.
+    const times = [...grantedAt.values()];
+    for (const at of times)
+      expect(times.filter((t) => t > at - 60_000 && t <= at).length).toBeLessThanOrEqual(2);
+  });
+});

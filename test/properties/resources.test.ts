@@ -248,6 +248,8 @@ describe('resource manager properties (simulated clock)', () => {
             round++
           ) {
             for (const call of openGrants()) settle(call, 1);
+            // Settling grants waiting calls now; let their callbacks record the time before the clock moves on.
+            await flush();
             clock.increment(minute);
             await flush();
           }
@@ -258,6 +260,8 @@ describe('resource manager properties (simulated clock)', () => {
           // (2) Quota windows: at each grant, the calls granted in the minute up to it fit the limits.
           for (const call of granted) {
             const at = call.grantedAt as number;
+            // The manager's own account of the wait agrees with the time the test saw the grant.
+            expect(call.requestedAt + grantOf(call).waitedMs).toBe(at);
             const window = granted.filter((other) => {
               const t = other.grantedAt as number;
               return t > at - minute && t <= at;
