@@ -80,10 +80,14 @@ export type { RunResult, RunStep, StepToolCall } from './core/result.ts';
 export { type RunStatus, type StopReason, statusOf, stopReasons } from './core/stop-reason.ts';
 export { addUsage, emptyUsage, type Usage } from './core/usage.ts';
 export {
+  type AgentAnswer,
   type AgentContext,
   type AgentEvent,
   type AgentMachineInput,
+  type AgentMachineOutput,
+  type AgentRunConfig,
   agentMachine,
+  agentOutputOf,
 } from './machines/agent.ts';
 export type { BudgetLimit, DenialReason, QuotaLimit } from './machines/resources.ts';
 export {

@@ -1,10 +1,10 @@
 import type { Message } from '../core/messages.ts';
 import type { RunResult, RunStep, StepToolCall } from '../core/result.ts';
 import { statusOf } from '../core/stop-reason.ts';
-import type { AgentContext } from '../machines/agent.ts';
+import type { AgentMachineOutput } from '../machines/agent.ts';
 
-/** Builds the run's result from the machine's final context. Pure. */
-export function buildRunResult<TOutput>(context: AgentContext): RunResult<TOutput> {
+/** Builds the run's result from the machine's output (or a context flattened with agentOutputOf). Pure. */
+export function buildRunResult<TOutput>(context: AgentMachineOutput): RunResult<TOutput> {
   const stopReason = context.stopReason ?? 'error';
   const historyDelta = context.history.slice(context.baseLength);
   const result: RunResult<TOutput> = {

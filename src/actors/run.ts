@@ -8,7 +8,13 @@ import { validateHistory } from '../core/history.ts';
 import type { JsonValue } from '../core/json.ts';
 import { type Message, type RunInput, userMessage } from '../core/messages.ts';
 import type { RunResult } from '../core/result.ts';
-import { type AgentContext, type AgentMachine, agentMachine } from '../machines/agent.ts';
+import {
+  type AgentContext,
+  type AgentMachine,
+  type AgentMachineOutput,
+  agentMachine,
+  agentOutputOf,
+} from '../machines/agent.ts';
 import { AsyncQueue } from './async-queue.ts';
 import { effectsLogic } from './effects.ts';
 import { EventBus } from './event-bus.ts';
@@ -115,13 +121,13 @@ function startRun<TOutput>(
         : undefined;
     const onAbort = () => actor.send({ type: 'abort', reason: abortReason(options.signal) });
 
-    const finish = (context: AgentContext | undefined, internalError?: unknown) => {
+    const finish = (output: AgentMachineOutput | undefined, internalError?: unknown) => {
       if (finished) return;
       finished = true;
       if (timer !== undefined) clock.clearTimeout(timer);
       clearScope?.();
       options.signal?.removeEventListener('abort', onAbort);
-      const final = context ?? lastContext;
+      const final = output ?? (lastContext && agentOutputOf(lastContext));
       const runResult = final
         ? buildRunResult<TOutput>(internalError === undefined ? final : failedContext(final, internalError))
         : emptyFailure<TOutput>(sessionId, agent.name, callerHistory, input, internalError);
@@ -290,9 +296,9 @@ function abortReason(signal: AbortSignal | undefined): string {
 }
 
 /** A machine that errored (a bug of ours) still yields an honest failed result with the transcript so far. */
-function failedContext(context: AgentContext, error: unknown): AgentContext {
+function failedContext(output: AgentMachineOutput, error: unknown): AgentMachineOutput {
   const message = error instanceof Error ? error.message : String(error);
-  return { ...context, stopReason: 'error', error: { name: 'InternalError', code: 'internal', message } };
+  return { ...output, stopReason: 'error', error: { name: 'InternalError', code: 'internal', message } };
 }
 
 function emptyFailure<TOutput>(

@@ -9,9 +9,9 @@ import type { JsonValue } from '../core/json.ts';
 import { type Message, type RunInput, userMessage } from '../core/messages.ts';
 import type { RunResult } from '../core/result.ts';
 import {
-  type AgentContext,
   type AgentMachine,
   type AgentMachineInput,
+  type AgentMachineOutput,
   agentMachine,
 } from '../machines/agent.ts';
 import {
@@ -314,7 +314,7 @@ export function startSession<TOutput>(
         let child: AnyActorRef | undefined;
         let subscription: { unsubscribe(): void } | undefined;
         const onAbort = () => child?.send({ type: 'abort', reason: 'the calling agent stopped' });
-        const settle = (context: AgentContext | undefined, why = 'the sub-agent was stopped') => {
+        const settle = (output: AgentMachineOutput | undefined, why = 'the sub-agent was stopped') => {
           if (settled) return;
           settled = true;
           subscription?.unsubscribe();
@@ -324,8 +324,8 @@ export function startSession<TOutput>(
           // Done children stay in the parent's snapshot until stopped (pitfall 7).
           if (!finished && child) actor.send({ type: 'delegate.end', id });
           resolve(
-            context
-              ? { ...buildRunResult<unknown>(context), sessionId }
+            output
+              ? { ...buildRunResult<unknown>(output), sessionId }
               : subFailure(sessionId, agent.name, request.input, why),
           );
         };

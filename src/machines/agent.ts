@@ -94,14 +94,40 @@ export interface HandoffRequest {
   call: ToolCall;
 }
 
-export interface AgentContext extends PolicyState {
+/** What is fixed for the run: set from the input and never assigned again, so no step copies it. */
+export interface AgentRunConfig {
   sessionId: string;
   agent: string;
   limits: ResolvedLimits;
   toolNames: string[];
   hasOutputSchema: boolean;
-  history: Message[];
+  /** Length of the caller's history: where this run's delta starts. */
   baseLength: number;
+  /** Handoff tools offered to the model: tool name -> target agent name. */
+  handoffTools: Record<string, string>;
+}
+
+/** The last model reply read as an answer. Every model response writes all of it at once. */
+export interface AgentAnswer {
+  text: string;
+  /** The answer was cut by max_tokens. */
+  truncated: boolean;
+  /** The decoded final output, when the agent has an output schema. */
+  output: JsonValue | null;
+  /** Whether `output` holds a decoded value (it may legitimately be null). */
+  outputDecoded: boolean;
+  decodeError: string | null;
+}
+
+/**
+ * The agent machine's context. Kept to at most 19 top-level keys on purpose: every `assign` copies the context with
+ * Object.assign, which V8 does in ~0.05 µs up to 19 keys and 4-6 µs from 20 on (bench/experiments/context-copy.ts).
+ * Fields are grouped by what is written together (`config` never, `answer` by each model response); the counters a
+ * checkpoint keeps stay top-level. The machine's output flattens the groups again (AgentMachineOutput).
+ */
+export interface AgentContext extends PolicyState {
+  config: AgentRunConfig;
+  history: Message[];
   /** Model calls made in the tool-use phase. */
   step: number;
   /** All model calls made. */
@@ -116,19 +142,11 @@ export interface AgentContext extends PolicyState {
   decision: TerminationDecision | null;
   /** Tool calls asked for in the last assistant message and not answered yet. */
   openCalls: ToolCall[];
-  /** The decoded final output, when the agent has an output schema. */
-  output: JsonValue | null;
-  /** Whether `output` holds a decoded value (it may legitimately be null). */
-  outputDecoded: boolean;
-  decodeError: string | null;
-  text: string;
-  /** The answer was cut by max_tokens. */
-  truncated: boolean;
+  answer: AgentAnswer;
   /** The step limit was reached and one last tool-less answer was asked for. */
   forcedFinalAnswer: boolean;
   stopReason: StopReason | null;
   error: ErrorInfo | null;
-  handoffTools: Record<string, string>;
   /** Set when the run ended in `handingOff`. */
   handoff: HandoffRequest | null;
 }
@@ -151,11 +169,48 @@ export type AgentCheckpoint = Pick<
   | 'decision'
 >;
 
-/** The machine's output: everything the run result is built from. */
-export type AgentMachineOutput = AgentContext;
+/** The machine's output, everything the run result is built from: the context with its groups flattened. */
+export type AgentMachineOutput = Omit<AgentContext, 'config' | 'answer'> & AgentRunConfig & AgentAnswer;
+
+/** The flat form of a context (the machine's output; also what a runner builds a result from mid-run). */
+export function agentOutputOf(context: AgentContext): AgentMachineOutput {
+  const { config, answer, ...counters } = context;
+  return { ...config, ...answer, ...counters };
+}
+
+/**
+ * The checkpoint's fields only: a checkpoint comes from a store as JSON, and whatever else it holds must not
+ * become context (nor push the context over the key count above).
+ */
+function resumedFrom(checkpoint: AgentCheckpoint): AgentCheckpoint {
+  return {
+    history: checkpoint.history,
+    step: checkpoint.step,
+    modelCalls: checkpoint.modelCalls,
+    toolCallsRun: checkpoint.toolCallsRun,
+    toolCallCounts: checkpoint.toolCallCounts,
+    callSignatures: checkpoint.callSignatures,
+    degradedTools: checkpoint.degradedTools,
+    usage: checkpoint.usage,
+    openCalls: checkpoint.openCalls,
+    decision: checkpoint.decision,
+  };
+}
+
+const noAnswer: AgentAnswer = {
+  text: '',
+  truncated: false,
+  output: null,
+  outputDecoded: false,
+  decodeError: null,
+};
 
 function appendAssistant(context: AgentContext, response: ModelResponse, keepToolCalls: boolean): Message[] {
-  const message: AssistantMessage = { role: 'assistant', content: response.text, agent: context.agent };
+  const message: AssistantMessage = {
+    role: 'assistant',
+    content: response.text,
+    agent: context.config.agent,
+  };
   if (keepToolCalls && response.toolCalls.length > 0) message.toolCalls = response.toolCalls;
   if (response.reasoning && response.reasoning.length > 0) message.reasoning = response.reasoning;
   return [...context.history, message];
@@ -186,13 +241,13 @@ export const agentMachine = setup({
     effects: fromCallback<EffectCommand, { sessionId: string }>(() => undefined),
   },
   guards: {
-    hasTools: ({ context }) => context.toolNames.length > 0,
-    stepLimitReached: ({ context }) => stepLimitReached(context.step, context.limits.maxSteps),
-    finalAnswerOnMaxSteps: ({ context }) => context.limits.finalAnswerOnMaxSteps,
+    hasTools: ({ context }) => context.config.toolNames.length > 0,
+    stepLimitReached: ({ context }) => stepLimitReached(context.step, context.config.limits.maxSteps),
+    finalAnswerOnMaxSteps: ({ context }) => context.config.limits.finalAnswerOnMaxSteps,
     decidedToRunTools: ({ context }) => context.decision?.kind === 'continue_with_tools',
     decidedToHandOff: ({ context }) =>
       context.decision?.kind === 'continue_with_tools' &&
-      context.decision.calls.some((call) => call.name in context.handoffTools),
+      context.decision.calls.some((call) => call.name in context.config.handoffTools),
     resumingTools: ({ context }) =>
       context.openCalls.length > 0 && context.decision?.kind === 'continue_with_tools',
     decidedToThink: ({ context }) => context.decision?.kind === 'continue_thinking',
@@ -203,12 +258,12 @@ export const agentMachine = setup({
     /** Text answer accepted as is: the agent has no schema, or the text already decodes against it. */
     outputAccepted: ({ context }) =>
       context.decision?.kind === 'terminate_with_output' &&
-      (!context.hasOutputSchema || context.outputDecoded),
+      (!context.config.hasOutputSchema || context.answer.outputDecoded),
     refused: ({ context }) =>
       context.decision?.kind === 'terminate' && context.decision.reason === 'guardrail_blocked',
-    decoded: ({ context }) => context.decodeError === null,
+    decoded: ({ context }) => context.answer.decodeError === null,
     decodeRetriesLeft: ({ context }) =>
-      decodeRetriesLeft(context.retryCount, context.limits.maxDecodeRetries),
+      decodeRetriesLeft(context.retryCount, context.config.limits.maxDecodeRetries),
   },
   actions: {
     requestModel: sendTo('effects', ({ context }) => ({
@@ -216,9 +271,10 @@ export const agentMachine = setup({
       phase: 'toolUse' as const,
       call: context.modelCalls + 1,
       step: context.step + 1,
-      toolsEnabled: context.degradedTools.length < context.toolNames.length,
+      toolsEnabled: context.degradedTools.length < context.config.toolNames.length,
       // L1: with tools on, no schema; an agent whose every tool degraded is treated as tool-less.
-      schemaEnabled: context.hasOutputSchema && context.degradedTools.length >= context.toolNames.length,
+      schemaEnabled:
+        context.config.hasOutputSchema && context.degradedTools.length >= context.config.toolNames.length,
       history: context.history,
       disabledTools: context.degradedTools,
     })),
@@ -228,7 +284,7 @@ export const agentMachine = setup({
       call: context.modelCalls + 1,
       step: context.step,
       toolsEnabled: false,
-      schemaEnabled: context.hasOutputSchema,
+      schemaEnabled: context.config.hasOutputSchema,
       history: context.history,
       disabledTools: context.degradedTools,
     })),
@@ -241,7 +297,7 @@ export const agentMachine = setup({
     recordToolUseResponse: assign(({ context, event }) => {
       if (event.type !== 'model.response') return {};
       const { response } = event;
-      const decision = createTerminationPolicy(context.limits)(response, context);
+      const decision = createTerminationPolicy(context.config.limits)(response, context);
       let history = appendAssistant(context, response, true);
       let openCalls: ToolCall[] = response.toolCalls;
       if (decision.kind === 'continue_with_tools') openCalls = decision.calls;
@@ -264,11 +320,13 @@ export const agentMachine = setup({
         usage: addUsage(context.usage, response.usage),
         decision,
         openCalls,
-        text: response.text,
-        truncated: decision.kind === 'terminate_with_output' && decision.truncated,
-        output: event.decoded?.ok ? event.decoded.value : null,
-        outputDecoded: event.decoded?.ok === true,
-        decodeError: event.decoded && !event.decoded.ok ? event.decoded.error : null,
+        answer: {
+          text: response.text,
+          truncated: decision.kind === 'terminate_with_output' && decision.truncated,
+          output: event.decoded?.ok ? event.decoded.value : null,
+          outputDecoded: event.decoded?.ok === true,
+          decodeError: event.decoded && !event.decoded.ok ? event.decoded.error : null,
+        },
       };
     }),
     recordFinalResponse: assign(({ context, event }) => {
@@ -278,7 +336,7 @@ export const agentMachine = setup({
       // Without a schema any text is the answer; with one, an undecoded reply counts as a failed decode.
       const decoded: DecodeOutcome =
         event.decoded ??
-        (context.hasOutputSchema
+        (context.config.hasOutputSchema
           ? { ok: false, error: 'The reply was not decoded.' }
           : { ok: true, value: response.text });
       return {
@@ -297,11 +355,13 @@ export const agentMachine = setup({
               text: response.text,
               truncated: response.stopReason === 'max_tokens',
             },
-        text: response.text,
-        truncated: response.stopReason === 'max_tokens',
-        output: decoded.ok && context.hasOutputSchema ? decoded.value : null,
-        outputDecoded: decoded.ok && context.hasOutputSchema,
-        decodeError: decoded.ok ? null : decoded.error,
+        answer: {
+          text: response.text,
+          truncated: response.stopReason === 'max_tokens',
+          output: decoded.ok && context.config.hasOutputSchema ? decoded.value : null,
+          outputDecoded: decoded.ok && context.config.hasOutputSchema,
+          decodeError: decoded.ok ? null : decoded.error,
+        },
       };
     }),
     recordDecodeRetry: assign(({ context }) => ({
@@ -310,7 +370,7 @@ export const agentMachine = setup({
         ...context.history,
         {
           role: 'user' as const,
-          content: `Your answer could not be used. ${context.decodeError ?? ''}\nReply again with only the JSON value, no prose and no code fence.`,
+          content: `Your answer could not be used. ${context.answer.decodeError ?? ''}\nReply again with only the JSON value, no prose and no code fence.`,
         },
       ],
     })),
@@ -377,8 +437,9 @@ export const agentMachine = setup({
     markForcedFinalAnswer: assign({ forcedFinalAnswer: true }),
     /** Keeps the first handoff call open for the session; the turn's other calls are answered as not run. */
     recordHandoff: assign(({ context }) => {
-      const call = context.openCalls.find((open) => open.name in context.handoffTools) as ToolCall;
-      const target = context.handoffTools[call.name] as string;
+      const { handoffTools } = context.config;
+      const call = context.openCalls.find((open) => open.name in handoffTools) as ToolCall;
+      const target = handoffTools[call.name] as string;
       const others = context.openCalls.filter((open) => open !== call);
       return {
         handoff: { target, call },
@@ -397,7 +458,7 @@ export const agentMachine = setup({
       stopPatch(
         context,
         'decode_failed',
-        `The final answer did not decode after ${context.retryCount + 1} attempt(s): ${context.decodeError ?? ''}`,
+        `The final answer did not decode after ${context.retryCount + 1} attempt(s): ${context.answer.decodeError ?? ''}`,
       ),
     ),
     stopAborted: assign(({ context, event }) =>
@@ -420,13 +481,16 @@ export const agentMachine = setup({
   id: 'agent',
   options: { maxIterations: 1000 },
   context: ({ input }) => ({
-    sessionId: input.sessionId,
-    agent: input.agent,
-    limits: input.limits,
-    toolNames: input.toolNames,
-    hasOutputSchema: input.hasOutputSchema,
+    config: {
+      sessionId: input.sessionId,
+      agent: input.agent,
+      limits: input.limits,
+      toolNames: input.toolNames,
+      hasOutputSchema: input.hasOutputSchema,
+      baseLength: input.baseLength,
+      handoffTools: input.handoffTools ?? {},
+    },
     history: input.history,
-    baseLength: input.baseLength,
     step: 0,
     modelCalls: 0,
     retryCount: 0,
@@ -437,19 +501,18 @@ export const agentMachine = setup({
     usage: emptyUsage,
     decision: null,
     openCalls: [],
-    output: null,
-    outputDecoded: false,
-    decodeError: null,
-    text: '',
-    truncated: false,
+    answer: noAnswer,
     forcedFinalAnswer: false,
     stopReason: null,
     error: null,
-    handoffTools: input.handoffTools ?? {},
     handoff: null,
-    ...input.resume,
+    ...(input.resume ? resumedFrom(input.resume) : {}),
   }),
-  invoke: { id: 'effects', src: 'effects', input: ({ context }) => ({ sessionId: context.sessionId }) },
+  invoke: {
+    id: 'effects',
+    src: 'effects',
+    input: ({ context }) => ({ sessionId: context.config.sessionId }),
+  },
   initial: 'running',
   states: {
     running: {
@@ -535,7 +598,7 @@ export const agentMachine = setup({
     /** The model took a handoff tool: the session moves the conversation to the target (or refuses). */
     handingOff: { type: 'final' },
   },
-  output: ({ context }) => context,
+  output: ({ context }) => agentOutputOf(context),
 });
 
 export type AgentMachine = typeof agentMachine;

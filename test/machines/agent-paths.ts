@@ -152,7 +152,7 @@ function stateKey(snapshot: AgentSnapshot): string {
     degraded: c.degradedTools,
     decision: c.decision?.kind ?? null,
     open: c.openCalls.map((call) => call.id),
-    decoded: c.outputDecoded,
+    decoded: c.answer.outputDecoded,
     forced: c.forcedFinalAnswer,
     stop: c.stopReason,
   });

@@ -14,7 +14,12 @@ import { z } from 'zod';
 import { createAgentSystem } from '../../src/actors/system.ts';
 import { defaultLimits } from '../../src/core/limits.ts';
 import type { Message } from '../../src/core/messages.ts';
-import { type AgentContext, type AgentMachineInput, agentMachine } from '../../src/machines/agent.ts';
+import {
+  type AgentMachineInput,
+  type AgentMachineOutput,
+  agentMachine,
+  agentOutputOf,
+} from '../../src/machines/agent.ts';
 import {
   type SessionContext,
   type SessionEvent,
@@ -85,7 +90,7 @@ function input(config: Config): SessionMachineInput {
 type Snapshot = SnapshotFrom<SessionMachine>;
 
 /** A finished agent's output: its input history plus one assistant turn, with or without a handoff call. */
-function agentOutput(context: SessionContext, handoffTo: string | null): AgentContext {
+function agentOutput(context: SessionContext, handoffTo: string | null): AgentMachineOutput {
   const id = `h${context.childSeq}`;
   const call = { id, name: `transfer_to_${handoffTo}`, args: {} };
   const message: Message = handoffTo
@@ -103,7 +108,7 @@ function agentOutput(context: SessionContext, handoffTo: string | null): AgentCo
     },
   }).getSnapshot().context;
   return {
-    ...initial,
+    ...agentOutputOf(initial),
     history: [...context.agentHistory, message],
     baseLength: context.agentBase,
     step: 1,
@@ -202,7 +207,7 @@ function generatePaths(config: Config): StatePath<Snapshot, SessionEvent>[] {
     input: input(config),
     events: eventsFor,
     serializeState: (state, event, prev) =>
-      `${stateKey(state)} via ${event ? JSON.stringify({ t: event.type, o: (event as { output?: AgentContext }).output?.handoff?.target }) : 'init'} from ${prev ? stateKey(prev) : 'start'}`,
+      `${stateKey(state)} via ${event ? JSON.stringify({ t: event.type, o: (event as { output?: AgentMachineOutput }).output?.handoff?.target }) : 'init'} from ${prev ? stateKey(prev) : 'start'}`,
     limit: 100_000,
   });
 }
@@ -408,7 +413,7 @@ describe('group supervisor statechart (parallel): generated paths replayed on th
     ],
   };
   type GroupSnapshot = SnapshotFrom<GroupMachine>;
-  const output = createActor(agentMachine, { input: memberInput('m') }).getSnapshot().context;
+  const output = agentOutputOf(createActor(agentMachine, { input: memberInput('m') }).getSnapshot().context);
   const events = (snapshot: GroupSnapshot): GroupEvent[] =>
     snapshot.status !== 'active'
       ? []

@@ -1,0 +1,189 @@
+import { describe, expect, it } from 'vitest';
+import { createActor, fromCallback, type SnapshotFrom } from 'xstate';
+import { defaultLimits } from '../../src/core/limits.ts';
+import type { ModelResponse } from '../../src/core/model.ts';
+import {
+  type AgentCheckpoint,
+  type AgentContext,
+  type AgentEvent,
+  type AgentMachine,
+  type AgentMachineInput,
+  agentMachine,
+  agentOutputOf,
+  type EffectCommand,
+} from '../../src/machines/agent.ts';
+
+/**
+ * The agent context stays under V8's Object.assign cliff: every XState `assign` copies the context with
+ * Object.assign, which V8 does in ~0.05 µs up to 19 keys and 4-6 µs from 20 (bench/experiments/context-copy.ts).
+ * Also: the groups that keep it there are not copied by the steps, and the output is flat again.
+ */
+
+const maxContextKeys = 19;
+const usage = { input: 1, output: 1, cached: 0, reasoning: 0 };
+const reply = (partial: Partial<ModelResponse>): ModelResponse => ({
+  text: '',
+  toolCalls: [],
+  stopReason: 'end_turn',
+  usage,
+  ...partial,
+});
+
+/** Effects that answer each command at once with the next scripted event of its kind. */
+function scriptedEffects(modelReplies: AgentEvent[]) {
+  return fromCallback<EffectCommand, { sessionId: string }>(({ receive, sendBack }) => {
+    let next = 0;
+    receive((command) => {
+      if (command.type === 'model.call') {
+        const event = modelReplies[next++];
+        if (event) sendBack(event);
+        return;
+      }
+      sendBack({
+        type: 'tools.done',
+        results: command.calls.map((call) => ({
+          callId: call.id,
+          name: call.name,
+          content: 'ok',
+          isError: false,
+          executed: true,
+          degraded: false,
+          attempts: 1,
+        })),
+      });
+    });
+  });
+}
+
+function input(overrides: Partial<AgentMachineInput> = {}): AgentMachineInput {
+  return {
+    sessionId: 's',
+    agent: 'a',
+    limits: defaultLimits,
+    toolNames: ['t'],
+    hasOutputSchema: true,
+    history: [{ role: 'user', content: 'go' }],
+    baseLength: 0,
+    ...overrides,
+  };
+}
+
+/** Runs the machine to its end, keeping every context it went through. */
+function runAll(
+  modelReplies: AgentEvent[],
+  machineInput: AgentMachineInput,
+): { contexts: AgentContext[]; final: SnapshotFrom<AgentMachine> } {
+  const machine = agentMachine.provide({ actors: { effects: scriptedEffects(modelReplies) } });
+  const actor = createActor(machine, { input: machineInput });
+  const contexts: AgentContext[] = [];
+  actor.subscribe((snapshot) => contexts.push(snapshot.context));
+  actor.start();
+  return { contexts, final: actor.getSnapshot() };
+}
+
+const toolCall = (id: string) => ({ id, name: 't', args: { n: id } });
+
+/** Tool step, an answer that does not decode, a retry in finalOutput that does: every answer-writing action. */
+const decodingRun: AgentEvent[] = [
+  { type: 'model.response', response: reply({ toolCalls: [toolCall('c1')], stopReason: 'tool_use' }) },
+  { type: 'model.response', response: reply({ text: 'no json' }), decoded: { ok: false, error: 'bad' } },
+  { type: 'model.response', response: reply({ text: 'still no' }), decoded: { ok: false, error: 'bad' } },
+  { type: 'model.response', response: reply({ text: '{"x":1}' }), decoded: { ok: true, value: { x: 1 } } },
+];
+
+describe('agent context size', () => {
+  it(`has at most ${maxContextKeys} top-level keys in every snapshot of a run`, () => {
+    const { contexts, final } = runAll(decodingRun, input());
+    expect(final.status).toBe('done');
+    expect(final.value).toBe('completed');
+    expect(contexts.length).toBeGreaterThan(3);
+    for (const context of contexts) expect(Object.keys(context).length).toBeLessThanOrEqual(maxContextKeys);
+  });
+
+  it('keeps the fixed configuration as one object the steps never copy', () => {
+    const { contexts } = runAll(decodingRun, input());
+    const config = contexts[0]?.config;
+    expect(config).toBeDefined();
+    for (const context of contexts) expect(context.config).toBe(config);
+  });
+
+  it('stays under the limit when resumed, taking only the checkpoint fields from a stored checkpoint', () => {
+    const checkpoint: AgentCheckpoint = {
+      history: [{ role: 'user', content: 'go' }],
+      step: 1,
+      modelCalls: 1,
+      toolCallsRun: 0,
+      toolCallCounts: {},
+      callSignatures: {},
+      degradedTools: [],
+      usage,
+      openCalls: [],
+      decision: null,
+    };
+    // A checkpoint read back from a store is JSON: whatever else it carries must not become context.
+    const stored = { ...checkpoint, sessionId: 'other', text: 'stale', extra: 1 } as AgentCheckpoint;
+    const { contexts, final } = runAll(
+      [
+        {
+          type: 'model.response',
+          response: reply({ text: '{"x":2}' }),
+          decoded: { ok: true, value: { x: 2 } },
+        },
+      ],
+      input({ resume: stored }),
+    );
+    expect(final.value).toBe('completed');
+    for (const context of contexts) {
+      expect(Object.keys(context).length).toBeLessThanOrEqual(maxContextKeys);
+      expect(context).not.toHaveProperty('extra');
+      expect(context).not.toHaveProperty('sessionId');
+    }
+    expect(final.output).toMatchObject({ sessionId: 's', step: 2, modelCalls: 2, output: { x: 2 } });
+  });
+});
+
+describe('agent machine output', () => {
+  it('is the context with its groups flattened: the shape results and the session read', () => {
+    const { final } = runAll(decodingRun, input({ sessionId: 'flat', agent: 'b', baseLength: 1 }));
+    const output = final.output;
+    expect(output).toMatchObject({
+      sessionId: 'flat',
+      agent: 'b',
+      baseLength: 1,
+      hasOutputSchema: true,
+      toolNames: ['t'],
+      handoffTools: {},
+      text: '{"x":1}',
+      truncated: false,
+      output: { x: 1 },
+      outputDecoded: true,
+      decodeError: null,
+      stopReason: 'completed',
+      step: 2,
+      modelCalls: 4,
+      retryCount: 1,
+      toolCallsRun: 1,
+    });
+    expect(output).not.toHaveProperty('config');
+    expect(output).not.toHaveProperty('answer');
+    expect(output).toEqual(agentOutputOf(final.context));
+  });
+
+  it('carries the last answer of a run that stopped (decode_failed keeps the undecoded text and its error)', () => {
+    const failing: AgentEvent[] = [
+      { type: 'model.response', response: reply({ text: 'a' }), decoded: { ok: false, error: 'e1' } },
+      { type: 'model.response', response: reply({ text: 'b' }), decoded: { ok: false, error: 'e2' } },
+    ];
+    const { final } = runAll(
+      failing,
+      input({ toolNames: [], limits: { ...defaultLimits, maxDecodeRetries: 1 } }),
+    );
+    expect(final.output).toMatchObject({
+      stopReason: 'decode_failed',
+      text: 'b',
+      outputDecoded: false,
+      output: null,
+      decodeError: 'e2',
+    });
+  });
+});
