@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createActor, fromCallback, type SnapshotFrom } from 'xstate';
-import { defaultLimits } from '../../src/core/limits.ts';
+import { defaultLimits, type ResolvedLimits } from '../../src/core/limits.ts';
 import type { ModelResponse } from '../../src/core/model.ts';
 import {
   type AgentCheckpoint,
@@ -12,6 +12,7 @@ import {
   agentOutputOf,
   type EffectCommand,
 } from '../../src/machines/agent.ts';
+import { generatePaths } from './agent-paths.ts';
 
 /**
  * The agent context stays under V8's Object.assign cliff: every XState `assign` copies the context with
@@ -140,6 +141,35 @@ describe('agent context size', () => {
     }
     expect(final.output).toMatchObject({ sessionId: 's', step: 2, modelCalls: 2, output: { x: 2 } });
   });
+});
+
+describe('agent context size on every path', () => {
+  // The limits of agent.paths.test.ts: every state and transition is reached within a few steps.
+  const small: ResolvedLimits = {
+    ...defaultLimits,
+    maxSteps: 2,
+    maxDecodeRetries: 1,
+    maxDuplicateToolCalls: 1,
+    maxToolCallsPerTool: 1,
+    toolRetries: 0,
+  };
+  it.each([
+    { name: 'tools + schema, final answer at the step limit', tools: true, schema: true, final: true },
+    { name: 'tools, no schema', tools: true, schema: false, final: false },
+    { name: 'no tools + schema', tools: false, schema: true, final: false },
+  ])(
+    `has at most ${maxContextKeys} keys in every state of every path ($name)`,
+    ({ name, tools, schema, final }) => {
+      const limits = { ...small, finalAnswerOnMaxSteps: final };
+      const paths = generatePaths({ name, limits, tools, schema });
+      expect(paths.length).toBeGreaterThan(10);
+      let largest = 0;
+      for (const path of paths)
+        for (const step of path.steps) largest = Math.max(largest, Object.keys(step.state.context).length);
+      expect(largest).toBeGreaterThan(0);
+      expect(largest).toBeLessThanOrEqual(maxContextKeys);
+    },
+  );
 });
 
 describe('agent machine output', () => {
