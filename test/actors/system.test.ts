@@ -18,9 +18,27 @@ import {
   validateHistory,
 } from 'troupe';
 import { scriptedModel } from 'troupe/testing';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { type InspectionEvent, SimulatedClock } from 'xstate';
 import { z } from 'zod';
+
+/**
+ * Arguments carrying this key make the loop's call-signature hash throw inside a machine action: an exception from
+ * our own code, which is what supervision is for. (Real arguments cannot do that: normalizeResponse turns anything
+ * that is not plain JSON into a string before the machine sees it.)
+ */
+const crashMarker = '__crash_the_agent_actor';
+vi.mock('../../src/core/json.ts', async (importOriginal) => {
+  const actual = await importOriginal<typeof import('../../src/core/json.ts')>();
+  return {
+    ...actual,
+    canonicalJson(value: unknown): string {
+      if (typeof value === 'object' && value !== null && crashMarker in value)
+        throw new RangeError('Maximum call stack size exceeded (simulated)');
+      return actual.canonicalJson(value);
+    },
+  };
+});
 
 const handoffTo = (name: string) => ({
   toolCalls: [{ name: `transfer_to_${name}`, args: { reason: 'theirs' } }],
@@ -578,13 +596,12 @@ describe('supervision', () => {
   });
 
   it('supervises an exception thrown inside the agent actor too: restart from the checkpoint, no orphan left', async () => {
-    // Tool arguments with a cycle make the loop's duplicate detection overflow the stack inside a machine action:
-    // the agent actor errors (an exception from our code, not a model or tool error the loop handles).
-    const circular: Record<string, unknown> = { n: 1 };
-    circular.self = circular;
+    // The marked arguments make the loop's duplicate detection throw inside a machine action: the agent actor
+    // errors (an exception from our code, not a model or tool error the loop handles).
+    const crashing = { n: 1, [crashMarker]: true };
     const t = tool({ name: 't', description: 'x', input: z.object({}), execute: () => 'ok' });
     const model = scriptedModel([
-      { toolCalls: [{ name: 't', args: circular as never }], stopReason: 'tool_use' },
+      { toolCalls: [{ name: 't', args: crashing as never }], stopReason: 'tool_use' },
       { text: 'recovered' },
     ]);
     const started = new Map<unknown, string>();
@@ -614,11 +631,10 @@ describe('supervision', () => {
   });
 
   it('a plain run() whose agent actor errors ends failed and leaves no effects actor running', async () => {
-    const circular: Record<string, unknown> = {};
-    circular.self = circular;
+    const crashing = { [crashMarker]: true };
     const t = tool({ name: 't', description: 'x', input: z.object({}), execute: () => 'ok' });
     const model = scriptedModel([
-      { toolCalls: [{ name: 't', args: circular as never }], stopReason: 'tool_use' },
+      { toolCalls: [{ name: 't', args: crashing as never }], stopReason: 'tool_use' },
     ]);
     const started = new Map<unknown, string>();
     const ended = new Set<unknown>();
