@@ -107,6 +107,9 @@ for await (const event of run) {
         `[${event.seq}] usage +${event.data.total_tokens} tokens (run total ${event.data.cumulative.input + event.data.cumulative.output})`,
       );
       break;
+    case 'error':
+      console.log(`[${event.seq}] error ${event.data.type} (${event.data.code}): ${event.data.message}`);
+      break;
     case 'run_end':
       console.log(`\n[${event.seq}] run_end ${event.data.status} / ${event.data.stopReason}`);
       break;
@@ -123,5 +126,6 @@ console.log({
   iterationsUsed: result.iterationsUsed,
   usage: result.usage,
   historyDelta: result.historyDelta.length,
+  ...(result.error ? { error: result.error.message } : {}),
 });
 if (result.status !== 'completed') process.exitCode = 1;
