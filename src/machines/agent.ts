@@ -18,9 +18,15 @@ import { toolCallSignature } from '../policies/tool-call-signature.ts';
  * tool calls (about two machine events per loop step: ARCHITECTURE rule 4). Context is plain data.
  *
  *   running
- *     toolUse:      checkingLimits -> callingModel -> deciding -> runningTools -> checkingLimits ...
+ *     starting (checks the step limit, or resumes) -> toolUse | finalOutput
+ *     toolUse:      callingModel -> runningTools -> callingModel ...
  *     finalOutput:  callingModel -> decoding -> (retry) callingModel ...
- *   completed | stopped | failed  (final)
+ *   completed | stopped | failed | handingOff  (final)
+ *
+ * The tool-use loop has no transient states: what the policy decides about a response, and whether the step limit
+ * is reached after a batch of tools, are guards of the `model.response` and `tools.done` transitions themselves.
+ * A tool step is then two microsteps (one per event) instead of four: each microstep of XState's interpreter
+ * recomputes entry/exit sets and copies the snapshot, which is most of the loop's cost (BENCHMARKS.md).
  */
 
 /** A decoded final answer, or why it did not decode; computed by the effects actor, which holds the schema. */
@@ -216,6 +222,45 @@ function appendAssistant(context: AgentContext, response: ModelResponse, keepToo
   return [...context.history, message];
 }
 
+type ModelResponseEvent = Extract<AgentEvent, { type: 'model.response' }>;
+
+/**
+ * The policy's decision on a tool-use response, memoized on the (context, event) pair: the guards that choose the
+ * `model.response` transition and the action that records it all ask for it, and the policy hashes every call's
+ * arguments (duplicate detection). Contexts and events are immutable, so the identity check is exact; the map is
+ * weak, so it holds nothing once the event is gone.
+ */
+const decisions = new WeakMap<ModelResponseEvent, { context: AgentContext; decision: TerminationDecision }>();
+
+function decisionOn(context: AgentContext, event: ModelResponseEvent): TerminationDecision {
+  const known = decisions.get(event);
+  if (known?.context === context) return known.decision;
+  const decision = createTerminationPolicy(context.config.limits)(event.response, context);
+  decisions.set(event, { context, decision });
+  return decision;
+}
+
+/**
+ * The decision on the event being handled, for the guards; null for any other event. Guards never throw: if the
+ * policy does (a bug of ours), every decision guard fails, the last `model.response` transition is taken, and its
+ * `recordToolUseResponse` asks again and throws there, so the actor errors with the policy's own error as before.
+ */
+function responseDecision(context: AgentContext, event: AgentEvent): TerminationDecision | null {
+  if (event.type !== 'model.response') return null;
+  try {
+    return decisionOn(context, event);
+  } catch {
+    return null;
+  }
+}
+
+/** Steps used once this event is recorded: a tool-use response is one, nested agents' steps count too (R5). */
+function stepsAfter(context: AgentContext, event: AgentEvent): number {
+  if (event.type === 'model.response') return context.step + 1;
+  if (event.type === 'tools.done') return context.step + (event.nestedSteps ?? 0);
+  return context.step;
+}
+
 /** The context changes that end a run: the stop reason, why, and answers for any tool call left open. */
 function stopPatch(context: AgentContext, reason: StopReason, message: string | null): Partial<AgentContext> {
   return {
@@ -242,23 +287,41 @@ export const agentMachine = setup({
   },
   guards: {
     hasTools: ({ context }) => context.config.toolNames.length > 0,
-    stepLimitReached: ({ context }) => stepLimitReached(context.step, context.config.limits.maxSteps),
+    /**
+     * A fresh run starts at step 0 (maxSteps is at least 1): only a resume from a checkpoint taken after the last
+     * step (in the final-output phase) starts at the limit.
+     */
+    resumedAtStepLimit: ({ context }) =>
+      context.config.toolNames.length > 0 && stepLimitReached(context.step, context.config.limits.maxSteps),
+    /** The step limit, counting the steps the event being handled adds (the limit check follows every step). */
+    stepLimitReached: ({ context, event }) =>
+      stepLimitReached(stepsAfter(context, event), context.config.limits.maxSteps),
     finalAnswerOnMaxSteps: ({ context }) => context.config.limits.finalAnswerOnMaxSteps,
-    decidedToRunTools: ({ context }) => context.decision?.kind === 'continue_with_tools',
-    decidedToHandOff: ({ context }) =>
-      context.decision?.kind === 'continue_with_tools' &&
-      context.decision.calls.some((call) => call.name in context.config.handoffTools),
+    // The tool-use policy's decisions on the response being handled (model.response in toolUse.callingModel).
+    decidedToRunTools: ({ context, event }) =>
+      responseDecision(context, event)?.kind === 'continue_with_tools',
+    decidedToHandOff: ({ context, event }) => {
+      const decision = responseDecision(context, event);
+      return (
+        decision?.kind === 'continue_with_tools' &&
+        decision.calls.some((call) => call.name in context.config.handoffTools)
+      );
+    },
     resumingTools: ({ context }) =>
       context.openCalls.length > 0 && context.decision?.kind === 'continue_with_tools',
-    decidedToThink: ({ context }) => context.decision?.kind === 'continue_thinking',
-    decidedToStop: ({ context }) =>
-      context.decision?.kind === 'terminate' && context.decision.reason !== 'error',
-    decidedToFail: ({ context }) =>
-      context.decision?.kind === 'terminate' && context.decision.reason === 'error',
+    decidedToThink: ({ context, event }) => responseDecision(context, event)?.kind === 'continue_thinking',
+    decidedToStop: ({ context, event }) => {
+      const decision = responseDecision(context, event);
+      return decision?.kind === 'terminate' && decision.reason !== 'error';
+    },
+    decidedToFail: ({ context, event }) => {
+      const decision = responseDecision(context, event);
+      return decision?.kind === 'terminate' && decision.reason === 'error';
+    },
     /** Text answer accepted as is: the agent has no schema, or the text already decodes against it. */
-    outputAccepted: ({ context }) =>
-      context.decision?.kind === 'terminate_with_output' &&
-      (!context.config.hasOutputSchema || context.answer.outputDecoded),
+    outputAccepted: ({ context, event }) =>
+      responseDecision(context, event)?.kind === 'terminate_with_output' &&
+      (!context.config.hasOutputSchema || (event.type === 'model.response' && event.decoded?.ok === true)),
     refused: ({ context }) =>
       context.decision?.kind === 'terminate' && context.decision.reason === 'guardrail_blocked',
     decoded: ({ context }) => context.answer.decodeError === null,
@@ -297,7 +360,7 @@ export const agentMachine = setup({
     recordToolUseResponse: assign(({ context, event }) => {
       if (event.type !== 'model.response') return {};
       const { response } = event;
-      const decision = createTerminationPolicy(context.config.limits)(response, context);
+      const decision = decisionOn(context, event);
       let history = appendAssistant(context, response, true);
       let openCalls: ToolCall[] = response.toolCalls;
       if (decision.kind === 'continue_with_tools') openCalls = decision.calls;
@@ -522,50 +585,95 @@ export const agentMachine = setup({
       },
       initial: 'starting',
       states: {
+        // The run's entry, or a resume from a checkpoint (open calls, or a resume at the step limit).
         starting: {
           always: [
             { guard: 'resumingTools', target: 'toolUse.runningTools' },
+            // L3's optional last answer with tools off; the stop reason stays max_steps.
+            {
+              guard: and(['resumedAtStepLimit', 'finalAnswerOnMaxSteps']),
+              target: 'finalOutput',
+              actions: 'markForcedFinalAnswer',
+            },
+            {
+              guard: 'resumedAtStepLimit',
+              target: '#agent.stopped',
+              actions: 'stopMaxSteps',
+            },
             { guard: 'hasTools', target: 'toolUse' },
             { target: 'finalOutput' },
           ],
         },
         toolUse: {
-          initial: 'checkingLimits',
+          initial: 'callingModel',
           states: {
-            checkingLimits: {
-              always: [
-                // L3's optional last answer with tools off; the stop reason stays max_steps.
-                {
-                  guard: and(['stepLimitReached', 'finalAnswerOnMaxSteps']),
-                  target: '#agent.running.finalOutput',
-                  actions: 'markForcedFinalAnswer',
-                },
-                { guard: 'stepLimitReached', target: '#agent.stopped', actions: 'stopMaxSteps' },
-                { target: 'callingModel' },
-              ],
-            },
             callingModel: {
               entry: 'requestModel',
               on: {
-                'model.response': { target: 'deciding', actions: 'recordToolUseResponse' },
+                // The policy's decision on the response picks the transition (the guards compute it, once).
+                'model.response': [
+                  {
+                    guard: 'decidedToStop',
+                    target: '#agent.stopped',
+                    actions: ['recordToolUseResponse', 'stopOnDecision'],
+                  },
+                  {
+                    guard: 'decidedToFail',
+                    target: '#agent.failed',
+                    actions: ['recordToolUseResponse', 'stopOnDecision'],
+                  },
+                  {
+                    guard: 'decidedToHandOff',
+                    target: '#agent.handingOff',
+                    actions: ['recordToolUseResponse', 'recordHandoff'],
+                  },
+                  { guard: 'decidedToRunTools', target: 'runningTools', actions: 'recordToolUseResponse' },
+                  // Thinking only: another call, unless this response used the last step.
+                  {
+                    guard: and(['decidedToThink', 'stepLimitReached', 'finalAnswerOnMaxSteps']),
+                    target: '#agent.running.finalOutput',
+                    actions: ['recordToolUseResponse', 'markForcedFinalAnswer'],
+                  },
+                  {
+                    guard: and(['decidedToThink', 'stepLimitReached']),
+                    target: '#agent.stopped',
+                    actions: ['recordToolUseResponse', 'stopMaxSteps'],
+                  },
+                  {
+                    guard: 'decidedToThink',
+                    target: 'callingModel',
+                    reenter: true,
+                    actions: 'recordToolUseResponse',
+                  },
+                  {
+                    guard: 'outputAccepted',
+                    target: '#agent.completed',
+                    actions: ['recordToolUseResponse', 'completeWithOutput'],
+                  },
+                  { target: '#agent.running.finalOutput', actions: 'recordToolUseResponse' },
+                ],
                 'model.error': { target: '#agent.failed', actions: 'recordModelError' },
                 'model.denied': { target: '#agent.stopped', actions: 'stopBudgetExhausted' },
               },
             },
-            deciding: {
-              always: [
-                { guard: 'decidedToStop', target: '#agent.stopped', actions: 'stopOnDecision' },
-                { guard: 'decidedToFail', target: '#agent.failed', actions: 'stopOnDecision' },
-                { guard: 'decidedToHandOff', target: '#agent.handingOff', actions: 'recordHandoff' },
-                { guard: 'decidedToRunTools', target: 'runningTools' },
-                { guard: 'decidedToThink', target: 'checkingLimits' },
-                { guard: 'outputAccepted', target: '#agent.completed', actions: 'completeWithOutput' },
-                { target: '#agent.running.finalOutput' },
-              ],
-            },
             runningTools: {
               entry: 'requestTools',
-              on: { 'tools.done': { target: 'checkingLimits', actions: 'recordToolResults' } },
+              on: {
+                // The results count toward the limits at once: the next call, or the end at the step limit.
+                'tools.done': [
+                  {
+                    guard: and(['stepLimitReached', 'finalAnswerOnMaxSteps']),
+                    target: '#agent.running.finalOutput',
+                    actions: ['recordToolResults', 'markForcedFinalAnswer'],
+                  },
+                  {
+                    guard: 'stepLimitReached',
+                    target: '#agent.stopped',
+                    actions: ['recordToolResults', 'stopMaxSteps'],
+                  },
+                  { target: 'callingModel', actions: 'recordToolResults' },
+                ],
+              },
             },
           },
         },

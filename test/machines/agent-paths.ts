@@ -185,18 +185,20 @@ export function transitionName(source: AnyStateNode, eventType: string, index: n
 }
 
 /**
- * Guards of the transitions only a session takes (a handoff, a resume from a checkpoint), and the state only a
- * handoff reaches: `run()` of a plain agent never takes them, so test/machines/session.paths.test.ts replays them on
- * the real system runtime and checks their coverage there.
+ * Guards of the transitions only a session takes (a handoff, a resume from a checkpoint: with open calls, or at the
+ * step limit), and the state only a handoff reaches: `run()` of a plain agent never takes them, so
+ * test/machines/session.paths.test.ts replays them on the real system runtime and checks their coverage there.
  */
-export const sessionOnlyGuards = ['decidedToHandOff', 'resumingTools'];
+export const sessionOnlyGuards = ['decidedToHandOff', 'resumingTools', 'resumedAtStepLimit'];
 export const sessionOnlyStates = ['agent.handingOff'];
 
-function guardName(transition: { guard?: unknown }): string | undefined {
-  const guard = transition.guard;
-  if (typeof guard === 'string') return guard;
-  if (typeof guard === 'object' && guard !== null && 'type' in guard) return String(guard.type);
-  return undefined;
+/** The named guards a transition's guard is made of (`and([...])` guards are functions holding their parts). */
+function guardNames(guard: unknown): string[] {
+  if (typeof guard === 'string') return [guard];
+  if (typeof guard === 'function' && 'guards' in guard && Array.isArray(guard.guards))
+    return guard.guards.flatMap(guardNames);
+  if (typeof guard === 'object' && guard !== null && 'type' in guard) return [String(guard.type)];
+  return [];
 }
 
 /** Every transition of the machine definition (event-driven and eventless), by name. */
@@ -206,7 +208,7 @@ export function allTransitions(
 ): string[] {
   const names: string[] = [];
   const wanted = (transition: { guard?: unknown }) =>
-    sessionOnlyGuards.includes(guardName(transition) ?? '') === (scope === 'session');
+    guardNames(transition.guard).some((name) => sessionOnlyGuards.includes(name)) === (scope === 'session');
   const visit = (node: AnyStateNode) => {
     for (const [eventType, list] of node.transitions) {
       for (let index = 0; index < list.length; index++)

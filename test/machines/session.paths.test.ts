@@ -11,6 +11,8 @@ import {
 } from 'xstate';
 import { getShortestPaths, type StatePath } from 'xstate/graph';
 import { z } from 'zod';
+import { checkpointKey, type SnapshotStore } from '../../src/actors/store.ts';
+import { createMemoryStore } from '../../src/actors/store-memory.ts';
 import { createAgentSystem } from '../../src/actors/system.ts';
 import { defaultLimits } from '../../src/core/limits.ts';
 import type { Message } from '../../src/core/messages.ts';
@@ -321,7 +323,7 @@ describe('session supervisor statechart: generated paths replayed on the machine
 });
 
 describe("the agent machine's session-only transitions, on the real system runtime", () => {
-  it('a handoff ends the agent in handingOff, and a restart resumes it in runningTools', async () => {
+  it('a handoff ends the agent in handingOff, a restart resumes it in runningTools or at the step limit', async () => {
     const covered = new Set<string>();
     const visited = new Set<string>();
     const inspect = (event: InspectionEvent) => {
@@ -381,6 +383,47 @@ describe("the agent machine's session-only transitions, on the real system runti
     clock.increment(100);
     expect((await session.result).text).toBe('done');
     await system.shutdown();
+
+    // A restore at the step limit: the last step's answer did not decode, the process stopped during the final-output
+    // call (checkpoint step = maxSteps); the resumed agent stops with max_steps, or asks for the forced last answer.
+    const atLimit = async (finalAnswerOnMaxSteps: boolean) => {
+      const store = createMemoryStore();
+      let dead = false;
+      // Nothing the first process does after it "dies" reaches the store.
+      const dying: SnapshotStore = {
+        get: (key) => store.get(key),
+        keys: (prefix) => store.keys(prefix),
+        set: (key, value) => (dead ? undefined : store.set(key, value)),
+        delete: (key) => (dead ? undefined : store.delete(key)),
+      };
+      const agent = (model: ReturnType<typeof scriptedModel>) =>
+        defineAgent({
+          name: 'l',
+          instructions: '',
+          model,
+          tools: [tool({ name: 't', description: 'x', input: z.object({}), execute: () => 'ok' })],
+          output: z.object({ x: z.number() }),
+          limits: { maxSteps: 1, finalAnswerOnMaxSteps },
+        });
+      const first = createAgentSystem({ inspect, clock, store: dying });
+      first.spawn(agent(scriptedModel([{ text: 'not json' }, { delayMs: 1e9 }])), 'go', { id: 'limit' });
+      for (let i = 0; i < 100; i++) {
+        const stored = (await store.get(checkpointKey('limit'))) as
+          | { checkpoint?: { step: number } }
+          | undefined;
+        if (stored?.checkpoint?.step === 1) break;
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      dead = true;
+      await first.shutdown();
+      const second = createAgentSystem({ inspect, clock, store });
+      const restored = await second.restore('limit', agent(scriptedModel([{ text: '{"x":1}' }])));
+      const result = await restored.result;
+      await second.shutdown();
+      return result;
+    };
+    expect(await atLimit(false)).toMatchObject({ status: 'stopped', stopReason: 'max_steps' });
+    expect(await atLimit(true)).toMatchObject({ output: { x: 1 }, stopReason: 'max_steps' });
 
     expect(allTransitions(agentMachine.root, 'session').filter((name) => !covered.has(name))).toEqual([]);
     expect(sessionOnlyStates.filter((id) => !visited.has(id))).toEqual([]);
