@@ -1,5 +1,6 @@
 import { fromCallback } from 'xstate';
 import { decodeOutput } from '../agent/decode-output.ts';
+import { stacklessError } from '../core/abort.ts';
 import { ModelError, toErrorInfo } from '../core/errors.ts';
 import type { Message } from '../core/messages.ts';
 import type { ModelRequest } from '../core/model.ts';
@@ -104,7 +105,7 @@ export const effectsLogic = fromCallback<EffectCommand, { sessionId: string }>(
 
     return () => {
       closed = true;
-      controller.abort(new Error('The run ended before this call finished.'));
+      controller.abort(stacklessError('The run ended before this call finished.'));
     };
   },
 );

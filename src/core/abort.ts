@@ -9,6 +9,20 @@ export function abortError(signal: AbortSignal): Error {
   return error;
 }
 
+/**
+ * An Error without a captured stack, for abort reasons raised by the runtime itself on a hot path: capturing the
+ * stack costs 2–4 µs (V8 walks XState's frames), and the stack of "the run ended" says nothing a caller can use.
+ */
+export function stacklessError(message: string): Error {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    return new Error(message);
+  } finally {
+    Error.stackTraceLimit = limit;
+  }
+}
+
 /** Resolves after `ms`, or rejects with an AbortError as soon as the signal is aborted. */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   if (signal?.aborted) return Promise.reject(abortError(signal));

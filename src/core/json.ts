@@ -12,12 +12,25 @@ export function canonicalJson(value: unknown): string {
     const text = JSON.stringify(value);
     return text === undefined ? 'null' : text;
   }
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  // Plain loops and one growing string: this runs for every tool call (duplicate detection), and the
+  // filter/map/join version allocated three arrays and two closures per object.
+  if (Array.isArray(value)) {
+    let text = '[';
+    for (let i = 0; i < value.length; i++)
+      text += i === 0 ? canonicalJson(value[i]) : `,${canonicalJson(value[i])}`;
+    return `${text}]`;
+  }
   const record = value as Record<string, unknown>;
-  const keys = Object.keys(record)
-    .filter((key) => record[key] !== undefined)
-    .sort();
-  return `{${keys.map((key) => `${JSON.stringify(key)}:${canonicalJson(record[key])}`).join(',')}}`;
+  const keys = Object.keys(record).sort();
+  let text = '{';
+  let first = true;
+  for (const key of keys) {
+    const child = record[key];
+    if (child === undefined) continue;
+    text += `${first ? '' : ','}${JSON.stringify(key)}:${canonicalJson(child)}`;
+    first = false;
+  }
+  return `${text}}`;
 }
 
 /** 53-bit FNV-1a style hash of a string, as base-36 text. Pure and fast; collisions are negligible at loop scale. */
