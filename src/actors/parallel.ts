@@ -22,7 +22,7 @@ import { type InspectObserver, redactingInspector, secretArguments } from './ins
 import type { ResourceManager } from './resource-manager.ts';
 import { attachResources, type RunResourceOptions } from './resource-run.ts';
 import { type RunOptions, run } from './run.ts';
-import { buildRunResult } from './run-result.ts';
+import { buildRunResult, failedBeforeAnyStep } from './run-result.ts';
 import { deltaForwarder, registerRuntime, unregisterRuntime } from './run-runtime.ts';
 import { needsSession } from './session-run.ts';
 
@@ -199,12 +199,16 @@ function runGroup(
           if (output) return { ...buildRunResult<unknown>(output), sessionId: groupId };
           const failure =
             context?.failures[member.id] ?? toErrorInfo(error ?? new Error('the group ended early'));
-          return memberFailure(
+          return failedBeforeAnyStep<unknown>(
             groupId,
             (agents[index] as Agent<unknown>).name,
             history,
             input,
-            failure.message,
+            {
+              name: 'InternalError',
+              code: 'agent_crashed',
+              message: failure.message,
+            },
           );
         }),
       );
@@ -229,33 +233,6 @@ function runGroup(
       if (options.signal?.aborted) onAbort();
     }
   });
-}
-
-function memberFailure(
-  sessionId: string,
-  agent: string,
-  history: readonly Message[],
-  input: RunInput,
-  message: string,
-): RunResult<unknown> {
-  const delta: Message[] = [userMessage(input)];
-  return {
-    sessionId,
-    agent,
-    status: 'failed',
-    stopReason: 'error',
-    text: '',
-    output: undefined,
-    steps: [],
-    toolCalls: 0,
-    usage: { input: 0, output: 0, cached: 0, reasoning: 0 },
-    history: [...history, ...delta],
-    historyDelta: delta,
-    iterationsUsed: 0,
-    timedOut: false,
-    truncated: false,
-    error: { name: 'InternalError', code: 'agent_crashed', message },
-  };
 }
 
 function answerOf(result: RunResult<unknown>): JsonValue {

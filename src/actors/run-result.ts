@@ -1,6 +1,8 @@
-import type { Message } from '../core/messages.ts';
+import type { ErrorInfo } from '../core/errors.ts';
+import { type Message, type RunInput, userMessage } from '../core/messages.ts';
 import type { RunResult, RunStep, StepToolCall } from '../core/result.ts';
 import { statusOf } from '../core/stop-reason.ts';
+import { emptyUsage } from '../core/usage.ts';
 import type { AgentMachineOutput } from '../machines/agent.ts';
 
 /** Builds the run's result from the machine's output (or a context flattened with agentOutputOf). Pure. */
@@ -60,4 +62,35 @@ export function stepsOf(delta: readonly Message[], agent: string): RunStep[] {
     }
   }
   return steps;
+}
+
+/**
+ * The result of a run that failed before its machine produced any output (the actor crashed at once, or a group
+ * member never reported): the caller's history plus the user message, no steps, the error.
+ */
+export function failedBeforeAnyStep<TOutput>(
+  sessionId: string,
+  agent: string,
+  history: readonly Message[],
+  input: RunInput,
+  error: ErrorInfo,
+): RunResult<TOutput> {
+  const delta: Message[] = [userMessage(input)];
+  return {
+    sessionId,
+    agent,
+    status: 'failed',
+    stopReason: 'error',
+    text: '',
+    output: undefined,
+    steps: [],
+    toolCalls: 0,
+    usage: emptyUsage,
+    history: [...history, ...delta],
+    historyDelta: delta,
+    iterationsUsed: 0,
+    timedOut: false,
+    truncated: false,
+    error,
+  };
 }

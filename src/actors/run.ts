@@ -21,7 +21,7 @@ import { EventBus } from './event-bus.ts';
 import { redactingInspector, secretArguments } from './inspect.ts';
 import type { ResourceManager } from './resource-manager.ts';
 import { attachResources } from './resource-run.ts';
-import { buildRunResult } from './run-result.ts';
+import { buildRunResult, failedBeforeAnyStep } from './run-result.ts';
 import { deltaForwarder, registerRuntime, unregisterRuntime } from './run-runtime.ts';
 import { setScope, stopOrphans } from './session-hooks.ts';
 import { needsSession, runInSession } from './session-run.ts';
@@ -130,7 +130,11 @@ function startRun<TOutput>(
       const final = output ?? (lastContext && agentOutputOf(lastContext));
       const runResult = final
         ? buildRunResult<TOutput>(internalError === undefined ? final : failedContext(final, internalError))
-        : emptyFailure<TOutput>(sessionId, agent.name, callerHistory, input, internalError);
+        : failedBeforeAnyStep<TOutput>(sessionId, agent.name, callerHistory, input, {
+            name: 'InternalError',
+            code: 'internal',
+            message: internalError instanceof Error ? internalError.message : String(internalError),
+          });
       bus.emit(agent.name, 'run_end', {
         status: runResult.status,
         stopReason: runResult.stopReason,
@@ -299,35 +303,4 @@ function abortReason(signal: AbortSignal | undefined): string {
 function failedContext(output: AgentMachineOutput, error: unknown): AgentMachineOutput {
   const message = error instanceof Error ? error.message : String(error);
   return { ...output, stopReason: 'error', error: { name: 'InternalError', code: 'internal', message } };
-}
-
-function emptyFailure<TOutput>(
-  sessionId: string,
-  agent: string,
-  history: readonly Message[],
-  input: RunInput,
-  error: unknown,
-): RunResult<TOutput> {
-  const delta: Message[] = [userMessage(input)];
-  return {
-    sessionId,
-    agent,
-    status: 'failed',
-    stopReason: 'error',
-    text: '',
-    output: undefined,
-    steps: [],
-    toolCalls: 0,
-    usage: { input: 0, output: 0, cached: 0, reasoning: 0 },
-    history: [...history, ...delta],
-    historyDelta: delta,
-    iterationsUsed: 0,
-    timedOut: false,
-    truncated: false,
-    error: {
-      name: 'InternalError',
-      code: 'internal',
-      message: error instanceof Error ? error.message : String(error),
-    },
-  };
 }
