@@ -291,6 +291,22 @@ function outcomeOf(
   };
 }
 
+/** A supervisor decision that ends the turn failed ('stop' keeps the session, 'escalate' fails it): its event and update. */
+function failedTurn(decision: 'stop' | 'escalate', context: SessionContext, event: SessionEvent) {
+  const error = failureOf(event);
+  return {
+    emitted: {
+      type: 'supervisor' as const,
+      agent: context.current,
+      data: { decision, agent: context.current, error, restarts: context.restarts },
+    },
+    assignment: {
+      turns: context.turns + 1,
+      lastTurn: outcomeOf(context, undefined, 'error', 'failed', error),
+    },
+  };
+}
+
 function statusFor(reason: StopReason): RunStatus {
   return reason === 'completed' || reason === 'tool_failure_degraded'
     ? 'completed'
@@ -545,28 +561,14 @@ export const sessionMachine = setup({
       enqueue.assign({ restarts, fromCheckpoint: true, handingOffFrom: null });
     }),
     stopOnFailure: enqueueActions(({ context, event, enqueue }) => {
-      const error = failureOf(event);
-      enqueue.emit({
-        type: 'supervisor',
-        agent: context.current,
-        data: { decision: 'stop', agent: context.current, error, restarts: context.restarts },
-      });
-      enqueue.assign({
-        turns: context.turns + 1,
-        lastTurn: outcomeOf(context, undefined, 'error', 'failed', error),
-      });
+      const end = failedTurn('stop', context, event);
+      enqueue.emit(end.emitted);
+      enqueue.assign(end.assignment);
     }),
     escalate: enqueueActions(({ context, event, enqueue }) => {
-      const error = failureOf(event);
-      enqueue.emit({
-        type: 'supervisor',
-        agent: context.current,
-        data: { decision: 'escalate', agent: context.current, error, restarts: context.restarts },
-      });
-      enqueue.assign({
-        turns: context.turns + 1,
-        lastTurn: outcomeOf(context, undefined, 'error', 'failed', error),
-      });
+      const end = failedTurn('escalate', context, event);
+      enqueue.emit(end.emitted);
+      enqueue.assign(end.assignment);
     }),
     failUnknownAgent: assign(({ context }) => ({
       turns: context.turns + 1,
