@@ -1,42 +1,19 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { SimulatedClock } from 'xstate';
 import { ConfigError, ModelError } from '../../src/core/errors.ts';
 import type { ContentPart, Message } from '../../src/core/messages.ts';
-import type { ModelDelta, ModelRequest, ModelResponse, ToolSpec } from '../../src/core/model.ts';
+import type { ModelResponse, ToolSpec } from '../../src/core/model.ts';
 import { type AnthropicOptions, anthropic } from '../../src/providers/anthropic.ts';
 import * as wire from '../fixtures/wire/anthropic.ts';
-import { sequence, startWireServer, type WireReply, type WireServer } from '../support/wire-server.ts';
+import { recordingRequest, useWireServer } from '../support/wire-session.ts';
 
-let server: WireServer | undefined;
-afterEach(async () => {
-  await server?.close();
-  server = undefined;
-});
-
-async function serve(...replies: WireReply[]): Promise<WireServer> {
-  server = await startWireServer(sequence(...replies));
-  return server;
-}
+const { serve, bodyOf, current } = useWireServer();
 
 function provider(url: string, options: AnthropicOptions = {}) {
   return anthropic('claude-test-1', { apiKey: 'test-key', baseURL: url, ...options });
 }
 
-function request(
-  messages: Message[],
-  extra: Partial<ModelRequest> = {},
-): ModelRequest & { deltas: ModelDelta[] } {
-  const deltas: ModelDelta[] = [];
-  return {
-    messages,
-    tools: [],
-    settings: {},
-    signal: new AbortController().signal,
-    onDelta: (delta) => deltas.push(delta),
-    ...extra,
-    deltas,
-  };
-}
+const request = recordingRequest;
 
 const weatherTools: ToolSpec[] = [
   {
@@ -46,10 +23,6 @@ const weatherTools: ToolSpec[] = [
   },
   { name: 'get_time', description: 'The time now', parameters: { type: 'object', properties: {} } },
 ];
-
-function bodyOf(index: number): Record<string, unknown> {
-  return server?.requests[index]?.body as Record<string, unknown>;
-}
 
 describe('anthropic(): streaming against the wire', () => {
   it('streams text, reports usage with cache tokens counted as input, and sends a proper request', async () => {
@@ -71,7 +44,7 @@ describe('anthropic(): streaming against the wire', () => {
       { type: 'text', text: 'world.' },
     ]);
 
-    const seen = server!.requests[0]!;
+    const seen = current().requests[0]!;
     expect(seen.path).toBe('/v1/messages');
     // This SDK version authenticates with a bearer token.
     expect(seen.headers.authorization).toBe('Bearer test-key');
@@ -273,7 +246,7 @@ describe('anthropic(): streaming against the wire', () => {
       expect(error).toBeInstanceOf(ConfigError);
       expect((error as Error).message).toMatch(message);
     }
-    expect(server!.requests).toHaveLength(0);
+    expect(current().requests).toHaveLength(0);
   });
 
   it('a missing key is a ConfigError naming ANTHROPIC_API_KEY', () => {
@@ -330,7 +303,7 @@ describe('anthropic(): faults', () => {
       { type: 'text', text: 'Hello' },
       { type: 'text', text: ', ' },
     ]);
-    expect(server!.requests).toHaveLength(1);
+    expect(current().requests).toHaveLength(1);
   });
 
   it('a connection cut before anything was streamed is retried, and the retry answers', async () => {
@@ -342,8 +315,8 @@ describe('anthropic(): faults', () => {
     const req = request([{ role: 'user', content: 'x' }]);
     const response = await provider(url, { sleep, random: () => 0 }).generate(req);
     expect(response.text).toBe('Hello, world.');
-    expect(server!.requests).toHaveLength(2);
-    expect(server!.requests[1]!.body).toEqual(server!.requests[0]!.body);
+    expect(current().requests).toHaveLength(2);
+    expect(current().requests[1]!.body).toEqual(current().requests[0]!.body);
     expect(sleeps).toHaveLength(1);
   });
 
@@ -369,7 +342,7 @@ describe('anthropic(): faults', () => {
     expect(single).toBeInstanceOf(ModelError);
     expect(single).toMatchObject({ kind: 'overloaded', status: 529, retryable: true, retryAfterMs: 4000 });
 
-    await server!.close();
+    await current().close();
     const again = await serve(
       { status: 529, headers: { 'retry-after': '4' }, body: wire.overloadedBody },
       { sse: wire.streamedText },
@@ -424,7 +397,7 @@ describe('anthropic(): faults', () => {
     const pending = provider(url, { clock, timeoutMs: 30_000, maxRetries: 0 }).generate(
       request([{ role: 'user', content: 'x' }]),
     );
-    while (server!.requests.length === 0) await new Promise((resolve) => setImmediate(resolve));
+    while (current().requests.length === 0) await new Promise((resolve) => setImmediate(resolve));
     clock.increment(30_000);
     expect(await failure(pending)).toMatchObject({ kind: 'timeout', retryable: true });
   });
@@ -435,12 +408,12 @@ describe('anthropic(): faults', () => {
     const pending = provider(url, { sleep: recordedSleeps().sleep }).generate(
       request([{ role: 'user', content: 'x' }], { signal: controller.signal }),
     );
-    while (server!.requests.length === 0) await new Promise((resolve) => setImmediate(resolve));
+    while (current().requests.length === 0) await new Promise((resolve) => setImmediate(resolve));
     controller.abort();
     const error = await failure(pending);
     expect(error).toMatchObject({ name: 'AbortError' });
     expect(error).not.toBeInstanceOf(ModelError);
-    expect(server!.requests).toHaveLength(1);
+    expect(current().requests).toHaveLength(1);
   });
 
   it("the caller's abort in the middle of a stream is an AbortError, not a truncated stream", async () => {
@@ -479,7 +452,7 @@ describe('anthropic(): faults', () => {
       provider(url, { sleep: recordedSleeps().sleep }).generate(request([{ role: 'user', content: 'x' }])),
     );
     expect(error).toMatchObject({ kind: 'invalid_response', retryable: false });
-    expect(server!.requests).toHaveLength(1);
+    expect(current().requests).toHaveLength(1);
   });
 
   it('400 is a bad_request that is not retried; 401 is authentication', async () => {
@@ -498,13 +471,13 @@ describe('anthropic(): faults', () => {
       status: 400,
       retryable: false,
     });
-    expect(server!.requests).toHaveLength(1);
+    expect(current().requests).toHaveLength(1);
     expect(await failure(model.generate(request([{ role: 'user', content: 'x' }])))).toMatchObject({
       kind: 'authentication',
       status: 401,
       retryable: false,
     });
-    expect(server!.requests).toHaveLength(2);
+    expect(current().requests).toHaveLength(2);
     expect(sleeps).toEqual([]);
   });
 });

@@ -1,22 +1,13 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { SimulatedClock } from 'xstate';
 import { ConfigError, ModelError } from '../../src/core/errors.ts';
 import type { ContentPart, Message } from '../../src/core/messages.ts';
-import type { ModelDelta, ModelRequest, ModelResponse, ToolSpec } from '../../src/core/model.ts';
+import type { ModelResponse, ToolSpec } from '../../src/core/model.ts';
 import { type GeminiOptions, gemini } from '../../src/providers/gemini.ts';
 import * as wire from '../fixtures/wire/gemini.ts';
-import { sequence, startWireServer, type WireReply, type WireServer } from '../support/wire-server.ts';
+import { recordingRequest, useWireServer } from '../support/wire-session.ts';
 
-let server: WireServer | undefined;
-afterEach(async () => {
-  await server?.close();
-  server = undefined;
-});
-
-async function serve(...replies: WireReply[]): Promise<WireServer> {
-  server = await startWireServer(sequence(...replies));
-  return server;
-}
+const { serve, bodyOf, current } = useWireServer();
 
 function counterIds(): () => string {
   let next = 0;
@@ -32,31 +23,13 @@ function provider(url: string, options: GeminiOptions = {}) {
   });
 }
 
-function request(
-  messages: Message[],
-  extra: Partial<ModelRequest> = {},
-): ModelRequest & { deltas: ModelDelta[] } {
-  const deltas: ModelDelta[] = [];
-  return {
-    messages,
-    tools: [],
-    settings: {},
-    signal: new AbortController().signal,
-    onDelta: (delta) => deltas.push(delta),
-    ...extra,
-    deltas,
-  };
-}
+const request = recordingRequest;
 
 const weatherTool: ToolSpec = {
   name: 'get_weather',
   description: 'Weather for a city',
   parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
 };
-
-function bodyOf(index: number): Record<string, unknown> {
-  return server?.requests[index]?.body as Record<string, unknown>;
-}
 
 function assistantFrom(response: ModelResponse): Message {
   const message: Message = { role: 'assistant', content: response.text, toolCalls: response.toolCalls };
@@ -86,7 +59,7 @@ describe('gemini(): streaming against the wire', () => {
       { type: 'text', text: ', world.' },
     ]);
 
-    const seen = server!.requests[0]!;
+    const seen = current().requests[0]!;
     // This SDK version defaults to the v1 API.
     expect(seen.path).toBe('/v1/models/gemini-test-flash:streamGenerateContent?alt=sse');
     expect(seen.headers['x-goog-api-key']).toBe('test-key');
@@ -301,7 +274,7 @@ describe('gemini(): streaming against the wire', () => {
       expect(error).toBeInstanceOf(ConfigError);
       expect((error as Error).message).toMatch(message);
     }
-    expect(server!.requests).toHaveLength(0);
+    expect(current().requests).toHaveLength(0);
   });
 
   it('a missing key is a ConfigError naming GEMINI_API_KEY', () => {
@@ -328,7 +301,7 @@ describe('gemini(): faults', () => {
     expect(error).toBeInstanceOf(ModelError);
     expect(error).toMatchObject({ kind: 'truncated_stream', retryable: false });
     expect(req.deltas.length).toBeGreaterThan(0);
-    expect(server!.requests).toHaveLength(1);
+    expect(current().requests).toHaveLength(1);
   });
 
   it('a connection cut before any chunk is a retryable truncated_stream error, and is retried', async () => {
@@ -340,7 +313,7 @@ describe('gemini(): faults', () => {
       .generate(request([{ role: 'user', content: 'x' }]))
       .catch((e: unknown) => e);
     expect(single).toMatchObject({ kind: 'truncated_stream', retryable: true });
-    await server!.close();
+    await current().close();
     const again = await serve({ sse: wire.streamedText, truncateAfterChunks: 0 }, { sse: wire.streamedText });
     const sleeps: number[] = [];
     const response = await provider(again.url, { sleep: async (ms) => void sleeps.push(ms) }).generate(
@@ -373,7 +346,7 @@ describe('gemini(): faults', () => {
       .generate(request([{ role: 'user', content: 'x' }]))
       .catch((e: unknown) => e);
     expect(error).toMatchObject({ kind: 'rate_limited', status: 429, retryable: true, retryAfterMs: 7000 });
-    expect(server!.requests).toHaveLength(1);
+    expect(current().requests).toHaveLength(1);
   });
 
   it('503 with a retry-after header: overloaded, retryable, the header read through our fetch wrapper', async () => {
@@ -405,7 +378,7 @@ describe('gemini(): stalls and aborts', () => {
     const pending = provider(url, { clock, timeoutMs: 30_000, maxRetries: 0 }).generate(
       request([{ role: 'user', content: 'x' }]),
     );
-    while (server!.requests.length === 0) await new Promise((resolve) => setImmediate(resolve));
+    while (current().requests.length === 0) await new Promise((resolve) => setImmediate(resolve));
     clock.increment(30_000);
     expect(await failure(pending)).toMatchObject({ kind: 'timeout', retryable: true });
   });
@@ -428,7 +401,7 @@ describe('gemini(): stalls and aborts', () => {
     await delta;
     clock.increment(30_000);
     expect(await failure(pending)).toMatchObject({ kind: 'timeout', retryable: false });
-    expect(server!.requests).toHaveLength(1);
+    expect(current().requests).toHaveLength(1);
   });
 
   it("the caller's abort ends a stalled call at once with an AbortError, and nothing is retried", async () => {
@@ -437,12 +410,12 @@ describe('gemini(): stalls and aborts', () => {
     const pending = provider(url, { sleep: async () => {} }).generate(
       request([{ role: 'user', content: 'x' }], { signal: controller.signal }),
     );
-    while (server!.requests.length === 0) await new Promise((resolve) => setImmediate(resolve));
+    while (current().requests.length === 0) await new Promise((resolve) => setImmediate(resolve));
     controller.abort();
     const error = await failure(pending);
     expect(error).toMatchObject({ name: 'AbortError' });
     expect(error).not.toBeInstanceOf(ModelError);
-    expect(server!.requests).toHaveLength(1);
+    expect(current().requests).toHaveLength(1);
   });
 
   it("the caller's abort in the middle of a stream is an AbortError, not a truncated stream", async () => {

@@ -1,42 +1,19 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { SimulatedClock } from 'xstate';
 import { ConfigError, ModelError } from '../../src/core/errors.ts';
 import type { ContentPart, Message } from '../../src/core/messages.ts';
-import type { ModelDelta, ModelRequest, ModelResponse, ToolSpec } from '../../src/core/model.ts';
+import type { ModelResponse, ToolSpec } from '../../src/core/model.ts';
 import { type OpenAIResponsesOptions, openaiResponses } from '../../src/providers/openai-responses.ts';
 import * as wire from '../fixtures/wire/openai-responses.ts';
-import { sequence, startWireServer, type WireReply, type WireServer } from '../support/wire-server.ts';
+import { recordingRequest, useWireServer } from '../support/wire-session.ts';
 
-let server: WireServer | undefined;
-afterEach(async () => {
-  await server?.close();
-  server = undefined;
-});
-
-async function serve(...replies: WireReply[]): Promise<WireServer> {
-  server = await startWireServer(sequence(...replies));
-  return server;
-}
+const { serve, bodyOf, current } = useWireServer();
 
 function provider(url: string, options: OpenAIResponsesOptions = {}) {
   return openaiResponses('gpt-test', { apiKey: 'test-key', baseURL: url, ...options });
 }
 
-function request(
-  messages: Message[],
-  extra: Partial<ModelRequest> = {},
-): ModelRequest & { deltas: ModelDelta[] } {
-  const deltas: ModelDelta[] = [];
-  return {
-    messages,
-    tools: [],
-    settings: {},
-    signal: new AbortController().signal,
-    onDelta: (delta) => deltas.push(delta),
-    ...extra,
-    deltas,
-  };
-}
+const request = recordingRequest;
 
 const multiplyTool: ToolSpec = {
   name: 'multiply',
@@ -47,10 +24,6 @@ const multiplyTool: ToolSpec = {
     required: ['a', 'b'],
   },
 };
-
-function bodyOf(index: number): Record<string, unknown> {
-  return server?.requests[index]?.body as Record<string, unknown>;
-}
 
 function assistantFrom(response: ModelResponse): Message {
   const message: Message = { role: 'assistant', content: response.text, toolCalls: response.toolCalls };
@@ -76,7 +49,7 @@ describe('openaiResponses(): streaming against the wire', () => {
       { type: 'text', text: 'lo' },
       { type: 'text', text: '.' },
     ]);
-    const seen = server!.requests[0]!;
+    const seen = current().requests[0]!;
     expect(seen.path).toBe('/responses');
     expect(seen.headers.authorization).toBe('Bearer test-key');
     expect(seen.body).toEqual({
@@ -218,7 +191,7 @@ describe('openaiResponses(): streaming against the wire', () => {
       expect(error).toBeInstanceOf(ConfigError);
       expect((error as Error).message).toMatch(message);
     }
-    expect(server!.requests).toHaveLength(0);
+    expect(current().requests).toHaveLength(0);
   });
 
   it('a missing key is a ConfigError naming OPENAI_API_KEY', () => {
@@ -262,7 +235,7 @@ describe('openaiResponses(): faults', () => {
       .catch((e: unknown) => e);
     expect(error).toMatchObject({ kind: 'truncated_stream', retryable: false });
     expect(req.deltas.length).toBeGreaterThan(0);
-    expect(server!.requests).toHaveLength(1);
+    expect(current().requests).toHaveLength(1);
   });
 
   it('a stream that ends cleanly without response.completed is truncated_stream', async () => {
@@ -312,7 +285,7 @@ describe('openaiResponses(): stalls and aborts', () => {
     const pending = provider(url, { clock, timeoutMs: 30_000, maxRetries: 0 }).generate(
       request([{ role: 'user', content: 'x' }]),
     );
-    while (server!.requests.length === 0) await new Promise((resolve) => setImmediate(resolve));
+    while (current().requests.length === 0) await new Promise((resolve) => setImmediate(resolve));
     clock.increment(30_000);
     expect(await failure(pending)).toMatchObject({ kind: 'timeout', retryable: true });
   });
@@ -338,7 +311,7 @@ describe('openaiResponses(): stalls and aborts', () => {
     await delta;
     clock.increment(30_000);
     expect(await failure(pending)).toMatchObject({ kind: 'timeout', retryable: false });
-    expect(server!.requests).toHaveLength(1);
+    expect(current().requests).toHaveLength(1);
   });
 
   it("the caller's abort ends a stalled call at once with an AbortError, and nothing is retried", async () => {
@@ -347,12 +320,12 @@ describe('openaiResponses(): stalls and aborts', () => {
     const pending = provider(url, { sleep: async () => {} }).generate(
       request([{ role: 'user', content: 'x' }], { signal: controller.signal }),
     );
-    while (server!.requests.length === 0) await new Promise((resolve) => setImmediate(resolve));
+    while (current().requests.length === 0) await new Promise((resolve) => setImmediate(resolve));
     controller.abort();
     const error = await failure(pending);
     expect(error).toMatchObject({ name: 'AbortError' });
     expect(error).not.toBeInstanceOf(ModelError);
-    expect(server!.requests).toHaveLength(1);
+    expect(current().requests).toHaveLength(1);
   });
 
   it("the caller's abort in the middle of a stream is an AbortError, not a truncated stream", async () => {
