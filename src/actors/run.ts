@@ -8,6 +8,7 @@ import { validateHistory } from '../core/history.ts';
 import type { JsonValue } from '../core/json.ts';
 import { type Message, type RunInput, userMessage } from '../core/messages.ts';
 import type { RunResult } from '../core/result.ts';
+import { compileMachine } from '../engine/compiled-machine.ts';
 import {
   type AgentContext,
   type AgentMachine,
@@ -48,7 +49,9 @@ export interface RunOptions {
 }
 
 /** The agent machine with its real effects actor; built once, shared by every run (provide() is not free). */
-const runtimeMachine: AgentMachine = agentMachine.provide({ actors: { effects: effectsLogic } });
+const runtimeMachine: AgentMachine = compileMachine(
+  agentMachine.provide({ actors: { effects: effectsLogic } }),
+);
 
 interface StartedRun<TOutput> {
   sessionId: string;

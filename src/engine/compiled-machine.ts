@@ -1,0 +1,378 @@
+import { type AnyStateMachine, assign, StateMachine, spawnChild, stopChild } from 'xstate';
+import { type Configuration, Configurations, type TransitionPlan } from './configuration.ts';
+import { type ActionRun, resolveActions, type WorkingState } from './resolve-actions.ts';
+import { CandidateTable, selectEventless, selectTransition } from './select-transition.ts';
+import type {
+  EngineEvent,
+  EngineMachine,
+  EngineScope,
+  EngineSnapshot,
+  EngineStateNode,
+  EngineTransition,
+} from './xstate-shapes.ts';
+
+/**
+ * XState's interpreter, specialised for machines without parallel or history states.
+ *
+ * XState recomputes a microstep's structure from scratch every time: the transition domain, the exit and entry sets,
+ * the new state value and tags, and a full snapshot copy after every `assign`. On the agent loop's hot path that is
+ * most of a step's cost (BENCHMARKS.md). A compiled machine is the same `StateMachine`, built from the same config
+ * and implementations, run by XState's own `Actor`; only `transition` and `getInitialSnapshot` differ: they follow
+ * XState's macrostep and microstep algorithm step for step (guards, action order, deferred sends, spawned and stopped
+ * children, done states and output, eventless transitions, raised events, inspection events), with each
+ * configuration's state value, tags and each transition's exit and entry sets computed once. Snapshots are ordinary
+ * machine snapshots. `test/engine/` replays every generated path of Troupe's machines on both interpreters and
+ * requires the same snapshots, commands and inspection events.
+ *
+ * Events XState treats specially (`xstate.stop`, an actor error nobody handles) and snapshots that are not active go
+ * to XState's own `transition`.
+ */
+export function compileMachine<TMachine extends AnyStateMachine>(machine: TMachine): TMachine {
+  assertCompilable((machine as unknown as EngineMachine).root);
+  return new CompiledMachine(machine.config, machine.implementations) as unknown as TMachine;
+}
+
+/** Whether a machine runs on the compiled interpreter. */
+export function isCompiledMachine(machine: unknown): boolean {
+  return machine instanceof CompiledMachine;
+}
+
+function assertCompilable(node: EngineStateNode): void {
+  if (node.type === 'parallel' || node.type === 'history')
+    throw new Error(
+      `compileMachine: state '${node.id}' is ${node.type}; only compound, atomic and final states are compiled.`,
+    );
+  for (const child of Object.values(node.states)) assertCompilable(child);
+}
+
+type MachineBase = EngineMachine & {
+  config: AnyStateMachine['config'];
+  transition(snapshot: EngineSnapshot, event: EngineEvent, scope: EngineScope): EngineSnapshot;
+  getInitialSnapshot(scope: EngineScope, input: unknown): EngineSnapshot;
+  provide(implementations: object): MachineBase;
+  resolveState(config: { value: unknown; context: unknown }): EngineSnapshot;
+};
+
+const Base = StateMachine as unknown as new (config: unknown, implementations: unknown) => MachineBase;
+
+/** The snapshot methods XState attaches to every machine snapshot (shared functions that read `this`). */
+type SnapshotMethods = Pick<EngineSnapshot, 'matches' | 'hasTag' | 'can' | 'getMeta' | 'toJSON'>;
+
+const stopEvent = 'xstate.stop';
+const initEvent = 'xstate.init';
+
+class CompiledMachine extends Base {
+  private readonly configurations = new Configurations();
+  private readonly candidates = new CandidateTable();
+  /** Per state node: its exit actions plus stopping its invoked actors (XState's exitStates). */
+  private readonly exitActions = new Map<EngineStateNode, readonly unknown[]>();
+  /** Per state node: its entry actions plus starting its invoked actors, with or without its initial actions. */
+  private readonly entryActions = new Map<EngineStateNode, [readonly unknown[], readonly unknown[]]>();
+  private readonly initialTransition: EngineTransition;
+  private readonly contextAssign: unknown;
+  private methods: SnapshotMethods | undefined;
+
+  constructor(config: unknown, implementations: unknown) {
+    super(config, implementations);
+    this.initialTransition = {
+      target: initialStateNodes(this.root),
+      source: this.root,
+      reenter: true,
+      actions: [],
+      eventType: null,
+    };
+    const context = this.config.context;
+    this.contextAssign =
+      typeof context === 'function'
+        ? assign(({ spawn, event, self }) =>
+            (context as (args: unknown) => Record<string, unknown>)({
+              spawn,
+              input: (event as EngineEvent).input,
+              self,
+            }),
+          )
+        : undefined;
+  }
+
+  override provide(implementations: object): MachineBase {
+    const provided = super.provide(implementations);
+    return new CompiledMachine(provided.config, provided.implementations);
+  }
+
+  override transition(snapshot: EngineSnapshot, event: EngineEvent, scope: EngineScope): EngineSnapshot {
+    if (event.type === stopEvent || event.type === initEvent || snapshot.status !== 'active')
+      return super.transition(snapshot, event, scope);
+    const configuration = this.configurations.of(snapshot._nodes);
+    const transition = selectTransition(configuration, this.candidates, event, snapshot);
+    // An actor error no transition handles makes the machine fail: XState's own path does that.
+    if (!transition && event.type.startsWith('xstate.error.actor'))
+      return super.transition(snapshot, event, scope);
+    const internalQueue: EngineEvent[] = [];
+    const next = this.microstep(transition, snapshot, event, scope, internalQueue, false);
+    this.inspectMicrostep(scope, event, next, transition);
+    return this.settle(next, event, scope, internalQueue);
+  }
+
+  override getInitialSnapshot(scope: EngineScope, input: unknown): EngineSnapshot {
+    const event: EngineEvent = { type: initEvent, input };
+    const internalQueue: EngineEvent[] = [];
+    const preInitialContext = this.config.context;
+    let snapshot = this.snapshotOf(
+      this.configurations.at(this.root),
+      {
+        context:
+          typeof preInitialContext !== 'function' && preInitialContext
+            ? (preInitialContext as Record<string, unknown>)
+            : {},
+        children: {},
+        status: 'active',
+        output: undefined,
+        error: undefined,
+        changed: false,
+      },
+      undefined,
+      {},
+    );
+    try {
+      if (this.contextAssign) {
+        const run = this.actionRun(snapshot, this.configurations.at(this.root), event, scope, internalQueue);
+        resolveActions(run, [this.contextAssign]);
+        snapshot = this.snapshotOf(run.configuration, run.working, undefined, snapshot.historyValue);
+      }
+      const next = this.microstep(this.initialTransition, snapshot, event, scope, internalQueue, true);
+      return this.settle(next, event, scope, internalQueue);
+    } catch (error) {
+      return { ...snapshot, status: 'error', error };
+    }
+  }
+
+  /** XState's macrostep after its first microstep: eventless transitions, then raised events, until stable. */
+  private settle(
+    start: EngineSnapshot,
+    firstEvent: EngineEvent,
+    scope: EngineScope,
+    internalQueue: EngineEvent[],
+  ): EngineSnapshot {
+    let snapshot = start;
+    let event = firstEvent;
+    let selectEventlessNext = true;
+    const maxIterations = this.options.maxIterations ?? Number.POSITIVE_INFINITY;
+    let iterations = 0;
+    while (snapshot.status === 'active') {
+      iterations++;
+      if (iterations > maxIterations)
+        throw new Error(
+          `Infinite loop detected: the machine has processed more than ${maxIterations} microsteps without reaching a stable state. This usually happens when there's a cycle of transitions (e.g., eventless transitions or raised events causing state A -> B -> C -> A).`,
+        );
+      const configuration = this.configurations.of(snapshot._nodes);
+      let transition: EngineTransition | undefined = selectEventlessNext
+        ? selectEventless(configuration, event, snapshot)
+        : undefined;
+      const previous: EngineSnapshot | undefined = transition ? snapshot : undefined;
+      if (!transition) {
+        const raised = internalQueue.shift();
+        if (!raised) break;
+        event = raised;
+        transition = selectTransition(configuration, this.candidates, event, snapshot);
+      }
+      snapshot = this.microstep(transition, snapshot, event, scope, internalQueue, false);
+      selectEventlessNext = snapshot !== previous;
+      this.inspectMicrostep(scope, event, snapshot, transition);
+    }
+    if (snapshot.status !== 'active') {
+      // XState stops every child of a machine that is done (the snapshot itself keeps listing them).
+      const run = this.actionRun(snapshot, this.configurations.of(snapshot._nodes), event, scope, []);
+      resolveActions(
+        run,
+        Object.values(snapshot.children).map((child) => stopChild(child as never)),
+      );
+    }
+    return snapshot;
+  }
+
+  /** XState's microstep for at most one transition: exit, transition actions, entry, final-state handling. */
+  private microstep(
+    transition: EngineTransition | undefined,
+    current: EngineSnapshot,
+    event: EngineEvent,
+    scope: EngineScope,
+    internalQueue: EngineEvent[],
+    initial: boolean,
+  ): EngineSnapshot {
+    if (!transition) return current;
+    const from = this.configurations.of(current._nodes);
+    const plan = this.configurations.plan(from, transition, initial);
+    const run = this.actionRun(current, from, event, scope, internalQueue);
+    const { working } = run;
+    for (const node of plan.exit) resolveActions(run, this.exitActionsOf(node));
+    resolveActions(run, transition.actions);
+    for (const { node, defaultEntry } of plan.enter) {
+      const [entry, entryWithInitial] = this.entryActionsOf(node);
+      resolveActions(
+        run,
+        defaultEntry ? entryWithInitial : entry,
+        node.invoke.map((invoke) => invoke.id),
+      );
+      if (node.type === 'final') this.enterFinal(node, run);
+    }
+    if (working.status === 'done') {
+      for (const node of plan.next.nodesDone) resolveActions(run, node.exit);
+    }
+    if (!plan.nodesChanged)
+      return working.changed ? this.snapshotOf(from, working, current._nodes, current.historyValue) : current;
+    return this.snapshotOf(plan.next, working, undefined, current.historyValue);
+  }
+
+  /** XState's enterStates for a final node: a done event for its parent, or the machine's completion and output. */
+  private enterFinal(node: EngineStateNode, run: ActionRun): void {
+    const { working, event, scope } = run;
+    const parent = node.parent;
+    const ancestorMarker = parent?.parent;
+    if (parent?.type === 'compound') {
+      run.internalQueue.push({
+        type: `xstate.done.state.${parent.id}`,
+        output:
+          node.output !== undefined ? resolveOutput(node.output, working.context, event, scope) : undefined,
+      } as EngineEvent);
+    }
+    if (ancestorMarker) return;
+    const completion = node;
+    working.status = 'done';
+    working.changed = true;
+    const root = this.root;
+    if (root.output === undefined) {
+      working.output = undefined;
+      return;
+    }
+    const doneEvent = {
+      type: `xstate.done.state.${completion.id}`,
+      output:
+        completion.output !== undefined && completion.parent
+          ? resolveOutput(completion.output, working.context, event, scope)
+          : undefined,
+    };
+    working.output = resolveOutput(root.output, working.context, doneEvent as EngineEvent, scope);
+  }
+
+  private actionRun(
+    snapshot: EngineSnapshot,
+    configuration: Configuration,
+    event: EngineEvent,
+    scope: EngineScope,
+    internalQueue: EngineEvent[],
+  ): ActionRun & { configuration: Configuration } {
+    const working: WorkingState = {
+      context: snapshot.context,
+      children: snapshot.children,
+      status: snapshot.status,
+      output: snapshot.output,
+      error: snapshot.error,
+      changed: false,
+    };
+    return {
+      scope,
+      event,
+      internalQueue,
+      working,
+      machine: this,
+      configuration,
+      // Intermediate snapshots keep the configuration the microstep started from, as XState's do.
+      snapshot: () => this.snapshotOf(configuration, working, snapshot._nodes, snapshot.historyValue),
+    };
+  }
+
+  private snapshotOf(
+    configuration: Configuration,
+    working: WorkingState,
+    nodes: readonly EngineStateNode[] | undefined,
+    historyValue: Record<string, unknown>,
+  ): EngineSnapshot {
+    const methods = this.methods ?? this.snapshotMethods();
+    return {
+      status: working.status,
+      output: working.output,
+      error: working.error,
+      machine: this,
+      context: working.context,
+      _nodes: nodes ?? (working.status === 'done' ? configuration.nodesDone : configuration.nodes),
+      value: configuration.value,
+      tags: configuration.tags,
+      children: working.children,
+      historyValue,
+      matches: methods.matches,
+      hasTag: methods.hasTag,
+      can: methods.can,
+      getMeta: methods.getMeta,
+      toJSON: methods.toJSON,
+    };
+  }
+
+  /** XState's snapshot methods, taken once from a snapshot XState built itself. */
+  private snapshotMethods(): SnapshotMethods {
+    const probe = this.resolveState({ value: {}, context: {} });
+    this.methods = {
+      matches: probe.matches,
+      hasTag: probe.hasTag,
+      can: probe.can,
+      getMeta: probe.getMeta,
+      toJSON: probe.toJSON,
+    };
+    return this.methods;
+  }
+
+  private exitActionsOf(node: EngineStateNode): readonly unknown[] {
+    let actions = this.exitActions.get(node);
+    if (!actions) {
+      actions = [...node.exit, ...node.invoke.map((invoke) => stopChild(invoke.id))];
+      this.exitActions.set(node, actions);
+    }
+    return actions;
+  }
+
+  private entryActionsOf(node: EngineStateNode): [readonly unknown[], readonly unknown[]] {
+    let actions = this.entryActions.get(node);
+    if (!actions) {
+      const entry = [
+        ...node.entry,
+        ...node.invoke.map((invoke) =>
+          spawnChild(invoke.src as never, { ...invoke, syncSnapshot: !!invoke.onSnapshot } as never),
+        ),
+      ];
+      actions = [entry, [...entry, ...node.initial.actions]];
+      this.entryActions.set(node, actions);
+    }
+    return actions;
+  }
+
+  private inspectMicrostep(
+    scope: EngineScope,
+    event: EngineEvent,
+    snapshot: EngineSnapshot,
+    transition: EngineTransition | undefined,
+  ): void {
+    scope.system._sendInspectionEvent({
+      type: '@xstate.microstep',
+      actorRef: scope.self,
+      event,
+      snapshot,
+      _transitions: transition ? [transition] : [],
+    });
+  }
+}
+
+function resolveOutput(mapper: unknown, context: unknown, event: EngineEvent, scope: EngineScope): unknown {
+  if (typeof mapper === 'function') return mapper({ context, event, self: scope.self });
+  return mapper;
+}
+
+/** XState's getInitialStateNodes: the root and, through each compound node's initial child, down to a leaf. */
+function initialStateNodes(root: EngineStateNode): EngineStateNode[] {
+  const nodes: EngineStateNode[] = [];
+  for (let node: EngineStateNode | undefined = root; node; ) {
+    nodes.push(node);
+    node = node.type === 'compound' ? node.initial.target[0] : undefined;
+  }
+  return nodes;
+}
+
+export type { TransitionPlan };
