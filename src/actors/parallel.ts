@@ -9,14 +9,13 @@ import type { JsonValue } from '../core/json.ts';
 import { type Message, type RunInput, userMessage } from '../core/messages.ts';
 import type { RunResult } from '../core/result.ts';
 import type { RunStatus } from '../core/stop-reason.ts';
-import { agentMachine } from '../machines/agent.ts';
+import { compileMachine } from '../engine/compiled-machine.ts';
 import {
   type GroupContext,
   type GroupMachine,
   type GroupMember,
   groupMachine,
 } from '../machines/supervisor-group.ts';
-import { effectsLogic } from './effects.ts';
 import { EventBus } from './event-bus.ts';
 import { type InspectObserver, redactingInspector, secretArguments } from './inspect.ts';
 import type { ResourceManager } from './resource-manager.ts';
@@ -24,6 +23,7 @@ import { attachResources, type RunResourceOptions } from './resource-run.ts';
 import { type RunOptions, run } from './run.ts';
 import { buildRunResult, failedBeforeAnyStep } from './run-result.ts';
 import { deltaForwarder, registerRuntime, unregisterRuntime } from './run-runtime.ts';
+import { runtimeAgentMachine } from './runtime-agent-machine.ts';
 import { needsSession } from './session-run.ts';
 
 /** How `parallel` merges the answers: majority vote, all of them in order, or a synthesizer agent's answer. */
@@ -71,9 +71,9 @@ export interface ParallelGroup {
 }
 
 /** The group supervisor with the real agent runtime; built once (provide() is not free). */
-const runtimeGroupMachine: GroupMachine = groupMachine.provide({
-  actors: { agent: agentMachine.provide({ actors: { effects: effectsLogic } }) },
-});
+const runtimeGroupMachine: GroupMachine = compileMachine(
+  groupMachine.provide({ actors: { agent: runtimeAgentMachine } }),
+);
 
 /**
  * Runs several agents on the same task at the same time, as children of one group actor, then merges their

@@ -8,22 +8,20 @@ import { validateHistory } from '../core/history.ts';
 import type { JsonValue } from '../core/json.ts';
 import { type Message, type RunInput, userMessage } from '../core/messages.ts';
 import type { RunResult } from '../core/result.ts';
-import { compileMachine } from '../engine/compiled-machine.ts';
 import {
   type AgentContext,
   type AgentMachine,
   type AgentMachineOutput,
-  agentMachine,
   agentOutputOf,
 } from '../machines/agent.ts';
 import { AsyncQueue } from './async-queue.ts';
-import { effectsLogic } from './effects.ts';
 import { EventBus } from './event-bus.ts';
 import { redactingInspector, secretArguments } from './inspect.ts';
 import type { ResourceManager } from './resource-manager.ts';
 import { attachResources } from './resource-run.ts';
 import { buildRunResult, failedBeforeAnyStep } from './run-result.ts';
 import { deltaForwarder, registerRuntime, unregisterRuntime } from './run-runtime.ts';
+import { runtimeAgentMachine } from './runtime-agent-machine.ts';
 import { setScope, stopOrphans } from './session-hooks.ts';
 import { needsSession, runInSession } from './session-run.ts';
 
@@ -47,11 +45,6 @@ export interface RunOptions {
   /** Session id of the run that started this one (a nested agent): its spend counts on the caller's budgets. */
   parentScope?: string;
 }
-
-/** The agent machine with its real effects actor; built once, shared by every run (provide() is not free). */
-const runtimeMachine: AgentMachine = compileMachine(
-  agentMachine.provide({ actors: { effects: effectsLogic } }),
-);
 
 interface StartedRun<TOutput> {
   sessionId: string;
@@ -95,7 +88,7 @@ function startRun<TOutput>(
     onDelta: deltaForwarder(bus, agent.name),
   });
 
-  const actor = createActor(runtimeMachine, {
+  const actor = createActor(runtimeAgentMachine, {
     input: {
       sessionId,
       agent: agent.name,

@@ -8,12 +8,8 @@ import { validateHistory } from '../core/history.ts';
 import type { JsonValue } from '../core/json.ts';
 import { type Message, type RunInput, userMessage } from '../core/messages.ts';
 import type { RunResult } from '../core/result.ts';
-import {
-  type AgentMachine,
-  type AgentMachineInput,
-  type AgentMachineOutput,
-  agentMachine,
-} from '../machines/agent.ts';
+import { compileMachine } from '../engine/compiled-machine.ts';
+import type { AgentMachine, AgentMachineInput, AgentMachineOutput } from '../machines/agent.ts';
 import {
   type AgentDescriptor,
   defaultSupervision,
@@ -24,13 +20,13 @@ import {
   sessionMachine,
 } from '../machines/session.ts';
 import { AsyncQueue } from './async-queue.ts';
-import { effectsLogic } from './effects.ts';
 import { EventBus } from './event-bus.ts';
 import { type InspectObserver, redactingInspector, secretArguments } from './inspect.ts';
 import type { ResourceManager } from './resource-manager.ts';
 import { attachResources, type RunResourceOptions } from './resource-run.ts';
 import { buildRunResult } from './run-result.ts';
 import { deltaForwarder, registerRuntime, unregisterRuntime } from './run-runtime.ts';
+import { runtimeAgentMachine } from './runtime-agent-machine.ts';
 import {
   hasSessionRuntime,
   registerSessionRuntime,
@@ -110,12 +106,9 @@ export class SessionClosedError extends TroupeError {
 }
 
 /** The session machine with the real agent runtime and effects; built once (provide() is not free). */
-const runtimeSessionMachine: SessionMachine = sessionMachine.provide({
-  actors: {
-    agent: agentMachine.provide({ actors: { effects: effectsLogic } }),
-    sessionEffects: sessionEffectsLogic,
-  },
-});
+const runtimeSessionMachine: SessionMachine = compileMachine(
+  sessionMachine.provide({ actors: { agent: runtimeAgentMachine, sessionEffects: sessionEffectsLogic } }),
+);
 
 /** Every agent the entry can reach through handoffs given as agents, plus the environment's named agents. */
 export function agentCatalog(
