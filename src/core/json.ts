@@ -9,6 +9,7 @@ export type JsonObject = { [key: string]: JsonValue };
  */
 export function canonicalJson(value: unknown): string {
   if (value === null || typeof value !== 'object') {
+    if (typeof value === 'number') return Number.isFinite(value) ? String(value) : 'null';
     const text = JSON.stringify(value);
     return text === undefined ? 'null' : text;
   }
@@ -21,19 +22,40 @@ export function canonicalJson(value: unknown): string {
     return `${text}]`;
   }
   const record = value as Record<string, unknown>;
-  const keys = Object.keys(record).sort();
+  const keys = Object.keys(record);
+  if (!isSorted(keys)) keys.sort();
   let text = '{';
   let first = true;
   for (const key of keys) {
     const child = record[key];
     if (child === undefined) continue;
-    text += `${first ? '' : ','}${JSON.stringify(key)}:${canonicalJson(child)}`;
+    text += `${first ? '' : ','}${quotedKey(key)}:${canonicalJson(child)}`;
     first = false;
   }
   return `${text}}`;
 }
 
-/** 53-bit FNV-1a style hash of a string, as base-36 text. Pure and fast; collisions are negligible at loop scale. */
+function isSorted(keys: readonly string[]): boolean {
+  for (let i = 1; i < keys.length; i++) if ((keys[i - 1] as string) > (keys[i] as string)) return false;
+  return true;
+}
+
+/** Argument names repeat from call to call: their JSON form is kept (bounded, short names only). */
+const quotedKeys = new Map<string, string>();
+
+function quotedKey(key: string): string {
+  let quoted = quotedKeys.get(key);
+  if (quoted === undefined) {
+    quoted = JSON.stringify(key);
+    if (key.length <= 64 && quotedKeys.size < 4096) quotedKeys.set(key, quoted);
+  }
+  return quoted;
+}
+
+/**
+ * 60-bit FNV-1a style hash of a string, as base-36 text (two 30-bit halves: V8 prints small integers in radix 36
+ * fast, a 53-bit double slowly). Pure; collisions are negligible at loop scale.
+ */
 export function hashText(text: string): string {
   let h1 = 0x811c9dc5;
   let h2 = 0x01000193;
@@ -42,7 +64,7 @@ export function hashText(text: string): string {
     h1 = Math.imul(h1 ^ c, 0x01000193);
     h2 = Math.imul(h2 ^ c, 0x5bd1e995);
   }
-  return ((h2 >>> 0) * 0x200000 + ((h1 >>> 0) & 0x1fffff)).toString(36);
+  return `${(h2 & 0x3fffffff).toString(36)}.${(h1 & 0x3fffffff).toString(36)}`;
 }
 
 /**

@@ -9,7 +9,7 @@ import type { StopReason } from '../core/stop-reason.ts';
 import { addUsage, emptyUsage, type Usage } from '../core/usage.ts';
 import type { PolicyState, TerminationDecision } from '../policies/decision.ts';
 import { decodeRetriesLeft, stepLimitReached } from '../policies/step-limit.ts';
-import { createTerminationPolicy } from '../policies/termination-policy.ts';
+import { terminationPolicyFor } from '../policies/termination-policy.ts';
 import { toolCallSignature } from '../policies/tool-call-signature.ts';
 
 /**
@@ -226,17 +226,24 @@ type ModelResponseEvent = Extract<AgentEvent, { type: 'model.response' }>;
 
 /**
  * The policy's decision on a tool-use response, memoized on the (context, event) pair: the guards that choose the
- * `model.response` transition and the action that records it all ask for it, and the policy hashes every call's
- * arguments (duplicate detection). Contexts and events are immutable, so the identity check is exact; the map is
- * weak, so it holds nothing once the event is gone.
+ * `model.response` transition and the action that records it all ask for it within one transition, and the policy
+ * hashes every call's arguments (duplicate detection). Contexts and events are immutable, so the identity check is
+ * exact. One slot is enough (the asks come back to back) and, unlike a WeakMap, costs the collector nothing; the
+ * recording action clears it, so it never keeps a finished run's history alive.
  */
-const decisions = new WeakMap<ModelResponseEvent, { context: AgentContext; decision: TerminationDecision }>();
+let memo: { event: ModelResponseEvent; context: AgentContext; decision: TerminationDecision } | undefined;
 
 function decisionOn(context: AgentContext, event: ModelResponseEvent): TerminationDecision {
-  const known = decisions.get(event);
-  if (known?.context === context) return known.decision;
-  const decision = createTerminationPolicy(context.config.limits)(event.response, context);
-  decisions.set(event, { context, decision });
+  if (memo?.event === event && memo.context === context) return memo.decision;
+  const decision = terminationPolicyFor(context.config.limits)(event.response, context);
+  memo = { event, context, decision };
+  return decision;
+}
+
+/** The decision for the action that records the response: the last ask, so the memo is released here. */
+function takeDecision(context: AgentContext, event: ModelResponseEvent): TerminationDecision {
+  const decision = decisionOn(context, event);
+  memo = undefined;
   return decision;
 }
 
@@ -360,7 +367,7 @@ export const agentMachine = setup({
     recordToolUseResponse: assign(({ context, event }) => {
       if (event.type !== 'model.response') return {};
       const { response } = event;
-      const decision = decisionOn(context, event);
+      const decision = takeDecision(context, event);
       let history = appendAssistant(context, response, true);
       let openCalls: ToolCall[] = response.toolCalls;
       if (decision.kind === 'continue_with_tools') openCalls = decision.calls;
