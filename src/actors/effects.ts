@@ -44,7 +44,7 @@ export const effectsLogic = fromCallback<EffectCommand, { sessionId: string }>(
       if (command.type === 'model.call') {
         void callModel(runtime, command, controller.signal).then((event) => {
           if (event.type === 'model.response') cumulative = addUsage(cumulative, event.response.usage);
-          if (!closed && event.type === 'model.response')
+          if (!closed && event.type === 'model.response' && runtime.bus.listening)
             emitUsage(runtime, event.response.usage, cumulative);
           answer(event);
         });
@@ -61,12 +61,14 @@ export const effectsLogic = fromCallback<EffectCommand, { sessionId: string }>(
           step: command.step,
           signal: controller.signal,
           clock: runtime.clock,
-          onCall: (call) =>
+          onCall: (call) => {
+            if (!runtime.bus.listening) return;
             runtime.bus.emit(runtime.agent.name, 'tool_call', {
               id: call.id,
               function: { name: call.name, arguments: JSON.stringify(call.args) },
               args: call.args,
-            }),
+            });
+          },
           onResult: (call, outcome, durationMs) => {
             // A failed `fatal: true` tool fails the agent actor: the session's supervisor decides (M4).
             if (outcome.isError && outcome.executed && runtime.agent.tools.find(call.name)?.fatal) {
@@ -76,6 +78,7 @@ export const effectsLogic = fromCallback<EffectCommand, { sessionId: string }>(
                 message: outcome.content,
               });
             }
+            if (!runtime.bus.listening) return;
             runtime.bus.emit(runtime.agent.name, 'tool_response', {
               tool_call_id: call.id,
               name: call.name,
@@ -158,13 +161,15 @@ async function callModel(
     const response = normalizeResponse(await agent.model.generate(request), command.call);
     if (resources && grant) resources.settle(grant, response.usage);
     if (signal.aborted) return abortedEvent();
-    bus.emit(agent.name, 'model_response', {
-      step: command.step,
-      text: response.text,
-      toolCalls: response.toolCalls.length,
-      stopReason: response.stopReason ?? null,
-      usage: response.usage,
-    });
+    if (bus.listening) {
+      bus.emit(agent.name, 'model_response', {
+        step: command.step,
+        text: response.text,
+        toolCalls: response.toolCalls.length,
+        stopReason: response.stopReason ?? null,
+        usage: response.usage,
+      });
+    }
     // Decode here, where the schema lives, so the machine only sees data (rule 1). In the tool-use phase only a
     // text answer is worth decoding; a valid one ends the run without the extra final-output call.
     const schema = agent.outputSchema;

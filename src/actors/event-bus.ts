@@ -17,12 +17,17 @@ export class EventBus {
     this.#clock = clock;
   }
 
-  /** The next sequence number, i.e. how many events were emitted so far. */
-  get seq(): number {
-    return this.#seq;
+  /**
+   * Whether anyone listens. Emitters on the hot path check it before building an event's data: a plain run() has
+   * no listener, and its events would be garbage the moment they were made. Sequence numbers count the events
+   * emitted to listeners, so they stay gap-free for whoever listens.
+   */
+  get listening(): boolean {
+    return this.#emitter.listenerCount('event') > 0;
   }
 
   emit<T extends RunEventType>(agent: string, type: T, data: RunEventData[T]): void {
+    if (!this.listening) return;
     const event = { time: this.#clock.now(), agent, sessionId: this.sessionId, seq: this.#seq++, type, data };
     this.#emitter.emit('event', event as RunEvent);
   }

@@ -104,6 +104,7 @@ function startRun<TOutput>(
 
   const result = new Promise<RunResult<TOutput>>((resolve) => {
     let lastPhase = '';
+    let lastValue: unknown;
     let lastContext: AgentContext | undefined;
     let timer: unknown;
     let finished = false;
@@ -146,16 +147,21 @@ function startRun<TOutput>(
     actor.subscribe({
       next: (snapshot: SnapshotFrom<AgentMachine>) => {
         lastContext = snapshot.context;
-        const [phase, state] = phaseOf(snapshot.value);
-        const key = `${phase}.${state}`;
-        if (key !== lastPhase) {
-          lastPhase = key;
-          bus.emit(agent.name, 'phase', {
-            phase,
-            state,
-            step: snapshot.context.step,
-            retryCount: snapshot.context.retryCount,
-          });
+        // The compiled machine shares one state value object per configuration: an unchanged value is no new phase.
+        if (snapshot.value !== lastValue) {
+          lastValue = snapshot.value;
+          const [phase, state] = phaseOf(snapshot.value);
+          const key = `${phase}.${state}`;
+          if (key !== lastPhase) {
+            lastPhase = key;
+            if (bus.listening)
+              bus.emit(agent.name, 'phase', {
+                phase,
+                state,
+                step: snapshot.context.step,
+                retryCount: snapshot.context.retryCount,
+              });
+          }
         }
         if (snapshot.status === 'done') finish(snapshot.output);
       },

@@ -1,6 +1,6 @@
 import { type AnyStateMachine, assign, StateMachine, spawnChild, stopChild } from 'xstate';
 import { type Configuration, Configurations, type TransitionPlan } from './configuration.ts';
-import { type ActionRun, resolveActions, type WorkingState } from './resolve-actions.ts';
+import { ActionRun, resolveActions, type SnapshotBuilder, type WorkingState } from './resolve-actions.ts';
 import { CandidateTable, selectEventless, selectTransition } from './select-transition.ts';
 import type {
   EngineEvent,
@@ -55,19 +55,25 @@ type MachineBase = EngineMachine & {
 
 const Base = StateMachine as unknown as new (config: unknown, implementations: unknown) => MachineBase;
 
+interface EntryActions {
+  actions: readonly unknown[];
+  withInitial: readonly unknown[];
+  invokeIds: string[] | undefined;
+}
+
 /** The snapshot methods XState attaches to every machine snapshot (shared functions that read `this`). */
 type SnapshotMethods = Pick<EngineSnapshot, 'matches' | 'hasTag' | 'can' | 'getMeta' | 'toJSON'>;
 
 const stopEvent = 'xstate.stop';
 const initEvent = 'xstate.init';
 
-class CompiledMachine extends Base {
+class CompiledMachine extends Base implements SnapshotBuilder {
   private readonly configurations = new Configurations();
   private readonly candidates = new CandidateTable();
   /** Per state node: its exit actions plus stopping its invoked actors (XState's exitStates). */
   private readonly exitActions = new Map<EngineStateNode, readonly unknown[]>();
   /** Per state node: its entry actions plus starting its invoked actors, with or without its initial actions. */
-  private readonly entryActions = new Map<EngineStateNode, [readonly unknown[], readonly unknown[]]>();
+  private readonly entryActions = new Map<EngineStateNode, EntryActions>();
   private readonly initialTransition: EngineTransition;
   private readonly contextAssign: unknown;
   private methods: SnapshotMethods | undefined;
@@ -117,8 +123,9 @@ class CompiledMachine extends Base {
     const event: EngineEvent = { type: initEvent, input };
     const internalQueue: EngineEvent[] = [];
     const preInitialContext = this.config.context;
+    const preInitial = this.configurations.at(this.root);
     let snapshot = this.snapshotOf(
-      this.configurations.at(this.root),
+      preInitial,
       {
         context:
           typeof preInitialContext !== 'function' && preInitialContext
@@ -128,16 +135,15 @@ class CompiledMachine extends Base {
         status: 'active',
         output: undefined,
         error: undefined,
-        changed: false,
       },
       undefined,
       {},
     );
     try {
       if (this.contextAssign) {
-        const run = this.actionRun(snapshot, this.configurations.at(this.root), event, scope, internalQueue);
+        const run = new ActionRun(this, scope, event, internalQueue, preInitial, snapshot);
         resolveActions(run, [this.contextAssign]);
-        snapshot = this.snapshotOf(run.configuration, run.working, undefined, snapshot.historyValue);
+        snapshot = run.snapshot();
       }
       const next = this.microstep(this.initialTransition, snapshot, event, scope, internalQueue, true);
       return this.settle(next, event, scope, internalQueue);
@@ -181,7 +187,7 @@ class CompiledMachine extends Base {
     }
     if (snapshot.status !== 'active') {
       // XState stops every child of a machine that is done (the snapshot itself keeps listing them).
-      const run = this.actionRun(snapshot, this.configurations.of(snapshot._nodes), event, scope, []);
+      const run = new ActionRun(this, scope, event, [], this.configurations.of(snapshot._nodes), snapshot);
       resolveActions(
         run,
         Object.values(snapshot.children).map((child) => stopChild(child as never)),
@@ -202,30 +208,27 @@ class CompiledMachine extends Base {
     if (!transition) return current;
     const from = this.configurations.of(current._nodes);
     const plan = this.configurations.plan(from, transition, initial);
-    const run = this.actionRun(current, from, event, scope, internalQueue);
-    const { working } = run;
+    const run = new ActionRun(this, scope, event, internalQueue, from, current);
     for (const node of plan.exit) resolveActions(run, this.exitActionsOf(node));
     resolveActions(run, transition.actions);
-    for (const { node, defaultEntry } of plan.enter) {
-      const [entry, entryWithInitial] = this.entryActionsOf(node);
-      resolveActions(
-        run,
-        defaultEntry ? entryWithInitial : entry,
-        node.invoke.map((invoke) => invoke.id),
-      );
+    for (const entered of plan.enter) {
+      const node = entered.node;
+      const entry = this.entryActionsOf(node);
+      resolveActions(run, entered.defaultEntry ? entry.withInitial : entry.actions, entry.invokeIds);
       if (node.type === 'final') this.enterFinal(node, run);
     }
-    if (working.status === 'done') {
+    if (run.status === 'done') {
       for (const node of plan.next.nodesDone) resolveActions(run, node.exit);
     }
     if (!plan.nodesChanged)
-      return working.changed ? this.snapshotOf(from, working, current._nodes, current.historyValue) : current;
-    return this.snapshotOf(plan.next, working, undefined, current.historyValue);
+      return run.changed ? this.snapshotOf(from, run, current._nodes, current.historyValue) : current;
+    return this.snapshotOf(plan.next, run, undefined, current.historyValue);
   }
 
   /** XState's enterStates for a final node: a done event for its parent, or the machine's completion and output. */
   private enterFinal(node: EngineStateNode, run: ActionRun): void {
-    const { working, event, scope } = run;
+    const { event, scope } = run;
+    const working = run;
     const parent = node.parent;
     const ancestorMarker = parent?.parent;
     if (parent?.type === 'compound') {
@@ -238,7 +241,7 @@ class CompiledMachine extends Base {
     if (ancestorMarker) return;
     const completion = node;
     working.status = 'done';
-    working.changed = true;
+    run.touch();
     const root = this.root;
     if (root.output === undefined) {
       working.output = undefined;
@@ -254,34 +257,7 @@ class CompiledMachine extends Base {
     working.output = resolveOutput(root.output, working.context, doneEvent as EngineEvent, scope);
   }
 
-  private actionRun(
-    snapshot: EngineSnapshot,
-    configuration: Configuration,
-    event: EngineEvent,
-    scope: EngineScope,
-    internalQueue: EngineEvent[],
-  ): ActionRun & { configuration: Configuration } {
-    const working: WorkingState = {
-      context: snapshot.context,
-      children: snapshot.children,
-      status: snapshot.status,
-      output: snapshot.output,
-      error: snapshot.error,
-      changed: false,
-    };
-    return {
-      scope,
-      event,
-      internalQueue,
-      working,
-      machine: this,
-      configuration,
-      // Intermediate snapshots keep the configuration the microstep started from, as XState's do.
-      snapshot: () => this.snapshotOf(configuration, working, snapshot._nodes, snapshot.historyValue),
-    };
-  }
-
-  private snapshotOf(
+  snapshotOf(
     configuration: Configuration,
     working: WorkingState,
     nodes: readonly EngineStateNode[] | undefined,
@@ -329,7 +305,7 @@ class CompiledMachine extends Base {
     return actions;
   }
 
-  private entryActionsOf(node: EngineStateNode): [readonly unknown[], readonly unknown[]] {
+  private entryActionsOf(node: EngineStateNode): EntryActions {
     let actions = this.entryActions.get(node);
     if (!actions) {
       const entry = [
@@ -338,7 +314,13 @@ class CompiledMachine extends Base {
           spawnChild(invoke.src as never, { ...invoke, syncSnapshot: !!invoke.onSnapshot } as never),
         ),
       ];
-      actions = [entry, [...entry, ...node.initial.actions]];
+      actions = {
+        actions: entry,
+        withInitial: [...entry, ...node.initial.actions],
+        // XState passes the ids of the actors this entry spawns, so a sendTo to one of them waits for it. Without
+        // invokes that list is empty and changes nothing: no list is passed.
+        invokeIds: node.invoke.length > 0 ? node.invoke.map((invoke) => invoke.id) : undefined,
+      };
       this.entryActions.set(node, actions);
     }
     return actions;

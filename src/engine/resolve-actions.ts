@@ -1,36 +1,93 @@
 import { type AnyActorLogic, type AnyActorRef, createActor } from 'xstate';
+import type { Configuration } from './configuration.ts';
 import {
   type Children,
   type EngineEvent,
   type EngineMachine,
   type EngineScope,
   type EngineSnapshot,
+  type EngineStateNode,
   processingStopped,
 } from './xstate-shapes.ts';
 
-/**
- * What one microstep changes while its actions run. XState copies the whole snapshot (state value, tags and all)
- * after every `assign`; the engine keeps the changing parts here and builds one snapshot when the microstep ends.
- */
+/** The parts of a snapshot that actions change. */
 export interface WorkingState {
   context: Record<string, unknown>;
   children: Children;
   status: EngineSnapshot['status'];
   output: unknown;
   error: unknown;
-  /** Whether any action replaced the snapshot (XState's microstep then returns a new snapshot object). */
-  changed: boolean;
 }
 
-/** The microstep's inputs shared by every action it resolves. */
-export interface ActionRun {
-  scope: EngineScope;
-  event: EngineEvent;
-  internalQueue: EngineEvent[];
+/** Builds a real machine snapshot of a working state (the compiled machine does it). */
+export interface SnapshotBuilder {
+  snapshotOf(
+    configuration: Configuration,
+    working: WorkingState,
+    nodes: readonly EngineStateNode[] | undefined,
+    historyValue: Record<string, unknown>,
+  ): EngineSnapshot;
+}
+
+/**
+ * One microstep's actions in progress. XState copies the whole snapshot (state value, tags and all) after every
+ * `assign`; here the changing parts live on this object and one snapshot is built when the microstep ends (or when
+ * one of XState's own built-in resolvers needs a real snapshot to read).
+ */
+export class ActionRun implements WorkingState {
+  context: Record<string, unknown>;
+  children: Children;
+  status: EngineSnapshot['status'];
+  output: unknown;
+  error: unknown;
+  /** Whether any action replaced the snapshot (XState's microstep then returns a new snapshot object). */
+  changed = false;
+  #snapshot: EngineSnapshot | undefined;
+
+  constructor(
+    readonly machine: EngineMachine & SnapshotBuilder,
+    readonly scope: EngineScope,
+    readonly event: EngineEvent,
+    readonly internalQueue: EngineEvent[],
+    /** The configuration the microstep started from: intermediate snapshots keep it, as XState's do. */
+    readonly configuration: Configuration,
+    private readonly start: EngineSnapshot,
+  ) {
+    this.context = start.context;
+    this.children = start.children;
+    this.status = start.status;
+    this.output = start.output;
+    this.error = start.error;
+    this.#snapshot = start;
+  }
+
   /** A real snapshot of the working state, for XState's own built-in action resolvers. */
-  snapshot(): EngineSnapshot;
-  working: WorkingState;
-  machine: EngineMachine;
+  snapshot(): EngineSnapshot {
+    if (!this.#snapshot)
+      this.#snapshot = this.machine.snapshotOf(
+        this.configuration,
+        this,
+        this.start._nodes,
+        this.start.historyValue,
+      );
+    return this.#snapshot;
+  }
+
+  adopt(snapshot: EngineSnapshot): void {
+    this.context = snapshot.context;
+    this.children = snapshot.children;
+    this.status = snapshot.status;
+    this.output = snapshot.output;
+    this.error = snapshot.error;
+    this.changed = true;
+    this.#snapshot = snapshot;
+  }
+
+  /** Marks the working state as changed since the last real snapshot. */
+  touch(): void {
+    this.changed = true;
+    this.#snapshot = undefined;
+  }
 }
 
 type BuiltinResolve = (
@@ -67,7 +124,7 @@ export function resolveActions(
   resolveList(run, actions, deferredActorIds, retries);
   if (retries && retries.length > 0) {
     const snapshot = run.snapshot();
-    for (const [action, params] of retries) action.retryResolve?.(run.scope, snapshot, params);
+    for (const retry of retries) retry[0].retryResolve?.(run.scope, snapshot, retry[1]);
   }
 }
 
@@ -77,7 +134,7 @@ function resolveList(
   deferredActorIds: string[] | undefined,
   retries: [BuiltinAction, unknown][] | undefined,
 ): void {
-  const { scope, event, working, machine } = run;
+  const { scope, event, machine } = run;
   for (const action of actions) {
     const isInline = typeof action === 'function';
     const resolved = (
@@ -87,7 +144,7 @@ function resolveList(
             typeof action === 'string' ? action : (action as { type: string }).type
           ]
     ) as (((info: unknown, params: unknown) => void) & Partial<BuiltinAction>) | undefined;
-    const args = { context: working.context, event, self: scope.self, system: scope.system };
+    const args = { context: run.context, event, self: scope.self, system: scope.system };
     let params: unknown;
     if (
       !isInline &&
@@ -97,7 +154,7 @@ function resolveList(
       'params' in action
     ) {
       const raw = (action as { params: unknown }).params;
-      params = typeof raw === 'function' ? raw({ context: working.context, event }) : raw;
+      params = typeof raw === 'function' ? raw({ context: run.context, event }) : raw;
     }
     if (!resolved || !('resolve' in resolved)) {
       scope.actionExecutor({
@@ -119,11 +176,13 @@ function resolveList(
       continue;
     }
     const before = run.snapshot();
-    const [next, resolvedParams, nested] = builtin.resolve(scope, before, args, params, builtin, {
+    const resolution = builtin.resolve(scope, before, args, params, builtin, {
       internalQueue: run.internalQueue,
       deferredActorIds,
     });
-    if (next !== before) adopt(working, next);
+    const resolvedParams = resolution[1];
+    const nested = resolution[2];
+    if (resolution[0] !== before) run.adopt(resolution[0]);
     if (builtin.retryResolve) retries?.push([builtin, resolvedParams]);
     if (builtin.execute) {
       scope.actionExecutor({
@@ -137,25 +196,16 @@ function resolveList(
   }
 }
 
-function adopt(working: WorkingState, snapshot: EngineSnapshot): void {
-  working.context = snapshot.context;
-  working.children = snapshot.children;
-  working.status = snapshot.status;
-  working.output = snapshot.output;
-  working.error = snapshot.error;
-  working.changed = true;
-}
-
 /** XState's resolveAssign: a function or a property map gives a partial update; the context is copied with it. */
 function assignContext(run: ActionRun, assignment: unknown, params: unknown): void {
-  const { working, scope, event } = run;
-  if (!working.context)
+  const { scope, event } = run;
+  if (!run.context)
     throw new Error(
       'Cannot assign to undefined `context`. Ensure that `context` is defined in the machine config.',
     );
   const spawned: Children = {};
   const args = {
-    context: working.context,
+    context: run.context,
     event,
     spawn: spawner(run, spawned),
     self: scope.self,
@@ -169,9 +219,9 @@ function assignContext(run: ActionRun, assignment: unknown, params: unknown): vo
       update[key] = typeof property === 'function' ? (property as Assigner)(args, params) : property;
     }
   }
-  working.context = Object.assign({}, working.context, update);
-  if (Object.keys(spawned).length > 0) working.children = { ...working.children, ...spawned };
-  working.changed = true;
+  run.context = Object.assign({}, run.context, update);
+  if (Object.keys(spawned).length > 0) run.children = { ...run.children, ...spawned };
+  run.touch();
 }
 
 interface SpawnOptions {
@@ -183,7 +233,7 @@ interface SpawnOptions {
 
 /** XState's createSpawner: `spawn` inside an assigner creates a child of this actor, started after the step. */
 function spawner(run: ActionRun, spawned: Children) {
-  const { scope, machine, event, working } = run;
+  const { scope, machine, event } = run;
   return (src: string | AnyActorLogic, options?: SpawnOptions): AnyActorRef => {
     let actorRef: AnyActorRef;
     if (typeof src === 'string') {
@@ -196,7 +246,7 @@ function spawner(run: ActionRun, spawned: Children) {
         input:
           typeof options?.input === 'function'
             ? (options.input as (args: unknown) => unknown)({
-                context: working.context,
+                context: run.context,
                 event,
                 self: scope.self,
               })
