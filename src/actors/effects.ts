@@ -1,4 +1,4 @@
-import { fromCallback } from 'xstate';
+import type { ActorLogic, AnyActorRef, CallbackSnapshot } from 'xstate';
 import { decodeOutput } from '../agent/decode-output.ts';
 import { stacklessError } from '../core/abort.ts';
 import { ModelError, toErrorInfo } from '../core/errors.ts';
@@ -13,105 +13,152 @@ import { type RunRuntime, runtimeOf } from './run-runtime.ts';
 import { reportFatal, takeNestedSteps } from './session-hooks.ts';
 import { runToolBatch } from './tool-runner.ts';
 
+/** What the effects actor's snapshot holds: a callback actor's (status and input: serializable). */
+export type EffectsSnapshot = CallbackSnapshot<{ sessionId: string }>;
+
+/** The parts of an XState actor scope this logic uses (`_relay` and `_parent` are XState's own, untyped). */
+interface EffectsScope {
+  self: AnyActorRef & { _parent?: AnyActorRef };
+  system: { _relay(source: AnyActorRef, target: AnyActorRef, event: AgentEvent): void };
+}
+
+/** Where a running effects actor keeps its state: on the actor itself, so it goes when the actor goes. */
+const instanceKey = Symbol('troupe.effects');
+type WithInstance = { [instanceKey]?: EffectsInstance };
+
 /**
  * The agent machine's one long-lived effects actor (ARCHITECTURE rule 2 and 4): it takes `model.call` and
  * `tools.run` commands and answers each with exactly one event. Every call gets an AbortSignal that is aborted when
  * the machine stops this actor (the run ended, was aborted or timed out), and that signal reaches the SDK or tool.
  * It never throws: failures become `model.error` events or error tool results.
+ *
+ * It is XState actor logic written out (what `fromCallback` builds, without its per-actor WeakMap, receiver set and
+ * closures: this actor is created for every run, and a run is a handful of events).
  */
-export const effectsLogic = fromCallback<EffectCommand, { sessionId: string }>(
-  ({ input, sendBack, receive }) => {
-    const controller = new AbortController();
-    let closed = false;
-    const answer = (event: AgentEvent) => {
-      if (!closed) sendBack(event);
-    };
-    const runtime = runtimeOf(input.sessionId);
-    let cumulative: Usage = emptyUsage;
-
-    receive((command) => {
-      if (!runtime) {
-        answer({
-          type: 'model.error',
-          error: {
-            name: 'TroupeError',
-            code: 'runtime_missing',
-            message: `No runtime for session ${input.sessionId}.`,
-          },
-        });
-        return;
-      }
-      if (command.type === 'model.call') {
-        void callModel(runtime, command, controller.signal).then((event) => {
-          if (event.type === 'model.response') cumulative = addUsage(cumulative, event.response.usage);
-          if (!closed && event.type === 'model.response' && runtime.bus.listening)
-            emitUsage(runtime, event.response.usage, cumulative);
-          answer(event);
-        });
-      } else {
-        void runToolBatch({
-          calls: command.calls,
-          registry: runtime.agent.tools,
-          disabled: command.disabledTools,
-          concurrency: runtime.agent.limits.toolConcurrency,
-          timeoutMs: runtime.agent.limits.toolTimeoutMs,
-          retries: runtime.agent.limits.toolRetries,
-          sessionId: input.sessionId,
-          agent: runtime.agent.name,
-          step: command.step,
-          signal: controller.signal,
-          clock: runtime.clock,
-          onCall: (call) => {
-            if (!runtime.bus.listening) return;
-            runtime.bus.emit(runtime.agent.name, 'tool_call', {
-              id: call.id,
-              function: { name: call.name, arguments: JSON.stringify(call.args) },
-              args: call.args,
-            });
-          },
-          onResult: (call, outcome, durationMs) => {
-            // A failed `fatal: true` tool fails the agent actor: the session's supervisor decides (M4).
-            if (outcome.isError && outcome.executed && runtime.agent.tools.find(call.name)?.fatal) {
-              reportFatal(input.sessionId, {
-                name: 'FatalToolError',
-                code: 'tool_fatal',
-                message: outcome.content,
-              });
-            }
-            if (!runtime.bus.listening) return;
-            runtime.bus.emit(runtime.agent.name, 'tool_response', {
-              tool_call_id: call.id,
-              name: call.name,
-              content_preview:
-                outcome.content.length > 200 ? `${outcome.content.slice(0, 200)}…` : outcome.content,
-              content: outcome.content,
-              isError: outcome.isError,
-              attempts: outcome.attempts,
-              durationMs,
-            });
-          },
-          onRetry: (call, attempt, error) =>
-            runtime.bus.emit(runtime.agent.name, 'tool_retry', {
-              tool_call_id: call.id,
-              name: call.name,
-              attempt,
-              error,
-            }),
-        }).then((results) => {
-          const nestedSteps = takeNestedSteps(input.sessionId);
-          answer(
-            nestedSteps > 0 ? { type: 'tools.done', results, nestedSteps } : { type: 'tools.done', results },
-          );
-        });
-      }
-    });
-
-    return () => {
-      closed = true;
-      controller.abort(stacklessError('The run ended before this call finished.'));
-    };
+export const effectsLogic: ActorLogic<EffectsSnapshot, EffectCommand, { sessionId: string }> = {
+  start: (_snapshot, scope) => {
+    const self = scope.self as WithInstance;
+    self[instanceKey] = new EffectsInstance((_snapshot as EffectsSnapshot).input.sessionId, scope as never);
   },
-);
+  transition: (snapshot, event, scope) => {
+    const instance = (scope.self as WithInstance)[instanceKey];
+    if ((event as { type: string }).type === 'xstate.stop') {
+      instance?.close();
+      (scope.self as WithInstance)[instanceKey] = undefined;
+      return { ...snapshot, status: 'stopped', output: undefined, error: undefined };
+    }
+    instance?.receive(event);
+    return snapshot;
+  },
+  getInitialSnapshot: (_scope, input) => ({ status: 'active', output: undefined, error: undefined, input }),
+  getPersistedSnapshot: (snapshot) => snapshot,
+  restoreSnapshot: (snapshot) => snapshot as EffectsSnapshot,
+};
+
+/** One running effects actor: its calls' abort controller, and the usage so far (for usage events). */
+class EffectsInstance {
+  readonly #controller = new AbortController();
+  readonly #runtime: RunRuntime | undefined;
+  readonly #scope: EffectsScope;
+  readonly #sessionId: string;
+  #closed = false;
+  #cumulative: Usage = emptyUsage;
+
+  constructor(sessionId: string, scope: EffectsScope) {
+    this.#sessionId = sessionId;
+    this.#scope = scope;
+    this.#runtime = runtimeOf(sessionId);
+  }
+
+  close(): void {
+    this.#closed = true;
+    this.#controller.abort(stacklessError('The run ended before this call finished.'));
+  }
+
+  /** Answers the machine (what `sendBack` does), unless this actor was stopped meanwhile. */
+  #answer(event: AgentEvent): void {
+    if (this.#closed) return;
+    const { self, system } = this.#scope;
+    if (self._parent) system._relay(self, self._parent, event);
+  }
+
+  receive(command: EffectCommand): void {
+    const runtime = this.#runtime;
+    if (!runtime) {
+      this.#answer({
+        type: 'model.error',
+        error: {
+          name: 'TroupeError',
+          code: 'runtime_missing',
+          message: `No runtime for session ${this.#sessionId}.`,
+        },
+      });
+      return;
+    }
+    if (command.type === 'model.call') {
+      void callModel(runtime, command, this.#controller.signal).then((event) => {
+        if (event.type === 'model.response') {
+          this.#cumulative = addUsage(this.#cumulative, event.response.usage);
+          if (!this.#closed && runtime.bus.listening)
+            emitUsage(runtime, event.response.usage, this.#cumulative);
+        }
+        this.#answer(event);
+      });
+    } else {
+      const sessionId = this.#sessionId;
+      void runToolBatch({
+        calls: command.calls,
+        registry: runtime.agent.tools,
+        disabled: command.disabledTools,
+        concurrency: runtime.agent.limits.toolConcurrency,
+        timeoutMs: runtime.agent.limits.toolTimeoutMs,
+        retries: runtime.agent.limits.toolRetries,
+        sessionId,
+        agent: runtime.agent.name,
+        step: command.step,
+        signal: this.#controller.signal,
+        clock: runtime.clock,
+        onCall: (call) => {
+          if (!runtime.bus.listening) return;
+          runtime.bus.emit(runtime.agent.name, 'tool_call', {
+            id: call.id,
+            function: { name: call.name, arguments: JSON.stringify(call.args) },
+            args: call.args,
+          });
+        },
+        onResult: (call, outcome, durationMs) => {
+          // A failed `fatal: true` tool fails the agent actor: the session's supervisor decides (M4).
+          if (outcome.isError && outcome.executed && runtime.agent.tools.find(call.name)?.fatal) {
+            reportFatal(sessionId, { name: 'FatalToolError', code: 'tool_fatal', message: outcome.content });
+          }
+          if (!runtime.bus.listening) return;
+          runtime.bus.emit(runtime.agent.name, 'tool_response', {
+            tool_call_id: call.id,
+            name: call.name,
+            content_preview:
+              outcome.content.length > 200 ? `${outcome.content.slice(0, 200)}…` : outcome.content,
+            content: outcome.content,
+            isError: outcome.isError,
+            attempts: outcome.attempts,
+            durationMs,
+          });
+        },
+        onRetry: (call, attempt, error) =>
+          runtime.bus.emit(runtime.agent.name, 'tool_retry', {
+            tool_call_id: call.id,
+            name: call.name,
+            attempt,
+            error,
+          }),
+      }).then((results) => {
+        const nestedSteps = takeNestedSteps(sessionId);
+        this.#answer(
+          nestedSteps > 0 ? { type: 'tools.done', results, nestedSteps } : { type: 'tools.done', results },
+        );
+      });
+    }
+  }
+}
 
 async function callModel(
   runtime: RunRuntime,

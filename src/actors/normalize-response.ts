@@ -10,20 +10,19 @@ import { normalizeUsage } from '../core/usage.ts';
  * function) become a string naming the problem, so the tool's schema rejects them and the model is told. `call` makes synthetic ids unique across the run.
  */
 export function normalizeResponse(response: ModelResponse, call: number): ModelResponse {
-  const seen = new Set<string>();
-  const toolCalls: ToolCall[] = (Array.isArray(response.toolCalls) ? response.toolCalls : []).map(
-    (toolCall, k) => {
-      let id =
-        typeof toolCall.id === 'string' && toolCall.id !== '' && toolCall.id !== '0' ? toolCall.id : '';
-      if (id === '' || seen.has(id)) id = `call_${call}_${k}`;
-      seen.add(id);
-      return {
-        id,
-        name: String(toolCall.name),
-        args: argsOf(toolCall.args),
-      };
-    },
-  );
+  const given = Array.isArray(response.toolCalls) ? response.toolCalls : [];
+  // Duplicate ids are only possible with several calls: no set for the usual zero or one.
+  const seen = given.length > 1 ? new Set<string>() : undefined;
+  const toolCalls: ToolCall[] = given.map((toolCall, k) => {
+    let id = typeof toolCall.id === 'string' && toolCall.id !== '' && toolCall.id !== '0' ? toolCall.id : '';
+    if (id === '' || seen?.has(id)) id = `call_${call}_${k}`;
+    seen?.add(id);
+    return {
+      id,
+      name: String(toolCall.name),
+      args: argsOf(toolCall.args),
+    };
+  });
   const stopReason =
     response.stopReason === undefined || modelStopReasons.includes(response.stopReason)
       ? response.stopReason

@@ -43,6 +43,7 @@ export class ActionRun implements WorkingState {
   /** Whether any action replaced the snapshot (XState's microstep then returns a new snapshot object). */
   changed = false;
   #snapshot: EngineSnapshot | undefined;
+  #extra: { internalQueue: EngineEvent[]; deferredActorIds: string[] | undefined } | undefined;
 
   constructor(
     readonly machine: EngineMachine & SnapshotBuilder,
@@ -83,6 +84,16 @@ export class ActionRun implements WorkingState {
     this.#snapshot = snapshot;
   }
 
+  /** The `extra` argument of XState's built-in resolvers (one object per microstep: they only read it). */
+  extra(deferredActorIds: string[] | undefined): {
+    internalQueue: EngineEvent[];
+    deferredActorIds: string[] | undefined;
+  } {
+    this.#extra ??= { internalQueue: this.internalQueue, deferredActorIds: undefined };
+    this.#extra.deferredActorIds = deferredActorIds;
+    return this.#extra;
+  }
+
   /** Marks the working state as changed since the last real snapshot. */
   touch(): void {
     this.changed = true;
@@ -107,7 +118,7 @@ interface BuiltinAction {
   assignment?: unknown;
 }
 
-type Assigner = (args: Record<string, unknown>, params: unknown) => Record<string, unknown>;
+type Assigner = (args: AssignArgs, params: unknown) => Record<string, unknown>;
 
 /**
  * XState's resolveActionsAndContext: runs a list of actions in order against the working state. `assign` is done
@@ -144,7 +155,6 @@ function resolveList(
             typeof action === 'string' ? action : (action as { type: string }).type
           ]
     ) as (((info: unknown, params: unknown) => void) & Partial<BuiltinAction>) | undefined;
-    const args = { context: run.context, event, self: scope.self, system: scope.system };
     let params: unknown;
     if (
       !isInline &&
@@ -157,6 +167,7 @@ function resolveList(
       params = typeof raw === 'function' ? raw({ context: run.context, event }) : raw;
     }
     if (!resolved || !('resolve' in resolved)) {
+      const args = { context: run.context, event, self: scope.self, system: scope.system };
       scope.actionExecutor({
         type:
           typeof action === 'string'
@@ -175,11 +186,9 @@ function resolveList(
       assignContext(run, builtin.assignment, params);
       continue;
     }
+    const args = { context: run.context, event, self: scope.self, system: scope.system };
     const before = run.snapshot();
-    const resolution = builtin.resolve(scope, before, args, params, builtin, {
-      internalQueue: run.internalQueue,
-      deferredActorIds,
-    });
+    const resolution = builtin.resolve(scope, before, args, params, builtin, run.extra(deferredActorIds));
     const resolvedParams = resolution[1];
     const nested = resolution[2];
     if (resolution[0] !== before) run.adopt(resolution[0]);
@@ -198,19 +207,11 @@ function resolveList(
 
 /** XState's resolveAssign: a function or a property map gives a partial update; the context is copied with it. */
 function assignContext(run: ActionRun, assignment: unknown, params: unknown): void {
-  const { scope, event } = run;
   if (!run.context)
     throw new Error(
       'Cannot assign to undefined `context`. Ensure that `context` is defined in the machine config.',
     );
-  const spawned: Children = {};
-  const args = {
-    context: run.context,
-    event,
-    spawn: spawner(run, spawned),
-    self: scope.self,
-    system: scope.system,
-  };
+  const args = new AssignArgs(run);
   let update: Record<string, unknown> = {};
   if (typeof assignment === 'function') update = (assignment as Assigner)(args, params);
   else {
@@ -220,8 +221,41 @@ function assignContext(run: ActionRun, assignment: unknown, params: unknown): vo
     }
   }
   run.context = Object.assign({}, run.context, update);
-  if (Object.keys(spawned).length > 0) run.children = { ...run.children, ...spawned };
+  const spawned = args.spawnedChildren();
+  if (spawned) run.children = { ...run.children, ...spawned };
   run.touch();
+}
+
+/**
+ * An assigner's arguments, as XState builds them (context, event, spawn, self, system). `spawn` is made on first
+ * use, from the prototype: most assigners never spawn, and a closure plus a children record per assign was a
+ * measurable share of a step's garbage. (So `spawn` is not an own property: spreading the arguments drops it.)
+ */
+class AssignArgs {
+  readonly context: Record<string, unknown>;
+  readonly event: EngineEvent;
+  readonly self: EngineScope['self'];
+  readonly system: EngineScope['system'];
+  readonly #run: ActionRun;
+  #spawned: Children | undefined;
+
+  constructor(run: ActionRun) {
+    this.context = run.context;
+    this.event = run.event;
+    this.self = run.scope.self;
+    this.system = run.scope.system;
+    this.#run = run;
+  }
+
+  get spawn() {
+    this.#spawned ??= {};
+    return spawner(this.#run, this.#spawned);
+  }
+
+  /** The children spawned during this assign, if any. */
+  spawnedChildren(): Children | undefined {
+    return this.#spawned && Object.keys(this.#spawned).length > 0 ? this.#spawned : undefined;
+  }
 }
 
 interface SpawnOptions {

@@ -203,13 +203,25 @@ function resumedFrom(checkpoint: AgentCheckpoint): AgentCheckpoint {
   };
 }
 
-const noAnswer: AgentAnswer = {
+const noAnswer: AgentAnswer = Object.freeze({
   text: '',
   truncated: false,
   output: null,
   outputDecoded: false,
   decodeError: null,
-};
+});
+
+/** The answer a tool-use response gives; the common empty one (a turn of tool calls) is shared, not copied. */
+function answerOf(text: string, truncated: boolean, decoded: DecodeOutcome | undefined): AgentAnswer {
+  if (text === '' && !truncated && decoded === undefined) return noAnswer;
+  return {
+    text,
+    truncated,
+    output: decoded?.ok ? decoded.value : null,
+    outputDecoded: decoded?.ok === true,
+    decodeError: decoded && !decoded.ok ? decoded.error : null,
+  };
+}
 
 function appendAssistant(context: AgentContext, response: ModelResponse, keepToolCalls: boolean): Message[] {
   const message: AssistantMessage = {
@@ -390,13 +402,11 @@ export const agentMachine = setup({
         usage: addUsage(context.usage, response.usage),
         decision,
         openCalls,
-        answer: {
-          text: response.text,
-          truncated: decision.kind === 'terminate_with_output' && decision.truncated,
-          output: event.decoded?.ok ? event.decoded.value : null,
-          outputDecoded: event.decoded?.ok === true,
-          decodeError: event.decoded && !event.decoded.ok ? event.decoded.error : null,
-        },
+        answer: answerOf(
+          response.text,
+          decision.kind === 'terminate_with_output' && decision.truncated,
+          event.decoded,
+        ),
       };
     }),
     recordFinalResponse: assign(({ context, event }) => {
@@ -446,15 +456,17 @@ export const agentMachine = setup({
     })),
     recordToolResults: assign(({ context, event }) => {
       if (event.type !== 'tools.done') return {};
-      const toolMessages: ToolMessage[] = [];
+      const { results } = event;
+      const history = context.history.slice();
       const toolCallCounts = { ...context.toolCallCounts };
       const callSignatures = { ...context.callSignatures };
       let degradedTools = context.degradedTools;
       let toolCallsRun = context.toolCallsRun;
-      const byId = new Map(event.results.map((result) => [result.callId, result]));
-      for (const call of context.openCalls) {
-        const result = byId.get(call.id);
-        toolMessages.push({
+      context.openCalls.forEach((call, index) => {
+        // The runner reports in call order; look further only if it did not.
+        const inOrder = results[index];
+        const result = inOrder?.callId === call.id ? inOrder : results.find((r) => r.callId === call.id);
+        history.push({
           role: 'tool',
           toolCallId: call.id,
           name: call.name,
@@ -467,9 +479,9 @@ export const agentMachine = setup({
         if (result?.executed) toolCallsRun += 1;
         if (result?.degraded && !degradedTools.includes(call.name))
           degradedTools = [...degradedTools, call.name];
-      }
+      });
       return {
-        history: [...context.history, ...toolMessages],
+        history,
         toolCallCounts,
         callSignatures,
         degradedTools,

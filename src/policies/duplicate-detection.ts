@@ -13,10 +13,11 @@ export function withDuplicateDetection(
   return (response, state) => {
     const decision = base(response, state);
     if (decision.kind !== 'continue_with_tools') return decision;
-    const seenThisTurn = new Map<string, number>();
+    // Repeats within the turn only matter when it has several calls: no map for the usual single call.
+    const seenThisTurn = decision.calls.length > 1 ? new Map<string, number>() : undefined;
     for (const call of decision.calls) {
       const signature = toolCallSignature(call);
-      const count = (state.callSignatures[signature] ?? 0) + (seenThisTurn.get(signature) ?? 0);
+      const count = (state.callSignatures[signature] ?? 0) + (seenThisTurn?.get(signature) ?? 0);
       if (count >= maxDuplicateToolCalls) {
         return {
           kind: 'terminate',
@@ -24,7 +25,7 @@ export function withDuplicateDetection(
           message: `Tool "${call.name}" was called with the same arguments ${count + 1} times (limit ${maxDuplicateToolCalls}).`,
         };
       }
-      seenThisTurn.set(signature, (seenThisTurn.get(signature) ?? 0) + 1);
+      seenThisTurn?.set(signature, (seenThisTurn.get(signature) ?? 0) + 1);
     }
     return decision;
   };
