@@ -19,6 +19,7 @@ import { EventBus } from './event-bus.ts';
 import { redactingInspector, secretArguments } from './inspect.ts';
 import type { ResourceManager } from './resource-manager.ts';
 import { attachResources } from './resource-run.ts';
+import { runHost } from './run-host.ts';
 import { buildRunResult, failedBeforeAnyStep } from './run-result.ts';
 import { deltaForwarder, registerRuntime, unregisterRuntime } from './run-runtime.ts';
 import { runtimeAgentMachine } from './runtime-agent-machine.ts';
@@ -99,8 +100,11 @@ function startRun<TOutput>(
       baseLength: callerHistory.length,
     },
     // Secrets (tool arguments marked secret, API-key-like fields) are redacted before the observer sees anything.
-    ...(options.inspect ? { inspect: redactingInspector(options.inspect, secretArguments(agent)) } : {}),
-  });
+    // An inspected run is a root actor (inspection is per actor system); the others share the run host's system.
+    ...(options.inspect
+      ? { inspect: redactingInspector(options.inspect, secretArguments(agent)) }
+      : { parent: runHost() }),
+  } as Parameters<typeof createActor<AgentMachine>>[1]);
 
   const result = new Promise<RunResult<TOutput>>((resolve) => {
     let lastPhase = '';
