@@ -49,17 +49,9 @@ const abortWaiters = new WeakMap<AbortSignal, Set<() => void>>();
 export function onAbort(signal: AbortSignal, callback: () => void): () => void {
   let waiters = abortWaiters.get(signal);
   if (!waiters) {
-    const set = new Set<() => void>();
-    waiters = set;
-    abortWaiters.set(signal, set);
-    signal.addEventListener(
-      'abort',
-      () => {
-        for (const waiter of [...set]) waiter();
-        set.clear();
-      },
-      { once: true },
-    );
+    waiters = new Set<() => void>();
+    abortWaiters.set(signal, waiters);
+    signal.addEventListener('abort', wakeAll(waiters), { once: true });
   }
   const own = waiters;
   const once = () => {
@@ -69,5 +61,16 @@ export function onAbort(signal: AbortSignal, callback: () => void): () => void {
   own.add(once);
   return () => {
     own.delete(once);
+  };
+}
+
+/**
+ * The signal's one listener. Made here, not inside onAbort: a closure created there would share onAbort's scope and
+ * keep its first caller's callback (a whole tool batch) alive for as long as the signal lives.
+ */
+function wakeAll(waiters: Set<() => void>): () => void {
+  return () => {
+    for (const waiter of [...waiters]) waiter();
+    waiters.clear();
   };
 }
