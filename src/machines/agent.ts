@@ -82,7 +82,7 @@ export interface AgentMachineInput {
   sessionId: string;
   agent: string;
   limits: ResolvedLimits;
-  toolNames: string[];
+  toolNames: readonly string[];
   hasOutputSchema: boolean;
   /** The caller's history followed by this run's user message. */
   history: Message[];
@@ -105,7 +105,7 @@ export interface AgentRunConfig {
   sessionId: string;
   agent: string;
   limits: ResolvedLimits;
-  toolNames: string[];
+  toolNames: readonly string[];
   hasOutputSchema: boolean;
   /** Length of the caller's history: where this run's delta starts. */
   baseLength: number;

@@ -32,7 +32,7 @@ import {
 /** What the session machine needs to know about an agent: data only (ARCHITECTURE rule 1). */
 export interface AgentDescriptor {
   limits: ResolvedLimits;
-  toolNames: string[];
+  toolNames: readonly string[];
   hasOutputSchema: boolean;
   handoffTools: Record<string, string>;
 }

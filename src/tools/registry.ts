@@ -7,6 +7,7 @@ import type { Tool } from './tool.ts';
 export class ToolRegistry {
   readonly #tools = new Map<string, Tool>();
   readonly #specs: ToolSpec[] = [];
+  #names: readonly string[] | undefined;
 
   constructor(tools: readonly Tool[]) {
     for (const candidate of tools) {
@@ -31,8 +32,10 @@ export class ToolRegistry {
     return this.#tools.size;
   }
 
-  get names(): string[] {
-    return [...this.#tools.keys()];
+  /** The tool names, in order. One frozen array (a registry never changes): every run's context refers to it. */
+  get names(): readonly string[] {
+    this.#names ??= Object.freeze([...this.#tools.keys()]);
+    return this.#names;
   }
 
   has(name: string): boolean {
