@@ -1,7 +1,8 @@
 import { type AnyStateMachine, assign, StateMachine, spawnChild, stopChild } from 'xstate';
-import { type Configuration, Configurations, type TransitionPlan } from './configuration.ts';
+import { type Configuration, Configurations, ReadonlyTags, type TransitionPlan } from './configuration.ts';
 import { ActionRun, resolveActions, type SnapshotBuilder, type WorkingState } from './resolve-actions.ts';
 import { CandidateTable, selectEventless, selectTransition } from './select-transition.ts';
+import { xstateDevelopmentBuild } from './xstate-build.ts';
 import type {
   EngineEvent,
   EngineMachine,
@@ -106,13 +107,18 @@ class CompiledMachine extends Base implements SnapshotBuilder {
   }
 
   override transition(snapshot: EngineSnapshot, event: EngineEvent, scope: EngineScope): EngineSnapshot {
-    if (event.type === stopEvent || event.type === initEvent || snapshot.status !== 'active')
+    // XState's own path for stop and init, for snapshots that are not active, and for an event typed '*' (which
+    // XState's development build refuses).
+    if (
+      event.type === stopEvent ||
+      event.type === initEvent ||
+      event.type === '*' ||
+      snapshot.status !== 'active'
+    )
       return super.transition(snapshot, event, scope);
     const configuration = this.configurations.of(snapshot._nodes);
     const transition = selectTransition(configuration, this.candidates, event, snapshot);
-    // An actor error no transition handles makes the machine fail: XState's own path does that.
-    if (!transition && event.type.startsWith('xstate.error.actor'))
-      return super.transition(snapshot, event, scope);
+    if (!transition && event.type.startsWith('xstate.error.actor')) return this.fail(snapshot, event, scope);
     const internalQueue: EngineEvent[] = [];
     const next = this.microstep(transition, snapshot, event, scope, internalQueue, false);
     this.inspectMicrostep(scope, event, next, transition);
@@ -150,6 +156,21 @@ class CompiledMachine extends Base implements SnapshotBuilder {
     } catch (error) {
       return { ...snapshot, status: 'error', error };
     }
+  }
+
+  /** An actor error no transition handles fails the machine: its children are stopped (XState's macrostep). */
+  private fail(snapshot: EngineSnapshot, event: EngineEvent, scope: EngineScope): EngineSnapshot {
+    const configuration = this.configurations.of(snapshot._nodes);
+    const run = new ActionRun(this, scope, event, [], configuration, snapshot);
+    resolveActions(
+      run,
+      Object.values(snapshot.children).map((child) => stopChild(child as never)),
+    );
+    run.status = 'error';
+    run.error = (event as { error?: unknown }).error;
+    const failed = this.snapshotOf(configuration, run, snapshot._nodes, snapshot.historyValue);
+    this.inspectMicrostep(scope, event, failed, undefined);
+    return failed;
   }
 
   /** XState's macrostep after its first microstep: eventless transitions, then raised events, until stable. */
@@ -264,15 +285,16 @@ class CompiledMachine extends Base implements SnapshotBuilder {
     historyValue: Record<string, unknown>,
   ): EngineSnapshot {
     const methods = this.methods ?? this.snapshotMethods();
+    const activeNodes = nodes ?? (working.status === 'done' ? configuration.nodesDone : configuration.nodes);
     return {
       status: working.status,
       output: working.output,
       error: working.error,
       machine: this,
       context: working.context,
-      _nodes: nodes ?? (working.status === 'done' ? configuration.nodesDone : configuration.nodes),
+      _nodes: activeNodes,
       value: configuration.value,
-      tags: configuration.tags,
+      tags: tagsOf(configuration, activeNodes),
       children: working.children,
       historyValue,
       matches: methods.matches,
@@ -342,8 +364,29 @@ class CompiledMachine extends Base implements SnapshotBuilder {
   }
 }
 
+/** The tags of these active nodes, in their order (XState's Set of a done snapshot lists the leaf's first). */
+function tagsOf(configuration: Configuration, nodes: readonly EngineStateNode[]): Set<string> {
+  if (nodes === configuration.nodes) return configuration.tags;
+  if (nodes === configuration.nodesDone) return configuration.tagsDone;
+  return new ReadonlyTags(nodes.flatMap((node) => node.tags));
+}
+
 function resolveOutput(mapper: unknown, context: unknown, event: EngineEvent, scope: EngineScope): unknown {
   if (typeof mapper === 'function') return mapper({ context, event, self: scope.self });
+  if (
+    xstateDevelopmentBuild &&
+    mapper &&
+    typeof mapper === 'object' &&
+    Object.values(mapper).some((value) => typeof value === 'function')
+  ) {
+    const mapped = Object.entries(mapper)
+      .filter(([, value]) => typeof value === 'function')
+      .map(([key, value]) => `\n - ${key}: ${String(value).replace(/\n\s*/g, '')}`)
+      .join('');
+    console.warn(
+      `Dynamically mapping values to individual properties is deprecated. Use a single function that returns the mapped object instead.\nFound object containing properties whose values are possibly mapping functions: ${mapped}`,
+    );
+  }
   return mapper;
 }
 

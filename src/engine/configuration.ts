@@ -19,8 +19,11 @@ export interface Configuration {
   nodes: readonly EngineStateNode[];
   /** Leaf to root: `_nodes` of a snapshot that has just reached its final state (XState sorts them so). */
   nodesDone: readonly EngineStateNode[];
+  /** The state value, completed with initial descendants as XState does; shared by every snapshot, frozen. */
   value: StateValue;
+  /** Tags in `nodes` order, and in `nodesDone` order for a snapshot that is done (XState's Set keeps that order). */
   tags: Set<string>;
+  tagsDone: Set<string>;
   /** What each transition taken from here does to the configuration, computed on first use. */
   plans: Map<EngineTransition, TransitionPlan>;
 }
@@ -140,16 +143,55 @@ function createConfiguration(leaf: EngineStateNode): Configuration {
   const chain: EngineStateNode[] = [];
   for (let node: EngineStateNode | undefined = leaf; node; node = node.parent) chain.push(node);
   const nodes = Object.freeze([...chain].reverse());
+  // XState's state value completes a compound leaf with its initial descendants (getAllStateNodes): the
+  // pre-initial snapshot, whose only active node is the root, already has the initial state's value.
+  const completed = [...nodes];
+  for (let last = leaf; last.type === 'compound'; ) {
+    last = last.initial.target[0] as EngineStateNode;
+    completed.push(last);
+  }
+  const nodesDone = Object.freeze([...chain]);
   return {
     leaf,
     chain: Object.freeze(chain),
     nodes,
-    nodesDone: Object.freeze([...chain]),
-    value: deepFreeze(stateValueOf(nodes, 0)),
-    tags: new Set(nodes.flatMap((node) => node.tags)),
+    nodesDone,
+    value: deepFreeze(stateValueOf(completed, 0)),
+    tags: new ReadonlyTags(nodes.flatMap((node) => node.tags)),
+    tagsDone: new ReadonlyTags(nodesDone.flatMap((node) => node.tags)),
     plans: new Map(),
   };
 }
+
+/**
+ * A snapshot's tags. XState builds a new Set for every snapshot; here every snapshot of a configuration shares one,
+ * so it refuses changes (as the shared state value, which is frozen, does) instead of letting one snapshot's edit
+ * show in all the others.
+ */
+export class ReadonlyTags extends Set<string> {
+  #sealed = false;
+
+  constructor(tags: readonly string[]) {
+    super();
+    for (const tag of tags) super.add(tag);
+    this.#sealed = true;
+  }
+
+  override add(tag: string): this {
+    if (this.#sealed) throw new TypeError(readOnlyTags);
+    return super.add(tag);
+  }
+
+  override delete(_tag: string): boolean {
+    throw new TypeError(readOnlyTags);
+  }
+
+  override clear(): void {
+    throw new TypeError(readOnlyTags);
+  }
+}
+
+const readOnlyTags = "A snapshot's tags are read-only (snapshots of one configuration share them).";
 
 /** XState's getStateValue restricted to a chain: a compound node maps to its active child, an atomic one is its key. */
 function stateValueOf(nodes: readonly EngineStateNode[], index: number): StateValue {

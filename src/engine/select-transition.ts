@@ -32,7 +32,11 @@ export function evaluateGuard(
   return resolved.check(snapshot, args, resolved);
 }
 
-/** Event-descriptor matching as XState does it: exact, `*`, or a `prefix.*` wildcard. */
+/**
+ * Event-descriptor matching as XState does it: exact, `*`, or a `prefix.*` wildcard. XState's development build also
+ * warns, once per state and event type, about a wildcard inside a descriptor; that warning stays XState's own (its
+ * `can()` and its fallback paths give it), the compiled interpreter does not give it a second time.
+ */
 function matchesDescriptor(eventType: string, descriptor: string): boolean {
   if (descriptor === eventType || descriptor === '*') return true;
   if (!descriptor.endsWith('.*')) return false;

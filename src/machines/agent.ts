@@ -3,7 +3,7 @@ import type { ErrorInfo } from '../core/errors.ts';
 import { answerUnrunCalls } from '../core/history.ts';
 import type { JsonValue } from '../core/json.ts';
 import type { ResolvedLimits } from '../core/limits.ts';
-import type { AssistantMessage, Message, ToolCall, ToolMessage } from '../core/messages.ts';
+import type { AssistantMessage, Message, ToolCall } from '../core/messages.ts';
 import type { ModelResponse } from '../core/model.ts';
 import type { StopReason } from '../core/stop-reason.ts';
 import { addUsage, emptyUsage, type Usage } from '../core/usage.ts';

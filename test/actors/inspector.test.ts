@@ -49,7 +49,8 @@ async function settle(frames: string[]): Promise<void> {
   // The inspector converts events on a timer and sends them over a socket: wait until the frames stop coming. The
   // client may still be opening its socket when a fast run has already finished (it then sends what it deferred
   // once open), so first wait for the first frame.
-  for (let i = 0; i < 200 && frames.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+  for (let i = 0; i < 200 && frames.length === 0; i++)
+    await new Promise((resolve) => setTimeout(resolve, 20));
   let last = -1;
   for (let i = 0; i < 200 && frames.length !== last; i++) {
     last = frames.length;
