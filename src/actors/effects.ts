@@ -22,6 +22,8 @@ interface EffectsScope {
   system: { _relay(source: AnyActorRef, target: AnyActorRef, event: AgentEvent): void };
 }
 
+function noop(): void {}
+
 /** Where a running effects actor keeps its state: on the actor itself, so it goes when the actor goes. */
 const instanceKey = Symbol('troupe.effects');
 type WithInstance = { [instanceKey]?: EffectsInstance };
@@ -73,7 +75,24 @@ class EffectsInstance {
   close(): void {
     this.#closed = true;
     this.#controller.abort(stacklessError('The run ended before this call finished.'));
+    const waiters = this.#abortWaiters;
+    this.#abortWaiters = undefined;
+    if (waiters) for (const waiter of waiters) waiter();
   }
+
+  /** Tool batches waiting for this actor's abort (it aborts its signal itself: no listener on the signal needed). */
+  #abortWaiters: Set<() => void> | undefined;
+
+  readonly #whenAborted = (callback: () => void): (() => void) => {
+    if (this.#closed) {
+      callback();
+      return noop;
+    }
+    this.#abortWaiters ??= new Set();
+    const waiters = this.#abortWaiters;
+    waiters.add(callback);
+    return () => waiters.delete(callback);
+  };
 
   /** Answers the machine (what `sendBack` does), unless this actor was stopped meanwhile. */
   #answer(event: AgentEvent): void {
@@ -117,6 +136,7 @@ class EffectsInstance {
         agent: runtime.agent.name,
         step: command.step,
         signal: this.#controller.signal,
+        whenAborted: this.#whenAborted,
         clock: runtime.clock,
         onCall: (call) => {
           if (!runtime.bus.listening) return;

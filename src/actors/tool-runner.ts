@@ -21,6 +21,11 @@ export interface ToolBatch {
   step: number;
   /** Aborted when the run no longer wants the results (abort, timeout, end of run). */
   signal: AbortSignal;
+  /**
+   * Calls back once `signal` aborts; returns the function that stops waiting. Defaults to a listener on the signal;
+   * the effects actor, which aborts the signal itself, passes its own list instead (no listener per run).
+   */
+  whenAborted?: (callback: () => void) => () => void;
   clock: Clock;
   /** Called in call order: call 1, its result, call 2, its result... whatever order the tools finish in (L7). */
   onCall: (call: ToolCall) => void;
@@ -58,7 +63,7 @@ export function runToolBatch(batch: ToolBatch): Promise<ToolOutcome[]> {
     const finish = () => resolve(outcomes.filter((o): o is ToolOutcome => o !== undefined));
     // An already aborted signal never fires: settle at once instead of waiting forever.
     if (batch.signal.aborted) return finish();
-    const stopWaiting = whenAborted(batch.signal, finish);
+    const stopWaiting = batch.whenAborted ? batch.whenAborted(finish) : whenAborted(batch.signal, finish);
     const startNext = () => {
       if (next >= calls.length || batch.signal.aborted) return;
       const index = next++;
@@ -171,7 +176,10 @@ function attemptTool(
   }
   const controller = new AbortController();
   context.signal = controller.signal;
-  const stopWaiting = whenAborted(batch.signal, () => controller.abort(batch.signal.reason));
+  const abortAttempt = () => controller.abort(batch.signal.reason);
+  const stopWaiting = batch.whenAborted
+    ? batch.whenAborted(abortAttempt)
+    : whenAborted(batch.signal, abortAttempt);
   let timer: unknown;
   return new Promise<unknown>((resolve, reject) => {
     // A tool that ignores its signal must not hold the loop: the race settles on abort either way.

@@ -187,6 +187,21 @@ function resolveList(
       continue;
     }
     const args = { context: run.context, event, self: scope.self, system: scope.system };
+    if (builtin.type === 'xstate.spawnChild' || builtin.type === 'xstate.stopChild') {
+      // Done here as XState's resolvers do it, minus their full snapshot copy (every run spawns and stops one).
+      const resolvedParams =
+        builtin.type === 'xstate.spawnChild'
+          ? spawnChild(run, builtin as unknown as SpawnChildAction, args)
+          : stopChild(run, builtin as unknown as StopChildAction, args, params);
+      run.touch();
+      scope.actionExecutor({
+        type: builtin.type,
+        info: args,
+        params: resolvedParams,
+        exec: builtin.execute?.bind(null, scope, resolvedParams) as (info: unknown, params: unknown) => void,
+      });
+      continue;
+    }
     const before = run.snapshot();
     const resolution = builtin.resolve(scope, before, args, params, builtin, run.extra(deferredActorIds));
     const resolvedParams = resolution[1];
@@ -256,6 +271,68 @@ class AssignArgs {
   spawnedChildren(): Children | undefined {
     return this.#spawned && Object.keys(this.#spawned).length > 0 ? this.#spawned : undefined;
   }
+}
+
+interface SpawnChildAction {
+  id: string | ((args: unknown) => string);
+  systemId?: string;
+  src: string | AnyActorLogic;
+  input?: unknown;
+  syncSnapshot?: boolean;
+}
+
+/** XState's resolveSpawn: creates the child (not started: its execution defers that) and lists it in children. */
+function spawnChild(
+  run: ActionRun,
+  action: SpawnChildAction,
+  args: { context: unknown; event: EngineEvent },
+): { id: unknown; systemId: unknown; actorRef: AnyActorRef | undefined; src: unknown; input: unknown } {
+  const { id, systemId, src, input, syncSnapshot } = action;
+  const logic = typeof src === 'string' ? referencedActor(run.machine, src) : src;
+  const resolvedId = typeof id === 'function' ? id(args) : id;
+  let actorRef: AnyActorRef | undefined;
+  let resolvedInput: unknown;
+  if (logic) {
+    resolvedInput =
+      typeof input === 'function'
+        ? (input as (args: unknown) => unknown)({
+            context: run.context,
+            event: args.event,
+            self: run.scope.self,
+          })
+        : input;
+    actorRef = createActor(logic, {
+      id: resolvedId,
+      src,
+      parent: run.scope.self,
+      syncSnapshot,
+      systemId,
+      input: resolvedInput,
+    } as never);
+  }
+  run.children = { ...run.children, [resolvedId]: actorRef };
+  return { id, systemId, actorRef, src, input: resolvedInput };
+}
+
+interface StopChildAction {
+  actorRef: string | AnyActorRef | ((args: unknown, params: unknown) => string | AnyActorRef | undefined);
+}
+
+/** XState's resolveStop: the child leaves children (its execution stops it). */
+function stopChild(
+  run: ActionRun,
+  action: StopChildAction,
+  args: unknown,
+  params: unknown,
+): AnyActorRef | undefined {
+  const given = typeof action.actorRef === 'function' ? action.actorRef(args, params) : action.actorRef;
+  const actorRef = typeof given === 'string' ? run.children[given] : given;
+  if (actorRef) {
+    const children = { ...run.children };
+    delete children[actorRef.id];
+    run.children = children;
+  }
+  return actorRef;
 }
 
 interface SpawnOptions {
