@@ -2,20 +2,15 @@ import { describe, expect, it } from 'vitest';
 import { fromCallback } from 'xstate';
 import { agentMachine } from '../../src/machines/agent.ts';
 import { groupMachine } from '../../src/machines/supervisor-group.ts';
+import { pathConfigs } from '../machines/agent-paths.ts';
 import { definedTransitions, record, takenTransitions } from './differential.ts';
-import {
-  agentConfigs,
-  agentReplays,
-  groupReplays,
-  replayOnBoth,
-  sessionOnlyAgentReplays,
-} from './troupe-paths.ts';
+import { agentReplays, groupReplays, replayOnBoth, sessionOnlyAgentReplays } from './troupe-paths.ts';
 
 /**
  * The agent machine and the group supervisor on the compiled interpreter (src/engine) and on XState's: every path
  * the model-based tests generate (test/machines/agent-paths.ts, with the configurations of agent.paths.test.ts,
- * plus the inputs only a session gives: a handoff tool, resumes from checkpoints; the group's as
- * session.paths.test.ts builds them) is replayed on both with the differential harness (./differential.ts), with
+ * plus the inputs only a session gives: a handoff tool, resumes from checkpoints; the group's from
+ * test/machines/session-paths.ts) is replayed on both with the differential harness (./differential.ts), with
  * a deterministic effects actor that records the commands it receives. The replays take every transition of both
  * definitions.
  */
@@ -30,7 +25,7 @@ const inertAgent = fromCallback(() => undefined) as unknown as typeof agentMachi
 describe('the agent machine: every generated path on both interpreters', () => {
   const taken = new Set<string>();
 
-  for (const config of agentConfigs) {
+  for (const config of pathConfigs) {
     it(`${config.name}`, async () => {
       const replays = agentReplays(config);
       expect(replays.length).toBeGreaterThan(10);

@@ -2,13 +2,14 @@ import { describe, expect, it } from 'vitest';
 import { fromCallback } from 'xstate';
 import type { agentMachine } from '../../src/machines/agent.ts';
 import { sessionMachine } from '../../src/machines/session.ts';
+import { sessionConfigs } from '../machines/session-paths.ts';
 import { definedTransitions, record, takenTransitions } from './differential.ts';
-import { replayOnBoth, sessionConfigs, sessionReplays } from './troupe-paths.ts';
+import { replayOnBoth, sessionReplays } from './troupe-paths.ts';
 
 /**
  * The session supervisor on the compiled interpreter (src/engine) and on XState's: every path its model-based test
- * generates (built as test/machines/session.paths.test.ts builds them: the same supervision configurations, events
- * and state keys) is replayed on both with the differential harness (./differential.ts), with inert agent
+ * generates (test/machines/session-paths.ts, as test/machines/session.paths.test.ts uses them: the same supervision
+ * configurations, events and state keys) is replayed on both with the differential harness (./differential.ts), with inert agent
  * children and an effects actor that records the commands it receives. The replays take every transition.
  */
 

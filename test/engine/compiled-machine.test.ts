@@ -36,6 +36,7 @@ import {
   agentMachine,
   type DecodeOutcome,
 } from '../../src/machines/agent.ts';
+import { agentCheckpoint } from '../machines/agent-paths.ts';
 import { expectSameBehaviour, machines, type Observation, record, type Step } from './differential.ts';
 
 /**
@@ -1666,18 +1667,12 @@ describe('property: the agent machine under random events and limits', () => {
     .record({ step: fc.integer({ min: 0, max: 4 }), open: fc.boolean() })
     .map(({ step, open }) => {
       const pending = { id: 'r1', name: 't', args: { n: 1 } };
-      return {
-        history: [{ role: 'user' as const, content: 'go' }],
+      return agentCheckpoint({
         step,
-        modelCalls: step,
-        toolCallsRun: 0,
-        toolCallCounts: {},
-        callSignatures: {},
-        degradedTools: [],
+        open: open ? [pending] : [],
+        history: [{ role: 'user', content: 'go' }],
         usage,
-        openCalls: open ? [pending] : [],
-        decision: open ? { kind: 'continue_with_tools' as const, calls: [pending] } : null,
-      };
+      });
     });
   const input: fc.Arbitrary<AgentMachineInput> = fc
     .record(

@@ -202,14 +202,19 @@ function inspected(event: InspectionEvent, ids: Ids, norm: (value: unknown) => u
         action: event.action.type,
         params: norm(event.action.params),
       };
-    case '@xstate.microstep': {
+    case '@xstate.microstep':
+    case '@xstate.snapshot': {
       const snapshot = event.snapshot as InspectedSnapshot;
-      return {
+      const state = {
         type: event.type,
         actor,
         event: renameIds(event.event.type, ids),
         value: snapshot.value,
         status: snapshot.status,
+      };
+      if (event.type === '@xstate.snapshot') return state;
+      return {
+        ...state,
         context: norm(snapshot.context),
         transitions: event._transitions.map((transition) => ({
           source: transition.source.id,
@@ -217,16 +222,6 @@ function inspected(event: InspectionEvent, ids: Ids, norm: (value: unknown) => u
           index: transitionIndex(transition),
           target: transition.target?.map((node) => node.id),
         })),
-      };
-    }
-    case '@xstate.snapshot': {
-      const snapshot = event.snapshot as InspectedSnapshot;
-      return {
-        type: event.type,
-        actor,
-        event: renameIds(event.event.type, ids),
-        value: snapshot.value,
-        status: snapshot.status,
       };
     }
     default:

@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createActor, fromCallback, type SnapshotFrom } from 'xstate';
-import { defaultLimits, type ResolvedLimits } from '../../src/core/limits.ts';
-import type { ModelResponse } from '../../src/core/model.ts';
+import { defaultLimits } from '../../src/core/limits.ts';
 import {
   type AgentCheckpoint,
   type AgentContext,
@@ -12,7 +11,7 @@ import {
   agentOutputOf,
   type EffectCommand,
 } from '../../src/machines/agent.ts';
-import { generatePaths } from './agent-paths.ts';
+import { generatePaths, reply, smallLimits, usage } from './agent-paths.ts';
 
 /**
  * The agent context stays under V8's Object.assign cliff: every XState `assign` copies the context with
@@ -21,14 +20,6 @@ import { generatePaths } from './agent-paths.ts';
  */
 
 const maxContextKeys = 19;
-const usage = { input: 1, output: 1, cached: 0, reasoning: 0 };
-const reply = (partial: Partial<ModelResponse>): ModelResponse => ({
-  text: '',
-  toolCalls: [],
-  stopReason: 'end_turn',
-  usage,
-  ...partial,
-});
 
 /** Effects that answer each command at once with the next scripted event of its kind. */
 function scriptedEffects(modelReplies: AgentEvent[]) {
@@ -144,15 +135,7 @@ describe('agent context size', () => {
 });
 
 describe('agent context size on every path', () => {
-  // The limits of agent.paths.test.ts: every state and transition is reached within a few steps.
-  const small: ResolvedLimits = {
-    ...defaultLimits,
-    maxSteps: 2,
-    maxDecodeRetries: 1,
-    maxDuplicateToolCalls: 1,
-    maxToolCallsPerTool: 1,
-    toolRetries: 0,
-  };
+  // The small limits of agent.paths.test.ts (./agent-paths.ts): every state and transition is reached in a few steps.
   it.each([
     { name: 'tools + schema, final answer at the step limit', tools: true, schema: true, final: true },
     { name: 'tools, no schema', tools: true, schema: false, final: false },
@@ -160,7 +143,7 @@ describe('agent context size on every path', () => {
   ])(
     `has at most ${maxContextKeys} keys in every state of every path ($name)`,
     ({ name, tools, schema, final }) => {
-      const limits = { ...small, finalAnswerOnMaxSteps: final };
+      const limits = { ...smallLimits, finalAnswerOnMaxSteps: final };
       const paths = generatePaths({ name, limits, tools, schema });
       expect(paths.length).toBeGreaterThan(10);
       let largest = 0;

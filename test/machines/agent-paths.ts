@@ -2,9 +2,10 @@ import type { AnyStateNode, SnapshotFrom } from 'xstate';
 import { getShortestPaths, type StatePath } from 'xstate/graph';
 import { createResourceManager, type ResourceManager } from '../../src/actors/resource-manager.ts';
 import type { Clock } from '../../src/core/clock.ts';
-import type { ResolvedLimits } from '../../src/core/limits.ts';
+import { defaultLimits, type ResolvedLimits } from '../../src/core/limits.ts';
 import type { ModelResponse } from '../../src/core/model.ts';
 import {
+  type AgentCheckpoint,
   type AgentEvent,
   type AgentMachine,
   type AgentMachineInput,
@@ -13,11 +14,13 @@ import {
 
 /**
  * Model-based test support for the agent statechart: the events the traversal may send (with payloads, since the
- * guards read them), the traversal itself, and the list of every transition in the machine definition.
+ * guards read them), the limits and configurations agent.paths.test.ts traverses under, the traversal itself, and the
+ * list of every transition in the machine definition.
  */
 
-const usage = { input: 1, output: 1, cached: 0, reasoning: 0 };
-const reply = (partial: Partial<ModelResponse>): ModelResponse => ({
+/** The usage of every scripted model response, and a response: an empty `end_turn` one unless `partial` says. */
+export const usage = { input: 1, output: 1, cached: 0, reasoning: 0 };
+export const reply = (partial: Partial<ModelResponse>): ModelResponse => ({
   text: '',
   toolCalls: [],
   stopReason: 'end_turn',
@@ -125,6 +128,29 @@ export interface PathConfig {
   schema: boolean;
 }
 
+/** Small limits: every state and transition is reached within a few steps. */
+export const smallLimits: ResolvedLimits = {
+  ...defaultLimits,
+  maxSteps: 2,
+  maxDecodeRetries: 1,
+  maxDuplicateToolCalls: 1,
+  maxToolCallsPerTool: 1,
+  toolRetries: 0,
+};
+
+/** The configurations agent.paths.test.ts generates paths for (and replays on the real runtime). */
+export const pathConfigs: PathConfig[] = [
+  { name: 'tools + schema', limits: smallLimits, tools: true, schema: true },
+  {
+    name: 'tools + schema + final answer at the step limit',
+    limits: { ...smallLimits, finalAnswerOnMaxSteps: true },
+    tools: true,
+    schema: true,
+  },
+  { name: 'tools, no schema', limits: smallLimits, tools: true, schema: false },
+  { name: 'no tools + schema', limits: smallLimits, tools: false, schema: true },
+];
+
 export function machineInput(config: PathConfig): AgentMachineInput {
   return {
     sessionId: 'paths',
@@ -177,6 +203,35 @@ export function generatePaths(config: PathConfig): StatePath<AgentSnapshot, Agen
     filterEvents: (snapshot, event) => snapshot.can(event),
     limit: 200_000,
   });
+}
+
+/**
+ * A checkpoint to resume from at `step` (as many model calls, no tool run yet): with `open` calls and a
+ * `continue_with_tools` decision for them, or with none open and no decision.
+ */
+export function agentCheckpoint({
+  step,
+  open,
+  history,
+  usage,
+}: {
+  step: number;
+  open: AgentCheckpoint['openCalls'];
+  history: AgentCheckpoint['history'];
+  usage: AgentCheckpoint['usage'];
+}): AgentCheckpoint {
+  return {
+    history,
+    step,
+    modelCalls: step,
+    toolCallsRun: 0,
+    toolCallCounts: {},
+    callSignatures: {},
+    degradedTools: [],
+    usage,
+    openCalls: [...open],
+    decision: open.length > 0 ? { kind: 'continue_with_tools', calls: [...open] } : null,
+  };
 }
 
 /** A stable name for a transition of the definition: source state, event, position among its siblings. */

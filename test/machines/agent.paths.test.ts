@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { type AnyStateNode, type InspectionEvent, SimulatedClock, type Snapshot } from 'xstate';
 import { z } from 'zod';
-import { defaultLimits, type ResolvedLimits } from '../../src/core/limits.ts';
 import { defineAgent, run, tool } from '../../src/index.ts';
 import { type AgentEvent, agentMachine } from '../../src/machines/agent.ts';
 import { type ScriptedTurn, scriptedModel } from '../../src/testing/scripted-model.ts';
@@ -9,6 +8,7 @@ import {
   allTransitions,
   generatePaths,
   type PathConfig,
+  pathConfigs,
   pathResources,
   sessionOnlyStates,
   transitionName,
@@ -21,27 +21,6 @@ import {
  * predicts. The microsteps the real runs take must cover every transition of the machine definition, so a new state
  * or transition without a path fails this suite.
  */
-
-const small: ResolvedLimits = {
-  ...defaultLimits,
-  maxSteps: 2,
-  maxDecodeRetries: 1,
-  maxDuplicateToolCalls: 1,
-  maxToolCallsPerTool: 1,
-  toolRetries: 0,
-};
-
-const configs: PathConfig[] = [
-  { name: 'tools + schema', limits: small, tools: true, schema: true },
-  {
-    name: 'tools + schema + final answer at the step limit',
-    limits: { ...small, finalAnswerOnMaxSteps: true },
-    tools: true,
-    schema: true,
-  },
-  { name: 'tools, no schema', limits: small, tools: true, schema: false },
-  { name: 'no tools + schema', limits: small, tools: false, schema: true },
-];
 
 interface Replay {
   finalValue: unknown;
@@ -181,7 +160,7 @@ describe('agent statechart: generated paths replayed on the real runtime', () =>
   const visited = new Set<string>();
   let replayed = 0;
 
-  for (const config of configs) {
+  for (const config of pathConfigs) {
     it(`every shortest path ends where the statechart says (${config.name})`, async () => {
       const paths = generatePaths(config);
       expect(paths.length).toBeGreaterThan(10);

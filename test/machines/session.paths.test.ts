@@ -1,37 +1,24 @@
 import { defineAgent, type RunEvent, tool } from 'troupe';
 import { scriptedModel } from 'troupe/testing';
 import { describe, expect, it } from 'vitest';
-import {
-  type AnyStateNode,
-  createActor,
-  fromCallback,
-  type InspectionEvent,
-  SimulatedClock,
-  type SnapshotFrom,
-} from 'xstate';
-import { getShortestPaths, type StatePath } from 'xstate/graph';
+import { type AnyStateNode, createActor, fromCallback, type InspectionEvent, SimulatedClock } from 'xstate';
 import { z } from 'zod';
 import { checkpointKey, type SnapshotStore } from '../../src/actors/store.ts';
 import { createMemoryStore } from '../../src/actors/store-memory.ts';
 import { createAgentSystem } from '../../src/actors/system.ts';
-import { defaultLimits } from '../../src/core/limits.ts';
-import type { Message } from '../../src/core/messages.ts';
-import {
-  type AgentMachineInput,
-  type AgentMachineOutput,
-  agentMachine,
-  agentOutputOf,
-} from '../../src/machines/agent.ts';
-import {
-  type SessionContext,
-  type SessionEvent,
-  type SessionMachine,
-  type SessionMachineInput,
-  type SupervisionPolicy,
-  sessionMachine,
-} from '../../src/machines/session.ts';
-import { type GroupEvent, type GroupMachine, groupMachine } from '../../src/machines/supervisor-group.ts';
+import { agentMachine } from '../../src/machines/agent.ts';
+import { type SessionContext, type SessionEvent, sessionMachine } from '../../src/machines/session.ts';
+import { groupMachine } from '../../src/machines/supervisor-group.ts';
 import { allTransitions, sessionOnlyStates, transitionName } from './agent-paths.ts';
+import {
+  generateGroupPaths,
+  generateSessionPaths,
+  groupInput,
+  type SessionConfig,
+  type SessionSnapshot,
+  sessionConfigs,
+  sessionInput,
+} from './session-paths.ts';
 
 /**
  * Model-based tests of the session supervisor (REQUIREMENTS V1, M2, M4): xstate/graph enumerates shortest paths to
@@ -39,187 +26,16 @@ import { allTransitions, sessionOnlyStates, transitionName } from './agent-paths
  * effects actor's answers, the active agent's done/error events with handoff or final outputs, fatal-tool crashes,
  * back-off timers, user messages, stop). Each path is replayed on a real actor of the machine and must end where the
  * traversal says; the replays must cover every state and transition of the definition. The agent machine's
- * session-only transitions (handoff, resume into runningTools) are then covered on the real system runtime.
+ * session-only transitions (handoff, resume into runningTools) are then covered on the real system runtime. The
+ * configurations, events and traversals of the session and group machines are in ./session-paths.ts.
  */
-
-const descriptor = (handoffTools: Record<string, string>) => ({
-  limits: defaultLimits,
-  toolNames: Object.keys(handoffTools),
-  hasOutputSchema: false,
-  handoffTools,
-});
-
-interface Config {
-  name: string;
-  supervision: SupervisionPolicy;
-  entry?: string;
-}
-
-const base: SupervisionPolicy = {
-  strategy: 'restart',
-  maxRestarts: 1,
-  onExhausted: 'escalate',
-  backoffMs: 10,
-  backoffFactor: 2,
-  maxBackoffMs: 100,
-};
-
-const configs: Config[] = [
-  { name: 'restart once, then escalate', supervision: base },
-  { name: 'restart once, then stop', supervision: { ...base, onExhausted: 'stop' } },
-  { name: 'stop at once', supervision: { ...base, strategy: 'stop' } },
-  { name: 'escalate at once', supervision: { ...base, strategy: 'escalate' } },
-  // An entry the catalog lacks (the runtime refuses it before starting; the machine still fails the turn).
-  { name: 'unknown entry', supervision: base, entry: 'ghost' },
-];
-
-function input(config: Config): SessionMachineInput {
-  return {
-    sessionId: 's',
-    entry: config.entry ?? 'a',
-    agents: {
-      a: descriptor({ transfer_to_b: 'b' }),
-      b: descriptor({ transfer_to_a: 'a', transfer_to_c: 'c' }),
-      c: descriptor({ transfer_to_a: 'a' }),
-    },
-    history: [{ role: 'user', content: 'hi' }],
-    // Depth 2 and no revisits: a -> b -> c reaches the depth limit, b -> a is refused.
-    handoffLimits: { maxDepth: 2, maxRevisits: 0 },
-    supervision: config.supervision,
-  };
-}
-
-type Snapshot = SnapshotFrom<SessionMachine>;
-
-/** A finished agent's output: its input history plus one assistant turn, with or without a handoff call. */
-function agentOutput(context: SessionContext, handoffTo: string | null): AgentMachineOutput {
-  const id = `h${context.childSeq}`;
-  const call = { id, name: `transfer_to_${handoffTo}`, args: {} };
-  const message: Message = handoffTo
-    ? { role: 'assistant', content: '', agent: context.current, toolCalls: [call] }
-    : { role: 'assistant', content: 'answer', agent: context.current };
-  const initial = createActor(agentMachine, {
-    input: {
-      sessionId: 'x',
-      agent: context.current,
-      limits: defaultLimits,
-      toolNames: [],
-      hasOutputSchema: false,
-      history: [],
-      baseLength: 0,
-    },
-  }).getSnapshot().context;
-  return {
-    ...agentOutputOf(initial),
-    history: [...context.agentHistory, message],
-    baseLength: context.agentBase,
-    step: 1,
-    modelCalls: 1,
-    text: handoffTo ? '' : 'answer',
-    stopReason: handoffTo ? null : 'completed',
-    handoff: handoffTo ? { target: handoffTo, call } : null,
-    openCalls: handoffTo ? [call] : [],
-  };
-}
-
-const backoffEvent = (() => {
-  const node = sessionMachine.getStateNodeById('session.backingOff');
-  const type = [...node.transitions.keys()].find((key) => key.startsWith('xstate.after.'));
-  if (!type) throw new Error('backingOff has no delayed transition');
-  return type;
-})();
-
-function eventsFor(snapshot: Snapshot): SessionEvent[] {
-  const c = snapshot.context;
-  if (snapshot.status !== 'active') return [];
-  const events: SessionEvent[] = [
-    { type: 'stop' },
-    // A sub-agent (agentTool) child failing, in any state: the session must not fail with it.
-    { type: 'xstate.error.actor.sub-1', actorId: 'sub-1', error: new Error('sub bug') },
-  ];
-  if (snapshot.matches('preparing')) {
-    events.push(
-      { type: 'prepared', history: c.transcript, resume: null },
-      { type: 'prepare.failed', error: { name: 'Error', code: 'filter', message: 'bad filter' } },
-    );
-  }
-  if (snapshot.matches('running') && c.activeId !== null) {
-    const id = c.activeId;
-    const targets = Object.values(c.config.agents[c.current]?.handoffTools ?? {});
-    events.push(
-      { type: `xstate.done.actor.${id}`, actorId: id, output: agentOutput(c, null) },
-      ...targets.map(
-        (target): SessionEvent => ({
-          type: `xstate.done.actor.${id}`,
-          actorId: id,
-          output: agentOutput(c, target),
-        }),
-      ),
-      { type: `xstate.error.actor.${id}`, actorId: id, error: new Error('bug') },
-      { type: 'agent.crashed', id, error: { name: 'FatalToolError', code: 'tool_fatal', message: 'x' } },
-      // Events from children that are no longer active are ignored.
-      { type: 'xstate.done.actor.old-1', actorId: 'old-1', output: agentOutput(c, null) },
-      { type: 'xstate.error.actor.old-1', actorId: 'old-1', error: new Error('late') },
-      // An agentTool call of the active agent: its sub-agent is a child until the runtime ends it.
-      {
-        type: 'delegate.start',
-        id: 'sub-1',
-        input: {
-          sessionId: 's/sub',
-          agent: 'researcher',
-          limits: defaultLimits,
-          toolNames: [],
-          hasOutputSchema: false,
-          history: [{ role: 'user', content: 'look it up' }],
-          baseLength: 0,
-        },
-      },
-      { type: 'delegate.end', id: 'sub-1' },
-      {
-        type: 'agent.crashed',
-        id: 'old-1',
-        error: { name: 'FatalToolError', code: 'tool_fatal', message: 'late' },
-      },
-    );
-  }
-  if (snapshot.matches('backingOff')) events.push({ type: backoffEvent } as unknown as SessionEvent);
-  if (snapshot.matches('idle') && c.turns < 2)
-    events.push({ type: 'user.message', message: { role: 'user', content: 'more' } });
-  return events;
-}
-
-function stateKey(snapshot: Snapshot): string {
-  const c = snapshot.context;
-  return JSON.stringify({
-    value: snapshot.value,
-    current: c.current,
-    path: c.path,
-    refusals: c.refusals,
-    restarts: c.restarts,
-    stopping: c.stopping,
-    turns: c.turns,
-    resume: c.resume !== null,
-    fromCheckpoint: c.fromCheckpoint,
-    stop: c.lastTurn?.stopReason ?? null,
-  });
-}
-
-function generatePaths(config: Config): StatePath<Snapshot, SessionEvent>[] {
-  return getShortestPaths(sessionMachine, {
-    input: input(config),
-    events: eventsFor,
-    serializeState: (state, event, prev) =>
-      `${stateKey(state)} via ${event ? JSON.stringify({ t: event.type, o: (event as { output?: AgentMachineOutput }).output?.handoff?.target }) : 'init'} from ${prev ? stateKey(prev) : 'start'}`,
-    limit: 100_000,
-  });
-}
 
 function allStates(node: AnyStateNode): string[] {
   return [node.id, ...Object.values(node.states).flatMap(allStates)];
 }
 
 interface Replayed {
-  snapshot: Snapshot;
+  snapshot: SessionSnapshot;
   covered: Set<string>;
   visited: Set<string>;
 }
@@ -230,7 +46,7 @@ const replayMachine = sessionMachine.provide({
 });
 
 /** Replays a path's events on a real actor of the session machine. */
-function replay(config: Config, events: SessionEvent[]): Replayed {
+function replay(config: SessionConfig, events: SessionEvent[]): Replayed {
   const covered = new Set<string>();
   const visited = new Set<string>(['session']);
   const inspect = (event: InspectionEvent) => {
@@ -247,7 +63,11 @@ function replay(config: Config, events: SessionEvent[]): Replayed {
       visited.add(source.id);
     }
   };
-  const actor = createActor(replayMachine, { input: input(config), clock: new SimulatedClock(), inspect });
+  const actor = createActor(replayMachine, {
+    input: sessionInput(config),
+    clock: new SimulatedClock(),
+    inspect,
+  });
   let failed: unknown;
   actor.subscribe({ error: (error) => (failed = error) });
   actor.start();
@@ -266,9 +86,9 @@ describe('session supervisor statechart: generated paths replayed on the machine
   const endings: { config: string; value: unknown; context: SessionContext }[] = [];
   let replayed = 0;
 
-  for (const config of configs) {
+  for (const config of sessionConfigs) {
     it(`every shortest path ends where the statechart says (${config.name})`, () => {
-      const paths = generatePaths(config);
+      const paths = generateSessionPaths(config);
       expect(paths.length).toBeGreaterThan(config.entry ? 3 : 20);
       for (const path of paths) {
         const events = path.steps.slice(1).map((step) => step.event);
@@ -432,7 +252,7 @@ describe("the agent machine's session-only transitions, on the real system runti
 
 describe('session context size', () => {
   it('stays within 19 top-level keys (every assign copies it; V8 is ~70x slower from 20 keys on)', () => {
-    const actor = createActor(replayMachine, { input: input(configs[0] as Config) });
+    const actor = createActor(replayMachine, { input: sessionInput(sessionConfigs[0] as SessionConfig) });
     actor.start();
     expect(Object.keys(actor.getSnapshot().context).length).toBeLessThanOrEqual(19);
     actor.stop();
@@ -440,45 +260,12 @@ describe('session context size', () => {
 });
 
 describe('group supervisor statechart (parallel): generated paths replayed on the machine', () => {
-  const memberInput = (agent: string): AgentMachineInput => ({
-    sessionId: `g/${agent}`,
-    agent,
-    limits: defaultLimits,
-    toolNames: [],
-    hasOutputSchema: false,
-    history: [{ role: 'user', content: 'x' }],
-    baseLength: 0,
-  });
-  const input = {
-    members: [
-      { id: 'm1', input: memberInput('m1') },
-      { id: 'm2', input: memberInput('m2') },
-    ],
-  };
-  type GroupSnapshot = SnapshotFrom<GroupMachine>;
-  const output = agentOutputOf(createActor(agentMachine, { input: memberInput('m') }).getSnapshot().context);
-  const events = (snapshot: GroupSnapshot): GroupEvent[] =>
-    snapshot.status !== 'active'
-      ? []
-      : [
-          { type: 'abort' },
-          ...['m1', 'm2', 'ghost'].flatMap((id): GroupEvent[] => [
-            { type: `xstate.done.actor.${id}`, actorId: id, output: { ...output, stopReason: 'completed' } },
-            { type: `xstate.error.actor.${id}`, actorId: id, error: new Error('bug') },
-            { type: 'timeout', id },
-          ]),
-        ];
   const inertGroup = groupMachine.provide({
     actors: { agent: fromCallback(() => undefined) as unknown as typeof agentMachine },
   });
 
   it('every path ends where the traversal says, covering every state and transition', () => {
-    const paths = getShortestPaths(groupMachine, {
-      input,
-      events,
-      serializeState: (state, event, prev) =>
-        `${JSON.stringify([state.value, Object.keys(state.context.outputs), Object.keys(state.context.failures)])} via ${event?.type ?? 'init'} from ${prev ? JSON.stringify(prev.value) : ''}`,
-    });
+    const paths = generateGroupPaths();
     expect(paths.length).toBeGreaterThan(10);
     const covered = new Set<string>();
     const visited = new Set<string>(['group']);
@@ -496,7 +283,7 @@ describe('group supervisor statechart (parallel): generated paths replayed on th
           covered.add(transitionName(source, transition.eventType, list.indexOf(transition)));
         }
       };
-      const actor = createActor(inertGroup, { input, inspect });
+      const actor = createActor(inertGroup, { input: groupInput, inspect });
       let failed: unknown;
       actor.subscribe({ error: (error) => (failed = error) });
       actor.start();
