@@ -1,4 +1,5 @@
 import { type Actor, createActor } from 'xstate';
+import { onAbort as whenAborted } from '../core/abort.ts';
 import { type Clock, systemClock } from '../core/clock.ts';
 import { ConfigError } from '../core/errors.ts';
 import {
@@ -433,14 +434,14 @@ export function createResourceManager(config: ResourceManagerConfig = {}): Resou
           )
         : null;
       return new Promise<ReservationOutcome>((resolve) => {
-        const onAbort = () => send({ type: 'release', id, now: clock.now() });
-        waiters.set(id, {
+        let stopWaiting: (() => void) | undefined;
+        const waiter: Waiter = {
           session: request.session,
           request,
           resolve,
-          detach: () => signal?.removeEventListener('abort', onAbort),
-        });
-        signal?.addEventListener('abort', onAbort, { once: true });
+          detach: () => stopWaiting?.(),
+        };
+        waiters.set(id, waiter);
         send({
           type: 'reserve',
           id,
@@ -451,6 +452,9 @@ export function createResourceManager(config: ResourceManagerConfig = {}): Resou
           usd,
           now: clock.now(),
         });
+        // Usually the call is granted (or denied) during that send: only a call that waits listens for an abort.
+        if (signal && waiters.get(id) === waiter)
+          stopWaiting = whenAborted(signal, () => send({ type: 'release', id, now: clock.now() }));
       });
     },
     settle(grant, usage) {
