@@ -53,7 +53,8 @@ const input = {
 
 function once(machine: typeof stock) {
   const snapshot = createActor(machine, { input }).start().getSnapshot();
-  if (snapshot.status !== 'done' || snapshot.context.toolCallsRun !== steps) throw new Error('the run did not finish');
+  if (snapshot.status !== 'done' || snapshot.context.toolCallsRun !== steps)
+    throw new Error('the run did not finish');
   return snapshot;
 }
 
