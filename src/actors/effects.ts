@@ -187,9 +187,7 @@ async function callModel(
 ): Promise<AgentEvent> {
   const { agent, bus } = runtime;
   const messages: Message[] =
-    agent.instructions === ''
-      ? (command.history as Message[])
-      : [{ role: 'system', content: agent.instructions }, ...command.history];
+    agent.instructions === '' ? (command.history as Message[]) : [systemMessageOf(agent), ...command.history];
   const request: ModelRequest = {
     messages,
     tools: command.toolsEnabled ? agent.tools.specs(command.disabledTools) : [],
@@ -262,6 +260,18 @@ async function callModel(
     bus.emit(agent.name, 'error', { message: info.message, type: info.name, code: info.code });
     return { type: 'model.error', error: info };
   }
+}
+
+/** The system message of an agent's requests: one object per agent, not one per call (messages are never mutated). */
+const systemMessages = new WeakMap<object, Message>();
+
+function systemMessageOf(agent: RunRuntime['agent']): Message {
+  let message = systemMessages.get(agent);
+  if (!message) {
+    message = { role: 'system', content: agent.instructions };
+    systemMessages.set(agent, message);
+  }
+  return message;
 }
 
 /** Only reaches the machine if it is still listening, which it is not after an abort; kept for completeness. */

@@ -151,20 +151,20 @@ function startRun<TOutput>(
     actor.subscribe({
       next: (snapshot: SnapshotFrom<AgentMachine>) => {
         lastContext = snapshot.context;
-        // The compiled machine shares one state value object per configuration: an unchanged value is no new phase.
-        if (snapshot.value !== lastValue) {
+        // Phase events only matter to a listener (a plain run() has none). The compiled machine shares one state
+        // value object per configuration: an unchanged value is no new phase.
+        if (bus.listening && snapshot.value !== lastValue) {
           lastValue = snapshot.value;
           const [phase, state] = phaseOf(snapshot.value);
           const key = `${phase}.${state}`;
           if (key !== lastPhase) {
             lastPhase = key;
-            if (bus.listening)
-              bus.emit(agent.name, 'phase', {
-                phase,
-                state,
-                step: snapshot.context.step,
-                retryCount: snapshot.context.retryCount,
-              });
+            bus.emit(agent.name, 'phase', {
+              phase,
+              state,
+              step: snapshot.context.step,
+              retryCount: snapshot.context.retryCount,
+            });
           }
         }
         if (snapshot.status === 'done') finish(snapshot.output);

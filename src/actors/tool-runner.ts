@@ -87,31 +87,25 @@ export function runToolBatch(batch: ToolBatch): Promise<ToolOutcome[]> {
 
 /** One call: look the tool up, validate the arguments, run it with retries. Never rejects. */
 async function runToolCall(call: ToolCall, batch: ToolBatch): Promise<ToolOutcome> {
-  const base = { callId: call.id, name: call.name };
-  const refuse = (content: string): ToolOutcome => ({
-    ...base,
-    content,
-    isError: true,
-    executed: false,
-    degraded: false,
-    attempts: 0,
-  });
   if (batch.disabled.includes(call.name)) {
-    return refuse(
+    return refused(
+      call,
       `Error: tool "${call.name}" is unavailable for the rest of this run after repeated failures. Answer without it.`,
     );
   }
   const found = batch.registry.find(call.name);
-  if (!found && call.name === reactInvalidReplyTool) return refuse(invalidReplyAnswer(call.args));
+  if (!found && call.name === reactInvalidReplyTool) return refused(call, invalidReplyAnswer(call.args));
   if (!found) {
     const known = batch.registry.names;
-    return refuse(
+    return refused(
+      call,
       `Error: unknown tool "${call.name}". Available tools: ${known.length > 0 ? known.join(', ') : '(none)'}.`,
     );
   }
   const parsed = found.input.safeParse(call.args);
   if (!parsed.success) {
-    return refuse(
+    return refused(
+      call,
       `Error: invalid arguments for tool "${call.name}": ${parsed.error.issues
         .map((issue) => `${issue.path.length > 0 ? issue.path.join('.') : '(root)'}: ${issue.message}`)
         .join('; ')}. Arguments received: ${safeJson(call.args)}`,
@@ -121,11 +115,12 @@ async function runToolCall(call: ToolCall, batch: ToolBatch): Promise<ToolOutcom
   const timeoutMs = found.timeoutMs ?? batch.timeoutMs;
   let lastError = '';
   for (let attempt = 1; attempt <= attempts; attempt++) {
-    if (batch.signal.aborted) return refuse('Not run: the run was aborted.');
+    if (batch.signal.aborted) return refused(call, 'Not run: the run was aborted.');
     try {
       const value = await attemptTool(found, parsed.data, call, batch, attempt, timeoutMs);
       return {
-        ...base,
+        callId: call.id,
+        name: call.name,
         content: toContent(value),
         isError: false,
         executed: true,
@@ -138,7 +133,8 @@ async function runToolCall(call: ToolCall, batch: ToolBatch): Promise<ToolOutcom
     }
   }
   return {
-    ...base,
+    callId: call.id,
+    name: call.name,
     content: `Error: tool "${call.name}" failed after ${attempts} attempt(s): ${lastError}`,
     isError: true,
     executed: true,
@@ -199,6 +195,19 @@ function attemptTool(
     if (timer !== undefined) batch.clock.clearTimeout(timer);
     stopWaiting();
   });
+}
+
+/** The outcome of a call that was not run (unknown or disabled tool, invalid arguments, aborted run). */
+function refused(call: ToolCall, content: string): ToolOutcome {
+  return {
+    callId: call.id,
+    name: call.name,
+    content,
+    isError: true,
+    executed: false,
+    degraded: false,
+    attempts: 0,
+  };
 }
 
 /** What the model reads: strings as they are, anything else as JSON. */

@@ -22,7 +22,7 @@ export function evaluateGuard(
     | undefined;
   if (!isInline && !resolved) throw new Error(`Guard '${name}' is not implemented.'.`);
   if (typeof resolved !== 'function') return evaluateGuard(resolved, context, event, snapshot);
-  const args = { context, event };
+  const args = guardArgs(context, event);
   let params: unknown;
   if (!isInline && typeof guard !== 'string' && guard && typeof guard === 'object' && 'params' in guard) {
     const raw = (guard as { params: unknown }).params;
@@ -30,6 +30,17 @@ export function evaluateGuard(
   }
   if (!('check' in resolved) || !resolved.check) return resolved(args, params);
   return resolved.check(snapshot, args, resolved);
+}
+
+/**
+ * The `{ context, event }` a guard receives. XState makes one per evaluation; the guards of one selection see the
+ * same pair, so the last one is reused while it still holds that pair (guards only read it).
+ */
+let lastArgs: { context: unknown; event: EngineEvent } = { context: undefined, event: { type: '' } };
+
+function guardArgs(context: unknown, event: EngineEvent): { context: unknown; event: EngineEvent } {
+  if (lastArgs.context !== context || lastArgs.event !== event) lastArgs = { context, event };
+  return lastArgs;
 }
 
 /**
