@@ -57,58 +57,13 @@ console.log('events delivered, by type:');
 for (const [type, n] of Object.entries(events)) console.log(`  ${type}: ${n}`);
 
 // ---- The statechart alone: the real agent machine with an effects actor that answers at once (no model, no
-// tools, no event bus). This is the floor any Troupe run pays per step for XState's interpreter.
-const { agentMachine, defaultLimits } = await import('../dist/index.js');
-const { createActor, fromCallback } = await import('xstate');
-type Command = { type: string; history?: unknown[] };
-const instant = fromCallback<Command, { sessionId: string }>(({ receive, sendBack }) => {
-  receive((command) => {
-    if (command.type === 'model.call') {
-      const results = (command.history ?? []).filter((m) => (m as { role: string }).role === 'tool').length;
-      const toolCalls = results < steps ? [{ id: `c${results}`, name: 'step', args: { step: results } }] : [];
-      sendBack({
-        type: 'model.response',
-        response: {
-          text: toolCalls.length ? '' : 'done',
-          toolCalls,
-          stopReason: toolCalls.length ? 'tool_use' : 'end_turn',
-          usage: { input: 1, output: 1, cached: 0, reasoning: 0 },
-        },
-      } as never);
-    } else {
-      const calls = (command as unknown as { calls: { id: string; name: string }[] }).calls;
-      sendBack({
-        type: 'tools.done',
-        results: calls.map((c) => ({
-          callId: c.id,
-          name: c.name,
-          content: 'ok',
-          isError: false,
-          executed: true,
-          degraded: false,
-          attempts: 1,
-        })),
-      } as never);
-    }
-  });
-});
-const machine = agentMachine.provide({ actors: { effects: instant as never } });
-const input = {
-  sessionId: 's',
-  agent: 'bench',
-  limits: { ...defaultLimits, maxSteps: steps + 1, maxToolCallsPerTool: null },
-  toolNames: ['step'],
-  hasOutputSchema: false,
-  history: [{ role: 'user' as const, content: 'go' }],
-  baseLength: 0,
-};
-const once = () => {
-  const actor = createActor(machine, { input }).start();
-  const snapshot = actor.getSnapshot();
-  if (snapshot.status !== 'done' || snapshot.context.toolCallsRun !== steps)
-    throw new Error('machine run failed');
-  return snapshot.context;
-};
+// tools, no event bus), on the compiled interpreter Troupe runs it on. This is the floor any Troupe run pays per
+// step for its statechart (bench/experiments/interpreter.ts compares it with XState's own interpreter).
+const { statechartAlone } = await import('./statechart-alone.ts');
+const { compileMachine } = await import('../dist/engine/compiled-machine.js');
+const alone = statechartAlone(steps);
+const compiled = compileMachine(alone.machine);
+const once = () => alone.runOnce(compiled).context;
 const keys = Object.keys(once()).length;
 for (let i = 0; i < 2000; i++) once();
 const runs = 5000;
@@ -116,5 +71,5 @@ const t0 = performance.now();
 for (let i = 0; i < runs; i++) once();
 const perStep = ((performance.now() - t0) * 1000) / (runs * steps);
 console.log(
-  `statechart alone (agent machine, instant effects, ${keys} context keys): ${perStep.toFixed(1)} µs per step`,
+  `statechart alone (agent machine, compiled, instant effects, ${keys} context keys): ${perStep.toFixed(1)} µs per step`,
 );

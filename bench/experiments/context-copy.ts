@@ -12,8 +12,7 @@
  * contexts) it does not: end to end, with spread-assign.ts preloaded, W1 went from 61 to 41 µs per step and W2
  * from 4.8 to 3.7 s (BENCHMARKS.md). Both parts run in one process, interleaved, so machine load affects them alike.
  */
-import { createActor, fromCallback } from 'xstate';
-import { agentMachine, defaultLimits } from '../../dist/index.js';
+import { statechartAlone } from '../statechart-alone.ts';
 
 function keysObject(n: number): Record<string, number> {
   const o: Record<string, number> = {};
@@ -30,53 +29,11 @@ for (const n of [12, 16, 19, 20, 24, 27]) {
 }
 
 const steps = 10;
-type Command = { type: string; history?: { role: string }[]; calls?: { id: string; name: string }[] };
-const instant = fromCallback<Command, { sessionId: string }>(({ receive, sendBack }) => {
-  receive((command) => {
-    if (command.type === 'model.call') {
-      const results = (command.history ?? []).filter((m) => m.role === 'tool').length;
-      const toolCalls = results < steps ? [{ id: `c${results}`, name: 'step', args: { step: results } }] : [];
-      sendBack({
-        type: 'model.response',
-        response: {
-          text: toolCalls.length ? '' : 'done',
-          toolCalls,
-          stopReason: toolCalls.length ? 'tool_use' : 'end_turn',
-          usage: { input: 1, output: 1, cached: 0, reasoning: 0 },
-        },
-      } as never);
-    } else {
-      sendBack({
-        type: 'tools.done',
-        results: (command.calls ?? []).map((c) => ({
-          callId: c.id,
-          name: c.name,
-          content: 'ok',
-          isError: false,
-          executed: true,
-          degraded: false,
-          attempts: 1,
-        })),
-      } as never);
-    }
-  });
-});
-const machine = agentMachine.provide({ actors: { effects: instant as never } });
-const input = {
-  sessionId: 's',
-  agent: 'bench',
-  limits: { ...defaultLimits, maxSteps: steps + 1, maxToolCallsPerTool: null },
-  toolNames: ['step'],
-  hasOutputSchema: false,
-  history: [{ role: 'user' as const, content: 'go' }],
-  baseLength: 0,
-};
+const { runOnce } = statechartAlone(steps);
 let keys = 0;
 const measure = (): number => {
   const once = () => {
-    const snapshot = createActor(machine, { input }).start().getSnapshot();
-    if (snapshot.status !== 'done' || snapshot.context.toolCallsRun !== steps) throw new Error('run failed');
-    keys = Object.keys(snapshot.context).length;
+    keys = Object.keys(runOnce().context).length;
   };
   for (let i = 0; i < 2000; i++) once();
   const runs = 5000;

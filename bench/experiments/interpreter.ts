@@ -7,56 +7,13 @@
  *
  * Both machines must end every run in the same state with the same context; the script checks it.
  */
-import { createActor, fromCallback } from 'xstate';
 import { compileMachine } from '../../dist/engine/compiled-machine.js';
-import { agentMachine, defaultLimits } from '../../dist/index.js';
+import { statechartAlone } from '../statechart-alone.ts';
 
 const steps = 10;
-type Command = { type: string; history?: { role: string }[]; calls?: { id: string; name: string }[] };
-const usage = { input: 1, output: 1, cached: 0, reasoning: 0 };
-
-const instant = fromCallback<Command, { sessionId: string }>(({ receive, sendBack }) => {
-  receive((command) => {
-    if (command.type === 'model.call') {
-      const results = (command.history ?? []).filter((message) => message.role === 'tool').length;
-      const toolCalls = results < steps ? [{ id: `c${results}`, name: 'step', args: { step: results } }] : [];
-      const response = toolCalls.length
-        ? { text: '', toolCalls, stopReason: 'tool_use', usage }
-        : { text: 'done', toolCalls, stopReason: 'end_turn', usage };
-      sendBack({ type: 'model.response', response } as never);
-    } else {
-      const results = (command.calls ?? []).map((call) => ({
-        callId: call.id,
-        name: call.name,
-        content: 'ok',
-        isError: false,
-        executed: true,
-        degraded: false,
-        attempts: 1,
-      }));
-      sendBack({ type: 'tools.done', results } as never);
-    }
-  });
-});
-
-const stock = agentMachine.provide({ actors: { effects: instant as never } });
+const { machine: stock, runOnce } = statechartAlone(steps);
 const compiled = compileMachine(stock);
-const input = {
-  sessionId: 's',
-  agent: 'bench',
-  limits: { ...defaultLimits, maxSteps: steps + 1, maxToolCallsPerTool: null },
-  toolNames: ['step'],
-  hasOutputSchema: false,
-  history: [{ role: 'user' as const, content: 'go' }],
-  baseLength: 0,
-};
-
-function once(machine: typeof stock) {
-  const snapshot = createActor(machine, { input }).start().getSnapshot();
-  if (snapshot.status !== 'done' || snapshot.context.toolCallsRun !== steps)
-    throw new Error('the run did not finish');
-  return snapshot;
-}
+const once = runOnce;
 
 const a = once(stock);
 const b = once(compiled);
