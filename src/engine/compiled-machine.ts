@@ -1,5 +1,5 @@
 import { type AnyStateMachine, assign, StateMachine, spawnChild, stopChild } from 'xstate';
-import { type Configuration, Configurations, ReadonlyTags, type TransitionPlan } from './configuration.ts';
+import { type Configuration, Configurations, ReadonlyTags } from './configuration.ts';
 import { ActionRun, resolveActions, type SnapshotBuilder, type WorkingState } from './resolve-actions.ts';
 import { CandidateTable, selectEventless, selectTransition } from './select-transition.ts';
 import { xstateDevelopmentBuild } from './xstate-build.ts';
@@ -22,11 +22,13 @@ import type {
  * XState's macrostep and microstep algorithm step for step (guards, action order, deferred sends, spawned and stopped
  * children, done states and output, eventless transitions, raised events, inspection events), with each
  * configuration's state value, tags and each transition's exit and entry sets computed once. Snapshots are ordinary
- * machine snapshots. `test/engine/` replays every generated path of Troupe's machines on both interpreters and
- * requires the same snapshots, commands and inspection events.
+ * machine snapshots, except that those of one configuration share their state value (frozen) and tag set
+ * (read-only), where XState builds new ones each time. `test/engine/` runs every generated path of Troupe's machines,
+ * hand-written machines of every feature and random statecharts on both interpreters and requires the same
+ * snapshots, children, actions, emitted events and inspection events after every event.
  *
- * Events XState treats specially (`xstate.stop`, an actor error nobody handles) and snapshots that are not active go
- * to XState's own `transition`.
+ * `xstate.stop`, `xstate.init`, an event typed `*` and snapshots that are not active go to XState's own
+ * `transition`.
  */
 export function compileMachine<TMachine extends AnyStateMachine>(machine: TMachine): TMachine {
   assertCompilable((machine as unknown as EngineMachine).root);
@@ -399,5 +401,3 @@ function initialStateNodes(root: EngineStateNode): EngineStateNode[] {
   }
   return nodes;
 }
-
-export type { TransitionPlan };
