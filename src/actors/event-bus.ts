@@ -9,7 +9,8 @@ import type { RunEvent, RunEventData, RunEventType } from '../core/events.ts';
 export class EventBus {
   readonly sessionId: string;
   readonly #clock: Clock;
-  readonly #emitter = new EventEmitter<{ event: [RunEvent] }>();
+  /** Made on the first subscription: most runs (a plain run()) never have a listener. */
+  #emitter: EventEmitter<{ event: [RunEvent] }> | undefined;
   #seq = 0;
 
   constructor(sessionId: string, clock: Clock) {
@@ -23,13 +24,13 @@ export class EventBus {
    * emitted to listeners, so they stay gap-free for whoever listens.
    */
   get listening(): boolean {
-    return this.#emitter.listenerCount('event') > 0;
+    return this.#emitter !== undefined && this.#emitter.listenerCount('event') > 0;
   }
 
   emit<T extends RunEventType>(agent: string, type: T, data: RunEventData[T]): void {
     if (!this.listening) return;
     const event = { time: this.#clock.now(), agent, sessionId: this.sessionId, seq: this.#seq++, type, data };
-    this.#emitter.emit('event', event as RunEvent);
+    this.#emitter?.emit('event', event as RunEvent);
   }
 
   /** Listens to every event; returns the function that stops listening. A throwing listener is isolated. */
@@ -42,11 +43,12 @@ export class EventBus {
         queueMicrotask(() => console.error('troupe: an event listener threw', error));
       }
     };
-    this.#emitter.on('event', safe);
-    return () => this.#emitter.off('event', safe);
+    const emitter = (this.#emitter ??= new EventEmitter<{ event: [RunEvent] }>());
+    emitter.on('event', safe);
+    return () => emitter.off('event', safe);
   }
 
   clear(): void {
-    this.#emitter.removeAllListeners();
+    this.#emitter?.removeAllListeners();
   }
 }

@@ -136,13 +136,14 @@ function startRun<TOutput>(
             code: 'internal',
             message: internalError instanceof Error ? internalError.message : String(internalError),
           });
-      bus.emit(agent.name, 'run_end', {
-        status: runResult.status,
-        stopReason: runResult.stopReason,
-        iterationsUsed: runResult.iterationsUsed,
-        toolCalls: runResult.toolCalls,
-        usage: runResult.usage,
-      });
+      if (bus.listening)
+        bus.emit(agent.name, 'run_end', {
+          status: runResult.status,
+          stopReason: runResult.stopReason,
+          iterationsUsed: runResult.iterationsUsed,
+          toolCalls: runResult.toolCalls,
+          usage: runResult.usage,
+        });
       detachResources?.();
       unregisterRuntime(sessionId);
       resolve(runResult);
@@ -176,12 +177,13 @@ function startRun<TOutput>(
       },
     });
 
-    bus.emit(agent.name, 'run_start', {
-      input: input as JsonValue,
-      historyLength: callerHistory.length,
-      model: agent.model.model,
-      provider: agent.model.provider,
-    });
+    if (bus.listening)
+      bus.emit(agent.name, 'run_start', {
+        input: input as JsonValue,
+        historyLength: callerHistory.length,
+        model: agent.model.model,
+        provider: agent.model.provider,
+      });
     if (agent.limits.timeoutMs !== null) {
       timer = clock.setTimeout(() => actor.send({ type: 'timeout' }), agent.limits.timeoutMs);
     }
