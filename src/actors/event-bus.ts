@@ -43,7 +43,8 @@ export class EventBus {
         queueMicrotask(() => console.error('troupe: an event listener threw', error));
       }
     };
-    const emitter = (this.#emitter ??= new EventEmitter<{ event: [RunEvent] }>());
+    this.#emitter ??= new EventEmitter<{ event: [RunEvent] }>();
+    const emitter = this.#emitter;
     emitter.on('event', safe);
     return () => emitter.off('event', safe);
   }
