@@ -1,6 +1,6 @@
 import type { ActorLogic, AnyActorRef, CallbackSnapshot } from 'xstate';
 import { decodeOutput } from '../agent/decode-output.ts';
-import { stacklessError } from '../core/abort.ts';
+import { AbortWaiters, stacklessError } from '../core/abort.ts';
 import { ModelError, toErrorInfo } from '../core/errors.ts';
 import type { Message } from '../core/messages.ts';
 import type { ModelRequest } from '../core/model.ts';
@@ -21,8 +21,6 @@ interface EffectsScope {
   self: AnyActorRef & { _parent?: AnyActorRef };
   system: { _relay(source: AnyActorRef, target: AnyActorRef, event: AgentEvent): void };
 }
-
-function noop(): void {}
 
 /** Where a running effects actor keeps its state: on the actor itself, so it goes when the actor goes. */
 const instanceKey = Symbol('troupe.effects');
@@ -75,24 +73,12 @@ class EffectsInstance {
   close(): void {
     this.#closed = true;
     this.#controller.abort(stacklessError('The run ended before this call finished.'));
-    const waiters = this.#abortWaiters;
-    this.#abortWaiters = undefined;
-    if (waiters) for (const waiter of waiters) waiter();
+    this.#abortWaiters.wakeAll();
   }
 
   /** Tool batches waiting for this actor's abort (it aborts its signal itself: no listener on the signal needed). */
-  #abortWaiters: Set<() => void> | undefined;
-
-  readonly #whenAborted = (callback: () => void): (() => void) => {
-    if (this.#closed) {
-      callback();
-      return noop;
-    }
-    this.#abortWaiters ??= new Set();
-    const waiters = this.#abortWaiters;
-    waiters.add(callback);
-    return () => waiters.delete(callback);
-  };
+  readonly #abortWaiters = new AbortWaiters();
+  readonly #whenAborted = (callback: () => void): (() => void) => this.#abortWaiters.add(callback);
 
   /** Answers the machine (what `sendBack` does), unless this actor was stopped meanwhile. */
   #answer(event: AgentEvent): void {

@@ -39,38 +39,59 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
-const abortWaiters = new WeakMap<AbortSignal, Set<() => void>>();
+/**
+ * Callbacks waiting for one abort: each is called once when `wakeAll` comes, unless it stopped waiting first (the
+ * function `add` returns). One waiter list per abort, instead of a listener per caller on an AbortSignal: Node's
+ * `addEventListener`/`removeEventListener` cost about 1 µs each.
+ */
+export class AbortWaiters {
+  #waiters: Set<() => void> | undefined;
+  #woken = false;
+
+  /** Waits for the abort; after it came, the callback runs at once. */
+  add(callback: () => void): () => void {
+    if (this.#woken) {
+      callback();
+      return noop;
+    }
+    this.#waiters ??= new Set();
+    const waiters = this.#waiters;
+    waiters.add(callback);
+    return () => {
+      waiters.delete(callback);
+    };
+  }
+
+  wakeAll(): void {
+    this.#woken = true;
+    const waiters = this.#waiters;
+    this.#waiters = undefined;
+    if (waiters) for (const waiter of [...waiters]) waiter();
+  }
+}
+
+function noop(): void {}
+
+const signalWaiters = new WeakMap<AbortSignal, AbortWaiters>();
 
 /**
- * Calls `onAbort` once when `signal` aborts; returns the function that stops waiting. Unlike a listener per caller,
- * it puts one listener on the signal and keeps the waiters in a set: Node's `removeEventListener` costs about 1 µs,
- * which the tool runner would otherwise pay twice per tool batch on a run's long-lived signal.
+ * Calls `callback` once when `signal` aborts; returns the function that stops waiting. One listener on the signal
+ * however many callers wait (the tool runner waits on a run's long-lived signal once per batch).
  */
 export function onAbort(signal: AbortSignal, callback: () => void): () => void {
-  let waiters = abortWaiters.get(signal);
+  let waiters = signalWaiters.get(signal);
   if (!waiters) {
-    waiters = new Set<() => void>();
-    abortWaiters.set(signal, waiters);
-    signal.addEventListener('abort', wakeAll(waiters), { once: true });
+    waiters = new AbortWaiters();
+    signalWaiters.set(signal, waiters);
+    signal.addEventListener('abort', wakeOnAbort(waiters), { once: true });
   }
-  const own = waiters;
-  const once = () => {
-    own.delete(once);
-    callback();
-  };
-  own.add(once);
-  return () => {
-    own.delete(once);
-  };
+  return waiters.add(callback);
 }
 
 /**
  * The signal's one listener. Made here, not inside onAbort: a closure created there would share onAbort's scope and
  * keep its first caller's callback (a whole tool batch) alive for as long as the signal lives.
  */
-function wakeAll(waiters: Set<() => void>): () => void {
-  return () => {
-    for (const waiter of [...waiters]) waiter();
-    waiters.clear();
-  };
+function wakeOnAbort(waiters: AbortWaiters): () => void {
+  return () => waiters.wakeAll();
 }
