@@ -3,10 +3,10 @@
  * Numbers are µs per operation; they move with machine load, so compare runs made back to back.
  */
 import { z } from 'zod';
-import { EventBus } from '../dist/actors/event-bus.js';
-import { normalizeResponse } from '../dist/actors/normalize-response.js';
-import { runToolBatch } from '../dist/actors/tool-runner.js';
+import { EventBus } from '../dist/core/event-bus.js';
 import { systemClock, ToolRegistry, tool } from '../dist/index.js';
+import { normalizeResponse } from '../dist/run/normalize-response.js';
+import { runToolBatch } from '../dist/run/tool-runner.js';
 
 const stepTool = tool({
   name: 'step',

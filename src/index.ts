@@ -1,31 +1,3 @@
-export { type InspectObserver, redact, redactingInspector } from './actors/inspect.ts';
-export { type MergeStrategy, type ParallelGroup, type ParallelResult, parallel } from './actors/parallel.ts';
-export {
-  type BudgetsConfig,
-  createResourceManager,
-  type Grant,
-  type OpenRunOptions,
-  type ReservationOutcome,
-  type ReservationRequest,
-  type ResourceManager,
-  type ResourceManagerConfig,
-  type ResourceNotice,
-  type ResourceUsage,
-  type ScopeUsage,
-  type Settlement,
-} from './actors/resource-manager.ts';
-export { type AgentStep, type RunOptions, type RunStream, run, stream } from './actors/run.ts';
-export { activeRuntimeCount } from './actors/run-runtime.ts';
-export {
-  type Session,
-  SessionClosedError,
-  type SessionOptions,
-  type SessionStatus,
-} from './actors/session.ts';
-export type { SnapshotStore } from './actors/store.ts';
-export { createFileStore } from './actors/store-file.ts';
-export { createMemoryStore } from './actors/store-memory.ts';
-export { type AgentSystem, type AgentSystemOptions, createAgentSystem } from './actors/system.ts';
 export { type DecodeResult, decodeOutput } from './agent/decode-output.ts';
 export { type Agent, type AgentOptions, defineAgent, type OutputOf } from './agent/define-agent.ts';
 export type { HandoffInputFilter, HandoffTarget } from './agent/handoff.ts';
@@ -95,7 +67,35 @@ export {
   type SupervisionPolicy,
   type SupervisionStrategy,
 } from './machines/session.ts';
+export type { SnapshotStore } from './persistence/store.ts';
+export { createFileStore } from './persistence/store-file.ts';
+export { createMemoryStore } from './persistence/store-memory.ts';
 export * from './policies/index.ts';
-export { type AgentTool, type AgentToolOptions, agentTool, SubAgentError } from './tools/agent-tool.ts';
+export {
+  type BudgetsConfig,
+  createResourceManager,
+  type Grant,
+  type OpenRunOptions,
+  type ReservationOutcome,
+  type ReservationRequest,
+  type ResourceManager,
+  type ResourceManagerConfig,
+  type ResourceNotice,
+  type ResourceUsage,
+  type ScopeUsage,
+  type Settlement,
+} from './resources/resource-manager.ts';
+export { type InspectObserver, redact, redactingInspector } from './run/inspect.ts';
+export { type AgentStep, type RunOptions, type RunStream, run, stream } from './run/run.ts';
+export { activeRuntimeCount } from './run/run-runtime.ts';
+export { type AgentTool, type AgentToolOptions, agentTool, SubAgentError } from './system/agent-tool.ts';
+export { type MergeStrategy, type ParallelGroup, type ParallelResult, parallel } from './system/parallel.ts';
+export {
+  type Session,
+  SessionClosedError,
+  type SessionOptions,
+  type SessionStatus,
+} from './system/session.ts';
+export { type AgentSystem, type AgentSystemOptions, createAgentSystem } from './system/system.ts';
 export { ToolRegistry } from './tools/registry.ts';
 export { type Tool, type ToolContext, type ToolOptions, tool } from './tools/tool.ts';

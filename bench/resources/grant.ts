@@ -8,9 +8,9 @@
  *   node bench/resources/grant.ts [--quick]
  */
 import { z } from 'zod';
-import { createResourceManager, type ResourceManager } from '../../src/actors/resource-manager.ts';
-import { run } from '../../src/actors/run.ts';
 import { defineAgent } from '../../src/agent/define-agent.ts';
+import { createResourceManager, type ResourceManager } from '../../src/resources/resource-manager.ts';
+import { run } from '../../src/run/run.ts';
 import { scriptedModel } from '../../src/testing/scripted-model.ts';
 import { tool } from '../../src/tools/tool.ts';
 

@@ -301,7 +301,7 @@ export const agentMachine = setup({
     output: {} as AgentMachineOutput,
   },
   actors: {
-    /** Replaced per agent by the runner (src/actors/effects.ts); this placeholder keeps the machine self-contained. */
+    /** Replaced per agent by the runner (src/run/effects.ts); this placeholder keeps the machine self-contained. */
     effects: fromCallback<EffectCommand, { sessionId: string }>(() => undefined),
   },
   guards: {

@@ -1,6 +1,5 @@
 import type { AnyStateNode, SnapshotFrom } from 'xstate';
 import { getShortestPaths, type StatePath } from 'xstate/graph';
-import { createResourceManager, type ResourceManager } from '../../src/actors/resource-manager.ts';
 import type { Clock } from '../../src/core/clock.ts';
 import { defaultLimits, type ResolvedLimits } from '../../src/core/limits.ts';
 import type { ModelResponse } from '../../src/core/model.ts';
@@ -11,6 +10,7 @@ import {
   type AgentMachineInput,
   agentMachine,
 } from '../../src/machines/agent.ts';
+import { createResourceManager, type ResourceManager } from '../../src/resources/resource-manager.ts';
 
 /**
  * Model-based test support for the agent statechart: the events the traversal may send (with payloads, since the

@@ -3,12 +3,12 @@ import { scriptedModel } from 'troupe/testing';
 import { describe, expect, it } from 'vitest';
 import { type AnyStateNode, createActor, fromCallback, type InspectionEvent, SimulatedClock } from 'xstate';
 import { z } from 'zod';
-import { checkpointKey, type SnapshotStore } from '../../src/actors/store.ts';
-import { createMemoryStore } from '../../src/actors/store-memory.ts';
-import { createAgentSystem } from '../../src/actors/system.ts';
 import { agentMachine } from '../../src/machines/agent.ts';
 import { type SessionContext, type SessionEvent, sessionMachine } from '../../src/machines/session.ts';
 import { groupMachine } from '../../src/machines/supervisor-group.ts';
+import { checkpointKey, type SnapshotStore } from '../../src/persistence/store.ts';
+import { createMemoryStore } from '../../src/persistence/store-memory.ts';
+import { createAgentSystem } from '../../src/system/system.ts';
 import { allTransitions, sessionOnlyStates, transitionName } from './agent-paths.ts';
 import {
   generateGroupPaths,

@@ -6,7 +6,7 @@ import {
   type Grant,
   type ReservationOutcome,
   type ResourceManager,
-} from '../../src/actors/resource-manager.ts';
+} from '../../src/resources/resource-manager.ts';
 
 /**
  * Properties of the resource manager (issue 5) under random schedules on a simulated clock: concurrent

@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { type Actor, type AnyActorRef, createActor, type SnapshotFrom } from 'xstate';
 import type { Agent } from '../agent/define-agent.ts';
+import { AsyncQueue } from '../core/async-queue.ts';
 import { type Clock, systemClock } from '../core/clock.ts';
 import { ConfigError, TroupeError, toErrorInfo } from '../core/errors.ts';
+import { EventBus } from '../core/event-bus.ts';
 import type { Phase, RunEvent } from '../core/events.ts';
 import { validateHistory } from '../core/history.ts';
 import type { JsonValue } from '../core/json.ts';
@@ -19,25 +21,28 @@ import {
   type SupervisionPolicy,
   sessionMachine,
 } from '../machines/session.ts';
-import { AsyncQueue } from './async-queue.ts';
-import { EventBus } from './event-bus.ts';
-import { type InspectObserver, redactingInspector, secretArguments } from './inspect.ts';
-import type { ResourceManager } from './resource-manager.ts';
-import { attachResources, type RunResourceOptions } from './resource-run.ts';
-import { buildRunResult } from './run-result.ts';
-import { deltaForwarder, registerRuntime, unregisterRuntime } from './run-runtime.ts';
-import { runtimeAgentMachine } from './runtime-agent-machine.ts';
+import {
+  checkpointOf,
+  restoreOf,
+  type StoredCheckpoint,
+  sessionRecord,
+} from '../persistence/session-store.ts';
+import { checkpointKey, type SnapshotStore, sessionKey } from '../persistence/store.ts';
+import { createMemoryStore } from '../persistence/store-memory.ts';
+import type { ResourceManager } from '../resources/resource-manager.ts';
+import { attachResources, type RunResourceOptions } from '../resources/resource-run.ts';
+import { type InspectObserver, redactingInspector, secretArguments } from '../run/inspect.ts';
+import { type Delegator, onFatal, setDelegator, setScope, stopOrphans } from '../run/run-hooks.ts';
+import { buildRunResult } from '../run/run-result.ts';
+import { deltaForwarder, registerRuntime, unregisterRuntime } from '../run/run-runtime.ts';
+import { runtimeAgentMachine } from '../run/runtime-agent-machine.ts';
 import {
   hasSessionRuntime,
   registerSessionRuntime,
   sessionEffectsLogic,
   unregisterSessionRuntime,
 } from './session-effects.ts';
-import { type Delegator, onFatal, setDelegator, setScope, stopOrphans } from './session-hooks.ts';
 import { subFailure, turnResult } from './session-result.ts';
-import { checkpointOf, restoreOf, type StoredCheckpoint, sessionRecord } from './session-store.ts';
-import { checkpointKey, type SnapshotStore, sessionKey } from './store.ts';
-import { createMemoryStore } from './store-memory.ts';
 
 export type SessionStatus = 'running' | 'idle' | 'closed' | 'failed';
 

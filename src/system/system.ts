@@ -1,21 +1,21 @@
 import type { Agent } from '../agent/define-agent.ts';
+import { AsyncQueue } from '../core/async-queue.ts';
 import { type Clock, systemClock } from '../core/clock.ts';
 import { ConfigError } from '../core/errors.ts';
 import type { RunEvent } from '../core/events.ts';
 import type { RunInput } from '../core/messages.ts';
 import { defaultSupervision, type SupervisionPolicy } from '../machines/session.ts';
-import { AsyncQueue } from './async-queue.ts';
-import type { InspectObserver } from './inspect.ts';
+import { loadStoredSession } from '../persistence/session-store.ts';
+import type { SnapshotStore } from '../persistence/store.ts';
+import { createMemoryStore } from '../persistence/store-memory.ts';
 import {
   createResourceManager,
   type ResourceManager,
   type ResourceManagerConfig,
   type ResourceUsage,
-} from './resource-manager.ts';
+} from '../resources/resource-manager.ts';
+import type { InspectObserver } from '../run/inspect.ts';
 import { agentCatalog, type Session, type SessionOptions, startSession } from './session.ts';
-import { loadStoredSession } from './session-store.ts';
-import type { SnapshotStore } from './store.ts';
-import { createMemoryStore } from './store-memory.ts';
 
 export interface AgentSystemOptions {
   /** An XState inspection observer for every session, e.g. `createWebSocketInspector({ url }).inspect`. Secrets

@@ -1,12 +1,12 @@
 import { z } from 'zod';
-import { type RunOptions, stream } from '../actors/run.ts';
-import { runtimeOf } from '../actors/run-runtime.ts';
-import { addNestedSteps, delegatorOf, scopeOf } from '../actors/session-hooks.ts';
-import { needsSession } from '../actors/session-run.ts';
 import type { Agent } from '../agent/define-agent.ts';
 import { ConfigError } from '../core/errors.ts';
 import type { RunResult } from '../core/result.ts';
-import { type Tool, type ToolContext, tool } from './tool.ts';
+import { type RunOptions, stream } from '../run/run.ts';
+import { addNestedSteps, delegatorOf, scopeOf } from '../run/run-hooks.ts';
+import { runtimeOf } from '../run/run-runtime.ts';
+import { type Tool, type ToolContext, tool } from '../tools/tool.ts';
+import { needsSession } from './session-run.ts';
 
 export interface AgentToolOptions {
   /** The tool name the model sees; default: the agent's name (characters tools may not hold become `_`). */

@@ -1,7 +1,7 @@
 import type { Agent } from '../agent/define-agent.ts';
 import type { Clock } from '../core/clock.ts';
+import type { EventBus } from '../core/event-bus.ts';
 import type { ModelDelta } from '../core/model.ts';
-import type { EventBus } from './event-bus.ts';
 
 /**
  * What a running session's effects need and machine context must not hold (functions, SDK clients, the event

@@ -3,6 +3,7 @@ import { createActor } from 'xstate';
 import type { Agent } from '../agent/define-agent.ts';
 import { type Clock, systemClock } from '../core/clock.ts';
 import { ConfigError, toErrorInfo } from '../core/errors.ts';
+import { EventBus } from '../core/event-bus.ts';
 import type { RunEvent } from '../core/events.ts';
 import { validateHistory } from '../core/history.ts';
 import type { JsonValue } from '../core/json.ts';
@@ -16,14 +17,13 @@ import {
   type GroupMember,
   groupMachine,
 } from '../machines/supervisor-group.ts';
-import { EventBus } from './event-bus.ts';
-import { type InspectObserver, redactingInspector, secretArguments } from './inspect.ts';
-import type { ResourceManager } from './resource-manager.ts';
-import { attachResources, type RunResourceOptions } from './resource-run.ts';
-import { type RunOptions, run } from './run.ts';
-import { buildRunResult, failedBeforeAnyStep } from './run-result.ts';
-import { deltaForwarder, registerRuntime, unregisterRuntime } from './run-runtime.ts';
-import { runtimeAgentMachine } from './runtime-agent-machine.ts';
+import type { ResourceManager } from '../resources/resource-manager.ts';
+import { attachResources, type RunResourceOptions } from '../resources/resource-run.ts';
+import { type InspectObserver, redactingInspector, secretArguments } from '../run/inspect.ts';
+import { type RunOptions, run } from '../run/run.ts';
+import { buildRunResult, failedBeforeAnyStep } from '../run/run-result.ts';
+import { deltaForwarder, registerRuntime, unregisterRuntime } from '../run/run-runtime.ts';
+import { runtimeAgentMachine } from '../run/runtime-agent-machine.ts';
 import { needsSession } from './session-run.ts';
 
 /** How `parallel` merges the answers: majority vote, all of them in order, or a synthesizer agent's answer. */

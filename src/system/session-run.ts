@@ -3,7 +3,7 @@ import { systemClock } from '../core/clock.ts';
 import type { RunEvent } from '../core/events.ts';
 import type { RunInput } from '../core/messages.ts';
 import type { RunResult } from '../core/result.ts';
-import type { InspectObserver } from './inspect.ts';
+import type { InspectObserver } from '../run/inspect.ts';
 import { defaultEnvironment, type SessionOptions, startSession } from './session.ts';
 
 const needs = new WeakMap<object, boolean>();
@@ -25,7 +25,7 @@ export function needsSession(agent: Agent<unknown>): boolean {
 export interface SessionRunOptions
   extends Pick<SessionOptions, 'history' | 'signal' | 'budget' | 'tenant' | 'parentScope'> {
   sessionId?: string;
-  resources?: import('./resource-manager.ts').ResourceManager;
+  resources?: import('../resources/resource-manager.ts').ResourceManager;
   clock?: import('../core/clock.ts').Clock;
   inspect?: InspectObserver;
 }

@@ -1,6 +1,6 @@
 import { EventEmitter } from 'eventemitter3';
-import type { Clock } from '../core/clock.ts';
-import type { RunEvent, RunEventData, RunEventType } from '../core/events.ts';
+import type { Clock } from './clock.ts';
+import type { RunEvent, RunEventData, RunEventType } from './events.ts';
 
 /**
  * A session's event stream: stamps each event with time, session and a gap-free sequence number, and hands it to

@@ -3,8 +3,8 @@ import type { Agent } from '../agent/define-agent.ts';
 import { TroupeError, toErrorInfo } from '../core/errors.ts';
 import { validateHistory } from '../core/history.ts';
 import type { SessionCommand } from '../machines/session.ts';
-import { checkpointFor } from './session-store.ts';
-import { checkpointKey, type SnapshotStore } from './store.ts';
+import { checkpointFor } from '../persistence/session-store.ts';
+import { checkpointKey, type SnapshotStore } from '../persistence/store.ts';
 
 /** What a running session's effects need besides the command: its agents (for filters) and its store. */
 export interface SessionRuntime {

@@ -318,7 +318,9 @@ describe('quotas end to end (simulated clock)', () => {
 
 describe('the reservation estimate', () => {
   it('counts the prompt at about four characters a token plus the max output tokens', async () => {
-    const { estimateRequest, defaultOutputEstimate } = await import('../../src/actors/resource-binding.ts');
+    const { estimateRequest, defaultOutputEstimate } = await import(
+      '../../src/resources/resource-binding.ts'
+    );
     const request = {
       messages: [
         { role: 'system' as const, content: 'x'.repeat(400) },

@@ -1,8 +1,8 @@
 import { ConfigError, defineAgent, type ModelProvider, run, tool, validateHistory } from 'troupe';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { normalizeResponse } from '../../src/actors/normalize-response.ts';
 import { plainJsonProblem } from '../../src/core/json.ts';
+import { normalizeResponse } from '../../src/run/normalize-response.ts';
 
 const echo = tool({
   name: 'echo',

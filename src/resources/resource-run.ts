@@ -1,6 +1,6 @@
 import type { Clock } from '../core/clock.ts';
+import type { EventBus } from '../core/event-bus.ts';
 import type { BudgetLimit } from '../machines/resources.ts';
-import type { EventBus } from './event-bus.ts';
 import { bindResources, resourcesOf, unbindResources } from './resource-binding.ts';
 import { createResourceManager, type ResourceManager, type ResourceNotice } from './resource-manager.ts';
 

@@ -6,11 +6,11 @@ import type { Message } from '../core/messages.ts';
 import type { ModelRequest } from '../core/model.ts';
 import { addUsage, emptyUsage, totalTokens, type Usage } from '../core/usage.ts';
 import type { AgentEvent, EffectCommand } from '../machines/agent.ts';
+import { estimateRequest, resourcesOf } from '../resources/resource-binding.ts';
+import type { Grant } from '../resources/resource-manager.ts';
 import { normalizeResponse } from './normalize-response.ts';
-import { estimateRequest, resourcesOf } from './resource-binding.ts';
-import type { Grant } from './resource-manager.ts';
+import { reportFatal, takeNestedSteps } from './run-hooks.ts';
 import { type RunRuntime, runtimeOf } from './run-runtime.ts';
-import { reportFatal, takeNestedSteps } from './session-hooks.ts';
 import { runToolBatch } from './tool-runner.ts';
 
 /** What the effects actor's snapshot holds: a callback actor's (status and input: serializable). */

@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { createActor, type InspectionEvent, type Observer, type SnapshotFrom } from 'xstate';
 import type { Agent } from '../agent/define-agent.ts';
+import { AsyncQueue } from '../core/async-queue.ts';
 import { type Clock, systemClock } from '../core/clock.ts';
 import { ConfigError } from '../core/errors.ts';
+import { EventBus } from '../core/event-bus.ts';
 import type { Phase, RunEvent } from '../core/events.ts';
 import { validateHistory } from '../core/history.ts';
 import type { JsonValue } from '../core/json.ts';
@@ -14,17 +16,15 @@ import {
   type AgentMachineOutput,
   agentOutputOf,
 } from '../machines/agent.ts';
-import { AsyncQueue } from './async-queue.ts';
-import { EventBus } from './event-bus.ts';
+import type { ResourceManager } from '../resources/resource-manager.ts';
+import { attachResources } from '../resources/resource-run.ts';
+import { needsSession, runInSession } from '../system/session-run.ts';
 import { redactingInspector, secretArguments } from './inspect.ts';
-import type { ResourceManager } from './resource-manager.ts';
-import { attachResources } from './resource-run.ts';
+import { setScope, stopOrphans } from './run-hooks.ts';
 import { runHost } from './run-host.ts';
 import { buildRunResult, failedBeforeAnyStep } from './run-result.ts';
 import { deltaForwarder, registerRuntime, unregisterRuntime } from './run-runtime.ts';
 import { runtimeAgentMachine } from './runtime-agent-machine.ts';
-import { setScope, stopOrphans } from './session-hooks.ts';
-import { needsSession, runInSession } from './session-run.ts';
 
 export interface RunOptions {
   /** Earlier conversation (for example yesterday's `result.history`). Never mutated. */

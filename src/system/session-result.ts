@@ -2,7 +2,7 @@ import type { Message } from '../core/messages.ts';
 import { userMessage } from '../core/messages.ts';
 import type { RunResult } from '../core/result.ts';
 import type { SessionContext } from '../machines/session.ts';
-import { stepsOf } from './run-result.ts';
+import { stepsOf } from '../run/run-result.ts';
 
 /** The turn's RunResult from the session context right after the turn ended. Pure. */
 export function turnResult<TOutput>(context: SessionContext): RunResult<TOutput> {
