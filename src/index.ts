@@ -67,7 +67,7 @@ export {
   type SupervisionPolicy,
   type SupervisionStrategy,
 } from './machines/session.ts';
-export type { SnapshotStore } from './persistence/store.ts';
+export type { SnapshotStore } from './persistence/snapshot-store.ts';
 export { createFileStore } from './persistence/store-file.ts';
 export { createMemoryStore } from './persistence/store-memory.ts';
 export * from './policies/index.ts';

@@ -1,4 +1,5 @@
 import { and, assign, fromCallback, sendTo, setup } from 'xstate';
+import type { ApprovalDecision, HumanRequestKind } from '../core/approvals.ts';
 import type { ErrorInfo } from '../core/errors.ts';
 import { answerUnrunCalls } from '../core/history.ts';
 import type { JsonValue } from '../core/json.ts';
@@ -155,17 +156,33 @@ export interface AgentContext extends PolicyState {
   error: ErrorInfo | null;
   /** Set when the run ended in `handingOff`. */
   handoff: HandoffRequest | null;
+  /** Tool calls of the current batch that wait for people (approval or an answer), and the decisions so far. */
+  approvals: ApprovalState | null;
+}
+
+/** A tool call that waits for a person before it can be answered. */
+export interface PendingApproval {
+  callId: string;
+  kind: HumanRequestKind;
+}
+
+/** The approvals of the batch in progress: what waits, and what people decided (in the order they decided). */
+export interface ApprovalState {
+  pending: PendingApproval[];
+  decided: { callId: string; decision: ApprovalDecision }[];
 }
 
 /**
- * What a session stores after each completed step so a restarted agent resumes there (REQUIREMENTS M4): with
- * open calls and a `continue_with_tools` decision it resumes in runningTools, otherwise at the next model call.
+ * Where a run resumes after a crash, a suspend or a supervised restart: the state that decided the next effect,
+ * taken when the agent is about to call the model, about to run a batch of tools, or waiting for people to decide
+ * on tool calls. A store keeps it as JSON.
  */
 export type AgentCheckpoint = Pick<
   AgentContext,
   | 'history'
   | 'step'
   | 'modelCalls'
+  | 'retryCount'
   | 'toolCallsRun'
   | 'toolCallCounts'
   | 'callSignatures'
@@ -173,7 +190,12 @@ export type AgentCheckpoint = Pick<
   | 'usage'
   | 'openCalls'
   | 'decision'
->;
+  | 'forcedFinalAnswer'
+  | 'approvals'
+> & {
+  /** The phase the checkpoint was taken in: a final-output checkpoint resumes there (decode retries included). */
+  phase: ModelPhase;
+};
 
 /** The machine's output, everything the run result is built from: the context with its groups flattened. */
 export type AgentMachineOutput = Omit<AgentContext, 'config' | 'answer'> & AgentRunConfig & AgentAnswer;
@@ -188,11 +210,14 @@ export function agentOutputOf(context: AgentContext): AgentMachineOutput {
  * The checkpoint's fields only: a checkpoint comes from a store as JSON, and whatever else it holds must not
  * become context (nor push the context over the key count above).
  */
-function resumedFrom(checkpoint: AgentCheckpoint): AgentCheckpoint {
+function resumedFrom(checkpoint: AgentCheckpoint): Omit<AgentCheckpoint, 'phase'> {
   return {
     history: checkpoint.history,
     step: checkpoint.step,
     modelCalls: checkpoint.modelCalls,
+    retryCount: checkpoint.retryCount ?? 0,
+    forcedFinalAnswer: checkpoint.forcedFinalAnswer ?? false,
+    approvals: checkpoint.approvals ?? null,
     toolCallsRun: checkpoint.toolCallsRun,
     toolCallCounts: checkpoint.toolCallCounts,
     callSignatures: checkpoint.callSignatures,
@@ -588,6 +613,7 @@ export const agentMachine = setup({
     stopReason: null,
     error: null,
     handoff: null,
+    approvals: null,
     ...(input.resume ? resumedFrom(input.resume) : {}),
   }),
   invoke: {

@@ -511,6 +511,10 @@ export const sessionMachine = setup({
           usage: output.usage,
           openCalls: [],
           decision: null,
+          retryCount: 0,
+          forcedFinalAnswer: false,
+          approvals: null,
+          phase: 'toolUse',
         },
         handingOffFrom: null,
       });

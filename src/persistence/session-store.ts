@@ -2,7 +2,7 @@ import type { JsonValue } from '../core/json.ts';
 import type { Message } from '../core/messages.ts';
 import type { AgentCheckpoint, AgentContext } from '../machines/agent.ts';
 import type { SessionCommand, SessionContext, SessionRestore } from '../machines/session.ts';
-import { checkpointKey, type SnapshotStore, sessionKey } from './store.ts';
+import { checkpointKey, type SnapshotStore, sessionKey } from './snapshot-store.ts';
 
 /**
  * What a session keeps in its store: after each completed step a checkpoint of the active agent (with the session
@@ -72,6 +72,10 @@ export function checkpointOf(context: AgentContext): AgentCheckpoint {
     usage: context.usage,
     openCalls: context.openCalls,
     decision: context.decision,
+    retryCount: context.retryCount,
+    forcedFinalAnswer: context.forcedFinalAnswer,
+    approvals: context.approvals,
+    phase: 'toolUse',
   };
 }
 

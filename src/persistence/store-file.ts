@@ -1,7 +1,7 @@
 import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { JsonValue } from '../core/json.ts';
-import type { SnapshotStore } from './store.ts';
+import type { SnapshotStore } from './snapshot-store.ts';
 
 /**
  * A store of JSON files, one per key, in `directory` (created on first write). Each write goes to a temporary file

@@ -1,5 +1,5 @@
 import type { JsonValue } from '../core/json.ts';
-import type { SnapshotStore } from './store.ts';
+import type { SnapshotStore } from './snapshot-store.ts';
 
 /**
  * The default store: a Map in this process. Values are kept by reference (the runtime never mutates what it

@@ -1,18 +1,158 @@
+import type { ApprovalRecord } from '../core/approvals.ts';
+import type { RunEvent } from '../core/events.ts';
 import type { JsonValue } from '../core/json.ts';
+import type { Message, RunInput } from '../core/messages.ts';
+import type { AgentCheckpoint } from '../machines/agent.ts';
+import type { SessionRestore, SupervisionPolicy } from '../machines/session.ts';
 
 /**
- * Where a system keeps what must survive an agent actor's failure or a process restart: each session's latest
- * checkpoint (the agent's history and counters after its last completed step) and its record at the end of each
- * turn. Keys are `<sessionId>/checkpoint` and `<sessionId>/session`. Values are JSON. A store may be synchronous
- * (the in-memory default) or asynchronous (files, a database).
+ * Where a system keeps what must survive a crash, a deploy or a Ctrl-C: every session's conversation, the turn in
+ * progress (the state that decided the next model or tool call, committed before that call starts), the results of
+ * the calls that finished since, the decisions people took on approvals, and the session's event log.
+ *
+ * Two implementations ship: `createSqliteStore(path)` (the durable default: one SQLite file, WAL mode, one
+ * transaction per commit) and `createMemoryStore()` (for tests and for sessions that need not outlive the process).
+ * A store may answer synchronously or with a promise; the runtime waits either way before the next effect starts.
  */
-export interface SnapshotStore {
-  get(key: string): JsonValue | undefined | Promise<JsonValue | undefined>;
-  set(key: string, value: JsonValue): void | Promise<void>;
-  delete(key: string): void | Promise<void>;
-  /** Keys starting with `prefix` (all keys without one). */
-  keys(prefix?: string): string[] | Promise<string[]>;
+export interface SessionStore {
+  /** Everything the store holds for a session, or undefined. A damaged record throws a StoreCorruptError naming it. */
+  load(sessionId: string): MaybePromise<StoredSessionState | undefined>;
+  /** Applies one batch of changes to a session atomically: all of it is committed, or none of it. */
+  commit(sessionId: string, batch: CommitBatch): MaybePromise<void>;
+  /** The session's events with `seq > after`, in order, at most `limit` of them (all without a limit). */
+  readEvents(sessionId: string, after: number, limit?: number): MaybePromise<RunEvent[]>;
+  /** The sessions the store holds, optionally only those in the given statuses; oldest update first. */
+  list(query?: SessionQuery): MaybePromise<SessionSummary[]>;
+  /** Approval records across sessions (e.g. every pending one). */
+  approvals(query?: ApprovalQuery): MaybePromise<ApprovalRecord[]>;
+  /** Removes a session, its events, journal and approvals. */
+  delete(sessionId: string): MaybePromise<void>;
+  /** Releases the store (closes the database). Further calls throw. */
+  close(): MaybePromise<void>;
 }
 
-export const checkpointKey = (sessionId: string): string => `${sessionId}/checkpoint`;
-export const sessionKey = (sessionId: string): string => `${sessionId}/session`;
+export type MaybePromise<T> = T | Promise<T>;
+
+/**
+ * Where a session stands:
+ * - `running`: a turn is in progress (or was, when the process died): `recover()` resumes it;
+ * - `awaiting`: a turn is paused until people decide its pending approvals;
+ * - `suspended`: a turn was in progress when the system shut down with `mode: 'suspend'`: `recover()` resumes it;
+ * - `idle`: the last turn finished; new input starts the next turn;
+ * - `closed`: the session was stopped (its record stays; new input can still continue it);
+ * - `failed`: a failure was escalated and ended the session.
+ */
+export type StoredSessionStatus = 'running' | 'awaiting' | 'suspended' | 'idle' | 'closed' | 'failed';
+
+export const storedSessionStatuses: readonly StoredSessionStatus[] = [
+  'running',
+  'awaiting',
+  'suspended',
+  'idle',
+  'closed',
+  'failed',
+];
+
+/** Statuses of sessions whose turn was interrupted and can be resumed. */
+export const resumableStatuses: readonly StoredSessionStatus[] = ['running', 'awaiting', 'suspended'];
+
+/** The session row: one per session, replaced whole by each commit that carries it. */
+export interface StoredSession {
+  id: string;
+  status: StoredSessionStatus;
+  /** The agent the session was started with. */
+  entry: string;
+  /** The agent holding the conversation. */
+  agent: string;
+  /** Turns finished so far. */
+  turns: number;
+  /** The whole conversation up to the end of the last finished turn. */
+  transcript: Message[];
+  /** The turn in progress (status running, awaiting or suspended), or null. */
+  turn: TurnCheckpoint | null;
+  /** Messages sent while a turn was running, not started yet: a crash loses none of them. */
+  queued: RunInput[];
+  /** The session's options that shape how it runs (restored with it). */
+  options: StoredSessionOptions;
+  /** Clock time of the last commit, in milliseconds since the epoch. */
+  updatedAt: number;
+}
+
+/** The options a restored session runs with again. */
+export interface StoredSessionOptions {
+  maxHandoffDepth: number;
+  maxHandoffRevisits: number;
+  supervision: SupervisionPolicy;
+  tenant?: string;
+  parentScope?: string;
+  budget?: { tokens?: number; usd?: number; windowMs?: number; warnAt?: number };
+}
+
+/**
+ * The turn in progress: the session around the agent and the agent's own checkpoint, taken at the last point where
+ * the agent was about to start an effect (a model call, a batch of tool calls) or waited for people.
+ */
+export interface TurnCheckpoint {
+  /** The turn's number in the session, from 1. */
+  number: number;
+  /** The input that started the turn (re-shown by events and results after a restore). */
+  input: RunInput;
+  session: SessionRestore;
+  /** The agent holding the conversation, and its state; null before its first checkpoint. */
+  agent: { name: string; segment: number; checkpoint: AgentCheckpoint } | null;
+}
+
+/** One atomic commit. Every field is optional; absent means unchanged. */
+export interface CommitBatch {
+  /** The session row, replaced whole (created when absent). */
+  session?: StoredSession;
+  /**
+   * Checkpoints of nested runs (agents used as tools), by route (`support>call_7/researcher`); null deletes one.
+   * A nested run that restarts after a crash resumes from its route's checkpoint.
+   */
+  runs?: readonly (readonly [route: string, checkpoint: AgentCheckpoint | null])[];
+  /**
+   * Results of effects that finished since the turn's last checkpoint, by journal key (a finished tool call,
+   * a model response): after a crash they are replayed from here instead of being run again.
+   */
+  journal?: readonly (readonly [key: string, value: JsonValue])[];
+  /** Drops the session's nested-run checkpoints and journal (the turn they belong to has ended). */
+  clearTurn?: boolean;
+  /** Events appended to the log. Their `seq` continue the log's without gaps. */
+  events?: readonly RunEvent[];
+  /** Approval records, created or replaced by call id. */
+  approvals?: readonly ApprovalRecord[];
+}
+
+/** What `load` returns: the session row and what belongs to its turn in progress. */
+export interface StoredSessionState {
+  session: StoredSession;
+  runs: Map<string, AgentCheckpoint>;
+  journal: Map<string, JsonValue>;
+  approvals: ApprovalRecord[];
+  /** Seq of the last event in the log, -1 when it is empty. */
+  lastSeq: number;
+}
+
+export interface SessionQuery {
+  status?: readonly StoredSessionStatus[];
+}
+
+export interface SessionSummary {
+  id: string;
+  status: StoredSessionStatus;
+  entry: string;
+  agent: string;
+  turns: number;
+  updatedAt: number;
+  /** Approvals still waiting for a decision. */
+  pendingApprovals: number;
+}
+
+export interface ApprovalQuery {
+  sessionId?: string;
+  status?: readonly ApprovalRecord['status'][];
+}
+
+/** The version of the layout this code writes; a store written with another one is refused with StoreLayoutError. */
+export const storeLayoutVersion = 2;

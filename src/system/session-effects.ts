@@ -4,7 +4,7 @@ import { TroupeError, toErrorInfo } from '../core/errors.ts';
 import { validateHistory } from '../core/history.ts';
 import type { SessionCommand } from '../machines/session.ts';
 import { checkpointFor } from '../persistence/session-store.ts';
-import { checkpointKey, type SnapshotStore } from '../persistence/store.ts';
+import { checkpointKey, type SnapshotStore } from '../persistence/snapshot-store.ts';
 
 /** What a running session's effects need besides the command: its agents (for filters) and its store. */
 export interface SessionRuntime {

@@ -27,7 +27,7 @@ import {
   type StoredCheckpoint,
   sessionRecord,
 } from '../persistence/session-store.ts';
-import { checkpointKey, type SnapshotStore, sessionKey } from '../persistence/store.ts';
+import { checkpointKey, type SnapshotStore, sessionKey } from '../persistence/snapshot-store.ts';
 import { createMemoryStore } from '../persistence/store-memory.ts';
 import type { ResourceManager } from '../resources/resource-manager.ts';
 import { attachResources, type RunResourceOptions } from '../resources/resource-run.ts';

@@ -6,7 +6,7 @@ import type { RunEvent } from '../core/events.ts';
 import type { RunInput } from '../core/messages.ts';
 import { defaultSupervision, type SupervisionPolicy } from '../machines/session.ts';
 import { loadStoredSession } from '../persistence/session-store.ts';
-import type { SnapshotStore } from '../persistence/store.ts';
+import type { SnapshotStore } from '../persistence/snapshot-store.ts';
 import { createMemoryStore } from '../persistence/store-memory.ts';
 import {
   createResourceManager,

@@ -111,6 +111,10 @@ describe('agent context size', () => {
       usage,
       openCalls: [],
       decision: null,
+      retryCount: 0,
+      forcedFinalAnswer: false,
+      approvals: null,
+      phase: 'toolUse',
     };
     // A checkpoint read back from a store is JSON: whatever else it carries must not become context.
     const stored = { ...checkpoint, sessionId: 'other', text: 'stale', extra: 1 } as AgentCheckpoint;

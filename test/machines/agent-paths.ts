@@ -231,6 +231,10 @@ export function agentCheckpoint({
     usage,
     openCalls: [...open],
     decision: open.length > 0 ? { kind: 'continue_with_tools', calls: [...open] } : null,
+    retryCount: 0,
+    forcedFinalAnswer: false,
+    approvals: null,
+    phase: 'toolUse',
   };
 }
 

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { agentMachine } from '../../src/machines/agent.ts';
 import { type SessionContext, type SessionEvent, sessionMachine } from '../../src/machines/session.ts';
 import { groupMachine } from '../../src/machines/supervisor-group.ts';
-import { checkpointKey, type SnapshotStore } from '../../src/persistence/store.ts';
+import { checkpointKey, type SnapshotStore } from '../../src/persistence/snapshot-store.ts';
 import { createMemoryStore } from '../../src/persistence/store-memory.ts';
 import { createAgentSystem } from '../../src/system/system.ts';
 import { allTransitions, sessionOnlyStates, transitionName } from './agent-paths.ts';

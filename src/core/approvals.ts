@@ -1,0 +1,48 @@
+import type { JsonValue } from './json.ts';
+
+/**
+ * What a person is asked: to approve (or reject) a tool call before it runs, or to answer a question an agent
+ * delegated to them (the `askHuman` tool).
+ */
+export type HumanRequestKind = 'approval' | 'question';
+
+/** A tool call waiting for a person. The run stays paused (and persisted) until every such call is decided. */
+export interface ApprovalRequest {
+  sessionId: string;
+  /** The model's id for the call (unique within the session's history). Pass it to approve / reject / answer. */
+  callId: string;
+  /** The agent that asked for the call. */
+  agent: string;
+  /**
+   * Where the agent runs in the session: its name for the agent holding the conversation, or the chain of calls
+   * that started a nested agent (`support>call_7/researcher`).
+   */
+  route: string;
+  tool: string;
+  /** The call's arguments, with arguments declared secret replaced by "[redacted]". */
+  args: JsonValue;
+  kind: HumanRequestKind;
+  /** For a question: what the agent asks. */
+  question?: string;
+  /** Clock time of the request, in milliseconds since the epoch. */
+  requestedAt: number;
+}
+
+/** A person's decision on an ApprovalRequest. */
+export type ApprovalDecision =
+  | { type: 'approve' }
+  | { type: 'reject'; reason: string }
+  | { type: 'answer'; text: string };
+
+export type ApprovalStatus = 'pending' | 'approved' | 'rejected' | 'answered';
+
+/** A request with its decision, as a store keeps it. */
+export interface ApprovalRecord extends ApprovalRequest {
+  status: ApprovalStatus;
+  decision?: ApprovalDecision;
+  decidedAt?: number;
+}
+
+export function statusOfDecision(decision: ApprovalDecision): ApprovalStatus {
+  return decision.type === 'approve' ? 'approved' : decision.type === 'reject' ? 'rejected' : 'answered';
+}
