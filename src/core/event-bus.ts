@@ -2,6 +2,12 @@ import { EventEmitter } from 'eventemitter3';
 import type { Clock } from './clock.ts';
 import type { RunEvent, RunEventData, RunEventType } from './events.ts';
 
+/** Where an event's agent runs in the session (see RunEvent.route and depth). */
+export interface EventOrigin {
+  route: string;
+  depth: number;
+}
+
 /**
  * A session's event stream: stamps each event with time, session and a gap-free sequence number, and hands it to
  * the listeners. Model deltas come straight here from the model actor, never through the statechart (rule 4).
@@ -11,11 +17,18 @@ export class EventBus {
   readonly #clock: Clock;
   /** Made on the first subscription: most runs (a plain run()) never have a listener. */
   #emitter: EventEmitter<{ event: [RunEvent] }> | undefined;
-  #seq = 0;
+  #seq: number;
 
-  constructor(sessionId: string, clock: Clock) {
+  /** `firstSeq`: where numbering starts (a restored session continues its log). */
+  constructor(sessionId: string, clock: Clock, firstSeq = 0) {
     this.sessionId = sessionId;
     this.#clock = clock;
+    this.#seq = firstSeq;
+  }
+
+  /** The seq the next event will get. */
+  get nextSeq(): number {
+    return this.#seq;
   }
 
   /**
@@ -27,9 +40,19 @@ export class EventBus {
     return this.#emitter !== undefined && this.#emitter.listenerCount('event') > 0;
   }
 
-  emit<T extends RunEventType>(agent: string, type: T, data: RunEventData[T]): void {
+  /** Emits an event of `agent`; `origin` says where the agent runs (default: holding the conversation). */
+  emit<T extends RunEventType>(agent: string, type: T, data: RunEventData[T], origin?: EventOrigin): void {
     if (!this.listening) return;
-    const event = { time: this.#clock.now(), agent, sessionId: this.sessionId, seq: this.#seq++, type, data };
+    const event = {
+      time: this.#clock.now(),
+      agent,
+      sessionId: this.sessionId,
+      route: origin?.route ?? agent,
+      depth: origin?.depth ?? 0,
+      seq: this.#seq++,
+      type,
+      data,
+    };
     this.#emitter?.emit('event', event as RunEvent);
   }
 

@@ -1,3 +1,4 @@
+import type { ApprovalDecision, ApprovalRequest } from './approvals.ts';
 import type { ErrorInfo } from './errors.ts';
 import type { JsonValue } from './json.ts';
 import type { ModelStopReason } from './model.ts';
@@ -32,7 +33,10 @@ export interface RunEventData {
     stopReason: ModelStopReason | null;
     usage: Usage;
   };
-  /** A tool call about to be answered. Calls of one turn come out as call1, result1, call2, result2 (L7). */
+  /**
+   * A tool call starting (its arguments with secrets redacted). Its `tool_response` follows when it finishes, so
+   * calls of one batch may interleave; `steps()` puts them back in call order.
+   */
   tool_call: { id: string; function: { name: string; arguments: string }; args: JsonValue };
   tool_response: {
     tool_call_id: string;
@@ -43,6 +47,16 @@ export interface RunEventData {
     attempts: number;
     durationMs: number;
   };
+  /** A tool call waits for a person: an approval, or an answer to a question (`askHuman`). The run is paused. */
+  approval_requested: ApprovalRequest;
+  /** A person decided on a waiting call. */
+  approval_decided: { callId: string; tool: string; decision: ApprovalDecision };
+  /**
+   * A session's turn picked up again in this process: after a crash or a suspend (`recover()`), from the last
+   * committed checkpoint. Calls that had finished are not run again; text streamed by a call that was in flight
+   * before the interruption is streamed again by its re-run.
+   */
+  resumed: { turn: number; from: 'running' | 'awaiting' | 'suspended'; agent: string };
   /** A failed tool attempt that will be retried. */
   tool_retry: { tool_call_id: string; name: string; attempt: number; error: string };
   /** Usage of one model call, plus the run's running total. */
@@ -106,7 +120,14 @@ export interface RunEventOf<T extends RunEventType> {
   /** Name of the agent that produced the event. */
   agent: string;
   sessionId: string;
-  /** Position in the session, from 0, without gaps. */
+  /**
+   * Where the agent runs: its name for an agent holding the conversation (the entry agent or a handoff target),
+   * or the chain of calls that started a nested agent (`support>call_7/researcher`).
+   */
+  route: string;
+  /** 0 for an agent holding the conversation; 1 for an agent used as a tool by it, 2 for one nested in that... */
+  depth: number;
+  /** Position in the session, from 0, without gaps, continued across restores. */
   seq: number;
   type: T;
   data: RunEventData[T];
@@ -125,6 +146,8 @@ export function toSSE(event: RunEvent): string {
     time: new Date(event.time).toISOString(),
     agent: event.agent,
     sessionId: event.sessionId,
+    route: event.route,
+    depth: event.depth,
     type: event.type,
     data: event.data,
     seq: event.seq,

@@ -62,7 +62,16 @@ export type EffectCommand =
       history: readonly Message[];
       disabledTools: readonly string[];
     }
-  | { type: 'tools.run'; step: number; calls: readonly ToolCall[]; disabledTools: readonly string[] };
+  | {
+      type: 'tools.run';
+      step: number;
+      calls: readonly ToolCall[];
+      disabledTools: readonly string[];
+      /** What people decided on calls that waited for them: approved calls run, the others are answered. */
+      decisions: ApprovalState['decided'];
+    }
+  /** Calls wait for people: the effects persist the pause and announce the requests; nothing answers this command. */
+  | { type: 'approval.wait'; step: number; calls: readonly ToolCall[]; pending: readonly PendingApproval[] };
 
 /** Events the machine receives: answers from the effects actor, and abort / timeout from the runner. */
 export type AgentEvent =
@@ -73,9 +82,15 @@ export type AgentEvent =
   | {
       type: 'tools.done';
       results: ToolOutcome[];
-      /** Steps that nested agents (agentTool) used during this batch: they count against this run's limit (R5). */
+      /** Steps that nested agents (agentTool) used during this batch: they count against this run's limit. */
       nestedSteps?: number;
+      /** Calls that must wait for a person (approval, or an answer) before they can be answered. */
+      pending?: PendingApproval[];
     }
+  /** A person decided on a call that waited for them. */
+  | { type: 'approval.decided'; callId: string; decision: ApprovalDecision }
+  /** The state that decides the next effect could not be made durable: the effect never started. */
+  | { type: 'effects.failed'; error: ErrorInfo }
   | { type: 'abort'; reason?: string }
   | { type: 'timeout' };
 
@@ -112,6 +127,8 @@ export interface AgentRunConfig {
   baseLength: number;
   /** Handoff tools offered to the model: tool name -> target agent name. */
   handoffTools: Record<string, string>;
+  /** The phase a resumed run continues in ('toolUse' for a fresh run). */
+  resumePhase: ModelPhase;
 }
 
 /** The last model reply read as an answer. Every model response writes all of it at once. */
@@ -318,6 +335,39 @@ function stopPatch(context: AgentContext, reason: StopReason, message: string | 
   };
 }
 
+const noDecisions: ApprovalState['decided'] = Object.freeze([]) as unknown as ApprovalState['decided'];
+
+/** The history and counters once `calls` are answered by `results` (the runner reports in call order). */
+function toolResultsPatch(
+  context: AgentContext,
+  calls: readonly ToolCall[],
+  results: readonly ToolOutcome[],
+): Pick<AgentContext, 'history' | 'toolCallCounts' | 'callSignatures' | 'degradedTools' | 'toolCallsRun'> {
+  const history = context.history.slice();
+  const toolCallCounts = { ...context.toolCallCounts };
+  const callSignatures = { ...context.callSignatures };
+  let degradedTools = context.degradedTools;
+  let toolCallsRun = context.toolCallsRun;
+  calls.forEach((call, index) => {
+    // The runner reports in call order; look further only if it did not.
+    const inOrder = results[index];
+    const result = inOrder?.callId === call.id ? inOrder : results.find((r) => r.callId === call.id);
+    history.push({
+      role: 'tool',
+      toolCallId: call.id,
+      name: call.name,
+      content: result?.content ?? 'Not run: the tool runner returned no result for this call.',
+      isError: result ? result.isError : true,
+    });
+    toolCallCounts[call.name] = (toolCallCounts[call.name] ?? 0) + 1;
+    const signature = toolCallSignature(call);
+    callSignatures[signature] = (callSignatures[signature] ?? 0) + 1;
+    if (result?.executed) toolCallsRun += 1;
+    if (result?.degraded && !degradedTools.includes(call.name)) degradedTools = [...degradedTools, call.name];
+  });
+  return { history, toolCallCounts, callSignatures, degradedTools, toolCallsRun };
+}
+
 export const agentMachine = setup({
   types: {
     context: {} as AgentContext,
@@ -348,11 +398,27 @@ export const agentMachine = setup({
       const decision = responseDecision(context, event);
       return (
         decision?.kind === 'continue_with_tools' &&
-        decision.calls.some((call) => call.name in context.config.handoffTools)
+        decision.calls.some((call) => Object.hasOwn(context.config.handoffTools, call.name))
       );
     },
     resumingTools: ({ context }) =>
       context.openCalls.length > 0 && context.decision?.kind === 'continue_with_tools',
+    resumingApproval: ({ context }) =>
+      context.openCalls.length > 0 &&
+      context.approvals !== null &&
+      context.approvals.decided.length < context.approvals.pending.length,
+    resumingFinalOutput: ({ context }) => context.config.resumePhase === 'finalOutput',
+    waitsForPeople: ({ event }) => event.type === 'tools.done' && (event.pending?.length ?? 0) > 0,
+    /** A decision on a call that still waits (a decision for another call, or a second one, is ignored). */
+    decidesPendingCall: ({ context, event }) =>
+      event.type === 'approval.decided' &&
+      context.approvals !== null &&
+      context.approvals.pending.some((pending) => pending.callId === event.callId) &&
+      !context.approvals.decided.some((decided) => decided.callId === event.callId),
+    decidesLastPendingCall: ({ context, event }) =>
+      event.type === 'approval.decided' &&
+      context.approvals !== null &&
+      context.approvals.decided.length + 1 === context.approvals.pending.length,
     decidedToThink: ({ context, event }) => responseDecision(context, event)?.kind === 'continue_thinking',
     decidedToStop: ({ context, event }) => {
       const decision = responseDecision(context, event);
@@ -400,7 +466,40 @@ export const agentMachine = setup({
       step: context.step,
       calls: context.openCalls,
       disabledTools: context.degradedTools,
+      decisions: context.approvals?.decided ?? noDecisions,
     })),
+    requestApproval: sendTo('effects', ({ context }) => ({
+      type: 'approval.wait' as const,
+      step: context.step,
+      calls: context.openCalls,
+      pending: context.approvals?.pending ?? [],
+    })),
+    /** Records the calls that ran and keeps the ones waiting for people open. */
+    recordWaitingResults: assign(({ context, event }) => {
+      if (event.type !== 'tools.done' || !event.pending) return {};
+      const waiting = new Set(event.pending.map((pending) => pending.callId));
+      const answered = context.openCalls.filter((call) => !waiting.has(call.id));
+      return {
+        ...toolResultsPatch(context, answered, event.results),
+        openCalls: context.openCalls.filter((call) => waiting.has(call.id)),
+        decision: context.decision,
+        approvals: { pending: event.pending, decided: [] },
+        ...(event.nestedSteps ? { step: context.step + event.nestedSteps } : {}),
+      };
+    }),
+    recordApprovalDecision: assign(({ context, event }) => {
+      if (event.type !== 'approval.decided' || context.approvals === null) return {};
+      return {
+        approvals: {
+          pending: context.approvals.pending,
+          decided: [...context.approvals.decided, { callId: event.callId, decision: event.decision }],
+        },
+      };
+    }),
+    failOnEffects: assign(({ context, event }) => {
+      if (event.type !== 'effects.failed') return {};
+      return { ...stopPatch(context, 'error', event.error.message), error: event.error };
+    }),
     recordToolUseResponse: assign(({ context, event }) => {
       if (event.type !== 'model.response') return {};
       const { response } = event;
@@ -481,38 +580,11 @@ export const agentMachine = setup({
     })),
     recordToolResults: assign(({ context, event }) => {
       if (event.type !== 'tools.done') return {};
-      const { results } = event;
-      const history = context.history.slice();
-      const toolCallCounts = { ...context.toolCallCounts };
-      const callSignatures = { ...context.callSignatures };
-      let degradedTools = context.degradedTools;
-      let toolCallsRun = context.toolCallsRun;
-      context.openCalls.forEach((call, index) => {
-        // The runner reports in call order; look further only if it did not.
-        const inOrder = results[index];
-        const result = inOrder?.callId === call.id ? inOrder : results.find((r) => r.callId === call.id);
-        history.push({
-          role: 'tool',
-          toolCallId: call.id,
-          name: call.name,
-          content: result?.content ?? 'Not run: the tool runner returned no result for this call.',
-          isError: result ? result.isError : true,
-        });
-        toolCallCounts[call.name] = (toolCallCounts[call.name] ?? 0) + 1;
-        const signature = toolCallSignature(call);
-        callSignatures[signature] = (callSignatures[signature] ?? 0) + 1;
-        if (result?.executed) toolCallsRun += 1;
-        if (result?.degraded && !degradedTools.includes(call.name))
-          degradedTools = [...degradedTools, call.name];
-      });
       return {
-        history,
-        toolCallCounts,
-        callSignatures,
-        degradedTools,
-        toolCallsRun,
+        ...toolResultsPatch(context, context.openCalls, event.results),
         openCalls: [],
         decision: null,
+        approvals: null,
         ...(event.nestedSteps ? { step: context.step + event.nestedSteps } : {}),
       };
     }),
@@ -596,6 +668,7 @@ export const agentMachine = setup({
       hasOutputSchema: input.hasOutputSchema,
       baseLength: input.baseLength,
       handoffTools: input.handoffTools ?? {},
+      resumePhase: input.resume?.phase ?? 'toolUse',
     },
     history: input.history,
     step: 0,
@@ -627,13 +700,16 @@ export const agentMachine = setup({
       on: {
         abort: { target: 'stopped', actions: 'stopAborted' },
         timeout: { target: 'stopped', actions: 'stopTimedOut' },
+        'effects.failed': { target: 'failed', actions: 'failOnEffects' },
       },
       initial: 'starting',
       states: {
         // The run's entry, or a resume from a checkpoint (open calls, or a resume at the step limit).
         starting: {
           always: [
+            { guard: 'resumingApproval', target: 'toolUse.awaitingApproval' },
             { guard: 'resumingTools', target: 'toolUse.runningTools' },
+            { guard: 'resumingFinalOutput', target: 'finalOutput' },
             // L3's optional last answer with tools off; the stop reason stays max_steps.
             {
               guard: and(['resumedAtStepLimit', 'finalAnswerOnMaxSteps']),
@@ -706,6 +782,8 @@ export const agentMachine = setup({
               on: {
                 // The results count toward the limits at once: the next call, or the end at the step limit.
                 'tools.done': [
+                  // Some calls wait for people: the others are answered, the run pauses in awaitingApproval.
+                  { guard: 'waitsForPeople', target: 'awaitingApproval', actions: 'recordWaitingResults' },
                   {
                     guard: and(['stepLimitReached', 'finalAnswerOnMaxSteps']),
                     target: '#agent.running.finalOutput',
@@ -717,6 +795,24 @@ export const agentMachine = setup({
                     actions: ['recordToolResults', 'stopMaxSteps'],
                   },
                   { target: 'callingModel', actions: 'recordToolResults' },
+                ],
+              },
+            },
+            /**
+             * Tool calls wait for people (an approval, or an answer to a question). The pause is persisted; each
+             * decision is recorded, and once every waiting call is decided the batch runs again: approved calls run,
+             * rejected ones are answered with the reason, questions with the answer.
+             */
+            awaitingApproval: {
+              entry: 'requestApproval',
+              on: {
+                'approval.decided': [
+                  {
+                    guard: and(['decidesPendingCall', 'decidesLastPendingCall']),
+                    target: 'runningTools',
+                    actions: 'recordApprovalDecision',
+                  },
+                  { guard: 'decidesPendingCall', actions: 'recordApprovalDecision' },
                 ],
               },
             },

@@ -1,13 +1,16 @@
 import type { ActorLogic, AnyActorRef, CallbackSnapshot } from 'xstate';
 import { decodeOutput } from '../agent/decode-output.ts';
 import { AbortWaiters, stacklessError } from '../core/abort.ts';
+import type { ApprovalRequest } from '../core/approvals.ts';
 import { ModelError, toErrorInfo } from '../core/errors.ts';
-import type { Message } from '../core/messages.ts';
+import type { Message, ToolCall } from '../core/messages.ts';
 import type { ModelRequest } from '../core/model.ts';
 import { addUsage, emptyUsage, totalTokens, type Usage } from '../core/usage.ts';
-import type { AgentEvent, EffectCommand } from '../machines/agent.ts';
+import type { AgentContext, AgentEvent, EffectCommand, ToolOutcome } from '../machines/agent.ts';
 import { estimateRequest, resourcesOf } from '../resources/resource-binding.ts';
 import type { Grant } from '../resources/resource-manager.ts';
+import { type ClassifiedCalls, classifyCalls, type DecidedOutcomes } from './approval-check.ts';
+import { redactArguments } from './inspect.ts';
 import { normalizeResponse } from './normalize-response.ts';
 import { reportFatal, takeNestedSteps } from './run-hooks.ts';
 import { type RunRuntime, runtimeOf } from './run-runtime.ts';
@@ -27,10 +30,14 @@ const instanceKey = Symbol('troupe.effects');
 type WithInstance = { [instanceKey]?: EffectsInstance };
 
 /**
- * The agent machine's one long-lived effects actor (ARCHITECTURE rule 2 and 4): it takes `model.call` and
- * `tools.run` commands and answers each with exactly one event. Every call gets an AbortSignal that is aborted when
- * the machine stops this actor (the run ended, was aborted or timed out), and that signal reaches the SDK or tool.
- * It never throws: failures become `model.error` events or error tool results.
+ * The agent machine's one long-lived effects actor: it takes `model.call`, `tools.run` and `approval.wait`
+ * commands and answers each of the first two with exactly one event. Every call gets an AbortSignal that is aborted
+ * when the machine stops this actor (the run ended, was aborted or timed out), and that signal reaches the SDK or
+ * tool. It never throws: failures become `model.error` / `effects.failed` events or error tool results.
+ *
+ * Inside a session the run is durable (`runtime.durable`): before a call starts, the state that decided it is
+ * committed; when a call finishes, its answer is committed before the machine sees it; after a restart, calls that
+ * had finished are answered from that journal and only the one that was in flight runs again.
  *
  * It is XState actor logic written out (what `fromCallback` builds, without its per-actor WeakMap, receiver set and
  * closures: this actor is created for every run, and a run is a handful of events).
@@ -60,14 +67,15 @@ class EffectsInstance {
   readonly #controller = new AbortController();
   readonly #runtime: RunRuntime | undefined;
   readonly #scope: EffectsScope;
-  readonly #sessionId: string;
+  /** The key this run's runtime is registered under. */
+  readonly #key: string;
   #closed = false;
   #cumulative: Usage = emptyUsage;
 
-  constructor(sessionId: string, scope: EffectsScope) {
-    this.#sessionId = sessionId;
+  constructor(key: string, scope: EffectsScope) {
+    this.#key = key;
     this.#scope = scope;
-    this.#runtime = runtimeOf(sessionId);
+    this.#runtime = runtimeOf(key);
   }
 
   close(): void {
@@ -87,83 +95,256 @@ class EffectsInstance {
     if (self._parent) system._relay(self, self._parent, event);
   }
 
+  /** The agent's context right now: the state that decided the command being handled. */
+  #context(): AgentContext {
+    return (this.#scope.self._parent as AnyActorRef).getSnapshot().context as AgentContext;
+  }
+
+  /** A durable write failed: the effect does not start and the run fails with the store's error. */
+  #fail(error: unknown): void {
+    const info = toErrorInfo(error);
+    const runtime = this.#runtime;
+    if (runtime && !this.#closed)
+      runtime.bus.emit(runtime.agent.name, 'error', {
+        message: `store: ${info.message}`,
+        type: info.name,
+        code: 'store_failed',
+      });
+    this.#answer({ type: 'effects.failed', error: { ...info, code: 'store_failed' } });
+  }
+
   receive(command: EffectCommand): void {
     const runtime = this.#runtime;
     if (!runtime) {
       this.#answer({
         type: 'model.error',
-        error: {
-          name: 'TroupeError',
-          code: 'runtime_missing',
-          message: `No runtime for session ${this.#sessionId}.`,
-        },
+        error: { name: 'TroupeError', code: 'runtime_missing', message: `No runtime for run ${this.#key}.` },
       });
       return;
     }
-    if (command.type === 'model.call') {
-      void callModel(runtime, command, this.#controller.signal).then((event) => {
-        if (event.type === 'model.response') {
-          this.#cumulative = addUsage(this.#cumulative, event.response.usage);
-          if (!this.#closed && runtime.bus.listening)
-            emitUsage(runtime, event.response.usage, this.#cumulative);
-        }
-        this.#answer(event);
-      });
-    } else {
-      const sessionId = this.#sessionId;
-      void runToolBatch({
-        calls: command.calls,
-        registry: runtime.agent.tools,
-        disabled: command.disabledTools,
-        concurrency: runtime.agent.limits.toolConcurrency,
-        timeoutMs: runtime.agent.limits.toolTimeoutMs,
-        retries: runtime.agent.limits.toolRetries,
-        sessionId,
-        agent: runtime.agent.name,
-        step: command.step,
-        signal: this.#controller.signal,
-        whenAborted: this.#whenAborted,
-        clock: runtime.clock,
-        onCall: (call) => {
-          if (!runtime.bus.listening) return;
-          runtime.bus.emit(runtime.agent.name, 'tool_call', {
-            id: call.id,
-            function: { name: call.name, arguments: JSON.stringify(call.args) },
-            args: call.args,
-          });
-        },
-        onResult: (call, outcome, durationMs) => {
-          // A failed `fatal: true` tool fails the agent actor: the session's supervisor decides (M4).
-          if (outcome.isError && outcome.executed && runtime.agent.tools.find(call.name)?.fatal) {
-            reportFatal(sessionId, { name: 'FatalToolError', code: 'tool_fatal', message: outcome.content });
-          }
-          if (!runtime.bus.listening) return;
-          runtime.bus.emit(runtime.agent.name, 'tool_response', {
-            tool_call_id: call.id,
-            name: call.name,
-            content_preview:
-              outcome.content.length > 200 ? `${outcome.content.slice(0, 200)}…` : outcome.content,
-            content: outcome.content,
-            isError: outcome.isError,
-            attempts: outcome.attempts,
-            durationMs,
-          });
-        },
-        onRetry: (call, attempt, error) =>
-          runtime.bus.emit(runtime.agent.name, 'tool_retry', {
-            tool_call_id: call.id,
-            name: call.name,
-            attempt,
-            error,
-          }),
-      }).then((results) => {
-        const nestedSteps = takeNestedSteps(sessionId);
-        this.#answer(
-          nestedSteps > 0 ? { type: 'tools.done', results, nestedSteps } : { type: 'tools.done', results },
-        );
-      });
+    const durable = runtime.durable;
+    if (!durable) {
+      this.#start(runtime, command);
+      return;
     }
+    // Write-ahead: the state that decided this command is committed before anything it asks for starts.
+    let committed: void | Promise<void>;
+    try {
+      if (command.type === 'approval.wait') {
+        const requests = approvalRequests(runtime, command, this.#context());
+        for (const request of requests) runtime.bus.emit(runtime.agent.name, 'approval_requested', request);
+        committed = durable.awaitPeople(requests, this.#context());
+      } else committed = durable.beforeEffect(command, this.#context());
+    } catch (error) {
+      this.#fail(error);
+      return;
+    }
+    if (committed instanceof Promise)
+      committed.then(
+        () => {
+          if (!this.#closed) this.#start(runtime, command);
+        },
+        (error: unknown) => this.#fail(error),
+      );
+    else this.#start(runtime, command);
   }
+
+  #start(runtime: RunRuntime, command: EffectCommand): void {
+    if (command.type === 'model.call') this.#callModel(runtime, command);
+    else if (command.type === 'tools.run') void this.#runTools(runtime, command);
+    // approval.wait: nothing to start; people's decisions come back as approval.decided events.
+  }
+
+  #callModel(runtime: RunRuntime, command: Extract<EffectCommand, { type: 'model.call' }>): void {
+    const durable = runtime.durable;
+    const replayed = durable?.replayModel(command.call);
+    if (replayed) {
+      if (replayed.type === 'model.response')
+        this.#cumulative = addUsage(this.#cumulative, replayed.response.usage);
+      this.#answer(replayed);
+      return;
+    }
+    void callModel(runtime, command, this.#controller.signal).then(async (event) => {
+      if (this.#closed) return;
+      if (event.type === 'model.response') {
+        this.#cumulative = addUsage(this.#cumulative, event.response.usage);
+        if (runtime.bus.listening) emitUsage(runtime, event.response.usage, this.#cumulative);
+        if (durable) {
+          try {
+            await durable.recordModel(command.call, event);
+          } catch (error) {
+            this.#fail(error);
+            return;
+          }
+        }
+      }
+      this.#answer(event);
+    });
+  }
+
+  #runTools(runtime: RunRuntime, command: Extract<EffectCommand, { type: 'tools.run' }>): void {
+    const durable = runtime.durable;
+    // Calls people decided on are answered from the decision; undecided calls that need a person wait.
+    const classified = classifyCalls(runtime.agent.tools, command.calls, command.decisions, {
+      sessionId: runtime.sessionId ?? runtime.bus.sessionId,
+      route: runtime.route ?? runtime.agent.name,
+      turn: runtime.turn ?? 1,
+      step: command.step,
+      agent: runtime.agent.name,
+      replayed: (call) => durable?.replayTool(command.step, call.id),
+    });
+    if (classified instanceof Promise)
+      void classified.then((sorted) => this.#runBatch(runtime, command, sorted));
+    else this.#runBatch(runtime, command, classified);
+  }
+
+  #runBatch(
+    runtime: RunRuntime,
+    command: Extract<EffectCommand, { type: 'tools.run' }>,
+    classified: ClassifiedCalls,
+  ): void {
+    const key = this.#key;
+    const durable = runtime.durable;
+    const signal = this.#controller.signal;
+    const where = {
+      sessionId: runtime.sessionId ?? runtime.bus.sessionId,
+      route: runtime.route ?? runtime.agent.name,
+      turn: runtime.turn ?? 1,
+      step: command.step,
+    };
+    if (this.#closed) return;
+    emitDecided(runtime, classified.decided);
+    void runToolBatch({
+      calls: classified.runnable,
+      registry: runtime.agent.tools,
+      disabled: command.disabledTools,
+      concurrency: runtime.agent.limits.toolConcurrency,
+      timeoutMs: runtime.agent.limits.toolTimeoutMs,
+      retries: runtime.agent.limits.toolRetries,
+      ...where,
+      callPath: runtime.callPath ?? '',
+      runtimeKey: key,
+      agent: runtime.agent.name,
+      signal,
+      whenAborted: this.#whenAborted,
+      clock: runtime.clock,
+      known: (call) => classified.decided.get(call.id) ?? durable?.replayTool(command.step, call.id),
+      onStart: (call) => {
+        if (!runtime.bus.listening) return;
+        const found = runtime.agent.tools.find(call.name);
+        const args = found ? redactArguments(call.args, found.secret) : redactArguments(call.args, []);
+        runtime.bus.emit(runtime.agent.name, 'tool_call', {
+          id: call.id,
+          function: { name: call.name, arguments: JSON.stringify(args) },
+          args,
+        });
+      },
+      onSettled: (call, outcome, durationMs) => {
+        // A failed `fatal: true` tool fails the agent actor: the session's supervisor decides. Its outcome is not
+        // recorded, so a restart runs it again.
+        const fatal = outcome.isError && outcome.executed && runtime.agent.tools.find(call.name)?.fatal;
+        if (fatal) reportFatal(key, { name: 'FatalToolError', code: 'tool_fatal', message: outcome.content });
+        if (runtime.bus.listening) emitToolResponse(runtime, call, outcome, durationMs);
+        if (!durable || fatal || signal.aborted) return;
+        try {
+          return durable.recordTool(command.step, call.id, outcome);
+        } catch (error) {
+          this.#fail(error);
+        }
+      },
+      onRetry: (call, attempt, error) =>
+        runtime.bus.emit(runtime.agent.name, 'tool_retry', {
+          tool_call_id: call.id,
+          name: call.name,
+          attempt,
+          error,
+        }),
+    }).then((results) => {
+      const nestedSteps = takeNestedSteps(key);
+      const event: Extract<AgentEvent, { type: 'tools.done' }> = { type: 'tools.done', results };
+      if (nestedSteps > 0) event.nestedSteps = nestedSteps;
+      if (classified.pending.length > 0) event.pending = classified.pending;
+      this.#answer(event);
+    });
+  }
+}
+
+/** The requests of an `approval.wait` command, for the store and the events. */
+function approvalRequests(
+  runtime: RunRuntime,
+  command: Extract<EffectCommand, { type: 'approval.wait' }>,
+  context: AgentContext,
+): ApprovalRequest[] {
+  const byId = new Map<string, ToolCall>(command.calls.map((call) => [call.id, call]));
+  const requestedAt = runtime.clock.now();
+  const sessionId = runtime.sessionId ?? runtime.bus.sessionId;
+  const route = runtime.route ?? runtime.agent.name;
+  const decided = new Set((context.approvals?.decided ?? []).map((entry) => entry.callId));
+  const requests: ApprovalRequest[] = [];
+  for (const pending of command.pending) {
+    const call = byId.get(pending.callId);
+    if (!call || decided.has(pending.callId)) continue;
+    const found = runtime.agent.tools.find(call.name);
+    const request: ApprovalRequest = {
+      sessionId,
+      callId: call.id,
+      agent: runtime.agent.name,
+      route,
+      tool: call.name,
+      args: redactArguments(call.args, found?.secret ?? []),
+      kind: pending.kind,
+      requestedAt,
+    };
+    if (pending.kind === 'question') request.question = questionOf(call);
+    requests.push(request);
+  }
+  return requests;
+}
+
+function questionOf(call: ToolCall): string {
+  const args = call.args;
+  if (typeof args === 'object' && args !== null && !Array.isArray(args) && Object.hasOwn(args, 'question')) {
+    const question = args.question;
+    if (typeof question === 'string') return question;
+  }
+  return JSON.stringify(args);
+}
+
+/** Answers people gave (rejections, answers to questions) appear in the stream like any tool result. */
+function emitDecided(runtime: RunRuntime, decided: DecidedOutcomes): void {
+  if (!runtime.bus.listening) return;
+  for (const outcome of decided.values()) {
+    runtime.bus.emit(runtime.agent.name, 'tool_response', {
+      tool_call_id: outcome.callId,
+      name: outcome.name,
+      content_preview: preview(outcome.content),
+      content: outcome.content,
+      isError: outcome.isError,
+      attempts: outcome.attempts,
+      durationMs: 0,
+    });
+  }
+}
+
+function emitToolResponse(
+  runtime: RunRuntime,
+  call: ToolCall,
+  outcome: ToolOutcome,
+  durationMs: number,
+): void {
+  runtime.bus.emit(runtime.agent.name, 'tool_response', {
+    tool_call_id: call.id,
+    name: call.name,
+    content_preview: preview(outcome.content),
+    content: outcome.content,
+    isError: outcome.isError,
+    attempts: outcome.attempts,
+    durationMs,
+  });
+}
+
+function preview(content: string): string {
+  return content.length > 200 ? `${content.slice(0, 200)}…` : content;
 }
 
 async function callModel(
@@ -174,15 +355,19 @@ async function callModel(
   const { agent, bus } = runtime;
   const messages: Message[] =
     agent.instructions === '' ? (command.history as Message[]) : [systemMessageOf(agent), ...command.history];
+  const onDelta = runtime.onDelta;
   const request: ModelRequest = {
     messages,
     tools: command.toolsEnabled ? agent.tools.specs(command.disabledTools) : [],
     settings: agent.settings,
     signal,
-    onDelta: runtime.onDelta,
+    // A provider may still deliver a delta after the call was aborted: it must not follow the run's end.
+    onDelta: (delta) => {
+      if (!signal.aborted) onDelta(delta);
+    },
   };
   if (command.schemaEnabled && agent.outputSpec) request.output = agent.outputSpec;
-  // R1-R6: a run with a resource manager reserves an estimate first; a denial stops the run (budget_exhausted).
+  // A run with a resource manager reserves an estimate first; a denial stops the run (budget_exhausted).
   const resources = resourcesOf(bus.sessionId);
   let grant: Grant | undefined;
   if (resources) {
@@ -209,7 +394,7 @@ async function callModel(
     grant = outcome.grant;
   }
   try {
-    const response = normalizeResponse(await agent.model.generate(request), command.call);
+    const response = normalizeResponse(await agent.model.generate(request), command.call, command.history);
     if (resources && grant) resources.settle(grant, response.usage);
     if (signal.aborted) return abortedEvent();
     if (bus.listening) {
@@ -221,8 +406,8 @@ async function callModel(
         usage: response.usage,
       });
     }
-    // Decode here, where the schema lives, so the machine only sees data (rule 1). In the tool-use phase only a
-    // text answer is worth decoding; a valid one ends the run without the extra final-output call.
+    // Decode here, where the schema lives, so the machine only sees data. In the tool-use phase only a text answer
+    // is worth decoding; a valid one ends the run without the extra final-output call.
     const schema = agent.outputSchema;
     const wantsDecode = schema && (command.phase === 'finalOutput' || response.toolCalls.length === 0);
     return wantsDecode

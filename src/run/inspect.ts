@@ -34,6 +34,16 @@ export function redact(value: unknown, keys: ReadonlySet<string>, depth = 0): un
   return copy;
 }
 
+/** A tool call's arguments as events, approvals and traces show them: declared and well-known secrets redacted. */
+export function redactArguments<T>(args: T, secret: readonly string[]): T {
+  return redact(
+    args,
+    secret.length === 0 ? defaultSecretSet : new Set([...defaultSecretKeys, ...secret]),
+  ) as T;
+}
+
+const defaultSecretSet: ReadonlySet<string> = new Set(defaultSecretKeys);
+
 /**
  * Wraps an inspection observer so that secrets never reach it (REQUIREMENTS O3): snapshots, events and action
  * parameters are redacted, and the actor ref handed on reads its snapshot through the same filter (the Stately

@@ -1,22 +1,30 @@
 import { type JsonValue, plainJsonProblem } from '../core/json.ts';
-import type { ToolCall } from '../core/messages.ts';
+import type { Message, ToolCall } from '../core/messages.ts';
 import { type ModelResponse, modelStopReasons } from '../core/model.ts';
 import { normalizeUsage } from '../core/usage.ts';
 
 /**
  * Defends the loop against a provider (possibly a user's own) that returns a loose response: text must be a
- * string, tool calls need unique non-empty ids (some servers send '' or '0'), arguments default to {}, usage is
- * filled in, an unrecognized stop reason becomes 'unknown', arguments that are not plain JSON (a cycle, a
- * function) become a string naming the problem, so the tool's schema rejects them and the model is told. `call` makes synthetic ids unique across the run.
+ * string, arguments default to {}, usage is filled in, an unrecognized stop reason becomes 'unknown', arguments that
+ * are not plain JSON (a cycle, a function) become a string naming the problem, so the tool's schema rejects them and
+ * the model is told.
+ *
+ * Tool-call ids are made unique within the conversation: a missing, empty or "0" id gets `call_<call>_<index>`
+ * (`call` is the model call's number in the run), and an id already used (earlier in `history`, or earlier in this
+ * response: some servers send "0" every time, some models reuse ids across turns) gets a `_2`, `_3`... suffix. The
+ * new id is used for the call and for the tool message that answers it, so the provider gets both back consistent.
  */
-export function normalizeResponse(response: ModelResponse, call: number): ModelResponse {
+export function normalizeResponse(
+  response: ModelResponse,
+  call: number,
+  history: readonly Message[] = [],
+): ModelResponse {
   const given = Array.isArray(response.toolCalls) ? response.toolCalls : [];
-  // Duplicate ids are only possible with several calls: no set for the usual zero or one.
-  const seen = given.length > 1 ? new Set<string>() : undefined;
+  const used = given.length > 0 ? idsIn(history) : undefined;
   const toolCalls: ToolCall[] = given.map((toolCall, k) => {
-    let id = typeof toolCall.id === 'string' && toolCall.id !== '' && toolCall.id !== '0' ? toolCall.id : '';
-    if (id === '' || seen?.has(id)) id = `call_${call}_${k}`;
-    seen?.add(id);
+    const raw =
+      typeof toolCall.id === 'string' && toolCall.id !== '' && toolCall.id !== '0' ? toolCall.id : '';
+    const id = uniqueId(raw === '' ? `call_${call}_${k}` : raw, used as Set<string>);
     return {
       id,
       name: String(toolCall.name),
@@ -38,6 +46,25 @@ export function normalizeResponse(response: ModelResponse, call: number): ModelR
     normalized.reasoning = response.reasoning;
   if (response.rawStopReason !== undefined) normalized.rawStopReason = response.rawStopReason;
   return normalized;
+}
+
+/** The tool-call ids a conversation already uses. */
+function idsIn(history: readonly Message[]): Set<string> {
+  const ids = new Set<string>();
+  for (const message of history) {
+    if (message.role === 'assistant' && message.toolCalls)
+      for (const toolCall of message.toolCalls) ids.add(toolCall.id);
+    else if (message.role === 'tool') ids.add(message.toolCallId);
+  }
+  return ids;
+}
+
+/** `id`, or the first `id_2`, `id_3`... not in `used`; the result is added to `used`. */
+function uniqueId(id: string, used: Set<string>): string {
+  let unique = id;
+  for (let n = 2; used.has(unique); n++) unique = `${id}_${n}`;
+  used.add(unique);
+  return unique;
 }
 
 function argsOf(args: unknown): JsonValue {

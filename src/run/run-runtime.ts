@@ -2,6 +2,7 @@ import type { Agent } from '../agent/define-agent.ts';
 import type { Clock } from '../core/clock.ts';
 import type { EventBus } from '../core/event-bus.ts';
 import type { ModelDelta } from '../core/model.ts';
+import type { DurableRun } from './durable-run.ts';
 
 /**
  * What a running session's effects need and machine context must not hold (functions, SDK clients, the event
@@ -14,6 +15,28 @@ export interface RunRuntime {
   clock: Clock;
   /** Streams model deltas to the bus, tagged with the agent. Bound once per run: it is on the hot path. */
   onDelta: (delta: ModelDelta) => void;
+  /** The session id tools see (the user's); default: the bus's session id. */
+  sessionId?: string;
+  /** The agent's place in the session (see ToolContext.route); default: the agent's name. */
+  route?: string;
+  /** The session turn; default 1. */
+  turn?: number;
+  /** Ids of the calls that started this nested run, joined by '/'; default ''. */
+  callPath?: string;
+  /** Write-ahead persistence, for a run inside a session; absent for a plain run. */
+  durable?: DurableRun;
+}
+
+/** Where a tool context keeps the key of the run that called it (agents used as tools find their caller by it). */
+const runtimeKeySymbol = Symbol('troupe.runtimeKey');
+
+export function bindRuntimeKey(context: object, key: string): void {
+  Object.defineProperty(context, runtimeKeySymbol, { value: key, enumerable: false });
+}
+
+/** The runtime key of the run a tool context belongs to. */
+export function runtimeKeyOf(context: object): string | undefined {
+  return (context as { [runtimeKeySymbol]?: string })[runtimeKeySymbol];
 }
 
 const runtimes = new Map<string, RunRuntime>();

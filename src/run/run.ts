@@ -259,23 +259,30 @@ export function stream<TOutput>(
   };
 }
 
+/**
+ * The step view of a run's events: a tool call and its result together, in call order. Tool events come out when
+ * calls start and end, so calls of one batch interleave; a call is held back until it and every call before it have
+ * their result.
+ */
 async function* stepsFrom(
   events: AsyncIterable<RunEvent>,
   result: Promise<RunResult<unknown>>,
 ): AsyncIterable<AgentStep> {
+  const waiting: Extract<AgentStep, { type: 'tool_call' }>[] = [];
+  const results = new Map<string, Extract<AgentStep, { type: 'tool_result' }>>();
   for await (const event of events) {
     if (event.type === 'model_response' && event.data.toolCalls > 0 && event.data.text !== '') {
       yield { type: 'thinking', agent: event.agent, text: event.data.text };
     } else if (event.type === 'tool_call') {
-      yield {
+      waiting.push({
         type: 'tool_call',
         agent: event.agent,
         id: event.data.id,
         name: event.data.function.name,
         args: event.data.args,
-      };
+      });
     } else if (event.type === 'tool_response') {
-      yield {
+      const step: Extract<AgentStep, { type: 'tool_result' }> = {
         type: 'tool_result',
         agent: event.agent,
         id: event.data.tool_call_id,
@@ -283,6 +290,21 @@ async function* stepsFrom(
         content: event.data.content,
         isError: event.data.isError,
       };
+      // A result without a started call (a person's answer or rejection) goes out on its own.
+      if (!waiting.some((call) => call.id === step.id)) {
+        yield step;
+        continue;
+      }
+      results.set(step.id, step);
+      while (waiting.length > 0) {
+        const head = waiting[0] as Extract<AgentStep, { type: 'tool_call' }>;
+        const done = results.get(head.id);
+        if (!done) break;
+        waiting.shift();
+        results.delete(head.id);
+        yield head;
+        yield done;
+      }
     }
   }
   const final = await result;

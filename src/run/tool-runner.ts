@@ -6,7 +6,16 @@ import type { ToolCall } from '../core/messages.ts';
 import { reactInvalidReplyTool } from '../core/model.ts';
 import type { ToolOutcome } from '../machines/agent.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
-import type { Tool } from '../tools/tool.ts';
+import type { Tool, ToolContext } from '../tools/tool.ts';
+import { bindRuntimeKey } from './run-runtime.ts';
+
+/** The idempotency key of a call: a pure function of the session, turn, step and (nested) call id. */
+export function idempotencyKey(
+  where: { sessionId: string; turn: number; step: number; callPath: string },
+  callId: string,
+): string {
+  return `${where.sessionId}:${where.turn}:${where.step}:${where.callPath === '' ? callId : `${where.callPath}/${callId}`}`;
+}
 
 export interface ToolBatch {
   calls: readonly ToolCall[];
@@ -16,7 +25,14 @@ export interface ToolBatch {
   concurrency: number;
   timeoutMs: number | null;
   retries: number;
+  /** The session id tools see (the user's), and the agent's place and turn in it. */
   sessionId: string;
+  route: string;
+  turn: number;
+  /** Ids of the calls that started this (nested) run, joined by '/', or '' at the top: part of idempotency keys. */
+  callPath: string;
+  /** The key the run's runtime is registered under (agents used as tools find their caller through it). */
+  runtimeKey: string;
   agent: string;
   step: number;
   /** Aborted when the run no longer wants the results (abort, timeout, end of run). */
@@ -27,9 +43,18 @@ export interface ToolBatch {
    */
   whenAborted?: (callback: () => void) => () => void;
   clock: Clock;
-  /** Called in call order: call 1, its result, call 2, its result... whatever order the tools finish in (L7). */
-  onCall: (call: ToolCall) => void;
-  onResult: (call: ToolCall, outcome: ToolOutcome, durationMs: number) => void;
+  /**
+   * Outcomes known without running anything: calls that finished before a restart (replayed from the journal) and
+   * calls people rejected or answered. Their call is not started and no event is emitted for it.
+   */
+  known?: (call: ToolCall) => ToolOutcome | undefined;
+  /** A call is about to run (its first attempt starts). Called in call order. */
+  onStart: (call: ToolCall) => void;
+  /**
+   * A call finished (after its retries). The batch waits for what this returns before counting the call as done:
+   * a durable session commits the outcome here, so it is never run again after a crash.
+   */
+  onSettled: (call: ToolCall, outcome: ToolOutcome, durationMs: number) => void | Promise<void>;
   onRetry: (call: ToolCall, attempt: number, error: string) => void;
 }
 
@@ -41,21 +66,7 @@ export interface ToolBatch {
 export function runToolBatch(batch: ToolBatch): Promise<ToolOutcome[]> {
   const { calls } = batch;
   const outcomes: (ToolOutcome | undefined)[] = new Array(calls.length);
-  const durations: number[] = new Array(calls.length).fill(0);
-  let reported = 0;
   let next = 0;
-
-  // Results are reported strictly in call order, as soon as every earlier call has been reported.
-  const reportReady = () => {
-    while (reported < calls.length) {
-      const outcome = outcomes[reported];
-      if (!outcome) return;
-      const call = calls[reported] as ToolCall;
-      batch.onCall(call);
-      batch.onResult(call, outcome, durations[reported] ?? 0);
-      reported++;
-    }
-  };
 
   return new Promise((resolve) => {
     if (calls.length === 0) return resolve([]);
@@ -64,21 +75,34 @@ export function runToolBatch(batch: ToolBatch): Promise<ToolOutcome[]> {
     // An already aborted signal never fires: settle at once instead of waiting forever.
     if (batch.signal.aborted) return finish();
     const stopWaiting = batch.whenAborted ? batch.whenAborted(finish) : whenAborted(batch.signal, finish);
+    const done = (index: number, outcome: ToolOutcome) => {
+      outcomes[index] = outcome;
+      settled++;
+      if (batch.signal.aborted) return;
+      if (settled === calls.length) {
+        stopWaiting();
+        finish();
+      } else startNext();
+    };
     const startNext = () => {
       if (next >= calls.length || batch.signal.aborted) return;
       const index = next++;
       const call = calls[index] as ToolCall;
+      const known = batch.known?.(call);
+      if (known) {
+        done(index, known);
+        return;
+      }
       const started = batch.clock.now();
-      void runToolCall(call, batch).then((outcome) => {
-        outcomes[index] = outcome;
-        durations[index] = batch.clock.now() - started;
-        settled++;
+      batch.onStart(call);
+      void runToolCall(call, batch).then(async (outcome) => {
         if (batch.signal.aborted) return;
-        reportReady();
-        if (settled === calls.length) {
-          stopWaiting();
-          finish();
-        } else startNext();
+        try {
+          await batch.onSettled(call, outcome, batch.clock.now() - started);
+        } catch {
+          // onSettled reports its own failures; the outcome still answers the call.
+        }
+        done(index, outcome);
       });
     };
     for (let i = 0; i < Math.min(batch.concurrency, calls.length); i++) startNext();
@@ -152,15 +176,18 @@ function attemptTool(
   attempt: number,
   timeoutMs: number | null,
 ): Promise<unknown> {
-  const context = {
+  const context: ToolContext = {
     signal: batch.signal,
     sessionId: batch.sessionId,
+    route: batch.route,
+    turn: batch.turn,
     agent: batch.agent,
     callId: call.id,
     step: batch.step,
     attempt,
-    idempotencyKey: `${batch.sessionId}:${batch.step}:${call.id}`,
+    idempotencyKey: idempotencyKey(batch, call.id),
   };
+  bindRuntimeKey(context, batch.runtimeKey);
   if (timeoutMs === null) {
     // Without a timeout the attempt's signal is the run's own: no controller, timer or listeners per call (about
     // 3 µs of the hot path). A tool that ignores an abort does not hold the loop: runToolBatch settles on it.

@@ -4,7 +4,7 @@ import { ConfigError } from '../core/errors.ts';
 import type { RunResult } from '../core/result.ts';
 import { type RunOptions, stream } from '../run/run.ts';
 import { addNestedSteps, delegatorOf, scopeOf } from '../run/run-hooks.ts';
-import { runtimeOf } from '../run/run-runtime.ts';
+import { runtimeKeyOf, runtimeOf } from '../run/run-runtime.ts';
 import { type Tool, type ToolContext, tool } from '../tools/tool.ts';
 import { needsSession } from './session-run.ts';
 
@@ -53,8 +53,9 @@ export function agentTool<TOutput>(agent: Agent<TOutput>, options: AgentToolOpti
     // A sub-run is not retried: its failure goes back to the model, which decides.
     retries: 0,
     async execute({ input }, ctx) {
-      const caller = runtimeOf(ctx.sessionId);
-      const scope = scopeOf(ctx.sessionId);
+      const callerKey = runtimeKeyOf(ctx) ?? ctx.sessionId;
+      const caller = runtimeOf(callerKey);
+      const scope = scopeOf(callerKey);
       const limits = { ...agent.limits };
       if (caller) {
         const remaining = caller.agent.limits.maxSteps - ctx.step;
@@ -68,13 +69,13 @@ export function agentTool<TOutput>(agent: Agent<TOutput>, options: AgentToolOpti
         limits.timeoutMs = limits.timeoutMs === null ? left : Math.min(limits.timeoutMs, left);
       }
       const nested = Object.freeze({ ...agent, limits }) as Agent<unknown>;
-      const delegator = delegatorOf(ctx.sessionId);
+      const delegator = delegatorOf(callerKey);
       const result =
         delegator && !needsSession(nested)
           ? await delegator({ agent: nested, input, callId: ctx.callId, signal: ctx.signal })
-          : await runApart(nested, input, ctx, caller, scope);
+          : await runApart(nested, input, ctx, callerKey, caller, scope);
       // The sub-run's model calls count against the caller's step limit (R5), whatever its outcome.
-      if (caller) addNestedSteps(ctx.sessionId, result.iterationsUsed);
+      if (caller) addNestedSteps(callerKey, result.iterationsUsed);
       if (result.status !== 'completed') throw new SubAgentError(agent.name, result);
       return result.output !== undefined ? result.output : result.text;
     },
@@ -87,10 +88,11 @@ async function runApart(
   nested: Agent<unknown>,
   input: string,
   ctx: ToolContext,
+  callerKey: string,
   caller: ReturnType<typeof runtimeOf>,
   scope: ReturnType<typeof scopeOf>,
 ): Promise<RunResult<unknown>> {
-  const runOptions: RunOptions = { signal: ctx.signal, sessionId: `${ctx.sessionId}:${ctx.callId}` };
+  const runOptions: RunOptions = { signal: ctx.signal, sessionId: `${callerKey}:${ctx.callId}` };
   // The sub-run's spend counts on the caller's budgets (R5).
   if (caller) {
     runOptions.parentScope = caller.bus.sessionId;

@@ -6,7 +6,15 @@ import type { JsonObject } from '../core/json.ts';
 export interface ToolContext {
   /** Aborted when the call times out, the run is aborted or times out, or the run ends. Pass it on. */
   signal: AbortSignal;
+  /** The session's id as the user gave it (or the run's `sessionId`). */
   sessionId: string;
+  /**
+   * Where the calling agent runs in the session: its name for the agent holding the conversation, or the chain of
+   * calls that started a nested agent (`support>call_7/researcher` for an agent used as a tool).
+   */
+  route: string;
+  /** The turn of the session (from 1) the call belongs to; 1 in a plain run. */
+  turn: number;
   /** Name of the agent that called the tool. */
   agent: string;
   /** The model's id for this call. */
@@ -16,8 +24,9 @@ export interface ToolContext {
   /** 1 for the first attempt, 2 for the first retry, ... */
   attempt: number;
   /**
-   * `${sessionId}:${step}:${callId}`: stable across retries and across a restore of the same session, so a tool with
-   * side effects can deduplicate.
+   * `${sessionId}:${turn}:${step}:${callId}`, where a nested agent's call id is prefixed by the ids of the calls that
+   * started it (`call_7/call_2`). A pure function of where the call sits in the session: the same across retries,
+   * across a supervised restart and across a crash and `recover()`, so a tool with side effects can deduplicate on it.
    */
   idempotencyKey: string;
 }
@@ -39,6 +48,10 @@ export interface Tool<TArgs = unknown, TResult = unknown> {
   readonly fatal: boolean;
   /** Argument names whose values never reach the inspector or traces (API keys, tokens, passwords). */
   readonly secret: readonly string[];
+  /** Whether a call must be approved by a person before it runs (see ToolOptions.needsApproval). */
+  readonly needsApproval: boolean | StoredApprovalPredicate<TArgs>;
+  /** Set on tools whose answer comes from a person (`askHuman`): a call waits for `session.answer()`. */
+  readonly asksHuman?: true;
   execute(args: TArgs, context: ToolContext): TResult | Promise<TResult>;
 }
 
@@ -59,7 +72,31 @@ export interface ToolOptions<TSchema extends z.ZodType, TResult> {
   fatal?: boolean;
   /** Names of arguments that are secrets: they are redacted before anything reaches the inspector. */
   secret?: string[];
+  /**
+   * A person must approve each call before it runs: `true`, or a function of the (validated) arguments deciding per
+   * call. The run pauses in its `awaitingApproval` state, persisted with the session, until
+   * `session.approve(callId)` or `session.reject(callId, reason)` (from any process sharing the store); a rejected
+   * call's reason goes back to the model. A function that throws counts as "needs approval".
+   */
+  needsApproval?: boolean | ApprovalPredicate<z.output<TSchema>>;
 }
+
+/** Decides whether one call needs a person's approval. */
+export type ApprovalPredicate<TArgs> = (
+  args: TArgs,
+  context: ApprovalCheckContext,
+) => boolean | Promise<boolean>;
+
+/** The predicate as a tool holds it: a method type, so typed tools stay assignable to `Tool` (like `execute`). */
+type StoredApprovalPredicate<TArgs> = {
+  check(args: TArgs, context: ApprovalCheckContext): boolean | Promise<boolean>;
+}['check'];
+
+/** What an approval predicate knows about the call. */
+export type ApprovalCheckContext = Pick<
+  ToolContext,
+  'sessionId' | 'agent' | 'callId' | 'route' | 'turn' | 'step'
+>;
 
 const toolNamePattern = /^[a-zA-Z0-9_-]{1,64}$/;
 
@@ -88,6 +125,12 @@ export function tool<TSchema extends z.ZodType, TResult>(
   ) {
     throw new ConfigError(`${where}: secret must be an array of argument names.`);
   }
+  if (
+    options.needsApproval !== undefined &&
+    typeof options.needsApproval !== 'boolean' &&
+    typeof options.needsApproval !== 'function'
+  )
+    throw new ConfigError(`${where}: needsApproval must be a boolean or a function of the arguments.`);
   for (const key of ['timeoutMs', 'retries'] as const) {
     const value = options[key];
     if (value !== undefined && (typeof value !== 'number' || !Number.isFinite(value) || value < 0)) {
@@ -104,6 +147,7 @@ export function tool<TSchema extends z.ZodType, TResult>(
     retries: options.fatal ? 0 : options.retries,
     fatal: options.fatal ?? false,
     secret: Object.freeze([...(options.secret ?? [])]),
+    needsApproval: options.needsApproval ?? false,
     execute: options.execute,
   };
 }

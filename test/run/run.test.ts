@@ -272,7 +272,7 @@ describe('run: the loop end to end on the scripted model', () => {
     expect(result.stopReason).toBe('tool_failure_degraded');
   });
 
-  it('runs one turn of tools in parallel but reports call1, result1, call2, result2', async () => {
+  it('runs one turn of tools in parallel: a call event when each starts, a result when each ends; steps() in call order', async () => {
     const order: string[] = [];
     const wait = tool({
       name: 'wait',
@@ -301,7 +301,8 @@ describe('run: the loop end to end on the scripted model', () => {
       if (event.type === 'tool_response') toolEvents.push(`result ${event.data.content}`);
     }
     expect(order).toEqual(['start one', 'start two', 'end two', 'end one']);
-    expect(toolEvents).toEqual(['call one', 'result one', 'call two', 'result two']);
+    // A UI can show "searching…" at once: the call comes out when it starts, the result when it ends.
+    expect(toolEvents).toEqual(['call one', 'call two', 'result two', 'result one']);
     const steps = [];
     const again = stream(
       defineAgent({
@@ -321,15 +322,15 @@ describe('run: the loop end to end on the scripted model', () => {
       }),
       'go',
     );
-    for await (const step of again.steps()) steps.push(step.type);
-    expect(steps).toEqual([
-      'thinking',
-      'tool_call',
-      'tool_result',
-      'tool_call',
-      'tool_result',
-      'final_response',
-    ]);
+    for await (const step of again.steps())
+      steps.push(
+        step.type === 'tool_call'
+          ? `call ${(step.args as { tag: string }).tag}`
+          : step.type === 'tool_result'
+            ? `result ${step.content}`
+            : step.type,
+      );
+    expect(steps).toEqual(['thinking', 'call x', 'result x', 'call y', 'result y', 'final_response']);
   });
 
   it('honours toolConcurrency', async () => {
@@ -464,7 +465,7 @@ describe('run: the loop end to end on the scripted model', () => {
     invariantHolds(result.history);
   });
 
-  it('gives tools an idempotency key of session, step and call id', async () => {
+  it('gives tools an idempotency key of session, turn, step and call id', async () => {
     const keys: string[] = [];
     const record = tool({
       name: 'record',
@@ -480,7 +481,7 @@ describe('run: the loop end to end on the scripted model', () => {
       sessionId: 's-1',
     });
     expect(result.sessionId).toBe('s-1');
-    expect(keys).toEqual(['s-1:1:abc']);
+    expect(keys).toEqual(['s-1:1:1:abc']);
   });
 
   it('streams typed events with gap-free sequence numbers and the SSE chunk format', async () => {
