@@ -164,7 +164,13 @@ class EffectsInstance {
       this.#answer(replayed);
       return;
     }
-    void callModel(runtime, command, this.#controller.signal).then(async (event) => {
+    const signal = this.#controller.signal;
+    const called = runtime.runEffect
+      ? runtime.runEffect(`${runtime.route ?? runtime.agent.name}/model/${command.call}`, 'model', () =>
+          callModel(runtime, command, signal),
+        )
+      : callModel(runtime, command, signal);
+    void called.then(async (event) => {
       if (this.#closed) return;
       if (event.type === 'model.response') {
         this.#cumulative = addUsage(this.#cumulative, event.response.usage);
@@ -228,6 +234,7 @@ class EffectsInstance {
       signal,
       whenAborted: this.#whenAborted,
       clock: runtime.clock,
+      ...(runtime.runEffect ? { executor: runtime.runEffect } : {}),
       known: (call) => classified.decided.get(call.id) ?? durable?.replayTool(command.step, call.id),
       onStart: (call) => {
         if (!runtime.bus.listening) return;

@@ -25,7 +25,24 @@ export interface RunRuntime {
   callPath?: string;
   /** Write-ahead persistence, for a run inside a session; absent for a plain run. */
   durable?: DurableRun;
+  /**
+   * Runs each effect (a model call, one tool call with its retries) through a durable executor, e.g. Restate's
+   * `ctx.run`: the executor runs it once and replays its recorded result when the handler is re-executed.
+   * Absent: effects run directly.
+   */
+  runEffect?: EffectExecutor;
 }
+
+/**
+ * Runs `effect` under `key` (unique within the run) and returns its result, which is plain JSON. A journaling
+ * executor returns the recorded result instead of running it again. `kind` says what the effect is; an `agent`
+ * effect (an agent used as a tool) is not wrapped by executors that start the nested agent durably themselves.
+ */
+export type EffectExecutor = <T>(
+  key: string,
+  kind: 'model' | 'tool' | 'agent',
+  effect: () => Promise<T>,
+) => Promise<T>;
 
 /** Where a tool context keeps the key of the run that called it (agents used as tools find their caller by it). */
 const runtimeKeySymbol = Symbol('troupe.runtimeKey');

@@ -7,7 +7,12 @@ import { reactInvalidReplyTool } from '../core/model.ts';
 import type { ToolOutcome } from '../machines/agent.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
 import type { Tool, ToolContext } from '../tools/tool.ts';
-import { bindRuntimeKey } from './run-runtime.ts';
+import { bindRuntimeKey, type EffectExecutor } from './run-runtime.ts';
+
+/** Whether a tool runs an agent (agentTool): such a call is an `agent` effect for durable executors. */
+function isAgentTool(found: Tool | undefined): boolean {
+  return found !== undefined && Object.hasOwn(found, 'delegate');
+}
 
 /** The idempotency key of a call: a pure function of the session, turn, step and (nested) call id. */
 export function idempotencyKey(
@@ -56,6 +61,8 @@ export interface ToolBatch {
    */
   onSettled: (call: ToolCall, outcome: ToolOutcome, durationMs: number) => void | Promise<void>;
   onRetry: (call: ToolCall, attempt: number, error: string) => void;
+  /** Runs each call (all its attempts) through a durable executor; see RunRuntime.runEffect. */
+  executor?: EffectExecutor;
 }
 
 /**
@@ -95,7 +102,15 @@ export function runToolBatch(batch: ToolBatch): Promise<ToolOutcome[]> {
       }
       const started = batch.clock.now();
       batch.onStart(call);
-      void runToolCall(call, batch).then(async (outcome) => {
+      const execute = () => runToolCall(call, batch);
+      const running = batch.executor
+        ? batch.executor(
+            `${batch.route}/tool/${batch.step}/${call.id}`,
+            isAgentTool(batch.registry.find(call.name)) ? 'agent' : 'tool',
+            execute,
+          )
+        : execute();
+      void running.then(async (outcome) => {
         if (batch.signal.aborted) return;
         try {
           await batch.onSettled(call, outcome, batch.clock.now() - started);
