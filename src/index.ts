@@ -1,6 +1,13 @@
 export { type DecodeResult, decodeOutput } from './agent/decode-output.ts';
 export { type Agent, type AgentOptions, defineAgent, type OutputOf } from './agent/define-agent.ts';
 export type { HandoffInputFilter, HandoffTarget } from './agent/handoff.ts';
+export type {
+  ApprovalDecision,
+  ApprovalRecord,
+  ApprovalRequest,
+  ApprovalStatus,
+  HumanRequestKind,
+} from './core/approvals.ts';
 export { type Clock, systemClock } from './core/clock.ts';
 export {
   ConfigError,
@@ -67,9 +74,19 @@ export {
   type SupervisionPolicy,
   type SupervisionStrategy,
 } from './machines/session.ts';
-export type { SnapshotStore } from './persistence/snapshot-store.ts';
-export { createFileStore } from './persistence/store-file.ts';
-export { createMemoryStore } from './persistence/store-memory.ts';
+export { createMemoryStore } from './persistence/memory-store.ts';
+export type {
+  ApprovalQuery,
+  CommitBatch,
+  SessionQuery,
+  SessionStore,
+  SessionSummary,
+  StoredSession,
+  StoredSessionState,
+  StoredSessionStatus,
+  TurnCheckpoint,
+} from './persistence/store.ts';
+export { StoreClosedError, StoreCorruptError, StoreLayoutError } from './persistence/store-errors.ts';
 export * from './policies/index.ts';
 export {
   type BudgetsConfig,
@@ -89,6 +106,7 @@ export { type InspectObserver, redact, redactingInspector } from './run/inspect.
 export { type AgentStep, type RunOptions, type RunStream, run, stream } from './run/run.ts';
 export { activeRuntimeCount } from './run/run-runtime.ts';
 export { type AgentTool, type AgentToolOptions, agentTool, SubAgentError } from './system/agent-tool.ts';
+export { ApprovalError } from './system/approval-error.ts';
 export { type MergeStrategy, type ParallelGroup, type ParallelResult, parallel } from './system/parallel.ts';
 export {
   type Session,
@@ -97,5 +115,6 @@ export {
   type SessionStatus,
 } from './system/session.ts';
 export { type AgentSystem, type AgentSystemOptions, createAgentSystem } from './system/system.ts';
+export { type AskHumanOptions, askHuman } from './tools/ask-human.ts';
 export { ToolRegistry } from './tools/registry.ts';
 export { type Tool, type ToolContext, type ToolOptions, tool } from './tools/tool.ts';

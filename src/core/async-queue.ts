@@ -7,6 +7,12 @@ export class AsyncQueue<T> implements AsyncIterable<T> {
   #head = 0;
   #waiting: ((result: IteratorResult<T>) => void) | undefined;
   #ended = false;
+  #onReturn: (() => void) | undefined;
+
+  /** Called once when the consumer stops early (`break` out of `for await`). */
+  onReturn(callback: () => void): void {
+    this.#onReturn = callback;
+  }
 
   push(item: T): void {
     if (this.#ended) return;
@@ -52,6 +58,9 @@ export class AsyncQueue<T> implements AsyncIterable<T> {
         this.#ended = true;
         this.#items = [];
         this.#head = 0;
+        const onReturn = this.#onReturn;
+        this.#onReturn = undefined;
+        onReturn?.();
         return Promise.resolve({ value: undefined, done: true });
       },
     };

@@ -1,4 +1,7 @@
-/** The closed set of ways a run can end (REQUIREMENTS L13). */
+/**
+ * The closed set of ways a run can end. `suspended`: the system shut down with `mode: 'suspend'` while the turn ran;
+ * the turn is kept in the store and `recover()` resumes it.
+ */
 export type StopReason =
   | 'completed'
   | 'max_steps'
@@ -11,6 +14,7 @@ export type StopReason =
   | 'handoff_limit'
   | 'timed_out'
   | 'aborted'
+  | 'suspended'
   | 'error';
 
 export const stopReasons: readonly StopReason[] = [
@@ -25,6 +29,7 @@ export const stopReasons: readonly StopReason[] = [
   'handoff_limit',
   'timed_out',
   'aborted',
+  'suspended',
   'error',
 ];
 

@@ -107,6 +107,8 @@ export interface SessionMachineInput {
   supervision: SupervisionPolicy;
   /** Recover a turn that was interrupted (the process died): start by resuming `current` from its checkpoint. */
   restore?: SessionRestore;
+  /** Turns the session finished before this actor started (a restored session continues its numbering). */
+  turns?: number;
 }
 
 /** What a checkpoint records about the session around it, so an interrupted turn can be recovered in a new process. */
@@ -121,6 +123,7 @@ export type SessionRestore = Pick<
   | 'refusals'
   | 'spent'
   | 'segment'
+  | 'turns'
 >;
 
 /**
@@ -172,7 +175,11 @@ export type SessionCommand = {
 export type SessionEvent =
   | { type: 'prepared'; history: Message[]; resume: AgentCheckpoint | null }
   | { type: 'prepare.failed'; error: ErrorInfo }
-  | { type: 'agent.crashed'; id: string; error: ErrorInfo }
+  /**
+   * The active agent failed in a way only its supervisor handles (a fatal tool). `history` is its conversation at
+   * the failure: a turn that ends here keeps what the agent had already said.
+   */
+  | { type: 'agent.crashed'; id: string; error: ErrorInfo; history?: Message[] }
   | { type: 'user.message'; message: Message }
   /** An agentTool call of the active agent: run the sub-agent as a child with this explicit id, until delegate.end. */
   | { type: 'delegate.start'; id: string; input: AgentMachineInput }
@@ -221,6 +228,20 @@ function addSpent(spent: Spent, output: AgentMachineOutput): Spent {
     modelCalls: spent.modelCalls + output.modelCalls,
     toolCallsRun: spent.toolCallsRun + output.toolCallsRun,
   };
+}
+
+/** `messages` with every tool call that has no answer answered as not run (why: `reason`). */
+function closeOpenCalls(messages: readonly Message[], reason: string): Message[] {
+  const answered = new Set<string>();
+  for (const message of messages) if (message.role === 'tool') answered.add(message.toolCallId);
+  const out: Message[] = [];
+  for (const message of messages) {
+    out.push(message);
+    if (message.role !== 'assistant' || !message.toolCalls) continue;
+    for (const call of message.toolCalls)
+      if (!answered.has(call.id)) out.push(answer(call, `Not run: ${reason}`, true));
+  }
+  return out;
 }
 
 function answer(call: { id: string; name: string }, content: string, isError: boolean): ToolMessage {
@@ -294,6 +315,9 @@ function outcomeOf(
 /** A supervisor decision that ends the turn failed ('stop' keeps the session, 'escalate' fails it): its event and update. */
 function failedTurn(decision: 'stop' | 'escalate', context: SessionContext, event: SessionEvent) {
   const error = failureOf(event);
+  // What the agent said before it failed stays in the conversation, its unanswered calls answered as not run.
+  const history = event.type === 'agent.crashed' ? event.history : undefined;
+  const delta = history ? closeOpenCalls(history.slice(context.agentBase), error.message) : [];
   return {
     emitted: {
       type: 'supervisor' as const,
@@ -302,6 +326,7 @@ function failedTurn(decision: 'stop' | 'escalate', context: SessionContext, even
     },
     assignment: {
       turns: context.turns + 1,
+      transcript: delta.length > 0 ? appendDelta(context.transcript, delta) : context.transcript,
       lastTurn: outcomeOf(context, undefined, 'error', 'failed', error),
     },
   };
@@ -624,7 +649,7 @@ export const sessionMachine = setup({
     agentBase: 0,
     childSeq: 0,
     activeId: null,
-    turns: 0,
+    turns: input.turns ?? 0,
     lastTurn: null,
     stopping: false,
     ...turnStart({ current: input.entry, segment: 0 }, input.history, input.history.length - 1),

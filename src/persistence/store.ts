@@ -97,6 +97,8 @@ export interface TurnCheckpoint {
   number: number;
   /** The input that started the turn (re-shown by events and results after a restore). */
   input: RunInput;
+  /** Seq of the turn's run_start event, when it is in the log: a restored turn's events() start there. */
+  firstSeq?: number;
   session: SessionRestore;
   /** The agent holding the conversation, and its state; null before its first checkpoint. */
   agent: { name: string; segment: number; checkpoint: AgentCheckpoint } | null;

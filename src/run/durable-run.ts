@@ -14,6 +14,8 @@ import type { MaybePromise } from '../persistence/store.ts';
 export interface DurableRun {
   /** Commits the state that decided `command` (the agent's context right now). */
   beforeEffect(command: EffectCommand, context: AgentContext): MaybePromise<void>;
+  /** Whether a call already has an approval record (asked before a restart): it is not asked again. */
+  isRequested(callId: string): boolean;
   /** Commits the pause and the requests of calls that wait for people. */
   awaitPeople(requests: readonly ApprovalRequest[], context: AgentContext): MaybePromise<void>;
   /** The recorded answer of model call number `call` (from 1) of this run, if it finished before a restart. */

@@ -13,7 +13,7 @@ import { type ClassifiedCalls, classifyCalls, type DecidedOutcomes } from './app
 import { redactArguments } from './inspect.ts';
 import { normalizeResponse } from './normalize-response.ts';
 import { reportFatal, takeNestedSteps } from './run-hooks.ts';
-import { type RunRuntime, runtimeOf } from './run-runtime.ts';
+import { emitFrom, type RunRuntime, runtimeOf } from './run-runtime.ts';
 import { runToolBatch } from './tool-runner.ts';
 
 /** What the effects actor's snapshot holds: a callback actor's (status and input: serializable). */
@@ -105,7 +105,7 @@ class EffectsInstance {
     const info = toErrorInfo(error);
     const runtime = this.#runtime;
     if (runtime && !this.#closed)
-      runtime.bus.emit(runtime.agent.name, 'error', {
+      emitFrom(runtime, 'error', {
         message: `store: ${info.message}`,
         type: info.name,
         code: 'store_failed',
@@ -131,8 +131,10 @@ class EffectsInstance {
     let committed: void | Promise<void>;
     try {
       if (command.type === 'approval.wait') {
-        const requests = approvalRequests(runtime, command, this.#context());
-        for (const request of requests) runtime.bus.emit(runtime.agent.name, 'approval_requested', request);
+        const requests = approvalRequests(runtime, command, this.#context()).filter(
+          (request) => !durable.isRequested(request.callId),
+        );
+        for (const request of requests) emitFrom(runtime, 'approval_requested', request);
         committed = durable.awaitPeople(requests, this.#context());
       } else committed = durable.beforeEffect(command, this.#context());
     } catch (error) {
@@ -240,7 +242,7 @@ class EffectsInstance {
         if (!runtime.bus.listening) return;
         const found = runtime.agent.tools.find(call.name);
         const args = found ? redactArguments(call.args, found.secret) : redactArguments(call.args, []);
-        runtime.bus.emit(runtime.agent.name, 'tool_call', {
+        emitFrom(runtime, 'tool_call', {
           id: call.id,
           function: { name: call.name, arguments: JSON.stringify(args) },
           args,
@@ -260,7 +262,7 @@ class EffectsInstance {
         }
       },
       onRetry: (call, attempt, error) =>
-        runtime.bus.emit(runtime.agent.name, 'tool_retry', {
+        emitFrom(runtime, 'tool_retry', {
           tool_call_id: call.id,
           name: call.name,
           attempt,
@@ -321,7 +323,7 @@ function questionOf(call: ToolCall): string {
 function emitDecided(runtime: RunRuntime, decided: DecidedOutcomes): void {
   if (!runtime.bus.listening) return;
   for (const outcome of decided.values()) {
-    runtime.bus.emit(runtime.agent.name, 'tool_response', {
+    emitFrom(runtime, 'tool_response', {
       tool_call_id: outcome.callId,
       name: outcome.name,
       content_preview: preview(outcome.content),
@@ -339,7 +341,7 @@ function emitToolResponse(
   outcome: ToolOutcome,
   durationMs: number,
 ): void {
-  runtime.bus.emit(runtime.agent.name, 'tool_response', {
+  emitFrom(runtime, 'tool_response', {
     tool_call_id: call.id,
     name: call.name,
     content_preview: preview(outcome.content),
@@ -395,7 +397,7 @@ async function callModel(
       )
         return { type: 'model.denied', reason: outcome.reason, message: outcome.message };
       const info = { name: 'ResourceError', code: `resources_${outcome.reason}`, message: outcome.message };
-      bus.emit(agent.name, 'error', { message: info.message, type: info.name, code: info.code });
+      emitFrom(runtime, 'error', { message: info.message, type: info.name, code: info.code });
       return { type: 'model.error', error: info };
     }
     grant = outcome.grant;
@@ -405,7 +407,7 @@ async function callModel(
     if (resources && grant) resources.settle(grant, response.usage);
     if (signal.aborted) return abortedEvent();
     if (bus.listening) {
-      bus.emit(agent.name, 'model_response', {
+      emitFrom(runtime, 'model_response', {
         step: command.step,
         text: response.text,
         toolCalls: response.toolCalls.length,
@@ -435,7 +437,7 @@ async function callModel(
     }
     if (signal.aborted) return abortedEvent();
     const info = toErrorInfo(error);
-    bus.emit(agent.name, 'error', { message: info.message, type: info.name, code: info.code });
+    emitFrom(runtime, 'error', { message: info.message, type: info.name, code: info.code });
     return { type: 'model.error', error: info };
   }
 }
@@ -461,7 +463,7 @@ function abortedEvent(): AgentEvent {
 }
 
 function emitUsage(runtime: RunRuntime, usage: Usage, cumulative: Usage): void {
-  runtime.bus.emit(runtime.agent.name, 'usage', {
+  emitFrom(runtime, 'usage', {
     prompt_tokens: usage.input,
     completion_tokens: usage.output,
     total_tokens: totalTokens(usage),

@@ -1,6 +1,7 @@
 import type { Agent } from '../agent/define-agent.ts';
 import type { Clock } from '../core/clock.ts';
-import type { EventBus } from '../core/event-bus.ts';
+import type { EventBus, EventOrigin } from '../core/event-bus.ts';
+import type { RunEventData, RunEventType } from '../core/events.ts';
 import type { ModelDelta } from '../core/model.ts';
 import type { DurableRun } from './durable-run.ts';
 
@@ -23,6 +24,8 @@ export interface RunRuntime {
   turn?: number;
   /** Ids of the calls that started this nested run, joined by '/'; default ''. */
   callPath?: string;
+  /** Where the agent runs, for its events (default: holding the conversation, depth 0). */
+  origin?: EventOrigin;
   /** Write-ahead persistence, for a run inside a session; absent for a plain run. */
   durable?: DurableRun;
   /**
@@ -75,14 +78,23 @@ export function activeRuntimeCount(): number {
   return runtimes.size;
 }
 
-export function deltaForwarder(bus: EventBus, agent: string): (delta: ModelDelta) => void {
+/** Emits an event of the run's agent, from where it runs. */
+export function emitFrom<T extends RunEventType>(runtime: RunRuntime, type: T, data: RunEventData[T]): void {
+  runtime.bus.emit(runtime.agent.name, type, data, runtime.origin);
+}
+
+export function deltaForwarder(
+  bus: EventBus,
+  agent: string,
+  origin?: EventOrigin,
+): (delta: ModelDelta) => void {
   return (delta) => {
     switch (delta.type) {
       case 'text':
-        bus.emit(agent, 'delta', { content: delta.text });
+        bus.emit(agent, 'delta', { content: delta.text }, origin);
         return;
       case 'reasoning':
-        bus.emit(agent, 'reasoning_delta', { content: delta.text });
+        bus.emit(agent, 'reasoning_delta', { content: delta.text }, origin);
         return;
       case 'tool_call': {
         const data: { index: number; id?: string; name?: string; argsDelta: string } = {
@@ -91,7 +103,7 @@ export function deltaForwarder(bus: EventBus, agent: string): (delta: ModelDelta
         };
         if (delta.id !== undefined) data.id = delta.id;
         if (delta.name !== undefined) data.name = delta.name;
-        bus.emit(agent, 'tool_call_delta', data);
+        bus.emit(agent, 'tool_call_delta', data, origin);
         return;
       }
     }

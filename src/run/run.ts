@@ -5,7 +5,7 @@ import { AsyncQueue } from '../core/async-queue.ts';
 import { type Clock, systemClock } from '../core/clock.ts';
 import { ConfigError } from '../core/errors.ts';
 import { EventBus } from '../core/event-bus.ts';
-import type { Phase, RunEvent } from '../core/events.ts';
+import type { RunEvent } from '../core/events.ts';
 import { validateHistory } from '../core/history.ts';
 import type { JsonValue } from '../core/json.ts';
 import { type Message, type RunInput, userMessage } from '../core/messages.ts';
@@ -20,6 +20,7 @@ import type { ResourceManager } from '../resources/resource-manager.ts';
 import { attachResources } from '../resources/resource-run.ts';
 import { needsSession, runInSession } from '../system/session-run.ts';
 import { redactingInspector, secretArguments } from './inspect.ts';
+import { PhaseReporter } from './phase-events.ts';
 import { setScope, stopOrphans } from './run-hooks.ts';
 import { runHost } from './run-host.ts';
 import { buildRunResult, failedBeforeAnyStep } from './run-result.ts';
@@ -107,8 +108,7 @@ function startRun<TOutput>(
   } as Parameters<typeof createActor<AgentMachine>>[1]);
 
   const result = new Promise<RunResult<TOutput>>((resolve) => {
-    let lastPhase = '';
-    let lastValue: unknown;
+    const phases = new PhaseReporter((type, data) => bus.emit(agent.name, type, data));
     let lastContext: AgentContext | undefined;
     let timer: unknown;
     let finished = false;
@@ -152,22 +152,8 @@ function startRun<TOutput>(
     actor.subscribe({
       next: (snapshot: SnapshotFrom<AgentMachine>) => {
         lastContext = snapshot.context;
-        // Phase events only matter to a listener (a plain run() has none). The compiled machine shares one state
-        // value object per configuration: an unchanged value is no new phase.
-        if (bus.listening && snapshot.value !== lastValue) {
-          lastValue = snapshot.value;
-          const [phase, state] = phaseOf(snapshot.value);
-          const key = `${phase}.${state}`;
-          if (key !== lastPhase) {
-            lastPhase = key;
-            bus.emit(agent.name, 'phase', {
-              phase,
-              state,
-              step: snapshot.context.step,
-              retryCount: snapshot.context.retryCount,
-            });
-          }
-        }
+        // Phase events only matter to a listener (a plain run() has none).
+        if (bus.listening) phases.observe(snapshot);
         if (snapshot.status === 'done') finish(snapshot.output);
       },
       // Pitfall 17: a root actor without an error observer crashes the process. Ours turns it into a result.
@@ -309,16 +295,6 @@ async function* stepsFrom(
   }
   const final = await result;
   if (final.status === 'completed') yield { type: 'final_response', agent: final.agent, text: final.text };
-}
-
-/** Maps the machine's state value to the loop phase and the sub-state within it. */
-function phaseOf(value: SnapshotFrom<AgentMachine>['value']): [Phase, string] {
-  if (typeof value === 'string') return [value, value];
-  const running = (value as { running?: unknown }).running;
-  if (typeof running === 'string') return [running === 'finalOutput' ? 'finalOutput' : 'toolUse', running];
-  const inner = running as Record<string, string>;
-  if ('finalOutput' in inner) return ['finalOutput', inner.finalOutput ?? ''];
-  return ['toolUse', inner.toolUse ?? ''];
 }
 
 function abortReason(signal: AbortSignal | undefined): string {

@@ -2,15 +2,15 @@ import { fromCallback } from 'xstate';
 import type { Agent } from '../agent/define-agent.ts';
 import { TroupeError, toErrorInfo } from '../core/errors.ts';
 import { validateHistory } from '../core/history.ts';
+import type { AgentCheckpoint } from '../machines/agent.ts';
 import type { SessionCommand } from '../machines/session.ts';
-import { checkpointFor } from '../persistence/session-store.ts';
-import { checkpointKey, type SnapshotStore } from '../persistence/snapshot-store.ts';
 
-/** What a running session's effects need besides the command: its agents (for filters) and its store. */
+/** What a running session's effects need besides the command: its agents (for filters) and its checkpoints. */
 export interface SessionRuntime {
   agents: ReadonlyMap<string, Agent<unknown>>;
-  store: SnapshotStore;
   sessionId: string;
+  /** The last committed checkpoint of `agent` in `segment`, to resume from. */
+  checkpoint(agent: string, segment: number): AgentCheckpoint | undefined;
 }
 
 const sessionRuntimes = new Map<string, SessionRuntime>();
@@ -28,8 +28,8 @@ export function hasSessionRuntime(sessionId: string): boolean {
 }
 
 /**
- * The session's effects: applies the handing-off agent's input filter (a user function) and loads the last
- * checkpoint from the store after a restart. Never throws: failures become `prepare.failed`.
+ * The session's effects: applies the handing-off agent's input filter (a user function) and finds the last
+ * committed checkpoint after a restart or a recovery. Never throws: failures become `prepare.failed`.
  */
 export const sessionEffectsLogic = fromCallback<SessionCommand, { sessionId: string }>(
   ({ input, sendBack, receive }) => {
@@ -47,14 +47,10 @@ export const sessionEffectsLogic = fromCallback<SessionCommand, { sessionId: str
           history = [...from.handoffInputFilter({ history, from: from.name, to: command.agent })];
           validateHistory(history);
         }
-        if (!command.fromCheckpoint) {
-          reply({ type: 'prepared', history, resume: null });
-          return;
-        }
-        void Promise.resolve(runtime.store.get(checkpointKey(input.sessionId))).then(
-          (stored) => reply({ type: 'prepared', history, resume: checkpointFor(stored, command) }),
-          (error: unknown) => reply({ type: 'prepare.failed', error: toErrorInfo(error) }),
-        );
+        const resume = command.fromCheckpoint
+          ? (runtime.checkpoint(command.agent, command.segment) ?? null)
+          : null;
+        reply({ type: 'prepared', history, resume });
       } catch (error) {
         reply({ type: 'prepare.failed', error: toErrorInfo(error) });
       }

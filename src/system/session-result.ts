@@ -31,6 +31,37 @@ export function turnResult<TOutput>(context: SessionContext): RunResult<TOutput>
   return result;
 }
 
+/**
+ * The result of a turn that did not end on its own (the session was stopped or suspended, or failed internally):
+ * the turn's path and spend so far, the conversation up to the agent holding it, and why it ended.
+ */
+export function interruptedTurnResult<TOutput>(
+  context: SessionContext,
+  status: RunResult['status'],
+  stopReason: RunResult['stopReason'],
+  error: NonNullable<RunResult['error']>,
+): RunResult<TOutput> {
+  const historyDelta = context.transcript.slice(context.turnStart);
+  return {
+    sessionId: context.config.sessionId,
+    agent: context.current,
+    status,
+    stopReason,
+    text: '',
+    output: undefined,
+    steps: stepsOf(historyDelta, context.current),
+    toolCalls: context.spent.toolCallsRun,
+    usage: context.spent.usage,
+    history: context.transcript,
+    historyDelta,
+    iterationsUsed: context.spent.modelCalls,
+    timedOut: false,
+    truncated: false,
+    path: context.path,
+    error,
+  };
+}
+
 /** The result of a sub-run that could not run or was cut off. */
 export function subFailure(
   sessionId: string,

@@ -1,13 +1,19 @@
 import type { Agent } from '../agent/define-agent.ts';
+import type { ApprovalDecision, ApprovalRecord } from '../core/approvals.ts';
+import { statusOfDecision } from '../core/approvals.ts';
 import { AsyncQueue } from '../core/async-queue.ts';
 import { type Clock, systemClock } from '../core/clock.ts';
-import { ConfigError } from '../core/errors.ts';
+import { ConfigError, TroupeError } from '../core/errors.ts';
 import type { RunEvent } from '../core/events.ts';
 import type { RunInput } from '../core/messages.ts';
 import { defaultSupervision, type SupervisionPolicy } from '../machines/session.ts';
-import { loadStoredSession } from '../persistence/session-store.ts';
-import type { SnapshotStore } from '../persistence/snapshot-store.ts';
-import { createMemoryStore } from '../persistence/store-memory.ts';
+import { createMemoryStore } from '../persistence/memory-store.ts';
+import {
+  resumableStatuses,
+  type SessionStore,
+  type SessionSummary,
+  type StoredSessionState,
+} from '../persistence/store.ts';
 import {
   createResourceManager,
   type ResourceManager,
@@ -15,53 +21,114 @@ import {
   type ResourceUsage,
 } from '../resources/resource-manager.ts';
 import type { InspectObserver } from '../run/inspect.ts';
-import { agentCatalog, type Session, type SessionOptions, startSession } from './session.ts';
+import { ApprovalError } from './approval-error.ts';
+import {
+  agentCatalog,
+  type Session,
+  type SessionControl,
+  type SessionEnvironment,
+  type SessionOptions,
+  type SessionStart,
+  startSession,
+} from './session.ts';
 
 export interface AgentSystemOptions {
   /** An XState inspection observer for every session, e.g. `createWebSocketInspector({ url }).inspect`. Secrets
    * (API keys, tool arguments marked `secret`) are redacted before it sees anything. */
-  inspect?: InspectObserver;
-  /** Where checkpoints and session records go; default: in memory. `createFileStore(dir)` keeps them on disk. */
-  store?: SnapshotStore;
-  /** Agents that handoffs may name as strings (so two agents can hand off to each other). */
-  agents?: readonly Agent<unknown>[];
+  inspect?: InspectObserver | undefined;
+  /**
+   * Where sessions are kept: `createSqliteStore(path)` makes them survive crashes and restarts (write-ahead: no model
+   * or tool call starts before the state that decided it is committed). Default: in this process's memory.
+   */
+  store?: SessionStore | undefined;
+  /** Agents known by name: handoff targets given as strings, and the agents `recover()` resumes sessions of. */
+  agents?: readonly Agent<unknown>[] | undefined;
   /** Default supervision for every session: restart twice with back-off (100 ms, x2), then escalate. */
-  supervision?: Partial<SupervisionPolicy>;
+  supervision?: Partial<SupervisionPolicy> | undefined;
   /** Time source for events, back-off and timeouts; default the system clock (tests inject a simulated one). */
-  clock?: Clock;
+  clock?: Clock | undefined;
   /** Budgets and quotas shared by every session: a manager, or the config to create one (stopped at shutdown). */
-  resources?: ResourceManager | ResourceManagerConfig;
+  resources?: ResourceManager | ResourceManagerConfig | undefined;
+  /** How often a session waiting for approvals looks for decisions stored by other processes. Default 1,000 ms. */
+  approvalPollMs?: number | undefined;
+  /** Committed events each session keeps in memory for readers (older ones come from the store). Default 10,000. */
+  maxBufferedEvents?: number | undefined;
 }
 
-/** Many agent sessions in one process (REQUIREMENTS M1): each its own root actor, addressable by id. */
+/** How `shutdown()` treats the turns in flight. */
+export interface ShutdownOptions {
+  /**
+   * - `suspend` (default): every actor stops at once; turns in flight stay in the store exactly as their last
+   *   checkpoint left them, and `recover()` (in this process or the next) resumes them; their results say
+   *   `suspended`.
+   * - `drain`: no new sessions or messages; running turns (and messages queued behind them) finish, then the
+   *   sessions close. Turns waiting for people are suspended. `timeoutMs` bounds the wait; what is left then is
+   *   suspended.
+   * - `abort`: turns in flight end `aborted` and sessions close.
+   */
+  mode?: 'suspend' | 'drain' | 'abort' | undefined;
+  /** For `drain`: the longest wait, in milliseconds. */
+  timeoutMs?: number | undefined;
+}
+
+/** What `recover()` did. */
+export interface RecoverResult {
+  /** Sessions resumed in this process. */
+  sessions: Session[];
+  /** Sessions that could not be resumed, with why (an unknown agent, a damaged record...). Nothing was changed. */
+  failures: { id: string; error: TroupeError }[];
+}
+
+/** Many agent sessions in one process: each its own root actor, addressable by id. */
 export interface AgentSystem {
   spawn<TOutput>(agent: Agent<TOutput>, input: RunInput, options?: SessionOptions): Session<TOutput>;
   get(id: string): Session | undefined;
   /** The sessions that have not closed yet. */
   list(): Session[];
   /**
-   * Brings back a session from the store (a file store survives the process): a turn that was interrupted resumes
-   * from its last checkpoint without repeating completed model calls; a session whose last turn had finished
-   * continues with `input` on its stored history, with the agent that answered last. `entry` must reach that agent.
+   * Sessions in the store whose turn was interrupted (the process died, or the system was suspended) or waits for
+   * people, and which do not run in this process: what `recover()` would resume.
+   */
+  interrupted(): Promise<SessionSummary[]>;
+  /**
+   * Resumes every interrupted session (or those named), each from its last committed checkpoint: calls that had
+   * finished are not run again, the call that was in flight runs again with the same idempotency key, messages
+   * queued behind a turn are kept. The sessions' entry agents must be known to the system (`agents`).
+   */
+  recover(options?: { ids?: readonly string[] | undefined }): Promise<RecoverResult>;
+  /**
+   * Brings back one session from the store: an interrupted turn resumes from its last checkpoint (and `input`, if
+   * given, is queued as the next turn, never dropped); a session whose last turn had finished continues with
+   * `input` as a new turn, with the agent that answered last. `entry` must reach that agent.
    */
   restore<TOutput>(
     id: string,
     entry: Agent<TOutput>,
-    options?: Omit<SessionOptions, 'id' | 'history'> & { input?: RunInput },
+    options?: Omit<SessionOptions, 'id' | 'history'> & { input?: RunInput | undefined },
   ): Promise<Session<TOutput>>;
-  /** Every session's events from now on, each tagged with its session and agent; ends at shutdown. */
-  events(): AsyncIterable<RunEvent>;
-  /** Stops every session and waits until every actor, timer and listener of the system is gone. */
-  shutdown(): Promise<void>;
+  /** Tool calls waiting for people, across every session of the store (and of this process). */
+  approvals(query?: { sessionId?: string | undefined }): Promise<ApprovalRecord[]>;
   /**
-   * Spend and remaining budget of a tenant and of a session (R1); a session's tenant is used when only the session
-   * is given. Both null when the system has no resource manager.
+   * Decides on a waiting call of any session: one running here gets it at once; one running in another process
+   * sharing the store picks it up within its `approvalPollMs`; one that is not running anywhere gets it when it is
+   * recovered.
+   */
+  approve(sessionId: string, callId: string): Promise<void>;
+  reject(sessionId: string, callId: string, reason: string): Promise<void>;
+  answer(sessionId: string, callId: string, text: string): Promise<void>;
+  /** Every session's events from now on (once committed), each tagged with its session and agent; ends at shutdown. */
+  events(options?: { signal?: AbortSignal | undefined }): AsyncIterable<RunEvent>;
+  /** Stops every session (see ShutdownOptions) and waits until every actor, timer and listener is gone. */
+  shutdown(options?: ShutdownOptions): Promise<void>;
+  /**
+   * Spend and remaining budget of a tenant and of a session; a session's tenant is used when only the session is
+   * given. Both null when the system has no resource manager.
    */
   usage(query?: { tenant?: string; session?: string }): ResourceUsage;
 }
 
 export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem {
-  const sessions = new Map<string, Session>();
+  const sessions = new Map<string, SessionControl>();
   const streams = new Set<AsyncQueue<RunEvent>>();
   const agents = new Map<string, Agent<unknown>>();
   for (const agent of options.agents ?? []) {
@@ -79,9 +146,10 @@ export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem
       : ownsResources
         ? createResourceManager({ clock: options.clock, ...(given as ResourceManagerConfig) })
         : (given as ResourceManager);
-  const environment = {
+  const store = options.store ?? createMemoryStore();
+  const environment: SessionEnvironment = {
     clock: options.clock ?? systemClock,
-    store: options.store ?? createMemoryStore(),
+    store,
     keepRecords: options.store !== undefined,
     agents,
     supervision: { ...defaultSupervision, ...options.supervision },
@@ -91,62 +159,197 @@ export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem
     onClose: (session: Session) => {
       if (sessions.get(session.id) === session) sessions.delete(session.id);
     },
-    ...(options.inspect ? { inspect: options.inspect } : {}),
-    ...(resources ? { resources } : {}),
+    inspect: options.inspect,
+    resources,
+    approvalPollMs: options.approvalPollMs,
+    maxBufferedEvents: options.maxBufferedEvents,
+    accepting: () => accepting,
   };
+  let accepting = true;
   let shuttingDown = false;
+
+  const track = <TOutput>(session: SessionControl<TOutput>): Session<TOutput> => {
+    if (session.status !== 'closed' && session.status !== 'failed')
+      sessions.set(session.id, session as SessionControl);
+    return session;
+  };
+  const refuseWhenClosed = (what: string) => {
+    if (!accepting) throw new ConfigError(`${what}: the system is shutting down.`);
+  };
+  const entryOf = (name: string): Agent<unknown> => {
+    const agent = agents.get(name);
+    if (!agent)
+      throw new ConfigError(
+        `The session's entry agent "${name}" is not known to this system: pass it in createAgentSystem({ agents }).`,
+      );
+    return agent;
+  };
+  const start = <TOutput>(
+    entry: Agent<TOutput>,
+    input: RunInput,
+    sessionOptions: SessionOptions,
+    how: SessionStart,
+  ): Session<TOutput> => track(startSession(entry, input, sessionOptions, environment, how));
+  const resumeStored = <TOutput>(
+    entry: Agent<TOutput>,
+    stored: StoredSessionState,
+    input: RunInput | undefined,
+    rest: SessionOptions,
+  ): Session<TOutput> => {
+    const row = stored.session;
+    const id = row.id;
+    if (resumableStatuses.includes(row.status) && row.turn)
+      return start(entry, row.turn.input, { ...rest, id }, { kind: 'resume', stored, extraInput: input });
+    if (input === undefined)
+      throw new ConfigError(`restore(): session "${id}" finished its last turn; give the next input.`);
+    const holder = agentCatalog(entry as Agent<unknown>, agents).get(row.agent) ?? entry;
+    return start(holder as Agent<TOutput>, input, { ...rest, id }, { kind: 'continue', stored });
+  };
+
+  const decideStored = async (sessionId: string, callId: string, decision: ApprovalDecision) => {
+    const live = sessions.get(sessionId);
+    if (live) {
+      if (decision.type === 'approve') return live.approve(callId);
+      if (decision.type === 'reject') return live.reject(callId, decision.reason);
+      return live.answer(callId, decision.text);
+    }
+    const records = await store.approvals({ sessionId });
+    const record = records.find((candidate) => candidate.callId === callId);
+    if (!record || record.status !== 'pending')
+      throw new ApprovalError(
+        sessionId,
+        callId,
+        record ? `it was already ${record.status}` : 'no call waits under this id',
+      );
+    if ((decision.type === 'answer') !== (record.kind === 'question') && decision.type !== 'reject')
+      throw new ApprovalError(
+        sessionId,
+        callId,
+        `a ${record.kind} cannot be decided with ${decision.type}()`,
+      );
+    await store.commit(sessionId, {
+      approvals: [
+        { ...record, status: statusOfDecision(decision), decision, decidedAt: environment.clock.now() },
+      ],
+    });
+  };
 
   return {
     spawn(agent, input, spawnOptions = {}) {
-      if (shuttingDown) throw new ConfigError('spawn(): the system is shutting down.');
+      refuseWhenClosed('spawn()');
       if (spawnOptions.id !== undefined && sessions.has(spawnOptions.id))
         throw new ConfigError(`spawn(): a session with id "${spawnOptions.id}" is already running.`);
-      const session = startSession(agent, input, spawnOptions, environment);
-      if (session.status !== 'closed' && session.status !== 'failed')
-        sessions.set(session.id, session as Session);
-      return session;
+      if (spawnOptions.id !== undefined) {
+        const existing = store.load(spawnOptions.id);
+        if (existing instanceof Promise) existing.catch(() => undefined);
+        else if (existing)
+          throw new ConfigError(
+            `spawn(): the store already holds a session "${spawnOptions.id}": continue it with restore() or recover(), or pick another id.`,
+          );
+      }
+      return start(agent, input, spawnOptions, { kind: 'fresh' });
     },
     async restore(id, entry, restoreOptions = {}) {
       if (sessions.has(id)) throw new ConfigError(`restore(): session "${id}" is running already.`);
-      if (shuttingDown) throw new ConfigError('restore(): the system is shutting down.');
-      const stored = await loadStoredSession(environment.store, id);
-      if (shuttingDown)
-        throw new ConfigError('restore(): the system shut down while the session was loading.');
+      refuseWhenClosed('restore()');
+      const stored = await store.load(id);
+      refuseWhenClosed('restore()');
+      if (sessions.has(id)) throw new ConfigError(`restore(): session "${id}" is running already.`);
       if (!stored) throw new ConfigError(`restore(): the store holds nothing for session "${id}".`);
       const { input, ...rest } = restoreOptions;
-      let session: Session<typeof entry extends Agent<infer T> ? T : never>;
-      if (stored.kind === 'interrupted') {
-        const { restore } = stored;
-        const asked = restore.transcript[restore.turnStart];
-        const turnInput = input ?? (asked?.role === 'user' ? asked.content : '');
-        session = startSession(entry, turnInput, { ...rest, id }, environment, restore);
-      } else {
-        if (input === undefined)
-          throw new ConfigError(`restore(): session "${id}" finished its last turn; give the next input.`);
-        const holder = agentCatalog(entry as Agent<unknown>, agents).get(stored.agent) ?? entry;
-        session = startSession(
-          holder as typeof entry,
-          input,
-          { ...rest, id, history: stored.transcript },
-          environment,
-        );
-      }
-      if (session.status !== 'closed' && session.status !== 'failed')
-        sessions.set(session.id, session as Session);
-      return session;
+      return resumeStored(entry, stored, input, rest);
     },
+    async interrupted() {
+      const listed = await store.list({ status: resumableStatuses });
+      return listed.filter((summary) => !sessions.has(summary.id));
+    },
+    async recover(recoverOptions = {}) {
+      refuseWhenClosed('recover()');
+      const wanted = recoverOptions.ids ? new Set(recoverOptions.ids) : undefined;
+      const result: RecoverResult = { sessions: [], failures: [] };
+      const listed = await store.list({ status: resumableStatuses });
+      for (const summary of listed) {
+        if (wanted && !wanted.has(summary.id)) continue;
+        if (sessions.has(summary.id) || !accepting) continue;
+        try {
+          const stored = await store.load(summary.id);
+          if (!stored?.session.turn) continue;
+          result.sessions.push(resumeStored(entryOf(stored.session.entry), stored, undefined, {}));
+        } catch (error) {
+          result.failures.push({
+            id: summary.id,
+            error:
+              error instanceof TroupeError
+                ? error
+                : new TroupeError('recover_failed', `Session "${summary.id}": ${String(error)}`, {
+                    cause: error,
+                  }),
+          });
+        }
+      }
+      return result;
+    },
+    async approvals(query = {}) {
+      const stored = await store.approvals({
+        status: ['pending'],
+        ...(query.sessionId !== undefined ? { sessionId: query.sessionId } : {}),
+      });
+      return stored;
+    },
+    approve: (sessionId, callId) => decideStored(sessionId, callId, { type: 'approve' }),
+    reject: (sessionId, callId, reason) => decideStored(sessionId, callId, { type: 'reject', reason }),
+    answer: (sessionId, callId, text) => decideStored(sessionId, callId, { type: 'answer', text }),
     get: (id) => sessions.get(id),
     list: () => [...sessions.values()],
     usage: (query) => resources?.usage(query) ?? { tenant: null, session: null },
-    events() {
+    events(eventOptions = {}) {
       const queue = new AsyncQueue<RunEvent>();
-      if (shuttingDown) queue.end();
-      else streams.add(queue);
+      if (shuttingDown || eventOptions.signal?.aborted) {
+        queue.end();
+        return queue;
+      }
+      streams.add(queue);
+      const signal = eventOptions.signal;
+      const stop = () => {
+        streams.delete(queue);
+        queue.end();
+      };
+      signal?.addEventListener('abort', stop, { once: true });
+      queue.onReturn(() => {
+        streams.delete(queue);
+        signal?.removeEventListener('abort', stop);
+      });
       return queue;
     },
-    async shutdown() {
+    async shutdown(shutdownOptions = {}) {
+      const mode = shutdownOptions.mode ?? 'suspend';
+      if (!['suspend', 'drain', 'abort'].includes(mode))
+        throw new ConfigError(`shutdown(): mode must be suspend, drain or abort, got ${String(mode)}.`);
+      accepting = false;
+      const live = [...sessions.values()];
+      if (mode === 'drain') {
+        const waits = live.map((session) =>
+          session.status === 'awaiting' ? session.suspend() : session.drained(),
+        );
+        const all = Promise.all(waits);
+        const timeoutMs = shutdownOptions.timeoutMs;
+        if (timeoutMs === undefined) await all;
+        else {
+          let timer: ReturnType<typeof setTimeout> | undefined;
+          await Promise.race([all, new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
+          if (timer !== undefined) clearTimeout(timer);
+        }
+        await Promise.all(
+          live.map((session) =>
+            session.status === 'idle' ? session.stop('the system shut down') : session.suspend(),
+          ),
+        );
+      } else if (mode === 'abort') {
+        await Promise.all(live.map((session) => session.stop('the system shut down')));
+      } else {
+        await Promise.all(live.map((session) => session.suspend()));
+      }
       shuttingDown = true;
-      await Promise.all([...sessions.values()].map((session) => session.stop('the system shut down')));
       sessions.clear();
       for (const stream of streams) stream.end();
       streams.clear();

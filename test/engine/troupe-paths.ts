@@ -99,6 +99,48 @@ function checkpoint(step: number, open: boolean): AgentCheckpoint {
   });
 }
 
+/** A checkpoint taken while the open call `r1` waited for a person. */
+function awaitingCheckpoint(): AgentCheckpoint {
+  return {
+    ...checkpoint(1, true),
+    approvals: { pending: [{ callId: 'r1', kind: 'approval' }], decided: [] },
+  };
+}
+
+/** Events only a session sends: calls that wait for people, their decisions, a failed write-ahead commit. */
+const approvalEvents: AgentEvent[] = [
+  {
+    type: 'tools.done',
+    results: [],
+    pending: [
+      { callId: 'c1', kind: 'approval' },
+      { callId: 'c2', kind: 'question' },
+    ],
+  },
+  {
+    type: 'tools.done',
+    results: [
+      {
+        callId: 'c1',
+        name: 't',
+        content: 'ok',
+        isError: false,
+        executed: true,
+        degraded: false,
+        attempts: 1,
+      },
+    ],
+    pending: [{ callId: 'c2', kind: 'approval' }],
+  },
+  { type: 'approval.decided', callId: 'c1', decision: { type: 'approve' } },
+  { type: 'approval.decided', callId: 'c2', decision: { type: 'reject', reason: 'no' } },
+  { type: 'approval.decided', callId: 'r1', decision: { type: 'answer', text: 'yes' } },
+  {
+    type: 'effects.failed',
+    error: { name: 'StoreIoError', code: 'store_failed', message: 'disk full' },
+  },
+];
+
 /** The agent inputs only a session gives: a handoff tool to take, and resumes from checkpoints. */
 export function sessionOnlyAgentReplays(): Replay<AgentEvent>[] {
   const handoff: AgentEvent = {
@@ -131,8 +173,17 @@ export function sessionOnlyAgentReplays(): Replay<AgentEvent>[] {
         resume: checkpoint(2, false),
       },
     },
+    {
+      name: 'resume in the final-output phase',
+      input: {
+        ...machineInput(base),
+        resume: { ...checkpoint(1, false), phase: 'finalOutput', retryCount: 1 },
+      },
+    },
+    { name: 'resume waiting for people', input: { ...machineInput(base), resume: awaitingCheckpoint() } },
+    { name: 'calls that wait for people', input: machineInput(base) },
   ];
-  const events = [handoff, ...modelEvents(true), ...toolEvents, ...controlEvents];
+  const events = [handoff, ...modelEvents(true), ...toolEvents, ...controlEvents, ...approvalEvents];
   return variants.flatMap(({ name, input }) =>
     replaysOf(
       name,
@@ -141,7 +192,7 @@ export function sessionOnlyAgentReplays(): Replay<AgentEvent>[] {
         input,
         events,
         serializeState: (state, event, prev) =>
-          `${JSON.stringify([state.value, state.context.step, state.context.retryCount, state.context.openCalls.length, state.context.decision?.kind ?? null, state.context.answer.outputDecoded, state.context.degradedTools])} via ${event ? JSON.stringify(event) : 'init'} from ${prev ? JSON.stringify([prev.value, prev.context.step, prev.context.retryCount]) : 'start'}`,
+          `${JSON.stringify([state.value, state.context.step, state.context.retryCount, state.context.openCalls.length, state.context.decision?.kind ?? null, state.context.answer.outputDecoded, state.context.degradedTools, state.context.approvals])} via ${event ? JSON.stringify(event) : 'init'} from ${prev ? JSON.stringify([prev.value, prev.context.step, prev.context.retryCount]) : 'start'}`,
         filterEvents: (snapshot, event) => snapshot.can(event),
         limit: 50_000,
       }),

@@ -244,12 +244,23 @@ export function transitionName(source: AnyStateNode, eventType: string, index: n
 }
 
 /**
- * Guards of the transitions only a session takes (a handoff, a resume from a checkpoint: with open calls, or at the
- * step limit), and the state only a handoff reaches: `run()` of a plain agent never takes them, so
+ * Guards of the transitions only a session takes (a handoff, a resume from a checkpoint: with open calls, in the
+ * final-output phase, at the step limit or waiting for people; calls that wait for people and their decisions), and
+ * the states only those reach: `run()` of a plain agent never takes them, so
  * test/machines/session.paths.test.ts replays them on the real system runtime and checks their coverage there.
  */
-export const sessionOnlyGuards = ['decidedToHandOff', 'resumingTools', 'resumedAtStepLimit'];
-export const sessionOnlyStates = ['agent.handingOff'];
+export const sessionOnlyGuards = [
+  'decidedToHandOff',
+  'resumingTools',
+  'resumedAtStepLimit',
+  'resumingFinalOutput',
+  'resumingApproval',
+  'waitsForPeople',
+  'decidesPendingCall',
+];
+export const sessionOnlyStates = ['agent.handingOff', 'agent.running.toolUse.awaitingApproval'];
+/** Events only a session sends its agents: people's decisions, and a failed write-ahead commit. */
+export const sessionOnlyEvents = ['approval.decided', 'effects.failed'];
 
 /** The named guards a transition's guard is made of (`and([...])` guards are functions holding their parts). */
 function guardNames(guard: unknown): string[] {
@@ -266,8 +277,10 @@ export function allTransitions(
   scope: 'run' | 'session' = 'run',
 ): string[] {
   const names: string[] = [];
-  const wanted = (transition: { guard?: unknown }) =>
-    guardNames(transition.guard).some((name) => sessionOnlyGuards.includes(name)) === (scope === 'session');
+  const wanted = (transition: { guard?: unknown; eventType?: string }) =>
+    (guardNames(transition.guard).some((name) => sessionOnlyGuards.includes(name)) ||
+      sessionOnlyEvents.includes(transition.eventType ?? '')) ===
+    (scope === 'session');
   const visit = (node: AnyStateNode) => {
     for (const [eventType, list] of node.transitions) {
       for (let index = 0; index < list.length; index++)

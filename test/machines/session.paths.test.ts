@@ -1,14 +1,14 @@
-import { defineAgent, type RunEvent, tool } from 'troupe';
-import { scriptedModel } from 'troupe/testing';
+import { askHuman, defineAgent, type RunEvent, tool } from 'troupe';
+import { type ScriptedTurn, scriptedModel } from 'troupe/testing';
 import { describe, expect, it } from 'vitest';
 import { type AnyStateNode, createActor, fromCallback, type InspectionEvent, SimulatedClock } from 'xstate';
 import { z } from 'zod';
 import { agentMachine } from '../../src/machines/agent.ts';
 import { type SessionContext, type SessionEvent, sessionMachine } from '../../src/machines/session.ts';
 import { groupMachine } from '../../src/machines/supervisor-group.ts';
-import { checkpointKey, type SnapshotStore } from '../../src/persistence/snapshot-store.ts';
-import { createMemoryStore } from '../../src/persistence/store-memory.ts';
+import { createMemoryStore } from '../../src/persistence/memory-store.ts';
 import { createAgentSystem } from '../../src/system/system.ts';
+import { dyingStore } from '../support/dying-store.ts';
 import { allTransitions, sessionOnlyStates, transitionName } from './agent-paths.ts';
 import {
   generateGroupPaths,
@@ -142,8 +142,13 @@ describe('session supervisor statechart: generated paths replayed on the machine
   });
 });
 
+async function untilTrue(predicate: () => boolean): Promise<void> {
+  for (let i = 0; i < 500 && !predicate(); i++) await new Promise((resolve) => setTimeout(resolve, 2));
+  expect(predicate()).toBe(true);
+}
+
 describe("the agent machine's session-only transitions, on the real system runtime", () => {
-  it('a handoff ends the agent in handingOff, a restart resumes it in runningTools or at the step limit', async () => {
+  it('handoffs, restarts and recoveries (open calls, final output, step limit, waiting for people), approvals, failed commits', async () => {
     const covered = new Set<string>();
     const visited = new Set<string>();
     const inspect = (event: InspectionEvent) => {
@@ -159,6 +164,8 @@ describe("the agent machine's session-only transitions, on the real system runti
       }
       const value = (event.snapshot as unknown as { value: unknown }).value;
       if (value === 'handingOff') visited.add('agent.handingOff');
+      if (JSON.stringify(value) === '{"running":{"toolUse":"awaitingApproval"}}')
+        visited.add('agent.running.toolUse.awaitingApproval');
     };
     const clock = new SimulatedClock();
     const system = createAgentSystem({ inspect, clock });
@@ -205,17 +212,11 @@ describe("the agent machine's session-only transitions, on the real system runti
     await system.shutdown();
 
     // A restore at the step limit: the last step's answer did not decode, the process stopped during the final-output
-    // call (checkpoint step = maxSteps); the resumed agent stops with max_steps, or asks for the forced last answer.
+    // call (checkpoint step = maxSteps, phase finalOutput).
     const atLimit = async (finalAnswerOnMaxSteps: boolean) => {
       const store = createMemoryStore();
-      let dead = false;
       // Nothing the first process does after it "dies" reaches the store.
-      const dying: SnapshotStore = {
-        get: (key) => store.get(key),
-        keys: (prefix) => store.keys(prefix),
-        set: (key, value) => (dead ? undefined : store.set(key, value)),
-        delete: (key) => (dead ? undefined : store.delete(key)),
-      };
+      const dying = dyingStore(store);
       const agent = (model: ReturnType<typeof scriptedModel>) =>
         defineAgent({
           name: 'l',
@@ -225,16 +226,14 @@ describe("the agent machine's session-only transitions, on the real system runti
           output: z.object({ x: z.number() }),
           limits: { maxSteps: 1, finalAnswerOnMaxSteps },
         });
-      const first = createAgentSystem({ inspect, clock, store: dying });
+      const first = createAgentSystem({ inspect, clock, store: dying.store });
       first.spawn(agent(scriptedModel([{ text: 'not json' }, { delayMs: 1e9 }])), 'go', { id: 'limit' });
       for (let i = 0; i < 100; i++) {
-        const stored = (await store.get(checkpointKey('limit'))) as
-          | { checkpoint?: { step: number } }
-          | undefined;
-        if (stored?.checkpoint?.step === 1) break;
+        const stored = await store.load('limit');
+        if (stored?.session.turn?.agent?.checkpoint.step === 1) break;
         await new Promise((resolve) => setImmediate(resolve));
       }
-      dead = true;
+      dying.kill();
       await first.shutdown();
       const second = createAgentSystem({ inspect, clock, store });
       const restored = await second.restore('limit', agent(scriptedModel([{ text: '{"x":1}' }])));
@@ -242,8 +241,109 @@ describe("the agent machine's session-only transitions, on the real system runti
       await second.shutdown();
       return result;
     };
-    expect(await atLimit(false)).toMatchObject({ status: 'stopped', stopReason: 'max_steps' });
-    expect(await atLimit(true)).toMatchObject({ output: { x: 1 }, stopReason: 'max_steps' });
+    // The checkpoint says the agent was in its final-output phase: the resumed agent makes exactly the call the
+    // interrupted one was making (not a step-limit stop, which the uninterrupted run would not have hit either).
+    expect(await atLimit(false)).toMatchObject({ output: { x: 1 }, stopReason: 'completed' });
+    expect(await atLimit(true)).toMatchObject({ output: { x: 1 }, stopReason: 'completed' });
+
+    // A refused handoff at the step limit: the agent resumes at its limit and stops there (max_steps), or gives
+    // the forced last answer.
+    const refusedAtLimit = async (finalAnswerOnMaxSteps: boolean) => {
+      const back = defineAgent({
+        name: 'back',
+        instructions: '',
+        model: scriptedModel([
+          { toolCalls: [{ name: 'transfer_to_front', args: {} }], stopReason: 'tool_use' },
+          { text: 'last word' },
+        ]),
+        handoffs: ['front'],
+        limits: { maxSteps: 1, finalAnswerOnMaxSteps },
+      });
+      const front = defineAgent({
+        name: 'front',
+        instructions: '',
+        model: scriptedModel([
+          { toolCalls: [{ name: 'transfer_to_back', args: {} }], stopReason: 'tool_use' },
+        ]),
+        handoffs: [back],
+        maxHandoffRevisits: 0,
+      });
+      const system3 = createAgentSystem({ inspect, clock, agents: [front] });
+      const result = await system3.spawn(front, 'go').result;
+      await system3.shutdown();
+      return result;
+    };
+    expect(await refusedAtLimit(false)).toMatchObject({ agent: 'back', stopReason: 'max_steps' });
+    expect(await refusedAtLimit(true)).toMatchObject({
+      agent: 'back',
+      text: 'last word',
+      stopReason: 'max_steps',
+    });
+
+    // Calls that wait for people: an approval and a question in one batch, decided one after the other; then the
+    // same pause interrupted (the process "dies") and resumed from the store in a new system.
+    const pay = tool({
+      name: 'pay',
+      description: 'pays',
+      input: z.object({ cents: z.number() }),
+      needsApproval: true,
+      execute: ({ cents }) => `paid ${cents}`,
+    });
+    const asking = (model: ReturnType<typeof scriptedModel>) =>
+      defineAgent({ name: 'clerk', instructions: '', model, tools: [pay, askHuman()] });
+    const batch: ScriptedTurn = {
+      toolCalls: [
+        { id: 'p1', name: 'pay', args: { cents: 5 } },
+        { id: 'q1', name: 'ask_human', args: { question: 'which card?' } },
+      ],
+      stopReason: 'tool_use',
+    };
+    const store = createMemoryStore();
+    const live = createAgentSystem({ inspect, clock, store });
+    const clerk = live.spawn(asking(scriptedModel([batch, { text: 'paid' }])), 'pay 5', { id: 'clerk-1' });
+    await untilTrue(() => clerk.pendingApprovals().length === 2);
+    await clerk.approve('p1');
+    await clerk.answer('q1', 'the blue one');
+    expect(await clerk.result).toMatchObject({ status: 'completed', text: 'paid' });
+    await live.shutdown();
+
+    const dying = dyingStore(store);
+    const first = createAgentSystem({ inspect, clock, store: dying.store });
+    const waiting = first.spawn(asking(scriptedModel([batch])), 'pay 5', { id: 'clerk-2' });
+    await untilTrue(() => waiting.pendingApprovals().length === 2);
+    dying.kill();
+    await first.shutdown();
+    const second = createAgentSystem({
+      inspect,
+      clock,
+      store,
+      agents: [asking(scriptedModel([{ text: 'done' }]))],
+    });
+    const recovered = await second.recover();
+    expect(recovered.sessions.map((session) => session.id)).toEqual(['clerk-2']);
+    const resumed = recovered.sessions[0] as (typeof recovered.sessions)[number];
+    await untilTrue(() => resumed.pendingApprovals().length === 2);
+    await resumed.reject('p1', 'too much');
+    await resumed.reject('q1', 'no idea');
+    expect(await resumed.result).toMatchObject({ status: 'completed', text: 'done' });
+    await second.shutdown();
+
+    // A write-ahead commit that fails: the effect never starts and the run fails with the store's error.
+    const failing = createMemoryStore();
+    let commits = 0;
+    const broken = {
+      ...failing,
+      commit: (id: string, change: Parameters<typeof failing.commit>[1]) => {
+        if (change.session?.turn?.agent) throw new Error(`disk full (commit ${++commits})`);
+        return failing.commit(id, change);
+      },
+    };
+    const third = createAgentSystem({ inspect, clock, store: broken });
+    const model = scriptedModel([{ text: 'never' }]);
+    const failed = await third.spawn(defineAgent({ name: 'f', instructions: '', model }), 'go').result;
+    expect(failed).toMatchObject({ status: 'failed', error: { code: 'store_failed' } });
+    expect(model.calls).toBe(0);
+    await third.shutdown();
 
     expect(allTransitions(agentMachine.root, 'session').filter((name) => !covered.has(name))).toEqual([]);
     expect(sessionOnlyStates.filter((id) => !visited.has(id))).toEqual([]);

@@ -1,18 +1,14 @@
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import {
   activeRuntimeCount,
   agentTool,
   createAgentSystem,
-  createFileStore,
+  createMemoryStore,
   defineAgent,
   type Message,
   parallel,
   type RunEvent,
   run,
   SessionClosedError,
-  type SnapshotStore,
   stream,
   tool,
   validateHistory,
@@ -21,6 +17,7 @@ import { scriptedModel } from 'troupe/testing';
 import { describe, expect, it, vi } from 'vitest';
 import { type InspectionEvent, SimulatedClock } from 'xstate';
 import { z } from 'zod';
+import { dyingStore } from '../support/dying-store.ts';
 
 /**
  * Arguments carrying this key make the loop's call-signature hash throw inside a machine action: an exception from
@@ -666,20 +663,20 @@ describe('supervision', () => {
     await system.shutdown();
   });
 
-  it('writes checkpoints to a file store', async () => {
-    const directory = await mkdtemp(join(tmpdir(), 'troupe-store-'));
+  it('writes checkpoints to the store it is given, and nothing of a finished turn stays to resume', async () => {
     const clock = new SimulatedClock();
     const { flaky, runs } = crashingOnce();
     const model = scriptedModel([
       { toolCalls: [{ name: 'flaky', args: {} }], stopReason: 'tool_use' },
       { text: 'ok' },
     ]);
-    const system = createAgentSystem({ clock, store: createFileStore(directory) });
+    const store = createMemoryStore();
+    const system = createAgentSystem({ clock, store });
     const session = system.spawn(defineAgent({ name: 'w', instructions: '', model, tools: [flaky] }), 'go', {
       id: 's1',
     });
     await until(() => runs() === 1);
-    // The restart loads the checkpoint from disk (asynchronously) after the back-off.
+    // The restart resumes from the last committed checkpoint after the back-off.
     for (let i = 0; i < 50 && runs() === 1; i++) {
       clock.increment(100);
       await new Promise((resolve) => setTimeout(resolve, 5));
@@ -688,16 +685,16 @@ describe('supervision', () => {
     expect(result.text).toBe('ok');
     expect(model.calls).toBe(2);
     await system.shutdown();
-    await new Promise((resolve) => setTimeout(resolve, 20));
-    // The checkpoint went when the session closed; the session's record stays in a store the user gave.
-    expect(await readdir(directory)).toEqual(['s1%2Fsession.json']);
-    await rm(directory, { recursive: true, force: true });
+    const stored = await store.load('s1');
+    expect(stored?.session).toMatchObject({ status: 'idle', turn: null, turns: 1 });
+    expect(stored?.runs.size).toBe(0);
+    expect(stored?.journal.size).toBe(0);
+    expect(await system.interrupted()).toEqual([]);
   });
 });
 
 describe('restore from the store (another process)', () => {
   it('resumes a turn that was interrupted mid-way from its checkpoint, without repeating the model call', async () => {
-    const directory = await mkdtemp(join(tmpdir(), 'troupe-restore-'));
     let toolRuns = 0;
     const save = (finish: boolean) =>
       tool({
@@ -713,16 +710,10 @@ describe('restore from the store (another process)', () => {
     const firstModel = scriptedModel([
       { toolCalls: [{ name: 'save', args: { doc: 'a' } }], stopReason: 'tool_use' },
     ]);
-    // The first process's store stops writing when the process "dies" (nothing it does afterwards reaches disk).
-    const disk = createFileStore(directory);
-    let dead = false;
-    const firstStore: SnapshotStore = {
-      get: (key) => disk.get(key),
-      keys: (prefix) => disk.keys(prefix),
-      set: (key, value) => (dead ? undefined : disk.set(key, value)),
-      delete: (key) => (dead ? undefined : disk.delete(key)),
-    };
-    const first = createAgentSystem({ store: firstStore });
+    // The first process's store stops writing when the process "dies" (nothing it does afterwards is stored).
+    const disk = createMemoryStore();
+    const dying = dyingStore(disk);
+    const first = createAgentSystem({ store: dying.store });
     first.spawn(
       defineAgent({ name: 'w', instructions: '', model: firstModel, tools: [save(false)] }),
       'save a',
@@ -730,22 +721,15 @@ describe('restore from the store (another process)', () => {
         id: 'durable',
       },
     );
-    const probe = createFileStore(directory);
     await until(() => toolRuns === 1);
-    for (let i = 0; i < 100; i++) {
-      const stored = (await probe.get('durable/checkpoint')) as
-        | { checkpoint?: { openCalls: unknown[] } }
-        | undefined;
-      if ((stored?.checkpoint?.openCalls.length ?? 0) > 0) break;
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    }
-
-    dead = true;
+    const stored = await disk.load('durable');
+    expect(stored?.session.turn?.agent?.checkpoint.openCalls).toHaveLength(1);
+    dying.kill();
     await first.shutdown();
 
     // A new process: a new system on the same directory, the same agent definition with a fresh model.
     const secondModel = scriptedModel([{ text: 'saved it' }]);
-    const second = createAgentSystem({ store: createFileStore(directory) });
+    const second = createAgentSystem({ store: disk });
     const agent = defineAgent({ name: 'w', instructions: '', model: secondModel, tools: [save(true)] });
     const session = await second.restore('durable', agent);
     const result = await session.result;
@@ -757,7 +741,7 @@ describe('restore from the store (another process)', () => {
 
     // The next turn continues from the stored record after the session closed.
     await second.shutdown();
-    const third = createAgentSystem({ store: createFileStore(directory) });
+    const third = createAgentSystem({ store: disk });
     const thirdModel = scriptedModel([{ text: 'and again' }]);
     const next = await third.restore(
       'durable',
@@ -768,7 +752,6 @@ describe('restore from the store (another process)', () => {
     expect(again.text).toBe('and again');
     expect(again.history).toHaveLength(6);
     await third.shutdown();
-    await rm(directory, { recursive: true, force: true });
   });
 });
 

@@ -1,0 +1,50 @@
+import type { SnapshotFrom } from 'xstate';
+import type { Phase, RunEventData, RunEventType } from '../core/events.ts';
+import type { AgentMachine } from '../machines/agent.ts';
+
+type AgentSnapshot = SnapshotFrom<AgentMachine>;
+
+/** Maps the machine's state value to the loop phase and the sub-state within it. */
+export function phaseOf(value: AgentSnapshot['value']): [Phase, string] {
+  if (typeof value === 'string') return [value as Phase, value];
+  const running = (value as { running?: unknown }).running;
+  if (typeof running === 'string') return [running === 'finalOutput' ? 'finalOutput' : 'toolUse', running];
+  const inner = running as Record<string, string>;
+  if (Object.hasOwn(inner, 'finalOutput')) return ['finalOutput', inner.finalOutput ?? ''];
+  return ['toolUse', inner.toolUse ?? ''];
+}
+
+/**
+ * Turns an agent's snapshots into `phase` events (one per change of phase or sub-state) and `decode_retry` events
+ * (each time the final answer failed to decode and the model is asked again).
+ */
+export class PhaseReporter {
+  #lastValue: unknown;
+  #lastPhase = '';
+  #retries = 0;
+  readonly #emit: <T extends RunEventType>(type: T, data: RunEventData[T]) => void;
+
+  constructor(emit: <T extends RunEventType>(type: T, data: RunEventData[T]) => void, retries = 0) {
+    this.#emit = emit;
+    this.#retries = retries;
+  }
+
+  observe(snapshot: AgentSnapshot): void {
+    // The compiled machine shares one state value object per configuration: an unchanged value is no new phase.
+    if (snapshot.value === this.#lastValue) return;
+    this.#lastValue = snapshot.value;
+    const { context } = snapshot;
+    if (context.retryCount > this.#retries) {
+      this.#retries = context.retryCount;
+      this.#emit('decode_retry', {
+        retryCount: context.retryCount,
+        error: context.answer.decodeError ?? 'the answer did not decode',
+      });
+    }
+    const [phase, state] = phaseOf(snapshot.value);
+    const key = `${phase}.${state}`;
+    if (key === this.#lastPhase) return;
+    this.#lastPhase = key;
+    this.#emit('phase', { phase, state, step: context.step, retryCount: context.retryCount });
+  }
+}

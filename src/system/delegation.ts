@@ -1,0 +1,164 @@
+import type { Actor, AnyActorRef, SnapshotFrom } from 'xstate';
+import type { Clock } from '../core/clock.ts';
+import { toErrorInfo } from '../core/errors.ts';
+import type { EventBus } from '../core/event-bus.ts';
+import type { JsonValue } from '../core/json.ts';
+import { userMessage } from '../core/messages.ts';
+import type { RunResult } from '../core/result.ts';
+import type { AgentMachine, AgentMachineInput, AgentMachineOutput } from '../machines/agent.ts';
+import type { SessionMachine } from '../machines/session.ts';
+import type { InspectObserver } from '../run/inspect.ts';
+import { type Delegator, onFatal, setDelegator, setScope, stopOrphans } from '../run/run-hooks.ts';
+import { buildRunResult } from '../run/run-result.ts';
+import { deltaForwarder, registerRuntime, runtimeOf, unregisterRuntime } from '../run/run-runtime.ts';
+import type { SessionDurability } from './session-durability.ts';
+import { subFailure } from './session-result.ts';
+
+/** What running nested agents needs from the session. */
+export interface DelegationHost {
+  sessionId: string;
+  actor: () => Actor<SessionMachine>;
+  bus: EventBus;
+  clock: Clock;
+  inspect: InspectObserver | undefined;
+  durability: SessionDurability;
+  /** The session's turn in progress (from 1). */
+  turn: () => number;
+  finished: () => boolean;
+  /** Nested agents by route, so approvals reach the agent that asked. */
+  routes: Map<string, AnyActorRef>;
+  /** A fresh id for a child actor of the session. */
+  nextChildId: () => string;
+}
+
+/**
+ * Agents used as tools (agentTool) inside a session run as children of the session's actor, with an explicit id,
+ * stopped when they finish. Each has its own route (`caller>callId/name`), its own run_start and run_end events at
+ * one more depth than its caller, and durable checkpoints: if the session is interrupted while the nested agent
+ * runs, the calling tool runs again after recovery (same call id) and the nested agent resumes from its checkpoint
+ * instead of starting over. Returns the delegator for the runtime registered under `callerKey`.
+ */
+export function delegatorFor(host: DelegationHost, callerKey: string): Delegator {
+  return async (request) => {
+    // Leave the caller's call stack first: the tool may have been started inside a transition of this system.
+    await Promise.resolve();
+    const { agent } = request;
+    const { sessionId, bus, clock } = host;
+    if (host.finished()) return subFailure(sessionId, agent.name, request.input, 'the session has closed');
+    const caller = runtimeOf(callerKey);
+    const callerRoute = caller?.route ?? caller?.agent.name ?? '';
+    const route = `${callerRoute}>${request.callId}/${agent.name}`;
+    const callPath =
+      caller?.callPath === undefined || caller.callPath === ''
+        ? request.callId
+        : `${caller.callPath}/${request.callId}`;
+    const origin = { route, depth: (caller?.origin?.depth ?? 0) + 1 };
+    const id = host.nextChildId();
+    const key = `${callerKey}>${request.callId}`;
+    const timeoutMs = agent.limits.timeoutMs;
+    const undo: (() => void)[] = [
+      () => unregisterRuntime(key),
+      setDelegator(key, delegatorFor(host, key)),
+      setScope(key, {
+        deadline: timeoutMs === null ? null : clock.now() + timeoutMs,
+        ...(host.inspect ? { inspect: host.inspect } : {}),
+      }),
+      () => host.routes.delete(route),
+    ];
+    registerRuntime(key, {
+      agent,
+      bus,
+      clock,
+      onDelta: deltaForwarder(bus, agent.name, origin),
+      sessionId,
+      route,
+      get turn() {
+        return host.turn();
+      },
+      callPath,
+      origin,
+      durable: host.durability.runFor({ route, nested: true }),
+    });
+    const input: AgentMachineInput = {
+      sessionId: key,
+      agent: agent.name,
+      limits: agent.limits,
+      toolNames: agent.tools.names,
+      hasOutputSchema: agent.outputSchema !== undefined,
+      history: [userMessage(request.input)],
+      baseLength: 0,
+    };
+    const resume = host.durability.nestedCheckpoint(route);
+    if (resume) {
+      input.resume = resume;
+      input.history = resume.history;
+    }
+    bus.emit(
+      agent.name,
+      'run_start',
+      {
+        input: request.input as JsonValue,
+        historyLength: 0,
+        model: agent.model.model,
+        provider: agent.model.provider,
+      },
+      origin,
+    );
+    const actor = host.actor();
+    return new Promise<RunResult<unknown>>((resolve) => {
+      let settled = false;
+      let timer: unknown;
+      let child: AnyActorRef | undefined;
+      let subscription: { unsubscribe(): void } | undefined;
+      const onAbort = () => child?.send({ type: 'abort', reason: 'the calling agent stopped' });
+      const settle = (output: AgentMachineOutput | undefined, why = 'the sub-agent was stopped') => {
+        if (settled) return;
+        settled = true;
+        subscription?.unsubscribe();
+        if (timer !== undefined) clock.clearTimeout(timer);
+        request.signal.removeEventListener('abort', onAbort);
+        for (const step of undo) step();
+        // Done children stay in the parent's snapshot until stopped.
+        if (!host.finished() && child) actor.send({ type: 'delegate.end', id });
+        const result = output
+          ? { ...buildRunResult<unknown>(output), sessionId }
+          : subFailure(sessionId, agent.name, request.input, why);
+        bus.emit(
+          agent.name,
+          'run_end',
+          {
+            status: result.status,
+            stopReason: result.stopReason,
+            iterationsUsed: result.iterationsUsed,
+            toolCalls: result.toolCalls,
+            usage: result.usage,
+          },
+          origin,
+        );
+        resolve(result);
+      };
+      actor.send({ type: 'delegate.start', id, input });
+      child = actor.getSnapshot().children[id] as AnyActorRef | undefined;
+      if (!child) return settle(undefined, 'the session is not running');
+      const started = child;
+      host.routes.set(route, started);
+      subscription = started.subscribe({
+        next: (snapshot: SnapshotFrom<AgentMachine>) => {
+          if (snapshot.status === 'done') settle(snapshot.output);
+        },
+        error: (error: unknown) => {
+          stopOrphans(started);
+          settle(undefined, `the sub-agent failed: ${toErrorInfo(error).message}`);
+        },
+        complete: () => settle(undefined),
+      });
+      const now = started.getSnapshot() as SnapshotFrom<AgentMachine>;
+      if (now.status === 'done') return settle(now.output);
+      // A fatal tool of the sub-agent fails the sub-run: the caller's model gets the error.
+      undo.push(onFatal(key, (error) => settle(undefined, `the sub-agent failed: ${error.message}`)));
+      if (timeoutMs !== null) timer = clock.setTimeout(() => started.send({ type: 'timeout' }), timeoutMs);
+      request.signal.addEventListener('abort', onAbort, { once: true });
+      if (request.signal.aborted) onAbort();
+    });
+  };
+}

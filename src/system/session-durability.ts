@@ -1,0 +1,353 @@
+import {
+  type ApprovalDecision,
+  type ApprovalRecord,
+  type ApprovalRequest,
+  statusOfDecision,
+} from '../core/approvals.ts';
+import type { Clock } from '../core/clock.ts';
+import type { JsonValue } from '../core/json.ts';
+import type { RunInput } from '../core/messages.ts';
+import type { AgentCheckpoint, AgentContext, AgentEvent, ToolOutcome } from '../machines/agent.ts';
+import type { SessionContext } from '../machines/session.ts';
+import type {
+  CommitBatch,
+  MaybePromise,
+  SessionStore,
+  StoredSession,
+  StoredSessionStatus,
+} from '../persistence/store.ts';
+import type { DurableRun } from '../run/durable-run.ts';
+import { checkpointOf, phaseOfCommand, restoreOf } from './checkpoints.ts';
+import type { SessionLog } from './session-log.ts';
+
+/** Where an agent of the session runs, for its checkpoints and journal keys. */
+export interface RunPlace {
+  /** `name` for the agent holding the conversation, `parent>callId/name` for a nested one. */
+  route: string;
+  /** True for an agent used as a tool (its checkpoints go to the nested-run table). */
+  nested: boolean;
+}
+
+/**
+ * A session's write-ahead persistence: every commit of the session goes through here, in order, with the events
+ * emitted since the last one. It keeps an in-memory copy of what it committed (the session row, nested-run
+ * checkpoints, the journal, approvals), so a supervised restart resumes without reading the store back.
+ */
+export class SessionDurability {
+  readonly #store: SessionStore;
+  readonly #sessionId: string;
+  readonly #clock: Clock;
+  readonly #log: SessionLog;
+  /** The session row as last committed. */
+  #row: StoredSession;
+  readonly #runs: Map<string, AgentCheckpoint>;
+  readonly #journal: Map<string, JsonValue>;
+  readonly #approvals: Map<string, ApprovalRecord>;
+  /** The session machine's context now (for checkpoints of the agent holding the conversation). */
+  readonly #session: () => SessionContext;
+  /** The input of the turn in progress, and the seq of its run_start. */
+  #turnInput: RunInput;
+  #firstSeq: number;
+  /** A commit in flight on an asynchronous store: the next one waits for it. */
+  #inFlight: Promise<void> | undefined;
+  #flushScheduled = false;
+  #closed = false;
+  readonly #onFlushError: (error: unknown) => void;
+
+  constructor(options: {
+    store: SessionStore;
+    sessionId: string;
+    clock: Clock;
+    log: SessionLog;
+    row: StoredSession;
+    runs: Map<string, AgentCheckpoint>;
+    journal: Map<string, JsonValue>;
+    approvals: readonly ApprovalRecord[];
+    session: () => SessionContext;
+    turnInput: RunInput;
+    firstSeq: number;
+    onFlushError: (error: unknown) => void;
+  }) {
+    this.#store = options.store;
+    this.#sessionId = options.sessionId;
+    this.#clock = options.clock;
+    this.#log = options.log;
+    this.#row = options.row;
+    this.#runs = options.runs;
+    this.#journal = options.journal;
+    this.#approvals = new Map(options.approvals.map((record) => [record.callId, record]));
+    this.#session = options.session;
+    this.#turnInput = options.turnInput;
+    this.#firstSeq = options.firstSeq;
+    this.#onFlushError = options.onFlushError;
+  }
+
+  get row(): StoredSession {
+    return this.#row;
+  }
+
+  /** Commits a batch after every earlier one, with the events emitted so far. Throws / rejects if the store does. */
+  commit(batch: CommitBatch): MaybePromise<void> {
+    if (this.#closed) return;
+    if (this.#inFlight) {
+      const next = this.#inFlight.then(() => this.#commitNow(batch));
+      this.#track(next);
+      return next;
+    }
+    const result = this.#commitNow(batch);
+    if (result instanceof Promise) this.#track(result);
+    return result;
+  }
+
+  #track(commit: Promise<void>): void {
+    const settled = commit.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.#inFlight = settled;
+    void settled.then(() => {
+      if (this.#inFlight === settled) this.#inFlight = undefined;
+    });
+  }
+
+  #commitNow(batch: CommitBatch): MaybePromise<void> {
+    const events = this.#log.takePending();
+    const full: CommitBatch = events.length > 0 ? { ...batch, events } : batch;
+    let result: MaybePromise<void>;
+    try {
+      result = this.#store.commit(this.#sessionId, full);
+    } catch (error) {
+      this.#log.failed(events);
+      throw error;
+    }
+    if (result instanceof Promise) {
+      return result.then(
+        () => this.#applied(full, events),
+        (error: unknown) => {
+          this.#log.failed(events);
+          throw error;
+        },
+      );
+    }
+    this.#applied(full, events);
+  }
+
+  /** What a commit changed, mirrored in memory once the store has it. */
+  #applied(batch: CommitBatch, events: readonly import('../core/events.ts').RunEvent[]): void {
+    if (batch.session) this.#row = batch.session;
+    if (batch.clearTurn) {
+      this.#runs.clear();
+      this.#journal.clear();
+    }
+    for (const [route, checkpoint] of batch.runs ?? []) {
+      if (checkpoint === null) this.#runs.delete(route);
+      else this.#runs.set(route, checkpoint);
+    }
+    for (const [key, value] of batch.journal ?? []) this.#journal.set(key, value);
+    for (const record of batch.approvals ?? []) this.#approvals.set(record.callId, record);
+    if (events.length > 0) this.#log.committed(events);
+  }
+
+  /** Events were emitted: commit them soon (they reach readers once committed). */
+  scheduleFlush(): void {
+    if (this.#flushScheduled || this.#closed) return;
+    this.#flushScheduled = true;
+    queueMicrotask(() => {
+      this.#flushScheduled = false;
+      if (!this.#log.hasPending || this.#closed) return;
+      try {
+        const result = this.commit({});
+        if (result instanceof Promise) result.catch(this.#onFlushError);
+      } catch (error) {
+        this.#onFlushError(error);
+      }
+    });
+  }
+
+  /** Commits what is pending and stops committing (the session has closed or was suspended). */
+  close(final?: CommitBatch): MaybePromise<void> {
+    const result = final || this.#log.hasPending ? this.commit(final ?? {}) : undefined;
+    this.#closed = true;
+    return result;
+  }
+
+  /** A new row with `changes`: the row is replaced whole by every commit that carries it. */
+  rowWith(changes: Partial<StoredSession>): StoredSession {
+    return { ...this.#row, ...changes, updatedAt: this.#clock.now() };
+  }
+
+  /** The status the row should have while the turn runs: awaiting when people have calls to decide. */
+  #runningStatus(): StoredSessionStatus {
+    for (const record of this.#approvals.values()) if (record.status === 'pending') return 'awaiting';
+    return 'running';
+  }
+
+  /** A turn starts: the row says so before the agent does anything (a crash now loses no turn). */
+  turnStarted(input: RunInput, queued: readonly RunInput[], firstSeq: number): MaybePromise<void> {
+    this.#turnInput = input;
+    this.#firstSeq = firstSeq;
+    const context = this.#session();
+    return this.commit({
+      session: this.rowWith({
+        status: 'running',
+        agent: context.current,
+        turns: context.turns,
+        queued: [...queued],
+        turn: { number: context.turns + 1, input, firstSeq, session: restoreOf(context), agent: null },
+      }),
+    });
+  }
+
+  /** Messages sent while a turn runs are kept until their turn starts. */
+  queuedChanged(queued: readonly RunInput[]): MaybePromise<void> {
+    return this.commit({ session: this.rowWith({ queued: [...queued] }) });
+  }
+
+  /**
+   * A turn ended: the conversation, the status, nothing left of the turn to resume. With `next` (a message sent
+   * while the turn ran), the next turn starts in the same commit, so a crash in between loses neither.
+   */
+  turnEnded(
+    context: SessionContext,
+    status: StoredSessionStatus,
+    next?: { input: RunInput; queued: readonly RunInput[]; firstSeq: number },
+  ): MaybePromise<void> {
+    const stale: ApprovalRecord[] = [];
+    const decidedAt = this.#clock.now();
+    for (const record of this.#approvals.values()) {
+      if (record.status !== 'pending') continue;
+      const decision: ApprovalDecision = { type: 'reject', reason: 'the turn ended before a decision' };
+      stale.push({ ...record, status: 'rejected', decision, decidedAt });
+    }
+    if (next) {
+      this.#turnInput = next.input;
+      this.#firstSeq = next.firstSeq;
+    }
+    const batch: CommitBatch = {
+      session: this.rowWith({
+        status: next ? 'running' : status,
+        agent: context.current,
+        turns: context.turns,
+        transcript: context.transcript,
+        queued: next ? [...next.queued] : [],
+        turn: next
+          ? {
+              number: context.turns + 1,
+              input: next.input,
+              firstSeq: next.firstSeq,
+              session: restoreOf(context),
+              agent: null,
+            }
+          : null,
+      }),
+      clearTurn: true,
+    };
+    if (stale.length > 0) batch.approvals = stale;
+    return this.commit(batch);
+  }
+
+  /** The row's status changes (suspended, closed, failed), the turn in progress kept. */
+  statusChanged(status: StoredSessionStatus): MaybePromise<void> {
+    return this.commit({ session: this.rowWith({ status }) });
+  }
+
+  /** Approvals of the session that wait for a decision. */
+  pendingApprovals(): ApprovalRecord[] {
+    return [...this.#approvals.values()].filter((record) => record.status === 'pending');
+  }
+
+  approval(callId: string): ApprovalRecord | undefined {
+    return this.#approvals.get(callId);
+  }
+
+  /** Records a person's decision (before the agent hears of it). */
+  decide(callId: string, decision: ApprovalDecision): MaybePromise<void> {
+    const record = this.#approvals.get(callId);
+    if (!record) return;
+    return this.commit({
+      approvals: [{ ...record, status: statusOfDecision(decision), decision, decidedAt: this.#clock.now() }],
+    });
+  }
+
+  /** Applies a decision another process committed to the store. */
+  adopt(record: ApprovalRecord): void {
+    this.#approvals.set(record.callId, record);
+  }
+
+  /**
+   * A supervised restart of `name`: model answers recorded after its checkpoint are not replayed to the restarted
+   * agent (the answer it was handling when it failed would make it fail again); the model is asked again. Tool
+   * outcomes stay recorded: those calls are not run again.
+   */
+  forgetAnswersAfterCheckpoint(name: string, segment: number): MaybePromise<void> {
+    const context = this.#session();
+    const prefix = `${context.turns + 1}|${name}#${segment}|m`;
+    const made = this.topCheckpoint(name, segment)?.modelCalls ?? 0;
+    const forget: [string, JsonValue][] = [];
+    for (const [key, value] of this.#journal) {
+      if (value === null || !key.startsWith(prefix)) continue;
+      if (Number(key.slice(prefix.length)) > made) forget.push([key, null]);
+    }
+    if (forget.length === 0) return;
+    return this.commit({ journal: forget });
+  }
+
+  /** The checkpoint of a nested run, if it had one before a restart. */
+  nestedCheckpoint(route: string): AgentCheckpoint | undefined {
+    return this.#runs.get(route);
+  }
+
+  /** The checkpoint of the agent holding the conversation, for `name` in `segment`, if there is one. */
+  topCheckpoint(name: string, segment: number): AgentCheckpoint | undefined {
+    const agent = this.#row.turn?.agent;
+    return agent && agent.name === name && agent.segment === segment ? agent.checkpoint : undefined;
+  }
+
+  /** The write-ahead hooks of one agent run in the session. */
+  runFor(place: RunPlace): DurableRun {
+    const keyOf = (suffix: string) => {
+      const context = this.#session();
+      const run = place.nested ? place.route : `${place.route}#${context.segment}`;
+      return `${context.turns + 1}|${run}|${suffix}`;
+    };
+    const checkpoint = (context: AgentContext, phase: AgentCheckpoint['phase'], extra?: CommitBatch) => {
+      const agentCheckpoint = checkpointOf(context, phase);
+      if (place.nested) return this.commit({ ...extra, runs: [[place.route, agentCheckpoint]] });
+      const session = this.#session();
+      return this.commit({
+        ...extra,
+        session: this.rowWith({
+          status: extra?.approvals ? 'awaiting' : this.#runningStatus(),
+          agent: session.current,
+          turn: {
+            number: session.turns + 1,
+            input: this.#turnInput,
+            firstSeq: this.#firstSeq,
+            session: restoreOf(session),
+            agent: { name: session.current, segment: session.segment, checkpoint: agentCheckpoint },
+          },
+        }),
+      });
+    };
+    return {
+      beforeEffect: (command, context) => checkpoint(context, phaseOfCommand(command)),
+      isRequested: (callId) => this.#approvals.has(callId),
+      awaitPeople: (requests: readonly ApprovalRequest[], context) => {
+        const records: ApprovalRecord[] = requests.map((request) => ({ ...request, status: 'pending' }));
+        return checkpoint(
+          context,
+          'toolUse',
+          records.length > 0 ? { approvals: records } : { approvals: [] },
+        );
+      },
+      // A null entry is an answer a restart chose not to replay.
+      replayModel: (call) => (this.#journal.get(keyOf(`m${call}`)) ?? undefined) as AgentEvent | undefined,
+      recordModel: (call, event) =>
+        this.commit({ journal: [[keyOf(`m${call}`), event as unknown as JsonValue]] }),
+      replayTool: (step, callId) =>
+        (this.#journal.get(keyOf(`t${step}|${callId}`)) ?? undefined) as ToolOutcome | undefined,
+      recordTool: (step, callId, outcome) =>
+        this.commit({ journal: [[keyOf(`t${step}|${callId}`), outcome as unknown as JsonValue]] }),
+    };
+  }
+}

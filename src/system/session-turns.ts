@@ -1,0 +1,52 @@
+import type { RunInput } from '../core/messages.ts';
+import type { RunResult } from '../core/result.ts';
+
+/** Options of one turn: `session.send(input, options)`. */
+export interface TurnOptions {
+  /** Aborting it ends this turn `aborted`; the session stays open for the next message. */
+  signal?: AbortSignal | undefined;
+  /** The turn ends `timed_out` after this many milliseconds (on top of each agent's own `timeoutMs`). */
+  timeoutMs?: number | undefined;
+}
+
+/** One turn of a session: its input, its result promise, and where its events start in the log. */
+export class Turn<TOutput> {
+  readonly input: RunInput;
+  readonly options: TurnOptions;
+  readonly result: Promise<RunResult<TOutput>>;
+  /** Seq of the turn's run_start, once it started. */
+  firstSeq: number | undefined;
+  ended = false;
+  readonly #resolve: (result: RunResult<TOutput>) => void;
+  #started: (() => void) | undefined;
+  /** Resolves when the turn starts (its run_start is emitted). */
+  readonly started: Promise<void>;
+
+  constructor(input: RunInput, options: TurnOptions = {}) {
+    this.input = input;
+    this.options = options;
+    let resolve: (result: RunResult<TOutput>) => void = () => undefined;
+    this.result = new Promise<RunResult<TOutput>>((done) => {
+      resolve = done;
+    });
+    this.#resolve = resolve;
+    this.started = new Promise<void>((done) => {
+      this.#started = done;
+    });
+  }
+
+  markStarted(firstSeq: number): void {
+    this.firstSeq = firstSeq;
+    this.#started?.();
+    this.#started = undefined;
+  }
+
+  finish(result: RunResult<TOutput>): void {
+    if (this.ended) return;
+    this.ended = true;
+    // A turn that never started (the session closed first) still lets its events() readers finish.
+    this.#started?.();
+    this.#started = undefined;
+    this.#resolve(result);
+  }
+}
