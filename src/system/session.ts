@@ -515,7 +515,7 @@ export function startSession<TOutput>(
           applyTurnOptions(next.options);
           actor.send({ type: 'user.message', message: userMessage(next.input) });
         }
-        if (!next) idleWaiters.splice(0).forEach((wake) => wake());
+        if (!next) for (const wake of idleWaiters.splice(0)) wake();
       },
     );
   };
