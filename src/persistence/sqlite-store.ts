@@ -111,7 +111,7 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
   };
   const rollback = (): void => {
     try {
-      db.exec('ROLLBACK');
+      sql.rollback.run();
     } catch {
       // No transaction is left to roll back: SQLite already did.
     }
@@ -134,7 +134,7 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
       const s = open();
       return reading(`could not load session "${sessionId}"`, () => {
         // One read transaction: another process committing in between must not give a mix of two commits.
-        db.exec('BEGIN');
+        s.beginRead.run();
         try {
           const row = s.selectSession.get(sessionId);
           if (row === undefined) return undefined;
@@ -178,7 +178,7 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
       const s = open();
       const rows = serialize(sessionId, batch);
       try {
-        db.exec('BEGIN IMMEDIATE');
+        s.beginWrite.run();
       } catch (error) {
         throw storeErrorOf(error, path, `could not commit session "${sessionId}"`);
       }
@@ -228,7 +228,7 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
             typeof record.decidedAt === 'number' ? record.decidedAt : null,
             rows.approvals[index] as string,
           );
-        db.exec('COMMIT');
+        s.commit.run();
       } catch (error) {
         rollback();
         throw commitErrorOf(error, path, sessionId);
@@ -448,6 +448,11 @@ function prepareStatements(db: Sqlite.DatabaseSync) {
       (SELECT count(*) FROM approvals a WHERE a.session_id = s.id AND a.status = 'pending') AS pending
     FROM sessions s`;
   return {
+    // Transaction control is prepared too: parsing it on every commit costs a few microseconds each time.
+    beginRead: db.prepare('BEGIN'),
+    beginWrite: db.prepare('BEGIN IMMEDIATE'),
+    commit: db.prepare('COMMIT'),
+    rollback: db.prepare('ROLLBACK'),
     selectSession: db.prepare('SELECT doc FROM sessions WHERE id = ?'),
     selectRowExists: db.prepare('SELECT 1 AS found FROM sessions WHERE id = ?'),
     selectRuns: db.prepare('SELECT route, doc FROM runs WHERE session_id = ? ORDER BY route'),
