@@ -101,6 +101,17 @@ describe('createSqliteStore: the connection', () => {
     expect(inMemory.load('s1')?.lastSeq).toBe(1);
   });
 
+  it('fails with a StoreIoError, not a raw error, where no database can be opened', () => {
+    const error = thrown(() => createSqliteStore(directory));
+    expect(error).toBeInstanceOf(StoreIoError);
+    expect((error as StoreIoError).busy).toBe(false);
+    expect((error as Error).message).toContain(directory);
+    writeFileSync(join(directory, 'plain-file'), 'x');
+    expect(() => createSqliteStore(join(directory, 'plain-file', 'sub', 'sessions.db'))).toThrow(
+      StoreIoError,
+    );
+  });
+
   it('records its layout version in the meta table', () => {
     store();
     expect(raw().prepare("SELECT value FROM meta WHERE key = 'layout'").get()?.value).toBe(
