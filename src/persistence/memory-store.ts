@@ -1,55 +1,108 @@
 import type { ApprovalRecord } from '../core/approvals.ts';
+import { ConfigError } from '../core/errors.ts';
 import type { RunEvent } from '../core/events.ts';
 import type { JsonValue } from '../core/json.ts';
 import type { AgentCheckpoint } from '../machines/agent.ts';
-import type { SessionStore, SessionSummary, StoredSession, StoredSessionState } from './store.ts';
+import { checkBatch, checkEventLimit } from './commit-rules.ts';
+import type { CommitBatch, SessionSummary, StoredSession, StoredSessionState } from './store.ts';
+import { StoreClosedError } from './store-errors.ts';
+import type { SyncSessionStore } from './sync-store.ts';
 
-interface Entry {
-  session: StoredSession | undefined;
+/** Options of `createMemoryStore`. */
+export interface MemoryStoreOptions {
+  /**
+   * Events kept per session (default 10,000). Past it the oldest are dropped: `readEvents` from a dropped seq
+   * returns the events that are left, and the next commit still continues the log's seq.
+   */
+  maxEventsPerSession?: number;
+}
+
+const defaultMaxEvents = 10_000;
+
+/** Everything the store holds for one session. */
+interface SessionEntry {
+  session: StoredSession;
   runs: Map<string, AgentCheckpoint>;
   journal: Map<string, JsonValue>;
-  approvals: Map<string, ApprovalRecord>;
+  /** By call id, each with the order it was first recorded in across the store (approvals() lists in that order). */
+  approvals: Map<string, { record: ApprovalRecord; order: number }>;
+  /** The retained events are `events[head..]`: dropping the oldest moves `head`, the array is compacted now and then. */
   events: RunEvent[];
+  head: number;
   lastSeq: number;
 }
 
-/** A SessionStore in this process's memory (placeholder until the full implementation lands). */
-export function createMemoryStore(options: { maxEventsPerSession?: number } = {}): SessionStore {
-  const max = options.maxEventsPerSession ?? 10_000;
-  const entries = new Map<string, Entry>();
-  const entryOf = (id: string): Entry => {
-    let entry = entries.get(id);
-    if (!entry) {
-      entry = {
-        session: undefined,
-        runs: new Map(),
-        journal: new Map(),
-        approvals: new Map(),
-        events: [],
-        lastSeq: -1,
-      };
-      entries.set(id, entry);
-    }
-    return entry;
+/**
+ * A SessionStore that keeps everything in the process's memory: for tests, and for sessions that need not outlive
+ * the process. It answers synchronously. It keeps the values it is given by reference, without copying: the runtime
+ * never changes what it has committed, and whoever else commits must not either (what `load` returns is the very
+ * object that was committed; the Maps and arrays around them are fresh). Commits are checked like the SQLite
+ * store's (events continue the log, rows exist), but values are not serialized, so they are not checked for being
+ * JSON.
+ */
+export function createMemoryStore(options: MemoryStoreOptions = {}): SyncSessionStore {
+  const maxEvents = options.maxEventsPerSession ?? defaultMaxEvents;
+  if (maxEvents !== Number.POSITIVE_INFINITY && (!Number.isSafeInteger(maxEvents) || maxEvents < 0))
+    throw new ConfigError(
+      `createMemoryStore: maxEventsPerSession must be a non-negative integer (or Infinity); got ${String(maxEvents)}.`,
+    );
+  // Insertion order is creation order: list() sorts by update time and keeps it for ties, like the SQLite store.
+  let sessions = new Map<string, SessionEntry>();
+  let closed = false;
+  let approvalOrder = 0;
+
+  const open = (): Map<string, SessionEntry> => {
+    if (closed) throw new StoreClosedError();
+    return sessions;
   };
+
+  const appendEvents = (entry: SessionEntry, events: readonly RunEvent[]): void => {
+    for (const event of events) entry.events.push(event);
+    entry.lastSeq += events.length;
+    const excess = entry.events.length - entry.head - maxEvents;
+    if (excess > 0) entry.head += excess;
+    // Compact once the dropped prefix is most of the array, so the array stays within twice the limit.
+    if (entry.head > 1024 && entry.head * 2 > entry.events.length) {
+      entry.events = entry.events.slice(entry.head);
+      entry.head = 0;
+    }
+  };
+
   return {
-    load(id): StoredSessionState | undefined {
-      const entry = entries.get(id);
-      if (!entry?.session) return undefined;
-      return {
+    load(sessionId) {
+      const entry = open().get(sessionId);
+      if (entry === undefined) return undefined;
+      const state: StoredSessionState = {
         session: entry.session,
         runs: new Map(entry.runs),
         journal: new Map(entry.journal),
-        approvals: [...entry.approvals.values()],
+        approvals: [...entry.approvals.values()].map(({ record }) => record),
         lastSeq: entry.lastSeq,
       };
+      return state;
     },
-    commit(id, batch) {
-      const entry = entryOf(id);
-      if (batch.events && batch.events.length > 0 && batch.events[0]?.seq !== entry.lastSeq + 1)
-        throw new Error(`events of session ${id} must continue at seq ${entry.lastSeq + 1}`);
-      if (batch.session) entry.session = batch.session;
-      if (batch.clearTurn) {
+
+    commit(sessionId, batch: CommitBatch) {
+      const existing = open().get(sessionId);
+      checkBatch(sessionId, batch, existing?.lastSeq ?? -1, existing !== undefined);
+      // Checked: nothing below can throw, so the batch applies whole.
+      let entry = existing;
+      if (batch.session !== undefined) {
+        if (entry === undefined) {
+          entry = {
+            session: batch.session,
+            runs: new Map(),
+            journal: new Map(),
+            approvals: new Map(),
+            events: [],
+            head: 0,
+            lastSeq: -1,
+          };
+          sessions.set(sessionId, entry);
+        } else entry.session = batch.session;
+      }
+      if (entry === undefined) return;
+      if (batch.clearTurn === true) {
         entry.runs.clear();
         entry.journal.clear();
       }
@@ -58,50 +111,70 @@ export function createMemoryStore(options: { maxEventsPerSession?: number } = {}
         else entry.runs.set(route, checkpoint);
       }
       for (const [key, value] of batch.journal ?? []) entry.journal.set(key, value);
-      for (const record of batch.approvals ?? []) entry.approvals.set(record.callId, record);
-      for (const event of batch.events ?? []) {
-        entry.events.push(event);
-        entry.lastSeq = event.seq;
+      if (batch.events !== undefined && batch.events.length > 0) appendEvents(entry, batch.events);
+      for (const record of batch.approvals ?? []) {
+        const known = entry.approvals.get(record.callId);
+        if (known !== undefined) known.record = record;
+        else entry.approvals.set(record.callId, { record, order: approvalOrder++ });
       }
-      if (entry.events.length > max) entry.events.splice(0, entry.events.length - max);
     },
-    readEvents(id, after, limit) {
-      const events = (entries.get(id)?.events ?? []).filter((event) => event.seq > after);
-      return limit === undefined ? events : events.slice(0, limit);
+
+    readEvents(sessionId, after, limit) {
+      checkEventLimit(limit);
+      const entry = open().get(sessionId);
+      if (entry === undefined || Number.isNaN(after)) return [];
+      const retained = entry.events.length - entry.head;
+      const firstSeq = entry.lastSeq - retained + 1;
+      const skip = Math.max(0, Math.floor(after) + 1 - firstSeq);
+      if (skip >= retained) return [];
+      const start = entry.head + skip;
+      return entry.events.slice(start, limit === undefined ? undefined : start + limit);
     },
+
     list(query) {
-      const out: SessionSummary[] = [];
-      for (const entry of entries.values()) {
-        const session = entry.session;
-        if (!session) continue;
-        if (query?.status && !query.status.includes(session.status)) continue;
-        out.push({
+      const wanted = query?.status === undefined ? undefined : new Set<string>(query.status);
+      const summaries: SessionSummary[] = [];
+      for (const entry of open().values()) {
+        const { session } = entry;
+        if (wanted !== undefined && !wanted.has(session.status)) continue;
+        let pendingApprovals = 0;
+        for (const { record } of entry.approvals.values())
+          if (record.status === 'pending') pendingApprovals++;
+        summaries.push({
           id: session.id,
           status: session.status,
           entry: session.entry,
           agent: session.agent,
           turns: session.turns,
           updatedAt: session.updatedAt,
-          pendingApprovals: [...entry.approvals.values()].filter((record) => record.status === 'pending')
-            .length,
+          pendingApprovals,
         });
       }
-      return out.sort((a, b) => a.updatedAt - b.updatedAt);
+      // Array.prototype.sort is stable: sessions updated at the same time stay in creation order.
+      return summaries.sort((a, b) => a.updatedAt - b.updatedAt);
     },
+
     approvals(query) {
-      const out: ApprovalRecord[] = [];
-      for (const [id, entry] of entries) {
-        if (query?.sessionId !== undefined && query.sessionId !== id) continue;
-        for (const record of entry.approvals.values())
-          if (!query?.status || query.status.includes(record.status)) out.push(record);
-      }
-      return out;
+      const wanted = query?.status === undefined ? undefined : new Set<string>(query.status);
+      const found: { record: ApprovalRecord; order: number }[] = [];
+      const collect = (entry: SessionEntry): void => {
+        for (const item of entry.approvals.values())
+          if (wanted === undefined || wanted.has(item.record.status)) found.push(item);
+      };
+      if (query?.sessionId !== undefined) {
+        const entry = open().get(query.sessionId);
+        if (entry !== undefined) collect(entry);
+      } else for (const entry of open().values()) collect(entry);
+      return found.sort((a, b) => a.order - b.order).map(({ record }) => record);
     },
-    delete(id) {
-      entries.delete(id);
+
+    delete(sessionId) {
+      open().delete(sessionId);
     },
+
     close() {
-      entries.clear();
+      closed = true;
+      sessions = new Map();
     },
   };
 }

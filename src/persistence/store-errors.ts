@@ -35,3 +35,42 @@ export class StoreClosedError extends TroupeError {
     super('store_closed', 'The store is closed.');
   }
 }
+
+/** Why a commit was refused. */
+export type StoreCommitRefusal =
+  /** The batch's events do not continue the session's log at the next seq, or have gaps. */
+  | 'event_sequence'
+  /** The batch writes runs, journal entries, events or approvals for a session that has no row yet. */
+  | 'unknown_session'
+  /** A value in the batch cannot be stored: not JSON (a cycle, a bigint), or a field of the wrong type. */
+  | 'invalid_value';
+
+/** A commit was refused before anything of its batch was written: the batch breaks the store's rules. */
+export class StoreCommitError extends TroupeError {
+  readonly sessionId: string;
+  readonly reason: StoreCommitRefusal;
+  constructor(sessionId: string, reason: StoreCommitRefusal, message: string, options?: { cause?: unknown }) {
+    super(
+      'store_commit',
+      `Commit to session "${sessionId}" refused, nothing was written: ${message}`,
+      options,
+    );
+    this.sessionId = sessionId;
+    this.reason = reason;
+  }
+}
+
+/**
+ * The store's file could not be opened, read or written: permissions, a full disk, an I/O error, or another
+ * process holding the database longer than the busy timeout. A commit that fails this way wrote nothing.
+ */
+export class StoreIoError extends TroupeError {
+  readonly path: string;
+  /** Another connection held the database past the busy timeout: the same call may succeed later. */
+  readonly busy: boolean;
+  constructor(path: string, message: string, options: { busy: boolean; cause?: unknown }) {
+    super('store_io', `The store "${path}" ${message}`, { cause: options.cause });
+    this.path = path;
+    this.busy = options.busy;
+  }
+}

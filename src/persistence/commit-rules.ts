@@ -1,0 +1,90 @@
+import { ConfigError } from '../core/errors.ts';
+import { type CommitBatch, type StoredSessionStatus, storedSessionStatuses } from './store.ts';
+import { StoreCommitError } from './store-errors.ts';
+import { approvalStatuses as knownApprovalStatuses } from './validate-stored.ts';
+
+/**
+ * The rules every store applies to a batch before writing any of it, so a refused batch leaves nothing behind:
+ * the session row names this session and has the fields the store indexes; events continue the log at
+ * `lastSeq + 1` without gaps; runs, journal entries, events and approvals belong to a session that has a row
+ * (or gets one in the same batch). Cheap checks only: a commit is on the path of every model and tool call.
+ */
+export function checkBatch(sessionId: string, batch: CommitBatch, lastSeq: number, hasRow: boolean): void {
+  const refuse = (reason: 'event_sequence' | 'unknown_session' | 'invalid_value', message: string): never => {
+    throw new StoreCommitError(sessionId, reason, message);
+  };
+  const session = batch.session;
+  if (session !== undefined) {
+    if (typeof session !== 'object' || session === null)
+      refuse('invalid_value', 'the session row is not an object');
+    if (session.id !== sessionId)
+      refuse('invalid_value', `the session row's id is ${JSON.stringify(session.id)}, not "${sessionId}"`);
+    if (!statuses.has(session.status))
+      refuse(
+        'invalid_value',
+        `the session status ${JSON.stringify(session.status)} is not one of ${storedSessionStatuses.join(', ')}`,
+      );
+    if (typeof session.entry !== 'string' || typeof session.agent !== 'string')
+      refuse('invalid_value', 'the session row needs string `entry` and `agent`');
+    if (!Number.isSafeInteger(session.turns) || session.turns < 0)
+      refuse(
+        'invalid_value',
+        `the session's turns must be a non-negative integer; got ${String(session.turns)}`,
+      );
+    if (!Number.isFinite(session.updatedAt))
+      refuse(
+        'invalid_value',
+        `the session's updatedAt must be a finite number; got ${String(session.updatedAt)}`,
+      );
+  }
+  const events = batch.events;
+  if (events !== undefined && events.length > 0) {
+    let expected = lastSeq + 1;
+    for (const event of events) {
+      if (event.seq !== expected)
+        refuse(
+          'event_sequence',
+          `event ${events.indexOf(event)} of the batch has seq ${String(event.seq)}; the log continues at ${expected}`,
+        );
+      if (typeof event.type !== 'string' || typeof event.agent !== 'string' || !Number.isFinite(event.time))
+        refuse('invalid_value', `event ${String(event.seq)} needs a string type and agent and a finite time`);
+      expected++;
+    }
+  }
+  for (const [route] of batch.runs ?? [])
+    if (typeof route !== 'string') refuse('invalid_value', 'a nested-run route must be a string');
+  for (const [key] of batch.journal ?? [])
+    if (typeof key !== 'string') refuse('invalid_value', 'a journal key must be a string');
+  for (const record of batch.approvals ?? []) {
+    if (typeof record.callId !== 'string' || record.callId.length === 0)
+      refuse('invalid_value', 'an approval record needs a non-empty callId');
+    if (!approvalStatuses.has(record.status))
+      refuse(
+        'invalid_value',
+        `approval ${record.callId} has the unknown status ${JSON.stringify(record.status)}`,
+      );
+    if (!Number.isFinite(record.requestedAt))
+      refuse('invalid_value', `approval ${record.callId} needs a finite requestedAt`);
+  }
+  if (session === undefined && !hasRow && writesRowData(batch))
+    refuse('unknown_session', 'the session has no row; commit the session row first (or in the same batch)');
+}
+
+/** Whether the batch writes anything that belongs to a session row (a deleted run or clearTurn removes only). */
+function writesRowData(batch: CommitBatch): boolean {
+  return (
+    (batch.events?.length ?? 0) > 0 ||
+    (batch.journal?.length ?? 0) > 0 ||
+    (batch.approvals?.length ?? 0) > 0 ||
+    (batch.runs?.some(([, checkpoint]) => checkpoint !== null) ?? false)
+  );
+}
+
+const statuses: ReadonlySet<unknown> = new Set<StoredSessionStatus>(storedSessionStatuses);
+const approvalStatuses: ReadonlySet<unknown> = new Set(knownApprovalStatuses);
+
+/** Checks readEvents' `limit` (undefined: no limit). */
+export function checkEventLimit(limit: number | undefined): void {
+  if (limit !== undefined && (!Number.isSafeInteger(limit) || limit < 0))
+    throw new ConfigError(`readEvents: limit must be a non-negative integer; got ${String(limit)}.`);
+}

@@ -1,0 +1,647 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import type * as Sqlite from 'node:sqlite';
+import type { ApprovalRecord } from '../core/approvals.ts';
+import { ConfigError, TroupeError } from '../core/errors.ts';
+import type { RunEvent } from '../core/events.ts';
+import type { JsonValue } from '../core/json.ts';
+import type { AgentCheckpoint } from '../machines/agent.ts';
+import { checkBatch, checkEventLimit } from './commit-rules.ts';
+import type { CommitBatch, SessionSummary, StoredSessionState } from './store.ts';
+import { storedSessionStatuses, storeLayoutVersion } from './store.ts';
+import {
+  StoreClosedError,
+  StoreCommitError,
+  StoreCorruptError,
+  StoreIoError,
+  StoreLayoutError,
+} from './store-errors.ts';
+import type { SyncSessionStore } from './sync-store.ts';
+import {
+  parseStoredJson,
+  validateAgentCheckpoint,
+  validateApprovalRecord,
+  validateStoredSession,
+} from './validate-stored.ts';
+
+/** Options of `createSqliteStore`. */
+export interface SqliteStoreOptions {
+  /**
+   * How far each commit is pushed to disk before `commit` returns.
+   * - `'full'` (the default): a committed checkpoint survives a power loss or an OS crash.
+   * - `'normal'`: it survives the process crashing or being killed, but the last commits before a power loss may
+   *   be lost; commits are faster.
+   */
+  synchronous?: 'full' | 'normal';
+  /**
+   * How long a call waits for another connection to the same file (another process) to finish writing, in
+   * milliseconds, before it fails with a StoreIoError whose `busy` is true. Default 5,000.
+   */
+  busyTimeoutMs?: number;
+}
+
+/** The connection settings a SQLite store runs with, as SQLite reports them. */
+export interface SqliteStoreSettings {
+  /** `'wal'` for a file; `'memory'` for `':memory:'`. */
+  journalMode: string;
+  synchronous: 'full' | 'normal' | 'off' | 'extra';
+  busyTimeoutMs: number;
+  foreignKeys: boolean;
+}
+
+/** A session store in one SQLite file. */
+export interface SqliteSessionStore extends SyncSessionStore {
+  /** The database file. */
+  readonly path: string;
+  /** What the connection actually runs with (read from SQLite itself). */
+  settings(): SqliteStoreSettings;
+}
+
+/**
+ * A durable SessionStore in one SQLite file, on Node's built-in `node:sqlite` (no dependency; Node 22.13 or newer,
+ * or 22.5 with `--experimental-sqlite`). Every call answers synchronously; a `commit` that returns is on disk.
+ *
+ * - One transaction per commit: a batch is written whole or not at all, also when the process is killed mid-way.
+ * - WAL mode: readers never wait for the writer; several processes may share the file (a writer waits up to
+ *   `busyTimeoutMs` for another).
+ * - The file and its folder are created when missing. A file written with another storage layout is refused with
+ *   StoreLayoutError; a file that is not a SQLite database, or is damaged or cut short, with StoreCorruptError.
+ * - What is read back is checked (`load` checks the whole session, its checkpoints and approvals): a damaged record
+ *   throws a StoreCorruptError naming the session instead of resuming from it.
+ * - Values are stored as JSON text: what is committed must be JSON (a value that is not is refused with
+ *   StoreCommitError, nothing written) and comes back as an equal copy, not the same object.
+ *
+ * `close()` when done: it ends the connection and removes the -wal and -shm files beside the database.
+ */
+export function createSqliteStore(path: string, options: SqliteStoreOptions = {}): SqliteSessionStore {
+  if (typeof path !== 'string' || path.length === 0)
+    throw new ConfigError('createSqliteStore: the path must be a non-empty string (a file, or ":memory:").');
+  const synchronous = options.synchronous ?? 'full';
+  if (synchronous !== 'full' && synchronous !== 'normal')
+    throw new ConfigError(
+      `createSqliteStore: synchronous must be 'full' or 'normal'; got ${JSON.stringify(synchronous)}.`,
+    );
+  const busyTimeoutMs = options.busyTimeoutMs ?? 5_000;
+  if (!Number.isSafeInteger(busyTimeoutMs) || busyTimeoutMs < 0)
+    throw new ConfigError(
+      `createSqliteStore: busyTimeoutMs must be a non-negative integer; got ${String(busyTimeoutMs)}.`,
+    );
+
+  const db = openDatabase(path, synchronous, busyTimeoutMs);
+  let sql: Statements;
+  try {
+    sql = prepareStatements(db);
+  } catch (error) {
+    closeQuietly(db);
+    throw storeErrorOf(error, path, 'could not be opened');
+  }
+  let closed = false;
+
+  const open = (): Statements => {
+    if (closed) throw new StoreClosedError();
+    return sql;
+  };
+  /** Runs reads, turning SQLite's failures into typed errors. */
+  const reading = <T>(action: string, read: () => T): T => {
+    try {
+      return read();
+    } catch (error) {
+      throw storeErrorOf(error, path, action);
+    }
+  };
+  const rollback = (): void => {
+    try {
+      sql.rollback.run();
+    } catch {
+      // No transaction is left to roll back: SQLite already did.
+    }
+  };
+
+  return {
+    path,
+
+    settings() {
+      open();
+      return reading('could not be read', () => ({
+        journalMode: String(db.prepare('PRAGMA journal_mode').get()?.journal_mode),
+        synchronous: synchronousNames[Number(db.prepare('PRAGMA synchronous').get()?.synchronous)] ?? 'off',
+        busyTimeoutMs: Number(db.prepare('PRAGMA busy_timeout').get()?.timeout),
+        foreignKeys: Number(db.prepare('PRAGMA foreign_keys').get()?.foreign_keys) === 1,
+      }));
+    },
+
+    load(sessionId) {
+      const s = open();
+      return reading(`could not load session "${sessionId}"`, () => {
+        // One read transaction: another process committing in between must not give a mix of two commits.
+        s.beginRead.run();
+        try {
+          const row = s.selectSession.get(sessionId);
+          if (row === undefined) return undefined;
+          const session = validateStoredSession(
+            sessionId,
+            parseStoredJson(sessionId, 'the session row', row.doc),
+          );
+          const runs = new Map<string, AgentCheckpoint>();
+          for (const run of s.selectRuns.all(sessionId)) {
+            const route = String(run.route);
+            const where = `nested run "${route}"`;
+            runs.set(
+              route,
+              validateAgentCheckpoint(sessionId, parseStoredJson(sessionId, where, run.doc), where),
+            );
+          }
+          const journal = new Map<string, JsonValue>();
+          for (const entry of s.selectJournal.all(sessionId)) {
+            const key = String(entry.key);
+            journal.set(key, parseStoredJson(sessionId, `journal entry "${key}"`, entry.doc));
+          }
+          const approvals = s.selectApprovals
+            .all(sessionId)
+            .map((approval) => approvalOf(sessionId, approval));
+          const last = s.selectLastSeq.get(sessionId)?.last;
+          const state: StoredSessionState = {
+            session,
+            runs,
+            journal,
+            approvals,
+            lastSeq: typeof last === 'number' ? last : -1,
+          };
+          return state;
+        } finally {
+          rollback();
+        }
+      });
+    },
+
+    commit(sessionId, batch) {
+      const s = open();
+      const rows = serialize(sessionId, batch);
+      try {
+        s.beginWrite.run();
+      } catch (error) {
+        throw storeErrorOf(error, path, `could not commit session "${sessionId}"`);
+      }
+      try {
+        const events = batch.events;
+        const lastSeq =
+          events !== undefined && events.length > 0 ? lastSeqOf(s.selectLastSeq.get(sessionId)) : -1;
+        const hasRow = batch.session !== undefined || s.selectRowExists.get(sessionId) !== undefined;
+        checkBatch(sessionId, batch, lastSeq, hasRow);
+        const session = batch.session;
+        if (session !== undefined && rows.session !== undefined)
+          s.upsertSession.run(
+            sessionId,
+            session.status,
+            session.entry,
+            session.agent,
+            session.turns,
+            session.updatedAt,
+            rows.session,
+          );
+        if (batch.clearTurn === true) {
+          s.deleteRuns.run(sessionId);
+          s.deleteJournal.run(sessionId);
+        }
+        for (const [route, doc] of rows.runs) {
+          if (doc === null) s.deleteRun.run(sessionId, route);
+          else s.upsertRun.run(sessionId, route, doc);
+        }
+        for (const [key, doc] of rows.journal) s.upsertJournal.run(sessionId, key, doc);
+        if (events !== undefined)
+          for (const [index, event] of events.entries())
+            s.insertEvent.run(
+              sessionId,
+              event.seq,
+              event.time,
+              event.agent,
+              typeof event.route === 'string' ? event.route : event.agent,
+              typeof event.depth === 'number' ? event.depth : 0,
+              event.type,
+              event.sessionId === sessionId || typeof event.sessionId !== 'string' ? null : event.sessionId,
+              rows.events[index] as string,
+            );
+        for (const [index, record] of (batch.approvals ?? []).entries())
+          s.upsertApproval.run(
+            sessionId,
+            record.callId,
+            record.status,
+            record.requestedAt,
+            typeof record.decidedAt === 'number' ? record.decidedAt : null,
+            rows.approvals[index] as string,
+          );
+        s.commit.run();
+      } catch (error) {
+        rollback();
+        throw commitErrorOf(error, path, sessionId);
+      }
+    },
+
+    readEvents(sessionId, after, limit) {
+      checkEventLimit(limit);
+      const s = open();
+      return reading(`could not read the events of session "${sessionId}"`, () =>
+        s.selectEvents.all(sessionId, after, limit ?? -1).map((row) => eventOf(sessionId, row)),
+      );
+    },
+
+    list(query) {
+      const s = open();
+      return reading('could not list its sessions', () => {
+        const rows =
+          query?.status === undefined
+            ? s.listSessions.all()
+            : s.listSessionsByStatus.all(JSON.stringify(query.status));
+        return rows.map(summaryOf);
+      });
+    },
+
+    approvals(query) {
+      const s = open();
+      return reading('could not list approvals', () => {
+        const sessionId = query?.sessionId;
+        const statuses = query?.status === undefined ? undefined : JSON.stringify(query.status);
+        const rows =
+          sessionId === undefined
+            ? statuses === undefined
+              ? s.allApprovals.all()
+              : s.approvalsByStatus.all(statuses)
+            : statuses === undefined
+              ? s.selectApprovals.all(sessionId)
+              : s.sessionApprovalsByStatus.all(sessionId, statuses);
+        return rows.map((row) => approvalOf(String(row.session_id), row));
+      });
+    },
+
+    delete(sessionId) {
+      const s = open();
+      try {
+        // Runs, journal, events and approvals go with the row (ON DELETE CASCADE), in the same statement.
+        s.deleteSession.run(sessionId);
+      } catch (error) {
+        throw storeErrorOf(error, path, `could not delete session "${sessionId}"`);
+      }
+    },
+
+    close() {
+      if (closed) return;
+      closed = true;
+      try {
+        db.close();
+      } catch (error) {
+        throw storeErrorOf(error, path, 'could not be closed');
+      }
+    },
+  };
+}
+
+type Row = Record<string, Sqlite.SQLOutputValue>;
+
+const synchronousNames: readonly SqliteStoreSettings['synchronous'][] = ['off', 'normal', 'full', 'extra'];
+
+/** `node:sqlite`, loaded when a SQLite store is created: importing Troupe never needs it. */
+function sqliteModule(): typeof Sqlite {
+  let module: typeof Sqlite | undefined;
+  try {
+    module = process.getBuiltinModule('node:sqlite');
+  } catch {
+    module = undefined;
+  }
+  if (module === undefined)
+    throw new ConfigError(
+      'createSqliteStore needs node:sqlite, built into Node.js 22.13 and newer (on 22.5 to 22.12, run node with --experimental-sqlite).',
+    );
+  return module;
+}
+
+function openDatabase(
+  path: string,
+  synchronous: 'full' | 'normal',
+  busyTimeoutMs: number,
+): Sqlite.DatabaseSync {
+  const { DatabaseSync } = sqliteModule();
+  if (path !== ':memory:' && !path.startsWith('file:')) {
+    try {
+      mkdirSync(dirname(path), { recursive: true });
+    } catch (error) {
+      throw new StoreIoError(path, `could not be created: ${messageOf(error)}`, {
+        busy: false,
+        cause: error,
+      });
+    }
+  }
+  let db: Sqlite.DatabaseSync | undefined;
+  try {
+    db = new DatabaseSync(path);
+    // The busy timeout first: switching to WAL and creating the schema may wait for another process.
+    db.exec(`PRAGMA busy_timeout = ${busyTimeoutMs}`);
+    db.exec('PRAGMA journal_mode = WAL');
+    db.exec(`PRAGMA synchronous = ${synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
+    db.exec('PRAGMA foreign_keys = ON');
+    checkLayout(db, path);
+    return db;
+  } catch (error) {
+    if (db !== undefined) closeQuietly(db);
+    throw storeErrorOf(error, path, 'could not be opened');
+  }
+}
+
+const tables = ['meta', 'sessions', 'runs', 'journal', 'events', 'approvals'] as const;
+
+/**
+ * The layout. Children of a session row go with it (ON DELETE CASCADE); a session row is therefore replaced with
+ * an upsert, never INSERT OR REPLACE, which would delete the row, and its events with it, first. Approvals keep
+ * a rowid: it is the order they were first recorded in, which approvals() lists them by.
+ */
+const schema = `
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS sessions (
+  id TEXT PRIMARY KEY,
+  status TEXT NOT NULL,
+  entry TEXT NOT NULL,
+  agent TEXT NOT NULL,
+  turns INTEGER NOT NULL,
+  updated_at REAL NOT NULL,
+  doc TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS sessions_by_status ON sessions (status, updated_at);
+CREATE TABLE IF NOT EXISTS runs (
+  session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+  route TEXT NOT NULL,
+  doc TEXT NOT NULL,
+  PRIMARY KEY (session_id, route)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS journal (
+  session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+  key TEXT NOT NULL,
+  doc TEXT NOT NULL,
+  PRIMARY KEY (session_id, key)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS events (
+  session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+  seq INTEGER NOT NULL,
+  time REAL NOT NULL,
+  agent TEXT NOT NULL,
+  route TEXT NOT NULL,
+  depth INTEGER NOT NULL,
+  type TEXT NOT NULL,
+  origin TEXT,
+  data TEXT NOT NULL,
+  PRIMARY KEY (session_id, seq)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS approvals (
+  session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+  call_id TEXT NOT NULL,
+  status TEXT NOT NULL,
+  requested_at REAL NOT NULL,
+  decided_at REAL,
+  doc TEXT NOT NULL,
+  PRIMARY KEY (session_id, call_id)
+);
+CREATE INDEX IF NOT EXISTS approvals_by_status ON approvals (status);
+INSERT OR IGNORE INTO meta (key, value) VALUES ('layout', ${storeLayoutVersion});
+`;
+
+/** Creates the layout in a new file, or checks that an existing file holds this version's layout. */
+function checkLayout(db: Sqlite.DatabaseSync, path: string): void {
+  const tablesIn = (): Set<string> =>
+    new Set(
+      db
+        .prepare("SELECT name FROM sqlite_schema WHERE type = 'table'")
+        .all()
+        .map((row) => String(row.name)),
+    );
+  let found = tablesIn();
+  if (found.size === 0) {
+    // IF NOT EXISTS / OR IGNORE: another process may create the same file at the same moment.
+    db.exec('BEGIN IMMEDIATE');
+    try {
+      db.exec(schema);
+      db.exec('COMMIT');
+    } catch (error) {
+      closeTransaction(db);
+      throw error;
+    }
+    found = tablesIn();
+  }
+  if (!found.has('meta'))
+    throw new StoreCorruptError(
+      undefined,
+      `"${path}" is a SQLite database, but not a Troupe session store (it has no meta table).`,
+    );
+  const layout = db.prepare("SELECT value FROM meta WHERE key = 'layout'").get()?.value;
+  if (layout === undefined)
+    throw new StoreCorruptError(undefined, `"${path}" has no storage layout version in its meta table.`);
+  if (layout !== storeLayoutVersion)
+    throw new StoreLayoutError(
+      `The store "${path}"`,
+      typeof layout === 'number' || typeof layout === 'string' ? layout : String(layout),
+      storeLayoutVersion,
+    );
+  for (const table of tables)
+    if (!found.has(table)) throw new StoreCorruptError(undefined, `"${path}" has lost its ${table} table.`);
+}
+
+type Statements = ReturnType<typeof prepareStatements>;
+
+/** Every statement the store runs, prepared once. */
+function prepareStatements(db: Sqlite.DatabaseSync) {
+  const approvalColumns = 'SELECT session_id, call_id, doc FROM approvals';
+  const statusIn = 'status IN (SELECT value FROM json_each(?))';
+  const summaryColumns = `SELECT id, status, entry, agent, turns, updated_at,
+      (SELECT count(*) FROM approvals a WHERE a.session_id = s.id AND a.status = 'pending') AS pending
+    FROM sessions s`;
+  return {
+    // Transaction control is prepared too: parsing it on every commit costs a few microseconds each time.
+    beginRead: db.prepare('BEGIN'),
+    beginWrite: db.prepare('BEGIN IMMEDIATE'),
+    commit: db.prepare('COMMIT'),
+    rollback: db.prepare('ROLLBACK'),
+    selectSession: db.prepare('SELECT doc FROM sessions WHERE id = ?'),
+    selectRowExists: db.prepare('SELECT 1 AS found FROM sessions WHERE id = ?'),
+    selectRuns: db.prepare('SELECT route, doc FROM runs WHERE session_id = ? ORDER BY route'),
+    selectJournal: db.prepare('SELECT key, doc FROM journal WHERE session_id = ? ORDER BY key'),
+    selectLastSeq: db.prepare('SELECT max(seq) AS last FROM events WHERE session_id = ?'),
+    selectEvents: db.prepare(
+      'SELECT seq, time, agent, route, depth, type, origin, data FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?',
+    ),
+    selectApprovals: db.prepare(`${approvalColumns} WHERE session_id = ? ORDER BY rowid`),
+    sessionApprovalsByStatus: db.prepare(
+      `${approvalColumns} WHERE session_id = ? AND ${statusIn} ORDER BY rowid`,
+    ),
+    allApprovals: db.prepare(`${approvalColumns} ORDER BY rowid`),
+    approvalsByStatus: db.prepare(`${approvalColumns} WHERE ${statusIn} ORDER BY rowid`),
+    listSessions: db.prepare(`${summaryColumns} ORDER BY updated_at, s.rowid`),
+    listSessionsByStatus: db.prepare(`${summaryColumns} WHERE s.${statusIn} ORDER BY updated_at, s.rowid`),
+    upsertSession: db.prepare(
+      `INSERT INTO sessions (id, status, entry, agent, turns, updated_at, doc) VALUES (?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (id) DO UPDATE SET status = excluded.status, entry = excluded.entry, agent = excluded.agent,
+         turns = excluded.turns, updated_at = excluded.updated_at, doc = excluded.doc`,
+    ),
+    deleteRuns: db.prepare('DELETE FROM runs WHERE session_id = ?'),
+    deleteJournal: db.prepare('DELETE FROM journal WHERE session_id = ?'),
+    deleteRun: db.prepare('DELETE FROM runs WHERE session_id = ? AND route = ?'),
+    upsertRun: db.prepare(
+      'INSERT INTO runs (session_id, route, doc) VALUES (?, ?, ?) ON CONFLICT (session_id, route) DO UPDATE SET doc = excluded.doc',
+    ),
+    upsertJournal: db.prepare(
+      'INSERT INTO journal (session_id, key, doc) VALUES (?, ?, ?) ON CONFLICT (session_id, key) DO UPDATE SET doc = excluded.doc',
+    ),
+    insertEvent: db.prepare(
+      'INSERT INTO events (session_id, seq, time, agent, route, depth, type, origin, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+    ),
+    upsertApproval: db.prepare(
+      `INSERT INTO approvals (session_id, call_id, status, requested_at, decided_at, doc) VALUES (?, ?, ?, ?, ?, ?)
+       ON CONFLICT (session_id, call_id) DO UPDATE SET status = excluded.status,
+         requested_at = excluded.requested_at, decided_at = excluded.decided_at, doc = excluded.doc`,
+    ),
+    deleteSession: db.prepare('DELETE FROM sessions WHERE id = ?'),
+  };
+}
+
+/** The batch's values as JSON text, made before the transaction starts (a value that is not JSON writes nothing). */
+interface SerializedBatch {
+  session: string | undefined;
+  runs: [route: string, doc: string | null][];
+  journal: [key: string, doc: string][];
+  events: string[];
+  approvals: string[];
+}
+
+function serialize(sessionId: string, batch: CommitBatch): SerializedBatch {
+  const json = (value: unknown, what: string): string => {
+    let text: string | undefined;
+    try {
+      text = JSON.stringify(value);
+    } catch (error) {
+      throw new StoreCommitError(sessionId, 'invalid_value', `${what} is not JSON: ${messageOf(error)}`, {
+        cause: error,
+      });
+    }
+    if (text === undefined) throw new StoreCommitError(sessionId, 'invalid_value', `${what} is not JSON`);
+    return text;
+  };
+  return {
+    session: batch.session === undefined ? undefined : json(batch.session, 'the session row'),
+    runs: (batch.runs ?? []).map(([route, checkpoint]) => [
+      route,
+      checkpoint === null ? null : json(checkpoint, `the checkpoint of nested run "${route}"`),
+    ]),
+    journal: (batch.journal ?? []).map(([key, value]) => [key, json(value, `journal entry "${key}"`)]),
+    events: (batch.events ?? []).map((event) => json(event.data, `the data of event ${String(event.seq)}`)),
+    approvals: (batch.approvals ?? []).map((record) => json(record, `approval ${String(record.callId)}`)),
+  };
+}
+
+function lastSeqOf(row: Row | undefined): number {
+  const last = row?.last;
+  return typeof last === 'number' ? last : -1;
+}
+
+function eventOf(sessionId: string, row: Row): RunEvent {
+  const { seq, time, agent, route, depth, type, origin } = row;
+  if (
+    typeof seq !== 'number' ||
+    typeof time !== 'number' ||
+    typeof agent !== 'string' ||
+    typeof route !== 'string' ||
+    typeof depth !== 'number' ||
+    typeof type !== 'string' ||
+    (origin !== null && typeof origin !== 'string')
+  )
+    throw new StoreCorruptError(sessionId, `event ${String(seq)} has columns of the wrong type`);
+  const data = parseStoredJson(sessionId, `the data of event ${seq}`, row.data);
+  return { time, agent, sessionId: origin ?? sessionId, route, depth, seq, type, data } as RunEvent;
+}
+
+const knownStatuses: ReadonlySet<unknown> = new Set(storedSessionStatuses);
+
+function summaryOf(row: Row): SessionSummary {
+  const { id, status, entry, agent, turns, updated_at: updatedAt, pending } = row;
+  if (typeof id !== 'string')
+    throw new StoreCorruptError(undefined, `a session row has the id ${String(id)}, not a string`);
+  if (!knownStatuses.has(status))
+    throw new StoreCorruptError(
+      id,
+      `its status ${JSON.stringify(status)} is not one of ${storedSessionStatuses.join(', ')}`,
+    );
+  if (
+    typeof entry !== 'string' ||
+    typeof agent !== 'string' ||
+    typeof turns !== 'number' ||
+    typeof updatedAt !== 'number' ||
+    typeof pending !== 'number'
+  )
+    throw new StoreCorruptError(id, 'its row has columns of the wrong type');
+  return {
+    id,
+    status: status as SessionSummary['status'],
+    entry,
+    agent,
+    turns,
+    updatedAt,
+    pendingApprovals: pending,
+  };
+}
+
+function approvalOf(sessionId: string, row: Row): ApprovalRecord {
+  const where = `approval ${JSON.stringify(row.call_id)}`;
+  return validateApprovalRecord(sessionId, parseStoredJson(sessionId, where, row.doc), where);
+}
+
+/** SQLite's primary result code of an error from node:sqlite (extended codes keep it in the low byte). */
+function sqliteCode(error: unknown): number | undefined {
+  const code = (error as { errcode?: unknown } | null)?.errcode;
+  return typeof code === 'number' ? code & 0xff : undefined;
+}
+
+const SQLITE_BUSY = 5;
+const SQLITE_LOCKED = 6;
+const SQLITE_CORRUPT = 11;
+const SQLITE_CONSTRAINT = 19;
+const SQLITE_NOTADB = 26;
+
+/** A typed error for a failure of SQLite: damage is StoreCorruptError (the file, no session), the rest StoreIoError. */
+function storeErrorOf(error: unknown, path: string, action: string): Error {
+  if (error instanceof TroupeError) return error;
+  const code = sqliteCode(error);
+  const message = messageOf(error);
+  if (code === SQLITE_CORRUPT || code === SQLITE_NOTADB)
+    return new StoreCorruptError(undefined, `"${path}" ${action}: ${message}`, { cause: error });
+  return new StoreIoError(path, `${action}: ${message}`, {
+    busy: code === SQLITE_BUSY || code === SQLITE_LOCKED,
+    cause: error,
+  });
+}
+
+/** A commit's failure: values SQLite refused to bind or store are the batch's fault; the rest as for any call. */
+function commitErrorOf(error: unknown, path: string, sessionId: string): Error {
+  const nodeCode = (error as { code?: unknown } | null)?.code;
+  if (
+    sqliteCode(error) === SQLITE_CONSTRAINT ||
+    nodeCode === 'ERR_INVALID_ARG_TYPE' ||
+    nodeCode === 'ERR_INVALID_ARG_VALUE'
+  )
+    return new StoreCommitError(sessionId, 'invalid_value', messageOf(error), { cause: error });
+  return storeErrorOf(error, path, `could not commit session "${sessionId}"`);
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+function closeTransaction(db: Sqlite.DatabaseSync): void {
+  try {
+    db.exec('ROLLBACK');
+  } catch {
+    // Nothing to roll back.
+  }
+}
+
+function closeQuietly(db: Sqlite.DatabaseSync): void {
+  try {
+    db.close();
+  } catch {
+    // Closing after a failed open: the failure that matters is already being thrown.
+  }
+}
