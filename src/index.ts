@@ -1,15 +1,24 @@
 export { type DecodeResult, decodeOutput } from './agent/decode-output.ts';
-export { type Agent, type AgentOptions, defineAgent, type OutputOf } from './agent/define-agent.ts';
+export {
+  type Agent,
+  type AgentOptions,
+  defineAgent,
+  type HandoffOutputOf,
+  type OutputOf,
+} from './agent/define-agent.ts';
 export type { HandoffInputFilter, HandoffTarget } from './agent/handoff.ts';
 export { type Clock, systemClock } from './core/clock.ts';
 export {
   ConfigError,
   DuplicateToolError,
   type ErrorInfo,
+  type ErrorName,
   type HistoryIssue,
   HistoryValidationError,
   ModelError,
   type ModelErrorKind,
+  RunStopped,
+  type RunStoppedInfo,
   ToolTimeoutError,
   TroupeError,
   UnknownToolError,

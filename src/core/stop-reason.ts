@@ -1,4 +1,4 @@
-/** The closed set of ways a run can end (REQUIREMENTS L13). */
+/** The closed set of ways a run can end. */
 export type StopReason =
   | 'completed'
   | 'max_steps'

@@ -31,7 +31,12 @@ describe('handoffs by name between agents reached through run() and stream()', (
   it('run(): A hands off to B (given as an agent), B hands back to "A" (by name), A answers', async () => {
     const { a } = pair();
     const result = await run(a, 'hello');
-    expect(result).toMatchObject({ status: 'completed', agent: 'A', text: 'A answers.', path: ['A', 'B', 'A'] });
+    expect(result).toMatchObject({
+      status: 'completed',
+      agent: 'A',
+      text: 'A answers.',
+      path: ['A', 'B', 'A'],
+    });
   });
 
   it('stream(): the same conversation, with both handoffs as events', async () => {
