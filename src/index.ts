@@ -73,6 +73,7 @@ export {
 export type { BudgetLimit, DenialReason, QuotaLimit } from './machines/resources.ts';
 export {
   defaultSupervision,
+  type SupervisionOptions,
   type SupervisionPolicy,
   type SupervisionStrategy,
 } from './machines/session.ts';
@@ -98,7 +99,14 @@ export { type InspectObserver, redact, redactingInspector } from './run/inspect.
 export { type AgentStep, type RunOptions, type RunStream, run, stream } from './run/run.ts';
 export { activeRuntimeCount } from './run/run-runtime.ts';
 export { type AgentTool, type AgentToolOptions, agentTool, SubAgentError } from './system/agent-tool.ts';
-export { type MergeStrategy, type ParallelGroup, type ParallelResult, parallel } from './system/parallel.ts';
+export {
+  type MergeStrategy,
+  type ParallelGroup,
+  type ParallelOptions,
+  type ParallelResult,
+  type ParallelRunOptions,
+  parallel,
+} from './system/parallel.ts';
 export {
   type Session,
   SessionClosedError,

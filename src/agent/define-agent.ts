@@ -25,7 +25,7 @@ export interface AgentOptions<
   model: ModelProvider;
   tools?: readonly Tool[] | undefined;
   /** A zod schema for a structured final answer; the result's `output` is typed from it. */
-  output?: TSchema;
+  output?: TSchema | undefined;
   limits?: AgentLimits | undefined;
   /** Default model settings for every call of this agent. */
   settings?: ModelSettings | undefined;

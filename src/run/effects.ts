@@ -24,7 +24,7 @@ interface EffectsScope {
 
 /** Where a running effects actor keeps its state: on the actor itself, so it goes when the actor goes. */
 const instanceKey = Symbol('troupe.effects');
-type WithInstance = { [instanceKey]?: EffectsInstance };
+type WithInstance = { [instanceKey]?: EffectsInstance | undefined };
 
 /**
  * The agent machine's one long-lived effects actor (ARCHITECTURE rule 2 and 4): it takes `model.call` and

@@ -9,6 +9,7 @@ import type { Phase, RunEvent } from '../core/events.ts';
 import { validateHistory } from '../core/history.ts';
 import type { JsonValue } from '../core/json.ts';
 import { type Message, type RunInput, userMessage } from '../core/messages.ts';
+import { definedFields } from '../core/options.ts';
 import type { RunResult } from '../core/result.ts';
 import { compileMachine } from '../engine/compiled-machine.ts';
 import type { AgentMachine, AgentMachineInput, AgentMachineOutput } from '../machines/agent.ts';
@@ -18,6 +19,7 @@ import {
   type SessionContext,
   type SessionMachine,
   type SessionRestore,
+  type SupervisionOptions,
   type SupervisionPolicy,
   sessionMachine,
 } from '../machines/session.ts';
@@ -48,22 +50,22 @@ export type SessionStatus = 'running' | 'idle' | 'closed' | 'failed';
 
 export interface SessionOptions {
   /** The session id; defaults to a random UUID. Must be unique among the sessions running in this process. */
-  id?: string;
+  id?: string | undefined;
   /** Aborting it stops the session: the turn in progress ends `aborted`. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   /** Earlier conversation; never mutated. */
-  history?: readonly Message[];
+  history?: readonly Message[] | undefined;
   /** Overrides the entry agent's maxHandoffDepth / maxHandoffRevisits. */
-  maxHandoffDepth?: number;
-  maxHandoffRevisits?: number;
+  maxHandoffDepth?: number | undefined;
+  maxHandoffRevisits?: number | undefined;
   /** What happens when an agent actor fails; default: restart twice with back-off, then escalate. */
-  supervision?: Partial<SupervisionPolicy>;
+  supervision?: SupervisionOptions | undefined;
   /** This session's budget (over all its turns and agents); see RunOptions.budget. */
-  budget?: RunResourceOptions['budget'];
+  budget?: RunResourceOptions['budget'] | undefined;
   /** Whose budgets this session draws on. Default 'default'. */
-  tenant?: string;
+  tenant?: string | undefined;
   /** Session id of the run that started this one: its spend counts on that run's budgets too (R5). */
-  parentScope?: string;
+  parentScope?: string | undefined;
 }
 
 /** What a system gives each of its sessions. */
@@ -162,11 +164,8 @@ function descriptorOf(agent: Agent<unknown>): AgentDescriptor {
   };
 }
 
-function supervisionOf(
-  base: SupervisionPolicy,
-  given: Partial<SupervisionPolicy> | undefined,
-): SupervisionPolicy {
-  const policy = { ...base, ...given };
+function supervisionOf(base: SupervisionPolicy, given: SupervisionOptions | undefined): SupervisionPolicy {
+  const policy = { ...base, ...definedFields(given) };
   if (!['restart', 'stop', 'escalate'].includes(policy.strategy))
     throw new ConfigError(
       `supervision.strategy must be restart, stop or escalate, got ${String(policy.strategy)}.`,

@@ -4,7 +4,8 @@ import { type Clock, systemClock } from '../core/clock.ts';
 import { ConfigError } from '../core/errors.ts';
 import type { RunEvent } from '../core/events.ts';
 import type { RunInput } from '../core/messages.ts';
-import { defaultSupervision, type SupervisionPolicy } from '../machines/session.ts';
+import { definedFields } from '../core/options.ts';
+import { defaultSupervision, type SupervisionOptions } from '../machines/session.ts';
 import { loadStoredSession } from '../persistence/session-store.ts';
 import type { SnapshotStore } from '../persistence/store.ts';
 import { createMemoryStore } from '../persistence/store-memory.ts';
@@ -20,17 +21,17 @@ import { agentCatalog, type Session, type SessionOptions, startSession } from '.
 export interface AgentSystemOptions {
   /** An XState inspection observer for every session, e.g. `createWebSocketInspector({ url }).inspect`. Secrets
    * (API keys, tool arguments marked `secret`) are redacted before it sees anything. */
-  inspect?: InspectObserver;
+  inspect?: InspectObserver | undefined;
   /** Where checkpoints and session records go; default: in memory. `createFileStore(dir)` keeps them on disk. */
-  store?: SnapshotStore;
+  store?: SnapshotStore | undefined;
   /** Agents that handoffs may name as strings (so two agents can hand off to each other). */
-  agents?: readonly Agent<unknown>[];
+  agents?: readonly Agent<unknown>[] | undefined;
   /** Default supervision for every session: restart twice with back-off (100 ms, x2), then escalate. */
-  supervision?: Partial<SupervisionPolicy>;
+  supervision?: SupervisionOptions | undefined;
   /** Time source for events, back-off and timeouts; default the system clock (tests inject a simulated one). */
-  clock?: Clock;
+  clock?: Clock | undefined;
   /** Budgets and quotas shared by every session: a manager, or the config to create one (stopped at shutdown). */
-  resources?: ResourceManager | ResourceManagerConfig;
+  resources?: ResourceManager | ResourceManagerConfig | undefined;
 }
 
 /** Many agent sessions in one process (REQUIREMENTS M1): each its own root actor, addressable by id. */
@@ -47,7 +48,7 @@ export interface AgentSystem {
   restore<TOutput>(
     id: string,
     entry: Agent<TOutput>,
-    options?: Omit<SessionOptions, 'id' | 'history'> & { input?: RunInput },
+    options?: Omit<SessionOptions, 'id' | 'history'> & { input?: RunInput | undefined },
   ): Promise<Session<TOutput>>;
   /** Every session's events from now on, each tagged with its session and agent; ends at shutdown. */
   events(): AsyncIterable<RunEvent>;
@@ -57,7 +58,7 @@ export interface AgentSystem {
    * Spend and remaining budget of a tenant and of a session (R1); a session's tenant is used when only the session
    * is given. Both null when the system has no resource manager.
    */
-  usage(query?: { tenant?: string; session?: string }): ResourceUsage;
+  usage(query?: { tenant?: string | undefined; session?: string | undefined }): ResourceUsage;
 }
 
 export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem {
@@ -77,14 +78,14 @@ export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem
     given === undefined
       ? undefined
       : ownsResources
-        ? createResourceManager({ clock: options.clock, ...(given as ResourceManagerConfig) })
+        ? createResourceManager({ clock: options.clock, ...definedFields(given as ResourceManagerConfig) })
         : (given as ResourceManager);
   const environment = {
     clock: options.clock ?? systemClock,
     store: options.store ?? createMemoryStore(),
     keepRecords: options.store !== undefined,
     agents,
-    supervision: { ...defaultSupervision, ...options.supervision },
+    supervision: { ...defaultSupervision, ...definedFields(options.supervision) },
     onEvent: (event: RunEvent) => {
       for (const stream of streams) stream.push(event);
     },

@@ -17,7 +17,7 @@ export interface ScriptedTurn {
   text?: string | undefined;
   toolCalls?: { id?: string | undefined; name: string; args?: JsonValue | undefined }[] | undefined;
   stopReason?: Exclude<ModelStopReason, 'unknown'> | undefined;
-  usage?: Partial<Usage> | undefined;
+  usage?: { [K in keyof Usage]?: number | undefined } | undefined;
   /** Wait this long before answering; the request's AbortSignal cuts the wait short. */
   delayMs?: number | undefined;
   /** Fail the call with this error (a string becomes a ModelError). */

@@ -49,16 +49,16 @@ export interface ToolOptions<TSchema extends z.ZodType, TResult> {
   input: TSchema;
   execute: (args: z.output<TSchema>, context: ToolContext) => TResult | Promise<TResult>;
   /** Overrides the agent's `limits.toolTimeoutMs` for this tool. */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
   /** Overrides the agent's `limits.toolRetries` for this tool. */
-  retries?: number;
+  retries?: number | undefined;
   /**
    * The tool's failure is not something the model can work around: it fails the agent actor and the session's
    * supervision strategy decides (restart from the last checkpoint, stop, or escalate). Such a tool is not retried.
    */
-  fatal?: boolean;
+  fatal?: boolean | undefined;
   /** Names of arguments that are secrets: they are redacted before anything reaches the inspector. */
-  secret?: string[];
+  secret?: string[] | undefined;
 }
 
 const toolNamePattern = /^[a-zA-Z0-9_-]{1,64}$/;
