@@ -51,7 +51,13 @@ export interface ModelSettings {
 export type ModelDelta =
   | { type: 'text'; text: string }
   | { type: 'reasoning'; text: string }
-  | { type: 'tool_call'; index: number; id?: string; name?: string; argsDelta: string };
+  | {
+      type: 'tool_call';
+      index: number;
+      id?: string | undefined;
+      name?: string | undefined;
+      argsDelta: string;
+    };
 
 export interface ModelRequest {
   /** The full conversation to send, system instructions first. */

@@ -8,6 +8,7 @@
 import {
   type AgentLimits,
   type AgentOptions,
+  type AgentSystem,
   type AgentSystemOptions,
   type AgentToolOptions,
   type BudgetLimit,
@@ -16,7 +17,9 @@ import {
   createResourceManager,
   defineAgent,
   type Message,
+  type ModelDelta,
   type ModelPrice,
+  type ModelRequest,
   type ModelResponse,
   type ModelSettings,
   type OpenRunOptions,
@@ -26,6 +29,7 @@ import {
   type QuotaLimit,
   type ReasoningBlock,
   type ReservationRequest,
+  type ResourceManager,
   type ResourceManagerConfig,
   type RunOptions,
   run,
@@ -116,7 +120,12 @@ acceptsUndefined<ReservationRequest>('ok');
 acceptsUndefined<Settlement>('ok');
 acceptsUndefined<ModelPrice>('ok');
 acceptsUndefined<SupervisionOptions>('ok');
+acceptsUndefined<ModelRequest>('ok');
 acceptsUndefined<ModelResponse>('ok');
+acceptsUndefined<ModelDelta>('ok');
+acceptsUndefined<NonNullable<Parameters<AgentSystem['restore']>[2]>>('ok');
+acceptsUndefined<NonNullable<Parameters<AgentSystem['usage']>[0]>>('ok');
+acceptsUndefined<Parameters<ResourceManager['report429']>[0]>('ok');
 acceptsUndefined<ScriptedModelOptions>('ok');
 acceptsUndefined<ScriptedTurn>('ok');
 acceptsUndefined<AnthropicOptions>('ok');
