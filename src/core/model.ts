@@ -47,7 +47,7 @@ export interface ModelSettings {
   providerOptions?: JsonObject | undefined;
 }
 
-/** Streaming pieces. They reach the event stream directly, bypassing the statechart (ARCHITECTURE rule 4). */
+/** Streaming pieces. They reach the event stream directly, bypassing the statechart (it sees whole responses). */
 export type ModelDelta =
   | { type: 'text'; text: string }
   | { type: 'reasoning'; text: string }
@@ -62,9 +62,9 @@ export type ModelDelta =
 export interface ModelRequest {
   /** The full conversation to send, system instructions first. */
   messages: readonly Message[];
-  /** Tools the model may call now; empty in the final-output phase (L1). */
+  /** Tools the model may call now; empty in the final-output phase. */
   tools: readonly ToolSpec[];
-  /** Sent only when tools are off (L1): the final-output phase, or an agent without tools. */
+  /** Sent only when tools are off: the final-output phase, or an agent without tools. */
   output?: OutputSpec | undefined;
   settings: ModelSettings;
   /** Aborted when the run is aborted or times out, or the call is no longer wanted. Pass it to the SDK. */
@@ -73,7 +73,7 @@ export interface ModelRequest {
   onDelta?: ((delta: ModelDelta) => void) | undefined;
 }
 
-/** One whole model response, normalized across providers (P6). */
+/** One whole model response, normalized across providers. */
 export interface ModelResponse {
   text: string;
   toolCalls: ToolCall[];

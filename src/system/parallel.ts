@@ -49,7 +49,7 @@ export interface ParallelRunOptions {
   parentScope?: string | undefined;
 }
 
-/** The merged answer of agents that worked side by side on one task (REQUIREMENTS M5, reference 003 §3.15). */
+/** The merged answer of agents that worked side by side on one task. */
 export interface ParallelResult {
   /** completed when the merge produced an answer; failed when no agent completed (or the synthesizer failed). */
   status: RunStatus;

@@ -64,7 +64,7 @@ export interface SessionOptions {
   budget?: RunResourceOptions['budget'] | undefined;
   /** Whose budgets this session draws on. Default 'default'. */
   tenant?: string | undefined;
-  /** Session id of the run that started this one: its spend counts on that run's budgets too (R5). */
+  /** Session id of the run that started this one: its spend counts on that run's budgets too. */
   parentScope?: string | undefined;
 }
 

@@ -34,7 +34,7 @@ export interface AgentSystemOptions {
   resources?: ResourceManager | ResourceManagerConfig | undefined;
 }
 
-/** Many agent sessions in one process (REQUIREMENTS M1): each its own root actor, addressable by id. */
+/** Many agent sessions in one process: each its own root actor, addressable by id. */
 export interface AgentSystem {
   spawn<TOutput>(agent: Agent<TOutput>, input: RunInput, options?: SessionOptions): Session<TOutput>;
   get(id: string): Session | undefined;
@@ -55,7 +55,7 @@ export interface AgentSystem {
   /** Stops every session and waits until every actor, timer and listener of the system is gone. */
   shutdown(): Promise<void>;
   /**
-   * Spend and remaining budget of a tenant and of a session (R1); a session's tenant is used when only the session
+   * Spend and remaining budget of a tenant and of a session; a session's tenant is used when only the session
    * is given. Both null when the system has no resource manager.
    */
   usage(query?: { tenant?: string | undefined; session?: string | undefined }): ResourceUsage;
