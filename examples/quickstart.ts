@@ -88,30 +88,36 @@ const agent = defineAgent({
 });
 
 const run = stream(agent, 'What is the weather in Paris, in Fahrenheit?');
+let midLine = false; // streamed text ends without a newline: the next line starts on its own
+const line = (text: string) => {
+  console.log(midLine ? `\n${text}` : text);
+  midLine = false;
+};
 for await (const event of run) {
   switch (event.type) {
     case 'delta':
       process.stdout.write(event.data.content);
+      midLine = true;
       break;
     case 'phase':
-      console.log(`\n[${event.seq}] phase ${event.data.phase}.${event.data.state} (step ${event.data.step})`);
+      line(`\n[${event.seq}] phase ${event.data.phase}.${event.data.state} (step ${event.data.step})`);
       break;
     case 'tool_call':
-      console.log(`[${event.seq}] tool_call ${event.data.function.name}(${event.data.function.arguments})`);
+      line(`[${event.seq}] tool_call ${event.data.function.name}(${event.data.function.arguments})`);
       break;
     case 'tool_response':
-      console.log(`[${event.seq}] tool_response ${event.data.name} -> ${event.data.content_preview}`);
+      line(`[${event.seq}] tool_response ${event.data.name} -> ${event.data.content_preview}`);
       break;
     case 'usage':
-      console.log(
+      line(
         `[${event.seq}] usage +${event.data.total_tokens} tokens (run total ${event.data.cumulative.input + event.data.cumulative.output})`,
       );
       break;
     case 'error':
-      console.log(`[${event.seq}] error ${event.data.type} (${event.data.code}): ${event.data.message}`);
+      line(`[${event.seq}] error ${event.data.type} (${event.data.code}): ${event.data.message}`);
       break;
     case 'run_end':
-      console.log(`\n[${event.seq}] run_end ${event.data.status} / ${event.data.stopReason}`);
+      line(`\n[${event.seq}] run_end ${event.data.status} / ${event.data.stopReason}`);
       break;
   }
 }

@@ -1,5 +1,11 @@
 export { type DecodeResult, decodeOutput } from './agent/decode-output.ts';
-export { type Agent, type AgentOptions, defineAgent, type OutputOf } from './agent/define-agent.ts';
+export {
+  type Agent,
+  type AgentOptions,
+  defineAgent,
+  type HandoffOutputOf,
+  type OutputOf,
+} from './agent/define-agent.ts';
 export type { HandoffInputFilter, HandoffTarget } from './agent/handoff.ts';
 export type {
   ApprovalDecision,
@@ -13,10 +19,13 @@ export {
   ConfigError,
   DuplicateToolError,
   type ErrorInfo,
+  type ErrorName,
   type HistoryIssue,
   HistoryValidationError,
   ModelError,
   type ModelErrorKind,
+  RunStopped,
+  type RunStoppedInfo,
   ToolTimeoutError,
   TroupeError,
   UnknownToolError,
@@ -71,6 +80,7 @@ export {
 export type { BudgetLimit, DenialReason, QuotaLimit } from './machines/resources.ts';
 export {
   defaultSupervision,
+  type SupervisionOptions,
   type SupervisionPolicy,
   type SupervisionStrategy,
 } from './machines/session.ts';
@@ -107,7 +117,14 @@ export { type AgentStep, type RunOptions, type RunStream, run, stream } from './
 export { activeRuntimeCount } from './run/run-runtime.ts';
 export { type AgentTool, type AgentToolOptions, agentTool, SubAgentError } from './system/agent-tool.ts';
 export { ApprovalError } from './system/approval-error.ts';
-export { type MergeStrategy, type ParallelGroup, type ParallelResult, parallel } from './system/parallel.ts';
+export {
+  type MergeStrategy,
+  type ParallelGroup,
+  type ParallelOptions,
+  type ParallelResult,
+  type ParallelRunOptions,
+  parallel,
+} from './system/parallel.ts';
 export {
   type Session,
   SessionClosedError,

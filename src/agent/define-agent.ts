@@ -14,37 +14,48 @@ import {
   targetName,
 } from './handoff.ts';
 
-export interface AgentOptions<TSchema extends z.ZodType | undefined = undefined> {
+export interface AgentOptions<
+  TSchema extends z.ZodType | undefined = undefined,
+  THandoffs extends readonly HandoffTarget[] = readonly HandoffTarget[],
+> {
   /** Shown on every event the agent produces. 1-64 letters, digits, `_`, `-` or `.`. */
   name: string;
   /** The system prompt. */
   instructions: string;
   model: ModelProvider;
-  tools?: readonly Tool[];
-  /** A zod schema for a structured final answer (L6); the result's `output` is typed from it. */
-  output?: TSchema;
-  limits?: AgentLimits;
+  tools?: readonly Tool[] | undefined;
+  /** A zod schema for a structured final answer; the result's `output` is typed from it. */
+  output?: TSchema | undefined;
+  limits?: AgentLimits | undefined;
   /** Default model settings for every call of this agent. */
-  settings?: ModelSettings;
+  settings?: ModelSettings | undefined;
   /** What the agent is for; shown to other agents' models (handoff tools, agentTool). */
-  description?: string;
-  /** Agents (or agent names) this one may hand the conversation to; the model sees `transfer_to_<name>` tools. */
-  handoffs?: readonly HandoffTarget[];
+  description?: string | undefined;
+  /**
+   * Agents (or agent names) this one may hand the conversation to; the model sees `transfer_to_<name>` tools. The
+   * agent's output type includes what every agent given here can answer with; a name could be any agent, so a
+   * target given by name makes it `unknown`.
+   */
+  handoffs?: THandoffs | undefined;
   /** What history a handoff target sees; default: the whole conversation. */
-  handoffInputFilter?: HandoffInputFilter;
+  handoffInputFilter?: HandoffInputFilter | undefined;
   /** Handoffs per turn before the turn ends with `handoff_limit` (this agent as the entry). Default 5. */
-  maxHandoffDepth?: number;
+  maxHandoffDepth?: number | undefined;
   /** How often an agent already on the handoff path may be handed to again; beyond, it is refused. Default 1. */
-  maxHandoffRevisits?: number;
+  maxHandoffRevisits?: number | undefined;
 }
 
-/** A defined agent: checked once, immutable, reusable across any number of runs. */
+/**
+ * A defined agent: checked once, immutable, reusable across any number of runs. `TOutput` is what a run started
+ * with this agent can end with: its own output, or, after a handoff, the output of any agent it can reach.
+ */
 export interface Agent<TOutput = undefined> {
   readonly kind: 'agent';
   readonly name: string;
   readonly instructions: string;
   readonly model: ModelProvider;
   readonly tools: ToolRegistry;
+  /** This agent's own schema (its answers are among `TOutput`; a handoff target's may be others). */
   readonly outputSchema: z.ZodType<TOutput> | undefined;
   /** The output schema as JSON Schema, sent in the final-output phase. */
   readonly outputSpec: OutputSpec | undefined;
@@ -61,15 +72,24 @@ export interface Agent<TOutput = undefined> {
 
 export type OutputOf<TSchema> = TSchema extends z.ZodType ? z.output<TSchema> : undefined;
 
+/**
+ * What the agents in a handoff list can answer with. An agent carries the outputs of everything it reaches through
+ * its own handoffs, so this is recursive; a target given by name could be any agent, so it contributes `unknown`.
+ */
+export type HandoffOutputOf<THandoffs extends readonly HandoffTarget[]> = TargetOutput<THandoffs[number]>;
+
+type TargetOutput<TTarget> = TTarget extends Agent<infer TOutput> ? TOutput : unknown;
+
 const agentNamePattern = /^[a-zA-Z0-9_.-]{1,64}$/;
 
 /**
  * Defines an agent. Everything is checked here, so a bad definition fails at start-up with a ConfigError (or a
  * DuplicateToolError) rather than in the middle of a run.
  */
-export function defineAgent<TSchema extends z.ZodType | undefined = undefined>(
-  options: AgentOptions<TSchema>,
-): Agent<OutputOf<TSchema>> {
+export function defineAgent<
+  TSchema extends z.ZodType | undefined = undefined,
+  const THandoffs extends readonly HandoffTarget[] = readonly [],
+>(options: AgentOptions<TSchema, THandoffs>): Agent<OutputOf<TSchema> | HandoffOutputOf<THandoffs>> {
   if (typeof options !== 'object' || options === null)
     throw new ConfigError('defineAgent(): options must be an object.');
   const where = `defineAgent(${JSON.stringify(options.name)})`;

@@ -1,7 +1,9 @@
+import type { StopReason } from './stop-reason.ts';
+
 /**
  * Named error classes. Errors that reach the caller as exceptions are for bad input (a wrong definition, an
  * invalid history); everything that goes wrong during a run becomes a stop reason and a serializable
- * `ErrorInfo` in the result instead.
+ * `ErrorInfo` in the result instead, whose `name` is the name of the class below it stands for.
  */
 export class TroupeError extends Error {
   readonly code: string;
@@ -49,7 +51,7 @@ export interface HistoryIssue {
   message: string;
 }
 
-/** A history breaks the conversation rules (REQUIREMENTS L10). Lists every problem found, not just the first. */
+/** A history breaks the conversation rules. Lists every problem found, not just the first. */
 export class HistoryValidationError extends TroupeError {
   readonly issues: readonly HistoryIssue[];
   constructor(issues: readonly HistoryIssue[]) {
@@ -72,6 +74,7 @@ export type ModelErrorKind =
   | 'bad_request'
   | 'not_found'
   | 'invalid_response'
+  /** A scripted model (troupe/testing) was called past its last turn. */
   | 'script_exhausted'
   | 'unknown';
 
@@ -102,11 +105,64 @@ export class ToolTimeoutError extends TroupeError {
   }
 }
 
-/** The serializable form of an error, as it appears in results, events and machine context. */
+/**
+ * A limit or a policy ended the run (max_steps, duplicate_tool_call, guardrail_blocked, handoff_limit, timed_out,
+ * aborted, ...); its `code` is the stop reason. A run never throws it: its result's `error` is the serializable form,
+ * `{ name: 'RunStopped', code, message }` (narrow one with `RunStopped.is`). Throw one yourself to turn a run that
+ * did not complete into an exception: `throw RunStopped.from(result.error)`.
+ */
+export class RunStopped extends TroupeError {
+  declare readonly code: StopReason;
+  constructor(stopReason: StopReason, message: string, options?: { cause?: unknown }) {
+    super(stopReason, message, options);
+  }
+
+  /** Whether an error from a result says that a limit or policy stopped the run; narrows `code` to a stop reason. */
+  static is(error: ErrorInfo | undefined): error is RunStoppedInfo {
+    return error?.name === 'RunStopped';
+  }
+
+  /** The exception for a result's error that `RunStopped.is` accepts. */
+  static from(error: RunStoppedInfo): RunStopped {
+    return new RunStopped(error.code, error.message);
+  }
+}
+
+/**
+ * The names `ErrorInfo.name` takes: an exported error class (RunStopped, ModelError, ConfigError,
+ * ToolTimeoutError, SubAgentError, ...), one of the runtime's own kinds (`ResourceError` for a model call the
+ * resource manager denied, `FatalToolError` for a tool defined `fatal: true` that failed, `InternalError` for a bug
+ * of ours, `AbortError`), or whatever name an error thrown by a tool or a custom provider had.
+ */
+export type ErrorName =
+  | 'RunStopped'
+  | 'ModelError'
+  | 'ConfigError'
+  | 'ToolTimeoutError'
+  | 'SubAgentError'
+  | 'ResourceError'
+  | 'FatalToolError'
+  | 'InternalError'
+  | 'AbortError'
+  | 'TroupeError'
+  | 'Error'
+  | (string & {});
+
+/**
+ * The serializable form of an error, as it appears in results, events and machine context: plain data, not an
+ * `Error` instance (a result survives JSON and a store).
+ */
 export interface ErrorInfo {
-  name: string;
+  name: ErrorName;
+  /** For RunStopped, the stop reason; for ModelError, `model_<kind>` (e.g. `model_rate_limited`). */
   code: string;
   message: string;
+}
+
+/** The ErrorInfo of a run that a limit or policy stopped. */
+export interface RunStoppedInfo extends ErrorInfo {
+  name: 'RunStopped';
+  code: StopReason;
 }
 
 export function toErrorInfo(error: unknown): ErrorInfo {

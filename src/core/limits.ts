@@ -1,25 +1,25 @@
 import { ConfigError } from './errors.ts';
 
-/** Loop limits of an agent (REQUIREMENTS L3-L6, T2-T3, L11). Every field is optional; see `defaultLimits`. */
+/** Loop limits of an agent. Every field is optional; see `defaultLimits`. */
 export interface AgentLimits {
   /** Model calls in the tool-use phase before the run stops with `max_steps`. Default 10. */
-  maxSteps?: number;
+  maxSteps?: number | undefined;
   /** When the step limit is reached, make one last call with tools off for an answer (the stop reason stays `max_steps`). Default false. */
-  finalAnswerOnMaxSteps?: boolean;
+  finalAnswerOnMaxSteps?: boolean | undefined;
   /** How many times the same tool with the same canonical arguments may run; one more ends the run. Default 2. */
-  maxDuplicateToolCalls?: number;
+  maxDuplicateToolCalls?: number | undefined;
   /** Total calls per tool in a run; `null` means unlimited. Default 5. */
-  maxToolCallsPerTool?: number | null;
+  maxToolCallsPerTool?: number | null | undefined;
   /** Extra attempts at a structured final output that failed to decode. Default 2. */
-  maxDecodeRetries?: number;
+  maxDecodeRetries?: number | undefined;
   /** Tool calls of one turn run in parallel up to this many at once. Default 8. */
-  toolConcurrency?: number;
+  toolConcurrency?: number | undefined;
   /** Per-attempt tool timeout in milliseconds; the tool's signal is aborted when it expires. Default: none. */
-  toolTimeoutMs?: number;
+  toolTimeoutMs?: number | undefined;
   /** Extra attempts for a tool that throws or times out. Default 2. */
-  toolRetries?: number;
+  toolRetries?: number | undefined;
   /** Wall-clock limit for the whole run in milliseconds; ends it with `timed_out`. Default: none. */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
 }
 
 /** Limits with every default filled in. Plain data: it lives in machine context. */

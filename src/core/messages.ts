@@ -15,10 +15,10 @@ export type ContentPart =
       /** http(s) URL, or a `data:image/...;base64,` URL. */
       url: string;
       /** The image's media type, when the URL does not say (Gemini needs one for a URL it fetches). */
-      mediaType?: string;
-      detail?: 'low' | 'high' | 'auto';
+      mediaType?: string | undefined;
+      detail?: 'low' | 'high' | 'auto' | undefined;
     }
-  | { type: 'image'; data: string; mediaType: string; detail?: 'low' | 'high' | 'auto' };
+  | { type: 'image'; data: string; mediaType: string; detail?: 'low' | 'high' | 'auto' | undefined };
 
 /**
  * Provider-specific reasoning that must be sent back unchanged on the next turn (Anthropic thinking blocks with

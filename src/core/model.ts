@@ -39,48 +39,54 @@ export interface OutputSpec {
 }
 
 export interface ModelSettings {
-  maxOutputTokens?: number;
-  temperature?: number;
-  topP?: number;
-  stopSequences?: string[];
+  maxOutputTokens?: number | undefined;
+  temperature?: number | undefined;
+  topP?: number | undefined;
+  stopSequences?: string[] | undefined;
   /** Provider-specific extras passed through unchanged (for example reasoning effort). */
-  providerOptions?: JsonObject;
+  providerOptions?: JsonObject | undefined;
 }
 
-/** Streaming pieces. They reach the event stream directly, bypassing the statechart (ARCHITECTURE rule 4). */
+/** Streaming pieces. They reach the event stream directly, bypassing the statechart (it sees whole responses). */
 export type ModelDelta =
   | { type: 'text'; text: string }
   | { type: 'reasoning'; text: string }
-  | { type: 'tool_call'; index: number; id?: string; name?: string; argsDelta: string };
+  | {
+      type: 'tool_call';
+      index: number;
+      id?: string | undefined;
+      name?: string | undefined;
+      argsDelta: string;
+    };
 
 export interface ModelRequest {
   /** The full conversation to send, system instructions first. */
   messages: readonly Message[];
-  /** Tools the model may call now; empty in the final-output phase (L1). */
+  /** Tools the model may call now; empty in the final-output phase. */
   tools: readonly ToolSpec[];
-  /** Sent only when tools are off (L1): the final-output phase, or an agent without tools. */
-  output?: OutputSpec;
+  /** Sent only when tools are off: the final-output phase, or an agent without tools. */
+  output?: OutputSpec | undefined;
   settings: ModelSettings;
   /** Aborted when the run is aborted or times out, or the call is no longer wanted. Pass it to the SDK. */
   signal: AbortSignal;
   /** Called for each streamed piece, in order, before `generate` resolves. */
-  onDelta?: (delta: ModelDelta) => void;
+  onDelta?: ((delta: ModelDelta) => void) | undefined;
 }
 
-/** One whole model response, normalized across providers (P6). */
+/** One whole model response, normalized across providers. */
 export interface ModelResponse {
   text: string;
   toolCalls: ToolCall[];
   /** The model's refusal message, when it refused (OpenAI `refusal`, Anthropic `refusal` stop reason). */
-  refusal?: string;
+  refusal?: string | undefined;
   /** Blocks to send back unchanged on the next turn. */
-  reasoning?: ReasoningBlock[];
+  reasoning?: ReasoningBlock[] | undefined;
   stopReason: ModelStopReason | undefined;
   usage: Usage;
   /** The provider's own finish reason, for diagnostics. */
-  rawStopReason?: string;
+  rawStopReason?: string | undefined;
   /** The provider's raw response or final chunk, for diagnostics; never read by the loop. */
-  raw?: JsonValue;
+  raw?: JsonValue | undefined;
 }
 
 /**

@@ -6,9 +6,9 @@ export interface ModelPrice {
   input: number;
   output: number;
   /** Prompt tokens served from the provider's cache. */
-  cachedInput?: number;
+  cachedInput?: number | undefined;
   /** Hidden reasoning tokens (all providers bill them as output today). */
-  reasoning?: number;
+  reasoning?: number | undefined;
 }
 
 /** Model name (or name prefix, see `findPrice`) to price. */

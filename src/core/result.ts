@@ -23,14 +23,14 @@ export interface RunStep {
   toolCalls: StepToolCall[];
 }
 
-/** The one typed result every run ends with, whatever happened (REQUIREMENTS L9, L13). */
+/** The one typed result every run ends with, whatever happened. */
 export interface RunResult<TOutput = undefined> {
   sessionId: string;
   /** The agent that produced the final answer. */
   agent: string;
   status: RunStatus;
   stopReason: StopReason;
-  /** The last text the model produced (the answer, when completed). */
+  /** The last text the model produced (the answer, when completed; the refusal, when the model refused). */
   text: string;
   /** The decoded structured output, when the agent has an output schema and it decoded. */
   output: TOutput | undefined;
@@ -47,7 +47,11 @@ export interface RunResult<TOutput = undefined> {
   timedOut: boolean;
   /** The answer was cut by the model's max_tokens. */
   truncated: boolean;
-  /** Why the run stopped or failed; absent when it completed normally. */
+  /**
+   * Why the run stopped or failed, as plain data (`RunStopped.is(result.error)` when a limit or policy stopped it;
+   * then `code` is the stop reason). Absent when the run completed (also `tool_failure_degraded`) and when it
+   * stopped at `max_steps`, whose stop reason says all there is.
+   */
   error?: ErrorInfo;
   /** The agents that held the conversation in this turn, in order (handoffs); absent for a single-agent run. */
   path?: string[];

@@ -13,7 +13,7 @@ export interface Usage {
 export const emptyUsage: Usage = Object.freeze({ input: 0, output: 0, cached: 0, reasoning: 0 });
 
 /** Accepts partial usage (as a scripted turn or a provider may report it) and fills the gaps with 0. */
-export function normalizeUsage(usage: Partial<Usage> | undefined): Usage {
+export function normalizeUsage(usage: { [K in keyof Usage]?: number | undefined } | undefined): Usage {
   if (!usage) return emptyUsage;
   return {
     input: finiteOrZero(usage.input),

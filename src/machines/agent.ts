@@ -265,6 +265,11 @@ function answerOf(text: string, truncated: boolean, decoded: DecodeOutcome | und
   };
 }
 
+/** The answer's text; a refusal usually comes without text, and then the refusal is what the caller reads. */
+function answerTextOf(response: ModelResponse): string {
+  return response.text === '' && response.refusal !== undefined ? response.refusal : response.text;
+}
+
 function appendAssistant(context: AgentContext, response: ModelResponse, keepToolCalls: boolean): Message[] {
   const message: AssistantMessage = {
     role: 'assistant',
@@ -527,7 +532,7 @@ export const agentMachine = setup({
         decision,
         openCalls,
         answer: answerOf(
-          response.text,
+          answerTextOf(response),
           decision.kind === 'terminate_with_output' && decision.truncated,
           event.decoded,
         ),
@@ -560,7 +565,7 @@ export const agentMachine = setup({
               truncated: response.stopReason === 'max_tokens',
             },
         answer: {
-          text: response.text,
+          text: answerTextOf(response),
           truncated: response.stopReason === 'max_tokens',
           output: decoded.ok && context.config.hasOutputSchema ? decoded.value : null,
           outputDecoded: decoded.ok && context.config.hasOutputSchema,

@@ -17,12 +17,12 @@ import { fromTransition } from 'xstate';
 /** A budget as configured: any of tokens and USD, over the lifetime of the scope or a rolling window. */
 export interface BudgetLimit {
   /** Tokens (input + output). */
-  tokens?: number;
-  usd?: number;
+  tokens?: number | undefined;
+  usd?: number | undefined;
   /** Rolling window in milliseconds (e.g. 86_400_000 for "per day"); absent means the scope's lifetime. */
-  windowMs?: number;
+  windowMs?: number | undefined;
   /** Fraction of a budget at which a `budget_warning` is emitted. Default 0.8. */
-  warnAt?: number;
+  warnAt?: number | undefined;
 }
 
 /**
@@ -30,12 +30,12 @@ export interface BudgetLimit {
  * provider name also covers its wire variants: `openai` matches `openai-chat` and `openai-responses`.
  */
 export interface QuotaLimit {
-  provider?: string;
-  model?: string;
-  requestsPerMinute?: number;
-  tokensPerMinute?: number;
+  provider?: string | undefined;
+  model?: string | undefined;
+  requestsPerMinute?: number | undefined;
+  tokensPerMinute?: number | undefined;
   /** Model calls in flight at once. */
-  maxInFlight?: number;
+  maxInFlight?: number | undefined;
 }
 
 export const defaultWarnAt = 0.8;

@@ -51,6 +51,9 @@ export interface SupervisionPolicy {
   maxBackoffMs: number;
 }
 
+/** Supervision as an option: any of the policy's fields (`undefined` = not given), the others from the defaults. */
+export type SupervisionOptions = { [K in keyof SupervisionPolicy]?: SupervisionPolicy[K] | undefined };
+
 export const defaultSupervision: SupervisionPolicy = Object.freeze({
   strategy: 'restart',
   maxRestarts: 2,

@@ -85,7 +85,12 @@ export interface StoredSessionOptions {
   supervision: SupervisionPolicy;
   tenant?: string;
   parentScope?: string;
-  budget?: { tokens?: number; usd?: number; windowMs?: number; warnAt?: number };
+  budget?: {
+    tokens?: number | undefined;
+    usd?: number | undefined;
+    windowMs?: number | undefined;
+    warnAt?: number | undefined;
+  };
 }
 
 /**

@@ -11,16 +11,16 @@ import { type RetryOptions, withRetries } from './retry.ts';
 
 export interface AnthropicOptions extends RetryOptions {
   /** Defaults to the ANTHROPIC_API_KEY environment variable. */
-  apiKey?: string;
-  baseURL?: string;
+  apiKey?: string | undefined;
+  baseURL?: string | undefined;
   /** A fetch implementation for the SDK (tests, proxies). */
-  fetch?: typeof fetch;
+  fetch?: typeof fetch | undefined;
   /** Extra headers on every request (for example `anthropic-beta`). */
-  headers?: Record<string, string>;
+  headers?: Record<string, string> | undefined;
   /** `max_tokens` when the request's settings do not say (the API requires one). Default 4096. */
-  maxTokens?: number;
+  maxTokens?: number | undefined;
   /** Defaults for every request; the request's own settings win. */
-  settings?: ModelSettings;
+  settings?: ModelSettings | undefined;
 }
 
 /**

@@ -12,16 +12,16 @@ import { retryAfterMs } from './retry-after.ts';
 
 export interface GeminiOptions extends RetryOptions {
   /** Defaults to GEMINI_API_KEY, then GOOGLE_API_KEY. */
-  apiKey?: string;
+  apiKey?: string | undefined;
   /** The API root, e.g. `http://127.0.0.1:1234` (the SDK appends `/v1beta/models/...`). */
-  baseURL?: string;
+  baseURL?: string | undefined;
   /** A fetch implementation for the SDK (tests, proxies). */
-  fetch?: typeof fetch;
-  headers?: Record<string, string>;
+  fetch?: typeof fetch | undefined;
+  headers?: Record<string, string> | undefined;
   /** Defaults for every request; the request's own settings win. */
-  settings?: ModelSettings;
+  settings?: ModelSettings | undefined;
   /** Ids for function calls the model sent without one (older models). Default: `call_<uuid>`. */
-  generateId?: () => string;
+  generateId?: (() => string) | undefined;
 }
 
 /**

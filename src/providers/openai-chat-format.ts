@@ -109,14 +109,14 @@ export interface ChatRequestOptions {
    * Send tool and output schemas with `strict: true` when the schema allows it (every object closed with
    * `additionalProperties: false` and every property required). Default true; compatible servers default false.
    */
-  strictSchemas?: boolean;
+  strictSchemas?: boolean | undefined;
   /** Ask for the usage chunk (`stream_options.include_usage`). Default true. */
-  includeUsage?: boolean;
+  includeUsage?: boolean | undefined;
   /**
    * The field that carries `settings.maxOutputTokens`: OpenAI wants `max_completion_tokens` (reasoning models
    * reject `max_tokens`), most compatible servers only know `max_tokens`. Default `max_completion_tokens`.
    */
-  maxTokensField?: 'max_completion_tokens' | 'max_tokens';
+  maxTokensField?: 'max_completion_tokens' | 'max_tokens' | undefined;
 }
 
 /**

@@ -13,16 +13,16 @@ import { type RetryOptions, withRetries } from './retry.ts';
 
 export interface OpenAIChatOptions extends ChatRequestOptions, RetryOptions {
   /** Defaults to the OPENAI_API_KEY environment variable. */
-  apiKey?: string;
-  baseURL?: string;
-  organization?: string;
+  apiKey?: string | undefined;
+  baseURL?: string | undefined;
+  organization?: string | undefined;
   /** A fetch implementation for the SDK (tests, proxies). */
-  fetch?: typeof fetch;
-  headers?: Record<string, string>;
+  fetch?: typeof fetch | undefined;
+  headers?: Record<string, string> | undefined;
   /** Defaults for every request; the request's own settings win. */
-  settings?: ModelSettings;
+  settings?: ModelSettings | undefined;
   /** Ids for tool calls the server sent without a usable one ('' or '0'). Default: `call_<uuid>`. */
-  generateId?: () => string;
+  generateId?: (() => string) | undefined;
 }
 
 /**
@@ -109,7 +109,9 @@ export async function streamChatOnce(
   }
 }
 
-type SdkFetchOptions = NonNullable<Parameters<OpenAI['chat']['completions']['create']>[1]>['fetchOptions'];
+type SdkFetchOptions = NonNullable<
+  NonNullable<Parameters<OpenAI['chat']['completions']['create']>[1]>['fetchOptions']
+>;
 
 const doneLine = 'data: [DONE]';
 const doneWatchKey = Symbol('troupe.doneWatch');

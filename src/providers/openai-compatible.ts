@@ -9,14 +9,14 @@ export interface OpenAICompatibleOptions extends Omit<OpenAIChatOptions, 'baseUR
    * The server's key, when it wants one. Never read from OPENAI_API_KEY: an OpenAI key must not be sent to
    * another server by accident.
    */
-  apiKey?: string;
+  apiKey?: string | undefined;
   /**
    * An environment variable to read the key from when `apiKey` is not given, e.g. `OPENROUTER_API_KEY`.
    * When it is named but unset, creating the model fails with a ConfigError that names it.
    */
-  apiKeyEnv?: string;
+  apiKeyEnv?: string | undefined;
   /** The provider name in responses, errors and reasoning blocks. Default `openai-compatible`. */
-  name?: string;
+  name?: string | undefined;
 }
 
 /**

@@ -112,9 +112,9 @@ export interface ResponsesRequestOptions {
    * Ask for reasoning items' encrypted_content so they can be carried back without server-side state
    * (default true). Turn it off for a server that rejects the `include` value.
    */
-  includeReasoning?: boolean;
+  includeReasoning?: boolean | undefined;
   /** Send tool and output schemas with `strict: true` (default false: strict mode needs every property required). */
-  strictSchemas?: boolean;
+  strictSchemas?: boolean | undefined;
 }
 
 /**

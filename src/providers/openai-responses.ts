@@ -15,14 +15,14 @@ import { retryAfterMs } from './retry-after.ts';
 
 export interface OpenAIResponsesOptions extends ResponsesRequestOptions, RetryOptions {
   /** Defaults to the OPENAI_API_KEY environment variable. */
-  apiKey?: string;
-  baseURL?: string;
-  organization?: string;
+  apiKey?: string | undefined;
+  baseURL?: string | undefined;
+  organization?: string | undefined;
   /** A fetch implementation for the SDK (tests, proxies). */
-  fetch?: typeof fetch;
-  headers?: Record<string, string>;
+  fetch?: typeof fetch | undefined;
+  headers?: Record<string, string> | undefined;
   /** Defaults for every request; the request's own settings win. */
-  settings?: ModelSettings;
+  settings?: ModelSettings | undefined;
 }
 
 /**

@@ -39,9 +39,9 @@ const maxKeptReply = 8_000;
 
 export interface ReactOptions {
   /** Ids for the tool calls parsed from replies. Default: `react_<uuid>`. */
-  generateId?: () => string;
+  generateId?: (() => string) | undefined;
   /** Replaces the default instructions placed before the tool list. */
-  instructions?: string;
+  instructions?: string | undefined;
 }
 
 const defaultInstructions = `You can use tools. To use a tool, reply in exactly this format and then stop:

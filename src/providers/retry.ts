@@ -9,30 +9,30 @@ export interface RetryOptions {
    * Retries after a retryable failure (429, 5xx, Anthropic 529, a connection reset, a truncated stream, a
    * timeout) as long as nothing was streamed yet. Default 2; 0 turns retries off.
    */
-  maxRetries?: number;
+  maxRetries?: number | undefined;
   /**
    * How long one attempt may go without progress: from the start of the request, and again after each streamed
    * delta. A stalled attempt is aborted and fails with ModelError kind `timeout` (retried like the others).
    * Default: no timeout of ours (the run's own `timeoutMs` still applies).
    */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
   /** Asked once retries are exhausted on a retryable failure (never after a delta went out). */
-  fallback?: ModelProvider;
+  fallback?: ModelProvider | undefined;
   /** First back-off delay before jitter, doubled on each retry. Default 500 ms. */
-  initialDelayMs?: number;
+  initialDelayMs?: number | undefined;
   /** Ceiling of the exponential back-off. Default 8 000 ms. */
-  maxDelayMs?: number;
+  maxDelayMs?: number | undefined;
   /**
    * The longest retry-after we wait for. A server asking for more fails the call (or goes to the fallback)
    * instead of blocking the run. Default 60 000 ms.
    */
-  maxRetryAfterMs?: number;
+  maxRetryAfterMs?: number | undefined;
   /** Back-off sleep; tests inject one that does not wait. Must reject with an AbortError when the signal aborts. */
-  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+  sleep?: ((ms: number, signal: AbortSignal) => Promise<void>) | undefined;
   /** Clock for the per-attempt timeout; tests inject a simulated one. */
-  clock?: Clock;
+  clock?: Clock | undefined;
   /** Jitter source in [0, 1). Default Math.random. */
-  random?: () => number;
+  random?: (() => number) | undefined;
 }
 
 export const defaultMaxRetries = 2;

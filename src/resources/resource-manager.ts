@@ -27,23 +27,23 @@ import {
 /** Budgets by scope. A run's own `budget` option overrides `perRun`; `tenants` overrides `perTenant` by name. */
 export interface BudgetsConfig {
   /** Every tenant's budget unless `tenants` names it. */
-  perTenant?: BudgetLimit;
-  tenants?: Readonly<Record<string, BudgetLimit>>;
+  perTenant?: BudgetLimit | undefined;
+  tenants?: Readonly<Record<string, BudgetLimit>> | undefined;
   /** Every run's budget unless the run sets its own. */
-  perRun?: BudgetLimit;
+  perRun?: BudgetLimit | undefined;
 }
 
 export interface ResourceManagerConfig {
-  budgets?: BudgetsConfig;
-  quotas?: readonly QuotaLimit[];
+  budgets?: BudgetsConfig | undefined;
+  quotas?: readonly QuotaLimit[] | undefined;
   /** Prices by model name, merged over `defaultPrices`. */
-  prices?: Readonly<Record<string, ModelPrice>>;
+  prices?: Readonly<Record<string, ModelPrice>> | undefined;
   /** Model calls in flight at once across every run this manager serves. */
-  concurrency?: number;
+  concurrency?: number | undefined;
   /** Time source for windows and retry-after; tests pass a simulated clock. Default: the system clock. */
-  clock?: Clock;
+  clock?: Clock | undefined;
   /** Tenant of runs that name none. Default 'default'. */
-  defaultTenant?: string;
+  defaultTenant?: string | undefined;
 }
 
 export interface ReservationRequest {
@@ -120,15 +120,15 @@ export type ResourceNotice =
 
 export interface OpenRunOptions {
   session: string;
-  tenant?: string;
+  tenant?: string | undefined;
   /** Session id of the calling run: this run's spend counts against the caller's budgets too. */
-  parentSession?: string;
-  budget?: BudgetLimit;
+  parentSession?: string | undefined;
+  budget?: BudgetLimit | undefined;
   /** The run's model, checked against the price table when a USD budget applies. */
   provider: string;
   model: string;
   /** Receives the notices caused by this run's calls. */
-  onNotice?: (notice: ResourceNotice) => void;
+  onNotice?: ((notice: ResourceNotice) => void) | undefined;
 }
 
 export interface ResourceManager {
@@ -145,8 +145,8 @@ export interface ResourceManager {
   /** Returns a reservation whose call did not complete. True the first time, false after. */
   release(grant: Grant): boolean;
   /** A 429: no call to this provider and model is granted before `retryAfterMs` has passed. */
-  report429(info: { provider: string; model: string; retryAfterMs?: number }): void;
-  usage(query?: { tenant?: string; session?: string }): ResourceUsage;
+  report429(info: { provider: string; model: string; retryAfterMs?: number | undefined }): void;
+  usage(query?: { tenant?: string | undefined; session?: string | undefined }): ResourceUsage;
   priceOf(model: string): ModelPrice | undefined;
   readonly events: { subscribe(listener: (notice: ResourceNotice) => void): () => void };
   /** Denies every waiting call, clears the timer. Nothing runs after it. */

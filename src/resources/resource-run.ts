@@ -6,10 +6,10 @@ import { createResourceManager, type ResourceManager, type ResourceNotice } from
 
 /** The resource options of a run (see RunOptions). */
 export interface RunResourceOptions {
-  resources?: ResourceManager;
-  budget?: { tokens?: number; usd?: number; windowMs?: number; warnAt?: number };
-  tenant?: string;
-  parentScope?: string;
+  resources?: ResourceManager | undefined;
+  budget?: BudgetLimit | undefined;
+  tenant?: string | undefined;
+  parentScope?: string | undefined;
 }
 
 /**

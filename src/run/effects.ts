@@ -27,7 +27,7 @@ interface EffectsScope {
 
 /** Where a running effects actor keeps its state: on the actor itself, so it goes when the actor goes. */
 const instanceKey = Symbol('troupe.effects');
-type WithInstance = { [instanceKey]?: EffectsInstance };
+type WithInstance = { [instanceKey]?: EffectsInstance | undefined };
 
 /**
  * The agent machine's one long-lived effects actor: it takes `model.call`, `tools.run` and `approval.wait`

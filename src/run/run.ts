@@ -29,23 +29,30 @@ import { runtimeAgentMachine } from './runtime-agent-machine.ts';
 
 export interface RunOptions {
   /** Earlier conversation (for example yesterday's `result.history`). Never mutated. */
-  history?: readonly Message[];
+  history?: readonly Message[] | undefined;
   /** Aborting it ends the run with stop reason `aborted` and aborts in-flight model and tool calls. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   /** Defaults to a random UUID. */
-  sessionId?: string;
+  sessionId?: string | undefined;
   /** Time source for events, timeouts and tool timers. Defaults to the system clock. */
-  clock?: Clock;
+  clock?: Clock | undefined;
   /** An XState inspection observer, e.g. `createWebSocketInspector(...).inspect` for the Stately inspector. */
-  inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
+  inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void) | undefined;
   /** The resource manager to ask before every model call (shared budgets, quotas). See createResourceManager. */
-  resources?: ResourceManager;
+  resources?: ResourceManager | undefined;
   /** This run's budget; a run with a budget and no `resources` gets a private manager. Ends `budget_exhausted`. */
-  budget?: { tokens?: number; usd?: number; windowMs?: number; warnAt?: number };
+  budget?:
+    | {
+        tokens?: number | undefined;
+        usd?: number | undefined;
+        windowMs?: number | undefined;
+        warnAt?: number | undefined;
+      }
+    | undefined;
   /** Whose budgets this run draws on (see createResourceManager's `budgets.tenants`). Default 'default'. */
-  tenant?: string;
+  tenant?: string | undefined;
   /** Session id of the run that started this one (a nested agent): its spend counts on the caller's budgets. */
-  parentScope?: string;
+  parentScope?: string | undefined;
 }
 
 interface StartedRun<TOutput> {

@@ -10,9 +10,9 @@ import { needsSession } from './session-run.ts';
 
 export interface AgentToolOptions {
   /** The tool name the model sees; default: the agent's name (characters tools may not hold become `_`). */
-  name?: string;
+  name?: string | undefined;
   /** What the sub-agent does, for the model; default: the agent's description. */
-  description?: string;
+  description?: string | undefined;
 }
 
 /** A tool that runs an agent; `delegate` is that agent (the session reads its secrets for the inspector). */

@@ -35,21 +35,21 @@ export interface ParallelOptions {
 
 export interface ParallelRunOptions {
   /** Aborting it aborts every agent of the group (their results say `aborted`). */
-  signal?: AbortSignal;
-  history?: readonly Message[];
-  clock?: Clock;
+  signal?: AbortSignal | undefined;
+  history?: readonly Message[] | undefined;
+  clock?: Clock | undefined;
   /** An inspection observer: the group is one root actor with the agents as its children. Secrets are redacted. */
-  inspect?: InspectObserver;
+  inspect?: InspectObserver | undefined;
   /** Every event of the group's agents, each attributed to its agent. */
-  onEvent?: (event: RunEvent) => void;
+  onEvent?: ((event: RunEvent) => void) | undefined;
   /** Budgets: the group's calls draw on this manager (and on `parentScope`'s budgets when nested). */
-  resources?: ResourceManager;
-  budget?: RunResourceOptions['budget'];
-  tenant?: string;
-  parentScope?: string;
+  resources?: ResourceManager | undefined;
+  budget?: RunResourceOptions['budget'] | undefined;
+  tenant?: string | undefined;
+  parentScope?: string | undefined;
 }
 
-/** The merged answer of agents that worked side by side on one task (REQUIREMENTS M5, reference 003 §3.15). */
+/** The merged answer of agents that worked side by side on one task. */
 export interface ParallelResult {
   /** completed when the merge produced an answer; failed when no agent completed (or the synthesizer failed). */
   status: RunStatus;

@@ -1,13 +1,19 @@
 import type { Agent } from '../agent/define-agent.ts';
 import { ConfigError } from '../core/errors.ts';
-import type { AgentDescriptor, SupervisionPolicy } from '../machines/session.ts';
+import { definedFields } from '../core/options.ts';
+import type { AgentDescriptor, SupervisionOptions, SupervisionPolicy } from '../machines/session.ts';
 
-/** Every agent the entry can reach through handoffs given as agents, plus the environment's named agents. */
+/**
+ * Every agent the entry can reach through handoffs. A target given by name is one of the agents reached through
+ * targets given as agents (so A -> B as an agent, B -> 'A' by name works with plain run()), or else one of the
+ * environment's named agents.
+ */
 export function agentCatalog(
   entry: Agent<unknown>,
   known: ReadonlyMap<string, Agent<unknown>>,
 ): Map<string, Agent<unknown>> {
   const catalog = new Map<string, Agent<unknown>>();
+  const named: { from: string; target: string }[] = [];
   const visit = (agent: Agent<unknown>) => {
     const existing = catalog.get(agent.name);
     if (existing) {
@@ -17,17 +23,21 @@ export function agentCatalog(
     }
     catalog.set(agent.name, agent);
     for (const target of agent.handoffs) {
-      if (typeof target === 'string') {
-        const named = known.get(target);
-        if (!named)
-          throw new ConfigError(
-            `Agent "${agent.name}" hands off to "${target}", which this system does not know: define it and pass it in createAgentSystem({ agents }).`,
-          );
-        visit(named);
-      } else visit(target as Agent<unknown>);
+      if (typeof target === 'string') named.push({ from: agent.name, target });
+      else visit(target as Agent<unknown>);
     }
   };
   visit(entry);
+  // Names resolve once every agent given as an object has been reached; a known agent found here may add more.
+  for (let i = 0; i < named.length; i++) {
+    const { from, target } = named[i] as { from: string; target: string };
+    const agent = known.get(target) ?? catalog.get(target);
+    if (!agent)
+      throw new ConfigError(
+        `Agent "${from}" hands off to "${target}", which is neither an agent reachable from "${entry.name}" through handoffs given as agents nor one this system knows: pass it in createAgentSystem({ agents }) or give the agent itself.`,
+      );
+    visit(agent);
+  }
   return catalog;
 }
 
@@ -44,9 +54,9 @@ export function descriptorOf(agent: Agent<unknown>): AgentDescriptor {
 /** The session's supervision policy: the system's default with the session's overrides, checked. */
 export function supervisionOf(
   base: SupervisionPolicy,
-  given: Partial<SupervisionPolicy> | undefined,
+  given: SupervisionOptions | undefined,
 ): SupervisionPolicy {
-  const policy = { ...base, ...given };
+  const policy = { ...base, ...definedFields(given) };
   if (!['restart', 'stop', 'escalate'].includes(policy.strategy))
     throw new ConfigError(
       `supervision.strategy must be restart, stop or escalate, got ${String(policy.strategy)}.`,

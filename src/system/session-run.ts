@@ -24,10 +24,10 @@ export function needsSession(agent: Agent<unknown>): boolean {
 
 export interface SessionRunOptions
   extends Pick<SessionOptions, 'history' | 'signal' | 'budget' | 'tenant' | 'parentScope'> {
-  sessionId?: string;
-  resources?: import('../resources/resource-manager.ts').ResourceManager;
-  clock?: import('../core/clock.ts').Clock;
-  inspect?: InspectObserver;
+  sessionId?: string | undefined;
+  resources?: import('../resources/resource-manager.ts').ResourceManager | undefined;
+  clock?: import('../core/clock.ts').Clock | undefined;
+  inspect?: InspectObserver | undefined;
 }
 
 /**

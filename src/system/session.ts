@@ -18,6 +18,7 @@ import {
   type SessionContext,
   type SessionMachine,
   type SessionMachineInput,
+  type SupervisionOptions,
   type SupervisionPolicy,
   sessionMachine,
 } from '../machines/session.ts';
@@ -71,7 +72,7 @@ export interface SessionOptions {
   maxHandoffDepth?: number | undefined;
   maxHandoffRevisits?: number | undefined;
   /** What happens when an agent actor fails; default: restart twice with back-off, then escalate. */
-  supervision?: Partial<SupervisionPolicy> | undefined;
+  supervision?: SupervisionOptions | undefined;
   /** This session's budget (over all its turns and agents); see RunOptions.budget. */
   budget?: RunResourceOptions['budget'] | undefined;
   /** Whose budgets this session draws on. Default 'default'. */
@@ -641,7 +642,7 @@ export function startSession<TOutput>(
   const decide = (callId: string, decision: ApprovalDecision): Promise<void> => {
     if (typeof callId !== 'string') return Promise.reject(new ConfigError('callId must be a string.'));
     const record = durability.approval(callId);
-    if (!record || record.status !== 'pending')
+    if (record?.status !== 'pending')
       return Promise.reject(
         new ApprovalError(
           sessionId,

@@ -6,7 +6,8 @@ import { type Clock, systemClock } from '../core/clock.ts';
 import { ConfigError, TroupeError } from '../core/errors.ts';
 import type { RunEvent } from '../core/events.ts';
 import type { RunInput } from '../core/messages.ts';
-import { defaultSupervision, type SupervisionPolicy } from '../machines/session.ts';
+import { definedFields } from '../core/options.ts';
+import { defaultSupervision, type SupervisionOptions } from '../machines/session.ts';
 import { createMemoryStore } from '../persistence/memory-store.ts';
 import {
   resumableStatuses,
@@ -44,7 +45,7 @@ export interface AgentSystemOptions {
   /** Agents known by name: handoff targets given as strings, and the agents `recover()` resumes sessions of. */
   agents?: readonly Agent<unknown>[] | undefined;
   /** Default supervision for every session: restart twice with back-off (100 ms, x2), then escalate. */
-  supervision?: Partial<SupervisionPolicy> | undefined;
+  supervision?: SupervisionOptions | undefined;
   /** Time source for events, back-off and timeouts; default the system clock (tests inject a simulated one). */
   clock?: Clock | undefined;
   /** Budgets and quotas shared by every session: a manager, or the config to create one (stopped at shutdown). */
@@ -124,7 +125,7 @@ export interface AgentSystem {
    * Spend and remaining budget of a tenant and of a session; a session's tenant is used when only the session is
    * given. Both null when the system has no resource manager.
    */
-  usage(query?: { tenant?: string; session?: string }): ResourceUsage;
+  usage(query?: { tenant?: string | undefined; session?: string | undefined }): ResourceUsage;
 }
 
 export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem {
@@ -144,7 +145,7 @@ export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem
     given === undefined
       ? undefined
       : ownsResources
-        ? createResourceManager({ clock: options.clock, ...(given as ResourceManagerConfig) })
+        ? createResourceManager({ clock: options.clock, ...definedFields(given as ResourceManagerConfig) })
         : (given as ResourceManager);
   const store = options.store ?? createMemoryStore();
   const environment: SessionEnvironment = {
@@ -152,7 +153,7 @@ export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem
     store,
     keepRecords: options.store !== undefined,
     agents,
-    supervision: { ...defaultSupervision, ...options.supervision },
+    supervision: { ...defaultSupervision, ...definedFields(options.supervision) },
     onEvent: (event: RunEvent) => {
       for (const stream of streams) stream.push(event);
     },
@@ -215,7 +216,7 @@ export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem
     }
     const records = await store.approvals({ sessionId });
     const record = records.find((candidate) => candidate.callId === callId);
-    if (!record || record.status !== 'pending')
+    if (record?.status !== 'pending')
       throw new ApprovalError(
         sessionId,
         callId,

@@ -2,23 +2,30 @@ import { sleep } from '../core/abort.ts';
 import { ModelError } from '../core/errors.ts';
 import type { JsonValue } from '../core/json.ts';
 import type { ReasoningBlock, ToolCall } from '../core/messages.ts';
-import type { ModelProvider, ModelRequest, ModelResponse, ModelStopReason } from '../core/model.ts';
+import type {
+  ModelDelta,
+  ModelProvider,
+  ModelRequest,
+  ModelResponse,
+  ModelStopReason,
+} from '../core/model.ts';
 import { normalizeUsage, type Usage } from '../core/usage.ts';
 
 /** One scripted model turn. A missing `stopReason` means the provider gave none (the loop's fallback applies). */
 export interface ScriptedTurn {
-  text?: string;
-  toolCalls?: { id?: string; name: string; args?: JsonValue }[];
-  stopReason?: Exclude<ModelStopReason, 'unknown'>;
-  usage?: Partial<Usage>;
+  /** The turn's text; streamed as a few `delta` events (cut after whitespace) unless `deltas` says how. */
+  text?: string | undefined;
+  toolCalls?: { id?: string | undefined; name: string; args?: JsonValue | undefined }[] | undefined;
+  stopReason?: Exclude<ModelStopReason, 'unknown'> | undefined;
+  usage?: { [K in keyof Usage]?: number | undefined } | undefined;
   /** Wait this long before answering; the request's AbortSignal cuts the wait short. */
-  delayMs?: number;
+  delayMs?: number | undefined;
   /** Fail the call with this error (a string becomes a ModelError). */
-  error?: string | Error;
-  /** Stream the text in these pieces; `text` defaults to their concatenation. */
-  deltas?: string[];
-  refusal?: string;
-  reasoning?: ReasoningBlock[];
+  error?: string | Error | undefined;
+  /** Stream the text in exactly these pieces; `text` defaults to their concatenation. */
+  deltas?: string[] | undefined;
+  refusal?: string | undefined;
+  reasoning?: ReasoningBlock[] | undefined;
 }
 
 export type ScriptedTurns =
@@ -27,11 +34,16 @@ export type ScriptedTurns =
 
 export interface ScriptedModelOptions {
   /** Model name reported on events. Default 'scripted'. */
-  model?: string;
+  model?: string | undefined;
   /** Also stream each tool call's arguments as a tool-call delta. Default false. */
-  streamToolCalls?: boolean;
+  streamToolCalls?: boolean | undefined;
   /** How many recent requests `requests` keeps (a long benchmark must not grow without bound). Default 1000. */
-  keepRequests?: number;
+  keepRequests?: number | undefined;
+  /**
+   * After the last turn of an array, start again from the first, so one model can serve any number of runs (a
+   * run, then a stream of the same agent). Default false: a call past the last turn fails.
+   */
+  loop?: boolean | undefined;
 }
 
 /** A ModelProvider that plays scripted turns; it also records what it was asked. */
@@ -45,7 +57,9 @@ export interface ScriptedModel extends ModelProvider {
 /**
  * A model for tests, examples and benchmarks: `turns` is an array (turn i answers call i) or a function of the
  * request and the call index. It implements the same interface as the real providers, so nothing in the loop knows
- * it is scripted. Running out of turns fails the call with a ModelError of kind `script_exhausted`.
+ * it is scripted: text is streamed as `delta` events, like a real model's. Running out of turns (without `loop`)
+ * fails the call with a ModelError of kind `script_exhausted`, which a run's result reports as
+ * `error.code === 'model_script_exhausted'`.
  */
 export function scriptedModel(turns: ScriptedTurns, options: ScriptedModelOptions = {}): ScriptedModel {
   const keep = options.keepRequests ?? 1000;
@@ -54,7 +68,7 @@ export function scriptedModel(turns: ScriptedTurns, options: ScriptedModelOption
 
   const nextTurn = (request: ModelRequest, index: number): ScriptedTurn | Promise<ScriptedTurn> => {
     if (typeof turns === 'function') return turns(request, index);
-    const turn = turns[index];
+    const turn = turns[options.loop === true && turns.length > 0 ? index % turns.length : index];
     if (!turn) {
       throw new ModelError(
         'script_exhausted',
@@ -86,7 +100,7 @@ export function scriptedModel(turns: ScriptedTurns, options: ScriptedModelOption
         throw typeof turn.error === 'string' ? new ModelError('unknown', turn.error) : turn.error;
       }
       const onDelta = request.onDelta;
-      if (onDelta && turn.deltas) for (const piece of turn.deltas) onDelta({ type: 'text', text: piece });
+      if (onDelta) for (const delta of textDeltasOf(turn)) onDelta(delta);
       const toolCalls: ToolCall[] = (turn.toolCalls ?? []).map((call, k) => ({
         id: call.id ?? `call_${index}_${k}`,
         name: call.name,
@@ -114,6 +128,36 @@ export function scriptedModel(turns: ScriptedTurns, options: ScriptedModelOption
       return response;
     },
   };
+}
+
+/** Made once per turn object: an array's turns are played again and again (benchmarks, `loop`). */
+const textDeltas = new WeakMap<ScriptedTurn, readonly ModelDelta[]>();
+
+/**
+ * The text deltas a turn streams: its `deltas`, or its text cut after whitespace into at most four pieces, so a
+ * listener sees text arrive in a few steps, the same way every time.
+ */
+function textDeltasOf(turn: ScriptedTurn): readonly ModelDelta[] {
+  let deltas = textDeltas.get(turn);
+  if (deltas === undefined) {
+    deltas = (turn.deltas ?? textPieces(turn.text ?? '')).map((text) =>
+      Object.freeze({ type: 'text' as const, text }),
+    );
+    textDeltas.set(turn, deltas);
+  }
+  return deltas;
+}
+
+const maxTextPieces = 4;
+
+function textPieces(text: string): string[] {
+  if (text === '') return [];
+  const words = text.split(/(?<=\s)(?=\S)/);
+  const size = Math.ceil(words.length / maxTextPieces);
+  const pieces: string[] = [];
+  for (let start = 0; start < words.length; start += size)
+    pieces.push(words.slice(start, start + size).join(''));
+  return pieces;
 }
 
 function ordinal(n: number): string {

@@ -62,23 +62,23 @@ export interface ToolOptions<TSchema extends z.ZodType, TResult> {
   input: TSchema;
   execute: (args: z.output<TSchema>, context: ToolContext) => TResult | Promise<TResult>;
   /** Overrides the agent's `limits.toolTimeoutMs` for this tool. */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
   /** Overrides the agent's `limits.toolRetries` for this tool. */
-  retries?: number;
+  retries?: number | undefined;
   /**
    * The tool's failure is not something the model can work around: it fails the agent actor and the session's
    * supervision strategy decides (restart from the last checkpoint, stop, or escalate). Such a tool is not retried.
    */
-  fatal?: boolean;
+  fatal?: boolean | undefined;
   /** Names of arguments that are secrets: they are redacted before anything reaches the inspector. */
-  secret?: string[];
+  secret?: string[] | undefined;
   /**
    * A person must approve each call before it runs: `true`, or a function of the (validated) arguments deciding per
    * call. The run pauses in its `awaitingApproval` state, persisted with the session, until
    * `session.approve(callId)` or `session.reject(callId, reason)` (from any process sharing the store); a rejected
    * call's reason goes back to the model. A function that throws counts as "needs approval".
    */
-  needsApproval?: boolean | ApprovalPredicate<z.output<TSchema>>;
+  needsApproval?: boolean | ApprovalPredicate<z.output<TSchema>> | undefined;
 }
 
 /** Decides whether one call needs a person's approval. */
