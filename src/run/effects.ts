@@ -6,6 +6,7 @@ import type { Message } from '../core/messages.ts';
 import type { ModelRequest } from '../core/model.ts';
 import { addUsage, emptyUsage, totalTokens, type Usage } from '../core/usage.ts';
 import type { AgentEvent, EffectCommand } from '../machines/agent.ts';
+import { denialError } from '../resources/denial-error.ts';
 import { estimateRequest, resourcesOf } from '../resources/resource-binding.ts';
 import type { Grant } from '../resources/resource-manager.ts';
 import { normalizeResponse } from './normalize-response.ts';
@@ -196,13 +197,10 @@ async function callModel(
       return abortedEvent();
     }
     if (!outcome.granted) {
-      if (
-        outcome.reason === 'budget_exhausted' ||
-        outcome.reason === 'exceeds_quota' ||
-        outcome.reason === 'unpriced_model'
-      )
+      if (outcome.reason === 'budget_exhausted')
         return { type: 'model.denied', reason: outcome.reason, message: outcome.message };
-      const info = { name: 'ResourceError', code: `resources_${outcome.reason}`, message: outcome.message };
+      // Not a spent budget (a call larger than a quota, an unpriced model): the run fails with an error naming it.
+      const info = denialError(outcome);
       bus.emit(agent.name, 'error', { message: info.message, type: info.name, code: info.code });
       return { type: 'model.error', error: info };
     }
