@@ -74,6 +74,11 @@ export interface ResourceManager {
   report429(info: { provider: string; model: string; retryAfterMs?: number }): void;
   usage(query?: { tenant?: string; session?: string }): ResourceUsage;
   priceOf(model: string): ModelPrice | undefined;
+  /**
+   * The scope whose USD budget a run opened with these options would draw on (its own or the default run budget,
+   * else its caller's, else its tenant's), or null when no USD budget applies to it.
+   */
+  usdBudgetFor(run: Pick<OpenRunOptions, 'session' | 'tenant' | 'parentSession' | 'budget'>): string | null;
   readonly events: { subscribe(listener: (notice: ResourceNotice) => void): () => void };
   /** Denies every waiting call, clears the timer. Nothing runs after it. */
   stop(): void;
@@ -136,6 +141,16 @@ export function createResourceManager(config: ResourceManagerConfig = {}): Resou
     return null;
   };
 
+  const usdBudgetFor: ResourceManager['usdBudgetFor'] = (run) => {
+    if ((run.budget ?? config.budgets?.perRun)?.usd !== undefined) return sessionScope(run.session);
+    if (run.parentSession !== undefined) return usdBudgetIn(sessionScope(run.parentSession));
+    const tenant = run.tenant ?? defaultTenant;
+    const scope = tenantScope(tenant);
+    // A tenant's scope opens with its first run: before that, its configured budget says.
+    if (state().scopes[scope]) return usdBudgetIn(scope);
+    return tenantBudget(config.budgets, tenant)?.usd !== undefined ? scope : null;
+  };
+
   return {
     kind: 'resource-manager',
     clock,
@@ -162,7 +177,7 @@ export function createResourceManager(config: ResourceManagerConfig = {}): Resou
           send({ type: 'scope.open', scope: parentScope, parent: null, ...(limit ? { limit } : {}), now });
       }
       const budget = options.budget ?? config.budgets?.perRun;
-      const usdScope = budget?.usd !== undefined ? sessionScope(options.session) : usdBudgetIn(parentScope);
+      const usdScope = usdBudgetFor(options);
       if (usdScope !== null && !findPrice(prices, options.model)) {
         throw new ConfigError(
           `${runWhere}: model "${options.model}" has no price, but ${usdScope} has a USD budget. ` +
@@ -268,6 +283,7 @@ export function createResourceManager(config: ResourceManagerConfig = {}): Resou
         clock.now(),
       ),
     priceOf: (model) => findPrice(prices, model),
+    usdBudgetFor,
     events: { subscribe: (listener) => notices.subscribe(listener) },
     stop() {
       if (stopped) return;

@@ -29,6 +29,7 @@ import {
 } from '../persistence/session-store.ts';
 import { checkpointKey, type SnapshotStore, sessionKey } from '../persistence/store.ts';
 import { createMemoryStore } from '../persistence/store-memory.ts';
+import { checkReachablePrices } from '../resources/priced-agents.ts';
 import type { ResourceManager } from '../resources/resource-manager.ts';
 import { attachResources, type RunResourceOptions } from '../resources/resource-run.ts';
 import { type InspectObserver, redactingInspector, secretArguments } from '../run/inspect.ts';
@@ -257,6 +258,7 @@ export function startSession<TOutput>(
   if (options.budget) resourceOptions.budget = options.budget;
   if (options.tenant !== undefined) resourceOptions.tenant = options.tenant;
   if (options.parentScope !== undefined) resourceOptions.parentScope = options.parentScope;
+  checkReachablePrices([entry as Agent<unknown>], resourceOptions, { sessionId, known: environment.agents });
   const detachResources = attachResources(resourceOptions, {
     sessionId,
     agent: entry.name,
