@@ -91,7 +91,7 @@ export class ReservationWaiters {
       granted: false,
       reason: 'aborted',
       scope: sessionScope(waiter.request.session),
-      message: 'The call was aborted while it waited for its quota.',
+      message: 'The call was aborted while it waited for its quota or budget.',
     });
   }
 

@@ -12,6 +12,7 @@ import {
   resourceLogic,
   type ScopeState,
 } from '../machines/resources.ts';
+import { OutputEstimates } from './output-estimates.ts';
 import {
   type Grant,
   type ReservationOutcome,
@@ -64,7 +65,11 @@ export interface ResourceManager {
   openRun(options: OpenRunOptions): void;
   /** Closes a run's scope, returning anything it still holds. Its spend stays counted in its tenant and callers. */
   closeRun(session: string): void;
-  /** Resolves when granted or denied; waits for quotas in FIFO order. Aborting the signal while waiting releases. */
+  /**
+   * Resolves when granted or denied. Waits for quotas in FIFO order, and for the calls in flight when only their
+   * estimates fill a budget (then it is granted or denied once they settle). Aborting the signal while waiting
+   * releases.
+   */
   reserve(request: ReservationRequest, signal?: AbortSignal): Promise<ReservationOutcome>;
   /** Records the call's actual usage; returns null if the grant was already settled or released. */
   settle(grant: Grant, usage: Usage): Settlement | null;
@@ -74,6 +79,11 @@ export interface ResourceManager {
   report429(info: { provider: string; model: string; retryAfterMs?: number }): void;
   usage(query?: { tenant?: string; session?: string }): ResourceUsage;
   priceOf(model: string): ModelPrice | undefined;
+  /**
+   * The output tokens a run's next call to this model is expected to write: the mean of its settled calls to it,
+   * else of all calls to that model; undefined before any settled.
+   */
+  expectedOutput(session: string, provider: string, model: string): number | undefined;
   /**
    * The scope whose USD budget a run opened with these options would draw on (its own or the default run budget,
    * else its caller's, else its tenant's), or null when no USD budget applies to it.
@@ -110,6 +120,7 @@ export function createResourceManager(config: ResourceManagerConfig = {}): Resou
   const waiters = new ReservationWaiters();
   const notices = new ResourceNotices();
   const closed = new ClosedRuns();
+  const expectedOutputs = new OutputEstimates();
   /** The tenant of every open run. */
   const tenantOf = new Map<string, string>();
   const timer = new WakeTimer(clock, () => send({ type: 'tick', now: clock.now() }));
@@ -202,6 +213,7 @@ export function createResourceManager(config: ResourceManagerConfig = {}): Resou
       }
       notices.removeSink(session);
       tenantOf.delete(session);
+      expectedOutputs.forget(session);
     },
     reserve(request, signal) {
       const scope = sessionScope(request.session);
@@ -247,6 +259,7 @@ export function createResourceManager(config: ResourceManagerConfig = {}): Resou
       if (spend?.kind !== 'spend') return null;
       const { returnedTokens, returnedUsd } = spend;
       const { session, provider, model } = grant;
+      expectedOutputs.record(session, provider, model, usage.output);
       notices.notify({
         type: 'spend',
         time: now,
@@ -283,6 +296,7 @@ export function createResourceManager(config: ResourceManagerConfig = {}): Resou
         clock.now(),
       ),
     priceOf: (model) => findPrice(prices, model),
+    expectedOutput: (session, provider, model) => expectedOutputs.expected(session, provider, model),
     usdBudgetFor,
     events: { subscribe: (listener) => notices.subscribe(listener) },
     stop() {

@@ -15,6 +15,20 @@ export type ResourceNotice =
     }
   | { type: 'quota_wait'; time: number; session: string; quota: string; position: number }
   | {
+      /** A call waits because the calls in flight hold the rest of a budget; it is granted or denied once they settle. */
+      type: 'budget_wait';
+      time: number;
+      session: string;
+      /** The scope whose budget holds it back. */
+      scope: string;
+      /** The id its grant will carry. */
+      reservation: string;
+      dimension: 'tokens' | 'usd';
+      spent: number;
+      reserved: number;
+      limit: number;
+    }
+  | {
       type: 'spend';
       time: number;
       session: string;

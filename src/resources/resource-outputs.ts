@@ -43,6 +43,22 @@ export function dispatchOutput(
         });
       return;
     }
+    case 'budget_wait': {
+      const session = waiters.sessionOf(output.id);
+      if (session !== undefined)
+        notices.notify({
+          type: 'budget_wait',
+          time: now,
+          session,
+          scope: output.blocking,
+          reservation: output.id,
+          dimension: output.dimension,
+          spent: output.spent,
+          reserved: output.reserved,
+          limit: output.limit,
+        });
+      return;
+    }
     case 'released':
       waiters.released(output.id);
       return;

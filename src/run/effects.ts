@@ -188,10 +188,8 @@ async function callModel(
   let grant: Grant | undefined;
   if (resources) {
     const { provider, model } = agent.model;
-    const outcome = await resources.reserve(
-      { session: bus.sessionId, provider, model, estimate: estimateRequest(request) },
-      signal,
-    );
+    const estimate = estimateRequest(request, resources.expectedOutput(bus.sessionId, provider, model));
+    const outcome = await resources.reserve({ session: bus.sessionId, provider, model, estimate }, signal);
     if (signal.aborted) {
       if (outcome.granted) resources.release(outcome.grant);
       return abortedEvent();

@@ -35,6 +35,12 @@ function checkInvariants(state: ResourceState, where: string): void {
     expect([...scope.held].sort(), where).toEqual(own.map((r) => r.id).sort());
   }
   const granted = Object.values(state.reservations).filter((r) => r.status === 'granted');
+  for (const scope of Object.values(state.scopes)) {
+    // A scope counts the granted calls whose estimates it holds; with none it holds nothing.
+    expect(scope.callsInFlight, where).toBe(granted.filter((r) => r.chain.includes(scope.id)).length);
+    if (scope.callsInFlight === 0) expect([scope.reservedTokens, scope.reservedUsd], where).toEqual([0, 0]);
+  }
+  for (const r of granted) expect(r.heldBy, where).toBeNull();
   for (const quota of Object.values(state.quotas)) {
     expect(quota.inFlight, where).toBe(granted.filter((r) => r.quotas.includes(quota.key)).length);
     if (quota.requestsPerMinute !== null)

@@ -16,8 +16,10 @@ import {
  * runs on until nothing waits. Then:
  *   (1) no budget's spend exceeds it by more than one reservation;
  *   (2) no quota window is exceeded: requests and tokens per minute, calls in flight, nothing during a retry-after;
- *   (3) every call was granted or denied (or aborted by its caller); waiting calls are granted first come, first served;
- *   (4) a reservation is returned exactly once, and nothing stays reserved.
+ *   (3) every call was granted or denied (or aborted by its caller); waiting calls are granted first come, first served,
+ *       except that a call held back by its budget's calls in flight lets the calls behind it pass;
+ *   (4) a reservation is returned exactly once, and nothing stays reserved;
+ *   (5) a call is denied for a budget only once that budget's spend has reached it: reservations alone make it wait.
  */
 
 const numRuns = process.env.CI ? 500 : 120;
@@ -138,6 +140,22 @@ describe('resource manager properties (simulated clock)', () => {
           });
           openRuns(manager, world.runTokens);
           const calls: Call[] = [];
+          /** Reservations that waited for their budget's calls in flight at some point. */
+          const heldByBudget = new Set<string>();
+          const deniedWhileUnspent: string[] = [];
+          manager.events.subscribe((notice) => {
+            if (notice.type === 'budget_wait') heldByBudget.add(notice.reservation);
+            if (notice.type === 'denied' && notice.reason === 'budget_exhausted') {
+              // (5) checked when the denial happens, against the spend of the scope that denied it.
+              const tenant = notice.scope.startsWith('tenant:');
+              const name = notice.scope.slice(notice.scope.indexOf(':') + 1);
+              const usage = tenant
+                ? manager.usage({ tenant: name }).tenant
+                : manager.usage({ session: name }).session;
+              if (usage?.tokensLimit == null || usage.windowTokens < usage.tokensLimit)
+                deniedWhileUnspent.push(`${notice.scope}: ${JSON.stringify(usage)}`);
+            }
+          });
           /** Retry-after blocks: no grant after the 429 (`grantsBefore` grants had happened) before `until`. */
           const blocked: { grantsBefore: number; until: number }[] = [];
           let grants = 0;
@@ -274,10 +292,11 @@ describe('resource manager properties (simulated clock)', () => {
               expect((call.grantOrder as number) >= block.grantsBefore && at < block.until).toBe(false);
           }
           expect(maxInFlightSeen).toBeLessThanOrEqual(world.maxInFlight);
-          // (3) FIFO: a call granted after waiting was never overtaken by a later call.
+          // (3) FIFO: a call granted after waiting was never overtaken by a later call, unless the earlier one was
+          // held back by its own budget (then calls of other budgets may pass it).
           for (const call of granted) {
             for (const earlier of call.queuedBehind.map((seq) => calls[seq] as Call)) {
-              if (earlier.outcome?.granted)
+              if (earlier.outcome?.granted && !heldByBudget.has(grantOf(earlier).id))
                 expect(earlier.grantOrder as number).toBeLessThan(call.grantOrder as number);
             }
           }
@@ -306,6 +325,8 @@ describe('resource manager properties (simulated clock)', () => {
           ])
             expect(usage?.reservedTokens).toBe(0);
           for (const call of calls) expect(call.returned).toBeLessThanOrEqual(1);
+          // (5) Denied only by spend, never by reservations alone.
+          expect(deniedWhileUnspent).toEqual([]);
           manager.stop();
         },
       ),
