@@ -82,7 +82,8 @@ function forward(bus: EventBus, agent: string, notice: ResourceNotice): void {
       });
       return;
     default:
-      // Denials end the run (its result says why); rate limits are manager-wide.
+      // Denials end the run (its result says why); rate limits are manager-wide; budget waits have no run event
+      // type yet, so only the manager's subscribers see them.
       return;
   }
 }

@@ -183,7 +183,7 @@ async function callModel(
     onDelta: runtime.onDelta,
   };
   if (command.schemaEnabled && agent.outputSpec) request.output = agent.outputSpec;
-  // R1-R6: a run with a resource manager reserves an estimate first; a denial stops the run (budget_exhausted).
+  // A run with a resource manager reserves an estimate first; a spent budget stops the run (budget_exhausted).
   const resources = resourcesOf(bus.sessionId);
   let grant: Grant | undefined;
   if (resources) {

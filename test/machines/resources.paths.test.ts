@@ -18,7 +18,7 @@ import {
 } from './resources-paths.ts';
 
 /**
- * Tests generated from the resource manager's transition function (REQUIREMENTS V1, issue 5): xstate/graph
+ * Tests generated from the resource manager's transition function: xstate/graph
  * enumerates shortest paths to every abstract state (and every branch taken into it) of small worlds; each path is
  * replayed on the runtime actor (the in-place logic that createResourceManager runs), which must end in the
  * abstract state the traversal reached and in exactly the state the pure (copying) function computes for the same

@@ -9,7 +9,7 @@ import {
 } from '../../src/resources/resource-manager.ts';
 
 /**
- * Properties of the resource manager (issue 5) under random schedules on a simulated clock: concurrent
+ * Properties of the resource manager under random schedules on a simulated clock: concurrent
  * reservations from runs of two tenants (one run nested in another), settlements (actual usage at most the
  * estimate, as a call's output is capped by its max output tokens), releases (twice, on purpose), aborts of
  * waiting calls, 429s and time passing. After each schedule every outstanding call is settled or released and time
@@ -306,7 +306,7 @@ describe('resource manager properties (simulated clock)', () => {
             granted.filter((call) => call.session === session).reduce((sum, call) => sum + call.spent, 0);
           const s0 = manager.usage({ session: 's0' });
           const s1 = manager.usage({ session: 's1' });
-          // The nested run's spend shows on its caller's budget (R5).
+          // The nested run's spend shows on its caller's budget.
           expect(s0.session?.spentTokens).toBe(spentOf(0) + spentOf(2));
           expect(s1.session?.spentTokens).toBe(spentOf(1));
           for (const usage of [s0.session, s1.session, s0.tenant, s1.tenant]) {

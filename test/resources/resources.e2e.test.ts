@@ -68,7 +68,7 @@ describe('budgets end to end', () => {
     expect(() => validateHistory(result.history)).not.toThrow();
     expect(result.toolCalls).toBeGreaterThan(0);
     const spent = result.usage.input + result.usage.output;
-    // Spend may pass the budget by at most one call (R6): 5 calls of 400 reach exactly 2,000 here.
+    // Spend may pass the budget by at most one call: 5 calls of 400 reach exactly 2,000 here.
     expect(spent).toBeGreaterThanOrEqual(2_000);
     expect(spent).toBeLessThanOrEqual(2_000 + 400);
     const spends = events.filter((event) => event.type === 'spend');
