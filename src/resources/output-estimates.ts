@@ -39,7 +39,7 @@ export class OutputEstimates {
       run = [];
       this.#byRun.set(session, run);
     }
-    let own = run.find((mean) => mean.model === model && mean.provider === provider);
+    let own = meanOf(run, provider, model);
     if (!own) {
       own = { provider, model, calls: 0, tokens: 0 };
       run.push(own);
@@ -50,8 +50,8 @@ export class OutputEstimates {
 
   /** The expected output tokens of the run's next call to this model; undefined before any call of it settled. */
   expected(session: string, provider: string, model: string): number | undefined {
-    const own = this.#byRun.get(session)?.find((mean) => mean.model === model && mean.provider === provider);
-    const mean = own ?? this.#byModel.get(provider)?.get(model);
+    const run = this.#byRun.get(session);
+    const mean = (run && meanOf(run, provider, model)) ?? this.#byModel.get(provider)?.get(model);
     return mean ? Math.ceil(mean.tokens / mean.calls) : undefined;
   }
 
@@ -59,4 +59,9 @@ export class OutputEstimates {
   forget(session: string): void {
     this.#byRun.delete(session);
   }
+}
+
+function meanOf(means: readonly Mean[], provider: string, model: string): Mean | undefined {
+  for (const mean of means) if (mean.model === model && mean.provider === provider) return mean;
+  return undefined;
 }

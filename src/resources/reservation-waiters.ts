@@ -50,8 +50,8 @@ export class ReservationWaiters {
     return this.#waiting.has(id);
   }
 
-  /** What to call once the call no longer waits: stops listening for its abort. */
-  onSettled(id: string, detach: () => void): void {
+  /** Removes the call's abort listener once the call is answered. */
+  setAbortListener(id: string, detach: () => void): void {
     const waiter = this.#waiting.get(id);
     if (waiter) waiter.detach = detach;
   }

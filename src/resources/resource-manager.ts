@@ -242,7 +242,7 @@ export function createResourceManager(config: ResourceManagerConfig = {}): Resou
         send({ type: 'reserve', id, scope, provider, model, tokens, usd, now: clock.now() });
         // Usually the call is granted (or denied) during that send: only a call that waits listens for an abort.
         if (signal && waiters.isWaiting(id))
-          waiters.onSettled(
+          waiters.setAbortListener(
             id,
             whenAborted(signal, () => send({ type: 'release', id, now: clock.now() })),
           );
