@@ -1,18 +1,15 @@
 /**
- * The resource manager handle on the hot path, from the sources (bench/w5.ts measures the built package the same
- * way inside the full benchmark): with S runs open and each holding one granted call, the latency of `reserve`
- * until its grant, reserve + settle per call, and the events per second the manager's actor takes when all S runs
- * call back to back; then in the path: S concurrent runs (3 tool steps and an answer, instant model and tool) with
- * and without a shared manager, and what the manager adds per model call.
+ * The resource manager handle on the hot path, on the built package (`npm run build` first; bench/w5.ts
+ * measures it the same way inside the full benchmark): with S runs open and each holding one granted call, the
+ * latency of `reserve` until its grant, reserve + settle per call, and the events per second the manager's actor
+ * takes when all S runs call back to back; then in the path: S concurrent runs (3 tool steps and an answer,
+ * instant model and tool) with and without a shared manager, and what the manager adds per model call.
  *
- *   node bench/resources/grant.ts [--quick]
+ *   npm run build && node bench/resources/grant.ts [--quick]
  */
 import { z } from 'zod';
-import { defineAgent } from '../../src/agent/define-agent.ts';
-import { createResourceManager, type ResourceManager } from '../../src/resources/resource-manager.ts';
-import { run } from '../../src/run/run.ts';
-import { scriptedModel } from '../../src/testing/scripted-model.ts';
-import { tool } from '../../src/tools/tool.ts';
+import { createResourceManager, defineAgent, type ResourceManager, run, tool } from '../../dist/index.js';
+import { scriptedModel } from '../../dist/testing/index.js';
 
 const quick = process.argv.includes('--quick');
 const sizes = [1, 100, 10_000];

@@ -1,8 +1,9 @@
 import { fromTransition } from 'xstate';
 
 /**
- * The resource manager's logic (REQUIREMENTS R1-R6): budgets per scope, quotas per provider and model, in-flight
- * limits, and the FIFO queue of reservations that must wait. A transition function over plain, serializable data:
+ * The resource manager's logic: budgets per scope, quotas per provider and model, in-flight limits, and the queue
+ * of reservations that must wait (first come, first served per quota; a call whose budget is only held by calls in
+ * flight waits for them to settle). A transition function over plain, serializable data:
  * it reads no clock (every event carries `now`), does no I/O, never throws, and says what it decided in `outbox`
  * (decisions and notices) and `trace` (which branch it took, for the generated tests).
  *
@@ -62,6 +63,8 @@ export interface ScopeState {
   /** Estimates of granted calls not settled yet. */
   reservedTokens: number;
   reservedUsd: number;
+  /** Granted calls not settled yet whose estimates are in `reserved*` (this scope's and its descendants'). */
+  callsInFlight: number;
   warnedTokens: boolean;
   warnedUsd: boolean;
   calls: number;
@@ -104,6 +107,11 @@ export interface Reservation {
   logSeqs: Record<string, number>;
   status: 'waiting' | 'granted';
   requestedAt: number;
+  /**
+   * While it waits: the scope whose budget is held by calls in flight (it waits for them to settle, and holds no
+   * place in its quotas' queues meanwhile); null when it waits for a quota.
+   */
+  heldBy: string | null;
 }
 
 export interface ResourceState {
@@ -174,6 +182,18 @@ export interface ScopeSummary {
 export type ResourceOutput =
   | { kind: 'granted'; id: string; scope: string; waitedMs: number }
   | { kind: 'waiting'; id: string; scope: string; quota: string; position: number }
+  | {
+      kind: 'budget_wait';
+      id: string;
+      scope: string;
+      /** The scope whose budget is held by calls in flight. */
+      blocking: string;
+      /** Spend in the window and the estimates in flight, in the dimension that holds the call back. */
+      spent: number;
+      reserved: number;
+      limit: number;
+      dimension: 'tokens' | 'usd';
+    }
   | { kind: 'denied'; id: string; scope: string; reason: DenialReason; blocking: string; message: string }
   | {
       kind: 'spend';
@@ -210,6 +230,7 @@ export const resourceBranches = [
   'scope.close_unknown',
   'reserve.granted',
   'reserve.queued',
+  'reserve.held_budget',
   'reserve.denied_budget',
   'reserve.denied_unpriced',
   'reserve.denied_exceeds_quota',
@@ -217,6 +238,7 @@ export const resourceBranches = [
   'reserve.duplicate',
   'wait.granted',
   'wait.denied_budget',
+  'wait.held_budget',
   'wait.still_waiting',
   'settle.settled',
   'settle.unknown',
@@ -400,6 +422,7 @@ function openScope(state: ResourceState, event: Extract<ResourceEvent, { type: '
     window: [],
     reservedTokens: 0,
     reservedUsd: 0,
+    callsInFlight: 0,
     warnedTokens: false,
     warnedUsd: false,
     calls: 0,
@@ -459,41 +482,84 @@ function expireWindow(state: ResourceState, scope: ScopeState, now: number): voi
   }
 }
 
-/** The first scope of the chain whose budget is used up (spend in window plus reservations), if any. */
-function exhaustedScope(
+/** Why a call may not be granted now for its budgets: denied for good, or held until calls in flight settle. */
+type BudgetVerdict =
+  | { kind: 'deny'; scope: ScopeState; reason: DenialReason; message: string }
+  | {
+      kind: 'held';
+      scope: ScopeState;
+      dimension: 'tokens' | 'usd';
+      spent: number;
+      reserved: number;
+      limit: number;
+    };
+
+/**
+ * Whether the budgets of the chain let a call start. A call may start while anything is left of every budget after
+ * the spend and the estimates of the calls in flight, so spend exceeds a budget by at most one call. A budget whose
+ * spend has reached its limit denies the call; one that only the calls in flight fill holds it until they settle
+ * (their actual usage is usually far below their estimates). A denial anywhere in the chain wins over a hold.
+ */
+function budgetVerdict(
   state: ResourceState,
   chain: string[],
+  model: string,
   usd: number | null,
   now: number,
-): { scope: ScopeState; reason: DenialReason; message: string } | null {
+): BudgetVerdict | null {
+  let held: BudgetVerdict | null = null;
   for (const id of chain) {
     const scope = state.scopes[id];
     if (!scope) continue;
     expireWindow(state, scope, now);
     if (scope.usdLimit !== null && usd === null) {
       return {
+        kind: 'deny',
         scope,
         reason: 'unpriced_model',
-        message: `scope ${id} has a USD budget but the model has no price`,
+        message: `model "${model}" has no price, but ${id} has a USD budget`,
       };
     }
-    // A call may start while anything is left: spend can exceed a budget by at most the last granted call (R6).
-    if (scope.tokensLimit !== null && scope.windowTokens + scope.reservedTokens >= scope.tokensLimit) {
-      return {
-        scope,
-        reason: 'budget_exhausted',
-        message: `token budget of ${id} exhausted: ${scope.windowTokens} spent and ${scope.reservedTokens} reserved of ${scope.tokensLimit}`,
-      };
+    if (scope.tokensLimit !== null) {
+      if (scope.windowTokens >= scope.tokensLimit) {
+        return {
+          kind: 'deny',
+          scope,
+          reason: 'budget_exhausted',
+          message: `token budget of ${id} exhausted: ${scope.windowTokens} spent of ${scope.tokensLimit}`,
+        };
+      }
+      if (held === null && scope.windowTokens + scope.reservedTokens >= scope.tokensLimit)
+        held = {
+          kind: 'held',
+          scope,
+          dimension: 'tokens',
+          spent: scope.windowTokens,
+          reserved: scope.reservedTokens,
+          limit: scope.tokensLimit,
+        };
     }
-    if (scope.usdLimit !== null && scope.windowUsd + scope.reservedUsd >= scope.usdLimit) {
-      return {
-        scope,
-        reason: 'budget_exhausted',
-        message: `USD budget of ${id} exhausted: $${round(scope.windowUsd)} spent and $${round(scope.reservedUsd)} reserved of $${scope.usdLimit}`,
-      };
+    if (scope.usdLimit !== null) {
+      if (scope.windowUsd >= scope.usdLimit) {
+        return {
+          kind: 'deny',
+          scope,
+          reason: 'budget_exhausted',
+          message: `USD budget of ${id} exhausted: $${round(scope.windowUsd)} spent of $${scope.usdLimit}`,
+        };
+      }
+      if (held === null && scope.windowUsd + scope.reservedUsd >= scope.usdLimit)
+        held = {
+          kind: 'held',
+          scope,
+          dimension: 'usd',
+          spent: scope.windowUsd,
+          reserved: scope.reservedUsd,
+          limit: scope.usdLimit,
+        };
     }
   }
-  return null;
+  return held;
 }
 
 function round(usd: number): string {
@@ -586,13 +652,13 @@ function reserve(state: ResourceState, event: Extract<ResourceEvent, { type: 're
     deny('unknown_scope', event.scope, `unknown budget scope ${event.scope}`, 'reserve.denied_unknown_scope');
     return;
   }
-  const exhausted = exhaustedScope(state, chain, event.usd, event.now);
-  if (exhausted) {
+  const verdict = budgetVerdict(state, chain, event.model, event.usd, event.now);
+  if (verdict?.kind === 'deny') {
     deny(
-      exhausted.reason,
-      exhausted.scope.id,
-      exhausted.message,
-      exhausted.reason === 'unpriced_model' ? 'reserve.denied_unpriced' : 'reserve.denied_budget',
+      verdict.reason,
+      verdict.scope.id,
+      verdict.message,
+      verdict.reason === 'unpriced_model' ? 'reserve.denied_unpriced' : 'reserve.denied_budget',
     );
     return;
   }
@@ -622,9 +688,17 @@ function reserve(state: ResourceState, event: Extract<ResourceEvent, { type: 're
     logSeqs: {},
     status: 'waiting',
     requestedAt: event.now,
+    heldBy: null,
   };
   state.reservations[event.id] = reservation;
   state.scopes[event.scope]?.held.push(event.id);
+  if (verdict) {
+    // Only calls in flight stand in the way: wait for them to settle, then grant or deny.
+    state.trace.push('reserve.held_budget');
+    state.waiting.push(event.id);
+    holdBack(state, reservation, verdict);
+    return;
+  }
   // FIFO per quota: a newcomer never overtakes a waiting call that shares one of its quotas.
   const behind = state.waiting.length > 0 && sharesQuotaWithWaiter(state, quotas);
   if (!behind && allQuotasAllow(state, reservation, event.now)) {
@@ -657,7 +731,7 @@ function sharesQuotaWithWaiter(state: ResourceState, quotas: string[]): boolean 
   if (quotas.length === 0) return false;
   for (const id of state.waiting) {
     const waiter = state.reservations[id];
-    if (waiter?.quotas.some((key) => quotas.includes(key))) return true;
+    if (waiter && waiter.heldBy === null && waiter.quotas.some((key) => quotas.includes(key))) return true;
   }
   return false;
 }
@@ -677,6 +751,7 @@ function grant(state: ResourceState, reservation: Reservation, now: number): voi
     if (!scope) continue;
     scope.reservedTokens += reservation.tokens;
     scope.reservedUsd += reservation.usd ?? 0;
+    scope.callsInFlight += 1;
   }
   for (const key of reservation.quotas) {
     const quota = state.quotas[key];
@@ -703,7 +778,13 @@ function unreserve(state: ResourceState, reservation: Reservation): void {
     if (!scope) continue;
     scope.reservedTokens -= reservation.tokens;
     scope.reservedUsd -= reservation.usd ?? 0;
-    if (Math.abs(scope.reservedUsd) < 1e-12) scope.reservedUsd = 0;
+    scope.callsInFlight -= 1;
+    if (scope.callsInFlight <= 0) {
+      // Nothing in flight holds exactly nothing: no float residue may hold a waiting call back.
+      scope.callsInFlight = 0;
+      scope.reservedTokens = 0;
+      scope.reservedUsd = 0;
+    } else if (Math.abs(scope.reservedUsd) < 1e-12) scope.reservedUsd = 0;
   }
   for (const key of reservation.quotas) {
     const quota = state.quotas[key];
@@ -852,7 +933,10 @@ function rateLimited(state: ResourceState, event: Extract<ResourceEvent, { type:
   state.nextWakeAt = nextWake(state, event.now);
 }
 
-/** Grants (or denies) waiting reservations in arrival order, keeping FIFO per quota. */
+/**
+ * Grants (or denies) waiting reservations in arrival order, keeping FIFO per quota. A call held by its budget's
+ * calls in flight keeps waiting without holding back the calls behind it in its quotas' queues.
+ */
 function drain(state: ResourceState, now: number): void {
   if (state.waiting.length === 0) {
     state.nextWakeAt = null;
@@ -863,26 +947,28 @@ function drain(state: ResourceState, now: number): void {
   for (const id of state.waiting) {
     const reservation = state.reservations[id];
     if (!reservation) continue;
-    if (reservation.quotas.some((key) => blocked.has(key))) {
-      for (const key of reservation.quotas) blocked.add(key);
-      still.push(id);
-      continue;
-    }
-    const exhausted = exhaustedScope(state, reservation.chain, reservation.usd, now);
-    if (exhausted) {
+    const verdict = budgetVerdict(state, reservation.chain, reservation.model, reservation.usd, now);
+    if (verdict?.kind === 'deny') {
       state.trace.push('wait.denied_budget');
       forget(state, reservation);
       state.outbox.push({
         kind: 'denied',
         id,
         scope: reservation.scope,
-        reason: exhausted.reason,
-        blocking: exhausted.scope.id,
-        message: exhausted.message,
+        reason: verdict.reason,
+        blocking: verdict.scope.id,
+        message: verdict.message,
       });
       continue;
     }
-    if (allQuotasAllow(state, reservation, now)) {
+    if (verdict) {
+      state.trace.push('wait.held_budget');
+      holdBack(state, reservation, verdict);
+      still.push(id);
+      continue;
+    }
+    reservation.heldBy = null;
+    if (!reservation.quotas.some((key) => blocked.has(key)) && allQuotasAllow(state, reservation, now)) {
       state.trace.push('wait.granted');
       grant(state, reservation, now);
       continue;
@@ -895,10 +981,30 @@ function drain(state: ResourceState, now: number): void {
   state.nextWakeAt = nextWake(state, now);
 }
 
+/** Marks a waiting reservation as held by its budget's calls in flight; says so once, when it starts. */
+function holdBack(
+  state: ResourceState,
+  reservation: Reservation,
+  verdict: Extract<BudgetVerdict, { kind: 'held' }>,
+): void {
+  if (reservation.heldBy !== null) return;
+  reservation.heldBy = verdict.scope.id;
+  state.outbox.push({
+    kind: 'budget_wait',
+    id: reservation.id,
+    scope: reservation.scope,
+    blocking: verdict.scope.id,
+    dimension: verdict.dimension,
+    spent: verdict.spent,
+    reserved: verdict.reserved,
+    limit: verdict.limit,
+  });
+}
+
 /**
  * The earliest time at which a waiting reservation may become grantable by the passing of time: a retry-after
- * ending or the oldest call leaving a quota's window. Calls waiting on in-flight slots are woken by settle and
- * release instead. Null when nothing waits on time.
+ * ending or the oldest call leaving a quota's window. Calls waiting on in-flight slots or held by their budget are
+ * woken by settle and release instead. Null when nothing waits on time.
  */
 function nextWake(state: ResourceState, now: number): number | null {
   if (state.waiting.length === 0) return null;
@@ -906,7 +1012,8 @@ function nextWake(state: ResourceState, now: number): number | null {
   const seen = new Set<string>();
   for (const id of state.waiting) {
     const reservation = state.reservations[id];
-    if (!reservation) continue;
+    // A call held by its budget is woken by the settlement it waits for, not by time.
+    if (!reservation || reservation.heldBy !== null) continue;
     for (const key of reservation.quotas) {
       if (seen.has(key)) continue;
       seen.add(key);

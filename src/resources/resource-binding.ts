@@ -1,5 +1,6 @@
 import type { Message } from '../core/messages.ts';
 import type { ModelRequest, ToolSpec } from '../core/model.ts';
+import { defaultOutputEstimate } from './output-estimates.ts';
 import type { ResourceManager } from './resource-manager.ts';
 
 /**
@@ -20,8 +21,8 @@ export function unbindResources(sessionId: string): void {
   bindings.delete(sessionId);
 }
 
-/** Output tokens reserved for a call whose settings set no `maxOutputTokens`. */
-export const defaultOutputEstimate = 1024;
+export { defaultOutputEstimate };
+
 /** Rough tokens per image part (providers bill a few hundred to a couple of thousand). */
 const imageTokens = 1000;
 /** Framing tokens per message (role, separators). */
@@ -29,10 +30,14 @@ const messageOverhead = 4;
 
 /**
  * A cheap, deliberately rough estimate of a request's size: about four characters per token for text, tool
- * specs and the output schema, plus the most the call may write. It is only a reservation: the settlement
- * replaces it with the provider's count, and a budget can be exceeded by at most one call (R6).
+ * specs and the output schema, plus what the call is expected to write (`expectedOutput`, the running mean the
+ * manager learned, else a small default), never more than its `maxOutputTokens`. It is only a reservation: the
+ * settlement replaces it with the provider's count, and a budget can be exceeded by at most one call.
  */
-export function estimateRequest(request: ModelRequest): { input: number; output: number } {
+export function estimateRequest(
+  request: ModelRequest,
+  expectedOutput: number = defaultOutputEstimate,
+): { input: number; output: number } {
   let chars = 0;
   let extra = 0;
   for (const message of request.messages) {
@@ -51,7 +56,7 @@ export function estimateRequest(request: ModelRequest): { input: number; output:
   }
   return {
     input: Math.ceil(chars / 4) + extra,
-    output: request.settings.maxOutputTokens ?? defaultOutputEstimate,
+    output: Math.min(expectedOutput, request.settings.maxOutputTokens ?? expectedOutput),
   };
 }
 

@@ -22,9 +22,7 @@ export function attachResources(
   options: RunResourceOptions,
   run: { sessionId: string; agent: string; provider: string; model: string; clock: Clock; bus: EventBus },
 ): (() => void) | undefined {
-  // A nested run draws on its caller's manager, found through the caller's session (R5).
-  const parentManager = options.parentScope !== undefined ? resourcesOf(options.parentScope) : undefined;
-  const shared = options.resources ?? parentManager;
+  const shared = sharedManagerOf(options);
   const manager =
     shared ?? (options.budget !== undefined ? createResourceManager({ clock: run.clock }) : undefined);
   if (!manager) return undefined;
@@ -50,6 +48,12 @@ export function attachResources(
     manager.closeRun(run.sessionId);
     if (owned) manager.stop();
   };
+}
+
+/** The manager a run shares: its own option, else its caller's (a nested run draws on its caller's budgets). */
+export function sharedManagerOf(options: RunResourceOptions): ResourceManager | undefined {
+  if (options.resources) return options.resources;
+  return options.parentScope !== undefined ? resourcesOf(options.parentScope) : undefined;
 }
 
 /** A run's own notices become events on its stream. */
@@ -78,7 +82,8 @@ function forward(bus: EventBus, agent: string, notice: ResourceNotice): void {
       });
       return;
     default:
-      // Denials end the run (its result says why); rate limits are manager-wide.
+      // Denials end the run (its result says why); rate limits are manager-wide; budget waits have no run event
+      // type yet, so only the manager's subscribers see them.
       return;
   }
 }

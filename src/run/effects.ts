@@ -7,6 +7,7 @@ import type { Message, ToolCall } from '../core/messages.ts';
 import type { ModelRequest } from '../core/model.ts';
 import { addUsage, emptyUsage, totalTokens, type Usage } from '../core/usage.ts';
 import type { AgentContext, AgentEvent, EffectCommand, ToolOutcome } from '../machines/agent.ts';
+import { denialError } from '../resources/denial-error.ts';
 import { estimateRequest, resourcesOf } from '../resources/resource-binding.ts';
 import type { Grant } from '../resources/resource-manager.ts';
 import { type ClassifiedCalls, classifyCalls, type DecidedOutcomes } from './approval-check.ts';
@@ -376,27 +377,22 @@ async function callModel(
     },
   };
   if (command.schemaEnabled && agent.outputSpec) request.output = agent.outputSpec;
-  // A run with a resource manager reserves an estimate first; a denial stops the run (budget_exhausted).
+  // A run with a resource manager reserves an estimate first; a spent budget stops the run (budget_exhausted).
   const resources = resourcesOf(bus.sessionId);
   let grant: Grant | undefined;
   if (resources) {
     const { provider, model } = agent.model;
-    const outcome = await resources.reserve(
-      { session: bus.sessionId, provider, model, estimate: estimateRequest(request) },
-      signal,
-    );
+    const estimate = estimateRequest(request, resources.expectedOutput(bus.sessionId, provider, model));
+    const outcome = await resources.reserve({ session: bus.sessionId, provider, model, estimate }, signal);
     if (signal.aborted) {
       if (outcome.granted) resources.release(outcome.grant);
       return abortedEvent();
     }
     if (!outcome.granted) {
-      if (
-        outcome.reason === 'budget_exhausted' ||
-        outcome.reason === 'exceeds_quota' ||
-        outcome.reason === 'unpriced_model'
-      )
+      if (outcome.reason === 'budget_exhausted')
         return { type: 'model.denied', reason: outcome.reason, message: outcome.message };
-      const info = { name: 'ResourceError', code: `resources_${outcome.reason}`, message: outcome.message };
+      // Not a spent budget (a call larger than a quota, an unpriced model): the run fails with an error naming it.
+      const info = denialError(outcome);
       emitFrom(runtime, 'error', { message: info.message, type: info.name, code: info.code });
       return { type: 'model.error', error: info };
     }

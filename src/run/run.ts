@@ -16,6 +16,7 @@ import {
   type AgentMachineOutput,
   agentOutputOf,
 } from '../machines/agent.ts';
+import { checkReachablePrices } from '../resources/priced-agents.ts';
 import type { ResourceManager } from '../resources/resource-manager.ts';
 import { attachResources } from '../resources/resource-run.ts';
 import { needsSession, runInSession } from '../system/session-run.ts';
@@ -81,6 +82,7 @@ function startRun<TOutput>(
   const sessionId = options.sessionId ?? randomUUID();
   const clock = options.clock ?? systemClock;
   const bus = new EventBus(sessionId, clock);
+  checkReachablePrices([agent as Agent<unknown>], options, { sessionId });
   const detachResources = attachResources(options, {
     sessionId,
     agent: agent.name,

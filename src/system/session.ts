@@ -30,6 +30,7 @@ import type {
   StoredSessionState,
   StoredSessionStatus,
 } from '../persistence/store.ts';
+import { checkReachablePrices } from '../resources/priced-agents.ts';
 import type { ResourceManager } from '../resources/resource-manager.ts';
 import { attachResources, type RunResourceOptions } from '../resources/resource-run.ts';
 import { type InspectObserver, redactingInspector, secretArguments } from '../run/inspect.ts';
@@ -296,6 +297,7 @@ export function startSession<TOutput>(
   if (budget) resourceOptions.budget = budget;
   if (storedOptions.tenant !== undefined) resourceOptions.tenant = storedOptions.tenant;
   if (storedOptions.parentScope !== undefined) resourceOptions.parentScope = storedOptions.parentScope;
+  checkReachablePrices([entry as Agent<unknown>], resourceOptions, { sessionId, known: environment.agents });
   const detachResources = attachResources(resourceOptions, {
     sessionId,
     agent: entry.name,

@@ -108,7 +108,7 @@ export const harnessWorlds: { name: string; events: HarnessEvent[] }[] = [
 ];
 
 /**
- * The abstract state: what decides the next branch (budget used up or warned, reservations and their status, the
+ * The abstract state: what decides the next branch (budget used up, held or warned, reservations and their status, the
  * queue, quota fill, block and age of the oldest entry, time in 30-second steps), not the exact sums, which would
  * make the space too large to traverse.
  */
@@ -117,6 +117,7 @@ export function harnessKey(state: HarnessState): string {
   const scopes = Object.values(rm.scopes).map((scope) => [
     scope.id,
     scope.tokensLimit !== null && scope.windowTokens + scope.reservedTokens >= scope.tokensLimit,
+    scope.tokensLimit !== null && scope.windowTokens >= scope.tokensLimit,
     scope.reservedTokens > 0,
     scope.window.length > 0,
     scope.warnedTokens,
@@ -128,7 +129,7 @@ export function harnessKey(state: HarnessState): string {
     quota.inFlight,
     quota.blockedUntil > now,
   ]);
-  const reservations = Object.values(rm.reservations).map((r) => [r.id, r.status]);
+  const reservations = Object.values(rm.reservations).map((r) => [r.id, r.status, r.heldBy]);
   return JSON.stringify({ scopes, quotas, reservations, waiting: rm.waiting, t: Math.floor(now / 30_000) });
 }
 

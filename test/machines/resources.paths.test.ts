@@ -18,7 +18,7 @@ import {
 } from './resources-paths.ts';
 
 /**
- * Tests generated from the resource manager's transition function (REQUIREMENTS V1, issue 5): xstate/graph
+ * Tests generated from the resource manager's transition function: xstate/graph
  * enumerates shortest paths to every abstract state (and every branch taken into it) of small worlds; each path is
  * replayed on the runtime actor (the in-place logic that createResourceManager runs), which must end in the
  * abstract state the traversal reached and in exactly the state the pure (copying) function computes for the same
@@ -35,6 +35,12 @@ function checkInvariants(state: ResourceState, where: string): void {
     expect([...scope.held].sort(), where).toEqual(own.map((r) => r.id).sort());
   }
   const granted = Object.values(state.reservations).filter((r) => r.status === 'granted');
+  for (const scope of Object.values(state.scopes)) {
+    // A scope counts the granted calls whose estimates it holds; with none it holds nothing.
+    expect(scope.callsInFlight, where).toBe(granted.filter((r) => r.chain.includes(scope.id)).length);
+    if (scope.callsInFlight === 0) expect([scope.reservedTokens, scope.reservedUsd], where).toEqual([0, 0]);
+  }
+  for (const r of granted) expect(r.heldBy, where).toBeNull();
   for (const quota of Object.values(state.quotas)) {
     expect(quota.inFlight, where).toBe(granted.filter((r) => r.quotas.includes(quota.key)).length);
     if (quota.requestsPerMinute !== null)

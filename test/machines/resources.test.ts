@@ -153,3 +153,78 @@ describe('resource transition function: requests-per-minute boundary', () => {
       expect(times.filter((t) => t > at - 60_000 && t <= at).length).toBeLessThanOrEqual(2);
   });
 });
+
+/**
+ * A budget that only the estimates of calls in flight fill holds a new call back until they settle; it is denied
+ * only once spend itself reaches the limit.
+ */
+describe('resource transition function: calls held by reservations in flight', () => {
+  const world = (limit: { tokens?: number; usd?: number }) => {
+    const state = initialResourceState({ quotas: [{ provider: 'p', requestsPerMinute: 100 }] });
+    applyResourceEvent(state, { type: 'scope.open', scope: 'tenant', parent: null, limit, now: 0 });
+    applyResourceEvent(state, { type: 'scope.open', scope: 'run', parent: 'tenant', now: 0 });
+    applyResourceEvent(state, { type: 'scope.open', scope: 'other', parent: null, now: 0 });
+    const apply = (event: Parameters<typeof applyResourceEvent>[1]) => applyResourceEvent(state, event);
+    const reserve = (id: string, tokens: number, usd: number | null = null, scope = 'run') =>
+      apply({ type: 'reserve', id, scope, provider: 'p', model: 'm', tokens, usd, now: 0 });
+    return { state, apply, reserve };
+  };
+
+  it('$0 spent and $0.0012 reserved of a $0.001 budget: the next call waits, then runs once the first settles', () => {
+    const { state, apply, reserve } = world({ usd: 0.001 });
+    // A call alone starts whatever its estimate, when nothing is spent or reserved.
+    expect(reserve('a', 1_200, 0.0012).trace).toEqual(['reserve.granted']);
+    expect(reserve('b', 1_200, 0.0012).trace).toEqual(['reserve.held_budget']);
+    expect(state.outbox).toEqual([
+      {
+        kind: 'budget_wait',
+        id: 'b',
+        scope: 'run',
+        blocking: 'tenant',
+        dimension: 'usd',
+        spent: 0,
+        reserved: 0.0012,
+        limit: 0.001,
+      },
+    ]);
+    // Held by its budget, it waits on no quota and no time: nothing to wake for.
+    expect(state.nextWakeAt).toBeNull();
+    // Another budget's call on the same quota is not queued behind it.
+    expect(reserve('c', 10, null, 'other').trace).toEqual(['reserve.granted']);
+    // The first call cost a quarter of its estimate: the waiting one is granted.
+    expect(apply({ type: 'settle', id: 'a', tokens: 300, usd: 0.0003, now: 5 }).trace).toContain(
+      'wait.granted',
+    );
+    expect(state.reservations.b?.status).toBe('granted');
+    expect(state.reservations.b?.heldBy).toBeNull();
+  });
+
+  it('denies the waiting call once the calls in flight have spent the budget; releases it if they are released', () => {
+    const denied = world({ tokens: 1_000 });
+    denied.reserve('a', 1_200);
+    denied.reserve('b', 100);
+    expect(denied.apply({ type: 'settle', id: 'a', tokens: 1_000, usd: null, now: 5 }).trace).toContain(
+      'wait.denied_budget',
+    );
+    expect(denied.state.outbox).toContainEqual(
+      expect.objectContaining({ kind: 'denied', id: 'b', reason: 'budget_exhausted', blocking: 'tenant' }),
+    );
+    expect(denied.state.waiting).toEqual([]);
+
+    const released = world({ tokens: 1_000 });
+    released.reserve('a', 1_200);
+    released.reserve('b', 100);
+    // Still held while another call of the budget is in flight (a tick changes nothing).
+    expect(released.apply({ type: 'tick', now: 1 }).trace).toEqual([
+      'tick',
+      'wait.held_budget',
+      'wait.still_waiting',
+    ]);
+    expect(released.apply({ type: 'release', id: 'a', now: 2 }).trace).toContain('wait.granted');
+    // Spend, not reservations, decides a denial: 999 of 1,000 spent still lets a call start.
+    released.apply({ type: 'settle', id: 'b', tokens: 999, usd: null, now: 3 });
+    expect(released.reserve('c', 500).trace).toEqual(['reserve.granted']);
+    released.apply({ type: 'settle', id: 'c', tokens: 1, usd: null, now: 4 });
+    expect(released.reserve('d', 1).trace).toEqual(['reserve.denied_budget']);
+  });
+});

@@ -9,15 +9,17 @@ import {
 } from '../../src/resources/resource-manager.ts';
 
 /**
- * Properties of the resource manager (issue 5) under random schedules on a simulated clock: concurrent
+ * Properties of the resource manager under random schedules on a simulated clock: concurrent
  * reservations from runs of two tenants (one run nested in another), settlements (actual usage at most the
  * estimate, as a call's output is capped by its max output tokens), releases (twice, on purpose), aborts of
  * waiting calls, 429s and time passing. After each schedule every outstanding call is settled or released and time
  * runs on until nothing waits. Then:
  *   (1) no budget's spend exceeds it by more than one reservation;
  *   (2) no quota window is exceeded: requests and tokens per minute, calls in flight, nothing during a retry-after;
- *   (3) every call was granted or denied (or aborted by its caller); waiting calls are granted first come, first served;
- *   (4) a reservation is returned exactly once, and nothing stays reserved.
+ *   (3) every call was granted or denied (or aborted by its caller); waiting calls are granted first come, first served,
+ *       except that a call held back by its budget's calls in flight lets the calls behind it pass;
+ *   (4) a reservation is returned exactly once, and nothing stays reserved;
+ *   (5) a call is denied for a budget only once that budget's spend has reached it: reservations alone make it wait.
  */
 
 const numRuns = process.env.CI ? 500 : 120;
@@ -138,6 +140,22 @@ describe('resource manager properties (simulated clock)', () => {
           });
           openRuns(manager, world.runTokens);
           const calls: Call[] = [];
+          /** Reservations that waited for their budget's calls in flight at some point. */
+          const heldByBudget = new Set<string>();
+          const deniedWhileUnspent: string[] = [];
+          manager.events.subscribe((notice) => {
+            if (notice.type === 'budget_wait') heldByBudget.add(notice.reservation);
+            if (notice.type === 'denied' && notice.reason === 'budget_exhausted') {
+              // (5) checked when the denial happens, against the spend of the scope that denied it.
+              const tenant = notice.scope.startsWith('tenant:');
+              const name = notice.scope.slice(notice.scope.indexOf(':') + 1);
+              const usage = tenant
+                ? manager.usage({ tenant: name }).tenant
+                : manager.usage({ session: name }).session;
+              if (usage?.tokensLimit == null || usage.windowTokens < usage.tokensLimit)
+                deniedWhileUnspent.push(`${notice.scope}: ${JSON.stringify(usage)}`);
+            }
+          });
           /** Retry-after blocks: no grant after the 429 (`grantsBefore` grants had happened) before `until`. */
           const blocked: { grantsBefore: number; until: number }[] = [];
           let grants = 0;
@@ -274,10 +292,11 @@ describe('resource manager properties (simulated clock)', () => {
               expect((call.grantOrder as number) >= block.grantsBefore && at < block.until).toBe(false);
           }
           expect(maxInFlightSeen).toBeLessThanOrEqual(world.maxInFlight);
-          // (3) FIFO: a call granted after waiting was never overtaken by a later call.
+          // (3) FIFO: a call granted after waiting was never overtaken by a later call, unless the earlier one was
+          // held back by its own budget (then calls of other budgets may pass it).
           for (const call of granted) {
             for (const earlier of call.queuedBehind.map((seq) => calls[seq] as Call)) {
-              if (earlier.outcome?.granted)
+              if (earlier.outcome?.granted && !heldByBudget.has(grantOf(earlier).id))
                 expect(earlier.grantOrder as number).toBeLessThan(call.grantOrder as number);
             }
           }
@@ -287,7 +306,7 @@ describe('resource manager properties (simulated clock)', () => {
             granted.filter((call) => call.session === session).reduce((sum, call) => sum + call.spent, 0);
           const s0 = manager.usage({ session: 's0' });
           const s1 = manager.usage({ session: 's1' });
-          // The nested run's spend shows on its caller's budget (R5).
+          // The nested run's spend shows on its caller's budget.
           expect(s0.session?.spentTokens).toBe(spentOf(0) + spentOf(2));
           expect(s1.session?.spentTokens).toBe(spentOf(1));
           for (const usage of [s0.session, s1.session, s0.tenant, s1.tenant]) {
@@ -306,6 +325,8 @@ describe('resource manager properties (simulated clock)', () => {
           ])
             expect(usage?.reservedTokens).toBe(0);
           for (const call of calls) expect(call.returned).toBeLessThanOrEqual(1);
+          // (5) Denied only by spend, never by reservations alone.
+          expect(deniedWhileUnspent).toEqual([]);
           manager.stop();
         },
       ),

@@ -68,7 +68,7 @@ describe('budgets end to end', () => {
     expect(() => validateHistory(result.history)).not.toThrow();
     expect(result.toolCalls).toBeGreaterThan(0);
     const spent = result.usage.input + result.usage.output;
-    // Spend may pass the budget by at most one call (R6): 5 calls of 400 reach exactly 2,000 here.
+    // Spend may pass the budget by at most one call: 5 calls of 400 reach exactly 2,000 here.
     expect(spent).toBeGreaterThanOrEqual(2_000);
     expect(spent).toBeLessThanOrEqual(2_000 + 400);
     const spends = events.filter((event) => event.type === 'spend');
@@ -317,7 +317,7 @@ describe('quotas end to end (simulated clock)', () => {
 });
 
 describe('the reservation estimate', () => {
-  it('counts the prompt at about four characters a token plus the max output tokens', async () => {
+  it('counts the prompt at about four characters a token plus the expected output, capped by max output tokens', async () => {
     const { estimateRequest, defaultOutputEstimate } = await import(
       '../../src/resources/resource-binding.ts'
     );
@@ -340,5 +340,7 @@ describe('the reservation estimate', () => {
       input: Math.ceil((800 + size) / 4) + 8,
       output: 50,
     });
+    expect(estimateRequest(request, 30)).toEqual({ input: 208, output: 30 });
+    expect(estimateRequest({ ...request, settings: { maxOutputTokens: 20 } }, 30).output).toBe(20);
   });
 });

@@ -1,0 +1,67 @@
+/** Output tokens expected of a call when nothing is known yet about what its model writes. */
+export const defaultOutputEstimate = 256;
+
+interface Mean {
+  provider: string;
+  model: string;
+  calls: number;
+  tokens: number;
+}
+
+/**
+ * What a call is expected to write, learned from the calls settled so far: the running mean of the output tokens
+ * of this run's calls to the same model, else of every call to that model through the manager. Reserving that,
+ * rather than the most a call may write, keeps a small budget from being held by estimates far above the real
+ * spend; a call that writes more than its estimate is still counted in full when it settles.
+ */
+export class OutputEstimates {
+  /** Per provider, per model. */
+  readonly #byModel = new Map<string, Map<string, Mean>>();
+  /** Per open run: usually one model, a few with handoffs. */
+  readonly #byRun = new Map<string, Mean[]>();
+
+  record(session: string, provider: string, model: string, outputTokens: number): void {
+    if (!(Number.isFinite(outputTokens) && outputTokens >= 0)) return;
+    let models = this.#byModel.get(provider);
+    if (!models) {
+      models = new Map();
+      this.#byModel.set(provider, models);
+    }
+    let overall = models.get(model);
+    if (!overall) {
+      overall = { provider, model, calls: 0, tokens: 0 };
+      models.set(model, overall);
+    }
+    overall.calls += 1;
+    overall.tokens += outputTokens;
+    let run = this.#byRun.get(session);
+    if (!run) {
+      run = [];
+      this.#byRun.set(session, run);
+    }
+    let own = meanOf(run, provider, model);
+    if (!own) {
+      own = { provider, model, calls: 0, tokens: 0 };
+      run.push(own);
+    }
+    own.calls += 1;
+    own.tokens += outputTokens;
+  }
+
+  /** The expected output tokens of the run's next call to this model; undefined before any call of it settled. */
+  expected(session: string, provider: string, model: string): number | undefined {
+    const run = this.#byRun.get(session);
+    const mean = (run && meanOf(run, provider, model)) ?? this.#byModel.get(provider)?.get(model);
+    return mean ? Math.ceil(mean.tokens / mean.calls) : undefined;
+  }
+
+  /** The run ended: its own means go (the model's stay). */
+  forget(session: string): void {
+    this.#byRun.delete(session);
+  }
+}
+
+function meanOf(means: readonly Mean[], provider: string, model: string): Mean | undefined {
+  for (const mean of means) if (mean.model === model && mean.provider === provider) return mean;
+  return undefined;
+}

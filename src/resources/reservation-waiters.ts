@@ -1,0 +1,129 @@
+import type { DenialReason } from '../machines/resources.ts';
+import { sessionScope } from './scope-names.ts';
+
+/** A call asking for a reservation: the request as given, and what it waits on. */
+export interface ReservationRequest {
+  /** The run (session id) the call belongs to; the run must have been opened with `openRun`. */
+  session: string;
+  provider: string;
+  model: string;
+  /** Estimated tokens: the prompt, and what the call is expected to write. Reserved as given. */
+  estimate: { input: number; output: number };
+}
+
+/** A granted reservation: settle it with the call's usage, or release it if the call did not happen. */
+export interface Grant {
+  readonly id: string;
+  readonly session: string;
+  readonly provider: string;
+  readonly model: string;
+  readonly tokens: number;
+  readonly usd: number | null;
+  readonly waitedMs: number;
+}
+
+export type ReservationOutcome =
+  | { granted: true; grant: Grant }
+  | { granted: false; reason: DenialReason | 'aborted' | 'stopped'; scope: string; message: string };
+
+interface Waiter {
+  request: ReservationRequest;
+  resolve: (outcome: ReservationOutcome) => void;
+  /** Stops listening for the call's abort. */
+  detach: () => void;
+}
+
+/**
+ * The manager's side of every reservation it handed out: the calls still waiting for an answer (each a promise to
+ * resolve exactly once) and the grants not yet settled or released (so each is returned exactly once).
+ */
+export class ReservationWaiters {
+  readonly #waiting = new Map<string, Waiter>();
+  readonly #granted = new Map<string, Grant>();
+
+  add(id: string, request: ReservationRequest, resolve: (outcome: ReservationOutcome) => void): void {
+    this.#waiting.set(id, { request, resolve, detach: noop });
+  }
+
+  /** Whether the call `id` still waits (it may have been answered while it asked). */
+  isWaiting(id: string): boolean {
+    return this.#waiting.has(id);
+  }
+
+  /** Removes the call's abort listener once the call is answered. */
+  setAbortListener(id: string, detach: () => void): void {
+    const waiter = this.#waiting.get(id);
+    if (waiter) waiter.detach = detach;
+  }
+
+  /** The session of a waiting call. */
+  sessionOf(id: string): string | undefined {
+    return this.#waiting.get(id)?.request.session;
+  }
+
+  /** The call got its reservation: it resolves with a grant that stays outstanding until settled or released. */
+  grant(id: string, held: { tokens: number; usd: number | null } | undefined, waitedMs: number): void {
+    const waiter = this.#take(id);
+    if (!waiter) return;
+    const { request } = waiter;
+    const grant: Grant = Object.freeze({
+      id,
+      session: request.session,
+      provider: request.provider,
+      model: request.model,
+      tokens: held?.tokens ?? 0,
+      usd: held?.usd ?? null,
+      waitedMs,
+    });
+    this.#granted.set(id, grant);
+    waiter.resolve({ granted: true, grant });
+  }
+
+  deny(id: string, reason: DenialReason, scope: string, message: string): void {
+    this.#take(id)?.resolve({ granted: false, reason, scope, message });
+  }
+
+  /** The reservation went back: a waiting call ends aborted, a grant is no longer outstanding. */
+  released(id: string): void {
+    this.#granted.delete(id);
+    const waiter = this.#take(id);
+    waiter?.resolve({
+      granted: false,
+      reason: 'aborted',
+      scope: sessionScope(waiter.request.session),
+      message: 'The call was aborted while it waited for its quota or budget.',
+    });
+  }
+
+  /** True once per grant: the first settlement or release of it. */
+  takeGrant(id: string): boolean {
+    return this.#granted.delete(id);
+  }
+
+  isOutstanding(id: string): boolean {
+    return this.#granted.has(id);
+  }
+
+  /** Every waiting call ends `stopped`. */
+  stopAll(): void {
+    for (const id of [...this.#waiting.keys()]) {
+      const waiter = this.#take(id);
+      waiter?.resolve({
+        granted: false,
+        reason: 'stopped',
+        scope: sessionScope(waiter.request.session),
+        message: 'The resource manager was stopped.',
+      });
+    }
+  }
+
+  #take(id: string): Waiter | undefined {
+    const waiter = this.#waiting.get(id);
+    if (!waiter) return undefined;
+    this.#waiting.delete(id);
+    waiter.detach();
+    return waiter;
+  }
+}
+
+const noop = () => undefined;

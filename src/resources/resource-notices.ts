@@ -1,0 +1,86 @@
+import type { Usage } from '../core/usage.ts';
+import type { DenialReason } from '../machines/resources.ts';
+
+/** What the manager reports to its subscribers (and, for a run's own calls, to the run's event stream). */
+export type ResourceNotice =
+  | {
+      type: 'budget_warning';
+      time: number;
+      session: string;
+      scope: string;
+      dimension: 'tokens' | 'usd';
+      spent: number;
+      limit: number;
+      threshold: number;
+    }
+  | { type: 'quota_wait'; time: number; session: string; quota: string; position: number }
+  | {
+      /** A call waits because the calls in flight hold the rest of a budget; it is granted or denied once they settle. */
+      type: 'budget_wait';
+      time: number;
+      session: string;
+      /** The scope whose budget holds it back. */
+      scope: string;
+      /** The id its grant will carry. */
+      reservation: string;
+      dimension: 'tokens' | 'usd';
+      spent: number;
+      reserved: number;
+      limit: number;
+    }
+  | {
+      type: 'spend';
+      time: number;
+      session: string;
+      provider: string;
+      model: string;
+      tokens: number;
+      usd: number | null;
+      usage: Usage;
+      returnedTokens: number;
+      returnedUsd: number | null;
+    }
+  | { type: 'denied'; time: number; session: string; reason: DenialReason; scope: string; message: string }
+  | { type: 'rate_limited'; time: number; quota: string; until: number };
+
+type Listener = (notice: ResourceNotice) => void;
+
+/**
+ * Where notices go: the run they concern (its sink, which turns them into events on its stream) and every
+ * subscriber of the manager. A subscriber that throws is reported, never allowed to break the call that caused
+ * the notice.
+ */
+export class ResourceNotices {
+  readonly #sinks = new Map<string, Listener>();
+  readonly #listeners = new Set<Listener>();
+
+  notify(notice: ResourceNotice): void {
+    if ('session' in notice) this.#sinks.get(notice.session)?.(notice);
+    for (const listener of this.#listeners) {
+      try {
+        listener(notice);
+      } catch (error) {
+        queueMicrotask(() => console.error('troupe: a resource listener threw', error));
+      }
+    }
+  }
+
+  subscribe(listener: Listener): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /** The run `session` receives its own notices through `sink` until `removeSink`. */
+  addSink(session: string, sink: Listener): void {
+    this.#sinks.set(session, sink);
+  }
+
+  removeSink(session: string): void {
+    this.#sinks.delete(session);
+  }
+
+  clear(): void {
+    this.#listeners.clear();
+    this.#sinks.clear();
+  }
+}

@@ -1,0 +1,15 @@
+import { createResourceManager } from 'troupe';
+import { describe, expect, it } from 'vitest';
+
+describe('tenant budgets by name', () => {
+  it('a tenant named like an Object.prototype member gets the per-tenant budget, not a prototype property', () => {
+    const manager = createResourceManager({
+      budgets: { perTenant: { tokens: 100 }, tenants: { acme: { tokens: 5 } } },
+    });
+    for (const tenant of ['constructor', 'toString', 'acme']) {
+      manager.openRun({ session: tenant, tenant, provider: 'p', model: 'm' });
+      expect(manager.usage({ tenant }).tenant?.tokensLimit).toBe(tenant === 'acme' ? 5 : 100);
+    }
+    manager.stop();
+  });
+});
