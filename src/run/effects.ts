@@ -11,6 +11,7 @@ import type { Grant } from '../resources/resource-manager.ts';
 import { normalizeResponse } from './normalize-response.ts';
 import { reportFatal, takeNestedSteps } from './run-hooks.ts';
 import { type RunRuntime, runtimeOf } from './run-runtime.ts';
+import { secretKeysOf, toolCallEventData } from './secrets.ts';
 import { runToolBatch } from './tool-runner.ts';
 
 /** What the effects actor's snapshot holds: a callback actor's (status and input: serializable). */
@@ -126,11 +127,12 @@ class EffectsInstance {
         clock: runtime.clock,
         onCall: (call) => {
           if (!runtime.bus.listening) return;
-          runtime.bus.emit(runtime.agent.name, 'tool_call', {
-            id: call.id,
-            function: { name: call.name, arguments: JSON.stringify(call.args) },
-            args: call.args,
-          });
+          // Listeners see secret arguments redacted; the tool itself got the real values.
+          runtime.bus.emit(
+            runtime.agent.name,
+            'tool_call',
+            toolCallEventData(call, secretKeysOf(runtime.agent)),
+          );
         },
         onResult: (call, outcome, durationMs) => {
           // A failed `fatal: true` tool fails the agent actor: the session's supervisor decides (M4).

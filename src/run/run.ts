@@ -6,7 +6,6 @@ import { type Clock, systemClock } from '../core/clock.ts';
 import { ConfigError } from '../core/errors.ts';
 import { EventBus } from '../core/event-bus.ts';
 import type { Phase, RunEvent } from '../core/events.ts';
-import { validateHistory } from '../core/history.ts';
 import type { JsonValue } from '../core/json.ts';
 import { type Message, type RunInput, userMessage } from '../core/messages.ts';
 import type { RunResult } from '../core/result.ts';
@@ -22,6 +21,7 @@ import { needsSession, runInSession } from '../system/session-run.ts';
 import { redactingInspector, secretArguments } from './inspect.ts';
 import { setScope, stopOrphans } from './run-hooks.ts';
 import { runHost } from './run-host.ts';
+import { checkRunArguments } from './run-options.ts';
 import { buildRunResult, failedBeforeAnyStep } from './run-result.ts';
 import { deltaForwarder, registerRuntime, unregisterRuntime } from './run-runtime.ts';
 import { runtimeAgentMachine } from './runtime-agent-machine.ts';
@@ -65,11 +65,7 @@ function startRun<TOutput>(
 ): StartedRun<TOutput> {
   if (agent?.kind !== 'agent')
     throw new ConfigError('run(): the first argument must be an agent from defineAgent().');
-  if (typeof input !== 'string' && !Array.isArray(input)) {
-    throw new ConfigError('run(): input must be a string or an array of content parts.');
-  }
   const callerHistory = options.history ?? [];
-  validateHistory(callerHistory);
   const sessionId = options.sessionId ?? randomUUID();
   const clock = options.clock ?? systemClock;
   const bus = new EventBus(sessionId, clock);
@@ -204,6 +200,7 @@ export async function run<TOutput>(
   input: RunInput,
   options: RunOptions = {},
 ): Promise<RunResult<TOutput>> {
+  checkRunArguments(agent, input, options, 'run()');
   // Handoffs and fatal tools need a session supervisor; a plain agent keeps the one-actor hot path.
   if (agent?.kind === 'agent' && needsSession(agent as Agent<unknown>))
     return runInSession(agent, input, options).result;
@@ -234,6 +231,7 @@ export function stream<TOutput>(
   input: RunInput,
   options: RunOptions = {},
 ): RunStream<TOutput> {
+  checkRunArguments(agent, input, options, 'stream()');
   if (agent?.kind === 'agent' && needsSession(agent as Agent<unknown>)) {
     const session = runInSession(agent, input, options);
     const events = session.events;

@@ -7,6 +7,7 @@ import { reactInvalidReplyTool } from '../core/model.ts';
 import type { ToolOutcome } from '../machines/agent.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
 import type { Tool } from '../tools/tool.ts';
+import { redactArgs, secretKeySet } from './secrets.ts';
 
 export interface ToolBatch {
   calls: readonly ToolCall[];
@@ -108,7 +109,7 @@ async function runToolCall(call: ToolCall, batch: ToolBatch): Promise<ToolOutcom
       call,
       `Error: invalid arguments for tool "${call.name}": ${parsed.error.issues
         .map((issue) => `${issue.path.length > 0 ? issue.path.join('.') : '(root)'}: ${issue.message}`)
-        .join('; ')}. Arguments received: ${safeJson(call.args)}`,
+        .join('; ')}. Arguments received: ${safeJson(redactArgs(call.args, secretKeysOfTool(found)))}`,
     );
   }
   const attempts = 1 + (found.retries ?? batch.retries);
@@ -208,6 +209,18 @@ function refused(call: ToolCall, content: string): ToolOutcome {
     degraded: false,
     attempts: 0,
   };
+}
+
+/** Each tool's secret names (its declared ones and the defaults), built once per tool. */
+const toolSecrets = new WeakMap<Tool, ReadonlySet<string>>();
+
+function secretKeysOfTool(found: Tool): ReadonlySet<string> {
+  let keys = toolSecrets.get(found);
+  if (!keys) {
+    keys = secretKeySet(found.secret);
+    toolSecrets.set(found, keys);
+  }
+  return keys;
 }
 
 /** What the model reads: strings as they are, anything else as JSON. */

@@ -21,6 +21,7 @@ import type { ResourceManager } from '../resources/resource-manager.ts';
 import { attachResources, type RunResourceOptions } from '../resources/resource-run.ts';
 import { type InspectObserver, redactingInspector, secretArguments } from '../run/inspect.ts';
 import { type RunOptions, run } from '../run/run.ts';
+import { checkParallelRunOptions, checkRunInput } from '../run/run-options.ts';
 import { buildRunResult, failedBeforeAnyStep } from '../run/run-result.ts';
 import { deltaForwarder, registerRuntime, unregisterRuntime } from '../run/run-runtime.ts';
 import { runtimeAgentMachine } from '../run/runtime-agent-machine.ts';
@@ -90,8 +91,8 @@ export function parallel(agents: readonly Agent<unknown>[], options: ParallelOpt
     kind: 'parallel',
     agents: group,
     async run(input, runOptions = {}) {
-      if (typeof input !== 'string' && !Array.isArray(input))
-        throw new ConfigError('parallel().run(): input must be a string or an array of content parts.');
+      checkRunInput(input, 'parallel().run()');
+      checkParallelRunOptions(runOptions, 'parallel().run()');
       // Agents that can hand off need a session of their own; the others are children of one group actor.
       const apart = group.map((agent) => needsSession(agent));
       const together = group.filter((_agent, index) => !apart[index]);

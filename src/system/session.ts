@@ -33,6 +33,7 @@ import type { ResourceManager } from '../resources/resource-manager.ts';
 import { attachResources, type RunResourceOptions } from '../resources/resource-run.ts';
 import { type InspectObserver, redactingInspector, secretArguments } from '../run/inspect.ts';
 import { type Delegator, onFatal, setDelegator, setScope, stopOrphans } from '../run/run-hooks.ts';
+import { checkRunInput } from '../run/run-options.ts';
 import { buildRunResult } from '../run/run-result.ts';
 import { deltaForwarder, registerRuntime, unregisterRuntime } from '../run/run-runtime.ts';
 import { runtimeAgentMachine } from '../run/runtime-agent-machine.ts';
@@ -204,8 +205,7 @@ export function startSession<TOutput>(
 ): Session<TOutput> {
   if (entry?.kind !== 'agent')
     throw new ConfigError('spawn(): the first argument must be an agent from defineAgent().');
-  if (typeof input !== 'string' && !Array.isArray(input))
-    throw new ConfigError('spawn(): input must be a string or an array of content parts.');
+  checkRunInput(input, 'spawn()');
   const callerHistory = options.history ?? [];
   validateHistory(callerHistory);
   const sessionId = options.id ?? randomUUID();
@@ -577,10 +577,11 @@ export function startSession<TOutput>(
       return queue;
     },
     send(next: RunInput) {
-      if (typeof next !== 'string' && !Array.isArray(next))
-        return Promise.reject(
-          new ConfigError('send(): input must be a string or an array of content parts.'),
-        );
+      try {
+        checkRunInput(next, 'send()');
+      } catch (error) {
+        return Promise.reject(error);
+      }
       const previous = turn.result;
       return previous.then(() => {
         if (status === 'closed' || status === 'failed') throw new SessionClosedError(sessionId, status);

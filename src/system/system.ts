@@ -15,6 +15,7 @@ import {
   type ResourceUsage,
 } from '../resources/resource-manager.ts';
 import type { InspectObserver } from '../run/inspect.ts';
+import { checkRestoreOptions, checkSessionOptions, checkSystemOptions } from '../run/run-options.ts';
 import { agentCatalog, type Session, type SessionOptions, startSession } from './session.ts';
 
 export interface AgentSystemOptions {
@@ -61,6 +62,7 @@ export interface AgentSystem {
 }
 
 export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem {
+  checkSystemOptions(options, 'createAgentSystem()');
   const sessions = new Map<string, Session>();
   const streams = new Set<AsyncQueue<RunEvent>>();
   const agents = new Map<string, Agent<unknown>>();
@@ -98,6 +100,7 @@ export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem
 
   return {
     spawn(agent, input, spawnOptions = {}) {
+      checkSessionOptions(spawnOptions, 'spawn()');
       if (shuttingDown) throw new ConfigError('spawn(): the system is shutting down.');
       if (spawnOptions.id !== undefined && sessions.has(spawnOptions.id))
         throw new ConfigError(`spawn(): a session with id "${spawnOptions.id}" is already running.`);
@@ -107,6 +110,7 @@ export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem
       return session;
     },
     async restore(id, entry, restoreOptions = {}) {
+      checkRestoreOptions(restoreOptions, 'restore()');
       if (sessions.has(id)) throw new ConfigError(`restore(): session "${id}" is running already.`);
       if (shuttingDown) throw new ConfigError('restore(): the system is shutting down.');
       const stored = await loadStoredSession(environment.store, id);
