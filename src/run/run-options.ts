@@ -211,6 +211,11 @@ export function checkSystemOptions(options: unknown, where: string): void {
   checkOptions(options, systemChecks, where);
 }
 
+/** The options of parallel(agents, options): an object with `merge`. */
+export function checkParallelOptions(options: unknown, where: string): void {
+  checkOptionObject(options, ['merge'], `${where}: options`);
+}
+
 /** The options of parallel(...).run(). */
 export function checkParallelRunOptions(options: unknown, where: string): void {
   checkOptions(options, parallelChecks, where);
