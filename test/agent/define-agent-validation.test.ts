@@ -45,11 +45,6 @@ describe('defineAgent(): limits', () => {
   it('refuses limits that are not an object', () => {
     expect(() => defineAgent({ ...base, limits: 5 as never })).toThrowError(/limits must be an object/);
   });
-
-  it('refuses fractional retries and counts', () => {
-    expect(() => defineAgent({ ...base, limits: { toolRetries: 1.5 } })).toThrowError(ConfigError);
-    expect(() => defineAgent({ ...base, limits: { maxSteps: 2.5 } })).toThrowError(ConfigError);
-  });
 });
 
 describe('defineAgent(): settings', () => {

@@ -13,16 +13,18 @@ const policy = createTerminationPolicy({ maxDuplicateToolCalls: 2, maxToolCallsP
 const call = (name: string) => response('tool_use', { calls: [{ name, args: {} }] });
 
 describe('the per-tool cap and duplicate detection with prototype names', () => {
-  it.each(['constructor', 'toString', '__proto__', 'valueOf'])('a first call of "%s" runs', (name) => {
-    expect(policy(call(name), noCounts).kind).toBe('continue_with_tools');
-  });
-
-  it('a second call of "__proto__" breaks a cap of 1, with the counts read back from JSON', () => {
-    const counts: Record<string, number> = {};
-    addCount(counts, '__proto__');
-    const state = JSON.parse(JSON.stringify({ toolCallCounts: counts, callSignatures: {} })) as PolicyState;
-    expect(policy(call('__proto__'), state)).toMatchObject({ kind: 'terminate', reason: 'tool_call_limit' });
-  });
+  it.each(['constructor', 'toString', 'valueOf', 'hasOwnProperty'])(
+    'two calls of "%s" in one turn break a cap of 1',
+    (name) => {
+      const turn = response('tool_use', {
+        calls: [
+          { name, args: { n: 1 } },
+          { name, args: { n: 2 } },
+        ],
+      });
+      expect(policy(turn, noCounts)).toMatchObject({ kind: 'terminate', reason: 'tool_call_limit' });
+    },
+  );
 });
 
 describe('addCount / countOf', () => {

@@ -29,7 +29,6 @@ const badInputs: [string, unknown][] = [
   ['an image with a relative url', [{ type: 'image', url: 'cat.png' }]],
   ['an image with a wrong detail', [{ type: 'image', url: 'https://example.com/c.png', detail: 'max' }]],
   ['an empty array', []],
-  ['an object', { type: 'text', text: 'hi' }],
 ];
 
 function agentWith(model = scriptedModel([{ text: 'ok', stopReason: 'end_turn' }])) {
@@ -106,9 +105,6 @@ const badHistories: [string, unknown[]][] = [
   ['a user message with a null part', [{ role: 'user', content: [null] }]],
   ['a user message with a video part', [{ role: 'user', content: [{ type: 'video' }] }]],
   ['a user message with an empty part list', [{ role: 'user', content: [] }]],
-  ['an assistant message whose content is not a string', [{ role: 'assistant', content: 42 }]],
-  ['a system message without content', [{ role: 'system' }]],
-  ['a tool call that is null', [{ role: 'assistant', content: '', toolCalls: [null] }]],
   [
     'tool call arguments that are not JSON',
     [
@@ -116,12 +112,28 @@ const badHistories: [string, unknown[]][] = [
       { role: 'tool', toolCallId: 't', content: 'x' },
     ],
   ],
-  ['reasoning that is not an array', [{ role: 'assistant', content: '', reasoning: 'thinking' }]],
   [
     'a tool message whose isError is not a boolean',
-    [{ role: 'tool', toolCallId: 't', content: '', isError: 'yes' }],
+    [
+      { role: 'assistant', content: '', toolCalls: [{ id: 't', name: 'x', args: {} }] },
+      { role: 'tool', toolCallId: 't', content: '', isError: 'yes' },
+    ],
   ],
-  ['a message that is an array', [['user', 'hi']]],
+  [
+    'a tool message whose name is not a string',
+    [
+      { role: 'assistant', content: '', toolCalls: [{ id: 't', name: 'x', args: {} }] },
+      { role: 'tool', toolCallId: 't', content: '', name: 7 },
+    ],
+  ],
+  [
+    'a tool call without args',
+    [
+      { role: 'assistant', content: '', toolCalls: [{ id: 't', name: 'x' }] },
+      { role: 'tool', toolCallId: 't', content: '' },
+    ],
+  ],
+  ['reasoning that is not an array', [{ role: 'assistant', content: '', reasoning: 'thinking' }]],
 ];
 
 describe('history messages', () => {
