@@ -6,7 +6,7 @@ import { describeValue, isPlainObject } from './options.ts';
 
 const roles = new Set(['system', 'user', 'assistant', 'tool']);
 
-/** Every problem that makes a history unusable, in order (REQUIREMENTS L10, reference 004). Empty when valid. */
+/** Every problem that makes a history unusable, in order. Empty when valid. */
 export function findHistoryIssues(history: readonly unknown[]): HistoryIssue[] {
   const issues: HistoryIssue[] = [];
   /** Tool calls asked for and not answered yet: id -> index of the assistant message. */

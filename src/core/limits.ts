@@ -1,7 +1,7 @@
 import { ConfigError } from './errors.ts';
 import { checkOptionObject } from './options.ts';
 
-/** Loop limits of an agent (REQUIREMENTS L3-L6, T2-T3, L11). Every field is optional; see `defaultLimits`. */
+/** Loop limits of an agent. Every field is optional; see `defaultLimits`. */
 export interface AgentLimits {
   /** Model calls in the tool-use phase before the run stops with `max_steps`. Default 10. */
   maxSteps?: number;

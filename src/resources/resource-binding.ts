@@ -29,7 +29,7 @@ const messageOverhead = 4;
 /**
  * A cheap, deliberately rough estimate of a request's size: about four characters per token for text, tool
  * specs and the output schema, plus the most the call may write. It is only a reservation: the settlement
- * replaces it with the provider's count, and a budget can be exceeded by at most one call (R6).
+ * replaces it with the provider's count, and a budget can be exceeded by at most one call.
  *
  * It never throws: it runs before the model call, outside the call's error handling, so whatever a message holds
  * (inputs are checked before a run starts, but a custom history filter or provider may hand over anything) counts

@@ -12,7 +12,7 @@ const payloadKeys: ReadonlySet<string> = new Set(['snapshot', 'event', 'action']
 const snapshotReaders: ReadonlySet<PropertyKey> = new Set(['getSnapshot', 'getPersistedSnapshot']);
 
 /**
- * Wraps an inspection observer so that secrets never reach it (REQUIREMENTS O3): snapshots, events and action
+ * Wraps an inspection observer so that secrets never reach it: snapshots, events and action
  * parameters are redacted, and every actor ref handed on (`actorRef`, `sourceRef`, refs inside snapshots, a ref's
  * `_parent`) reads its snapshot through the same filter (the Stately inspector calls `actorRef.getSnapshot()` when
  * an actor registers). Secret names are the defaults plus `secretKeys`, compared without case, `-` or `_`.

@@ -1,4 +1,4 @@
-import { createTerminationPolicy, type PolicyState } from 'troupe';
+import { createTerminationPolicy } from 'troupe';
 import { describe, expect, it } from 'vitest';
 import { addCount, countOf } from '../../src/core/records.ts';
 import { noCounts, response } from '../support/responses.ts';
@@ -10,7 +10,6 @@ import { noCounts, response } from '../support/responses.ts';
  */
 
 const policy = createTerminationPolicy({ maxDuplicateToolCalls: 2, maxToolCallsPerTool: 1 });
-const call = (name: string) => response('tool_use', { calls: [{ name, args: {} }] });
 
 describe('the per-tool cap and duplicate detection with prototype names', () => {
   it.each(['constructor', 'toString', 'valueOf', 'hasOwnProperty'])(
