@@ -93,8 +93,14 @@ function redactAt(
   return copy;
 }
 
-/** `"key": value` and `key=value` pairs in text; a quoted value may be cut off (arguments truncated mid-string). */
-const pairPattern = /(["']?)([\w$-]+)\1(\s*[:=]\s*)("(?:[^"\\]|\\.)*"?|'(?:[^'\\]|\\.)*'?|[^\s,;&}\]]+)/g;
+/**
+ * `"key": value` and `key=value` pairs in text; a quoted value may be cut off (arguments truncated mid-string). The
+ * text is the model's, so the pattern must stay linear: a key starts only where no key character precedes it, and
+ * is taken whole (a lookahead capture matched again by reference, which never backtracks into the key), so a long
+ * run of letters without a colon costs one pass instead of one pass per letter.
+ */
+const pairPattern =
+  /(?<![\w$-])(["']?)(?=([\w$-]+))\2\1(\s*[:=]\s*)("(?:[^"\\]|\\.)*"?|'(?:[^'\\]|\\.)*'?|[^\s,;&}\]]+)/g;
 
 /**
  * Text with the value of every `"key": value` (or `key=value`) pair whose key is a secret replaced by "[redacted]":

@@ -70,17 +70,19 @@ export function runToolBatch(batch: ToolBatch): Promise<ToolOutcome[]> {
       const index = next++;
       const call = calls[index] as ToolCall;
       const started = batch.clock.now();
-      void runToolCall(call, batch).then((outcome) => {
-        outcomes[index] = outcome;
-        durations[index] = batch.clock.now() - started;
-        settled++;
-        if (batch.signal.aborted) return;
-        reportReady();
-        if (settled === calls.length) {
-          stopWaiting();
-          finish();
-        } else startNext();
-      });
+      void runToolCall(call, batch)
+        .then(undefined, (error: unknown) => unexpected(call, error))
+        .then((outcome) => {
+          outcomes[index] = outcome;
+          durations[index] = batch.clock.now() - started;
+          settled++;
+          if (batch.signal.aborted) return;
+          reportReady();
+          if (settled === calls.length) {
+            stopWaiting();
+            finish();
+          } else startNext();
+        });
     };
     for (let i = 0; i < Math.min(batch.concurrency, calls.length); i++) startNext();
   });
@@ -103,7 +105,16 @@ async function runToolCall(call: ToolCall, batch: ToolBatch): Promise<ToolOutcom
       `Error: unknown tool "${call.name}". Available tools: ${known.length > 0 ? known.join(', ') : '(none)'}.`,
     );
   }
-  const parsed = found.input.safeParse(call.args);
+  let parsed: ReturnType<Tool['input']['safeParse']>;
+  try {
+    parsed = found.input.safeParse(call.args);
+  } catch (error) {
+    // A refinement or transform of the tool's schema threw: the tool's own bug, reported like invalid arguments.
+    return refused(
+      call,
+      `Error: checking the arguments of tool "${call.name}" failed: ${error instanceof Error ? error.message : String(error)}`,
+    );
+  }
   if (!parsed.success) {
     return refused(
       call,
@@ -196,6 +207,14 @@ function attemptTool(
     if (timer !== undefined) batch.clock.clearTimeout(timer);
     stopWaiting();
   });
+}
+
+/** The outcome of a call whose handling failed in a way nothing above foresaw: the batch still settles. */
+function unexpected(call: ToolCall, error: unknown): ToolOutcome {
+  return refused(
+    call,
+    `Error: tool "${call.name}" could not be run: ${error instanceof Error ? error.message : String(error)}`,
+  );
 }
 
 /** The outcome of a call that was not run (unknown or disabled tool, invalid arguments, aborted run). */

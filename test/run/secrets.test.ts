@@ -13,6 +13,7 @@ import { scriptedModel } from 'troupe/testing';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { InspectionEvent } from 'xstate';
 import { z } from 'zod';
+import { redactText, secretKeySet } from '../../src/run/secrets.ts';
 
 /**
  * Secrets (argument names a tool declares `secret`, and API-key-like names in any spelling) never reach the
@@ -286,5 +287,23 @@ describe('an inspect observer that throws', () => {
     const session = system.spawn(agent, 'log in');
     expect(await session.result).toMatchObject({ status: 'completed', text: 'done' });
     await system.shutdown();
+  });
+});
+
+describe('redactText (raw arguments that are not JSON)', () => {
+  const keys = secretKeySet(['token']);
+
+  it('redacts quoted, cut-off, single-quoted and key=value secrets in any spelling', () => {
+    expect(redactText('{"user":"ann","token":"sk-1', keys)).toBe('{"user":"ann","token":"[redacted]"');
+    expect(redactText('token=abc&x=1', keys)).toBe('token=[redacted]&x=1');
+    expect(redactText(`{'Token': 'x', TOKEN: y, "api-key" : "z", other: 1}`, keys)).toBe(
+      `{'Token': [redacted], TOKEN: [redacted], "api-key" : "[redacted]", other: 1}`,
+    );
+  });
+
+  it('stays linear on text the model shaped against it (a long run of key characters without a colon)', () => {
+    // A pattern that retried the key at every letter took minutes here; the test would time out.
+    const text = `${'a'.repeat(300_000)}!:"token":"s3cr3t"`;
+    expect(redactText(text, keys).endsWith('"token":"[redacted]"')).toBe(true);
   });
 });

@@ -75,6 +75,34 @@ describe('deeply nested tool arguments', () => {
   });
 });
 
+describe('a tool schema whose refinement or transform throws', () => {
+  it('is an error result for the model, not an unhandled rejection that leaves the run hanging', async () => {
+    const fragile = tool({
+      name: 'fragile',
+      description: 'Has a buggy schema',
+      input: z.object({
+        a: z.string().transform((value): string => {
+          throw new Error(`cannot transform ${value}`);
+        }),
+      }),
+      execute: () => 'ran',
+    });
+    const agent = defineAgent({
+      name: 'a',
+      instructions: '',
+      tools: [fragile],
+      model: scriptedModel([
+        { toolCalls: [{ id: 'c1', name: 'fragile', args: { a: 'x' } }], stopReason: 'tool_use' },
+        { text: 'ok', stopReason: 'end_turn' },
+      ]),
+    });
+    const result = await run(agent, 'go');
+    expect(result).toMatchObject({ status: 'completed', text: 'ok' });
+    expect(result.steps[0]?.toolCalls[0]).toMatchObject({ isError: true });
+    expect(result.steps[0]?.toolCalls[0]?.result).toContain('cannot transform x');
+  });
+});
+
 describe('the budget estimate never throws', () => {
   const request = (messages: unknown[]): ModelRequest => ({
     messages: messages as ModelRequest['messages'],
