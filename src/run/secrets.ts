@@ -23,9 +23,17 @@ export const defaultSecretKeys: readonly string[] = [
 
 export const redacted = '[redacted]';
 
+/** Field names repeat from snapshot to snapshot: their normalized form is kept (bounded, short names only). */
+const normalizedKeys = new Map<string, string>();
+
 /** A name as secrets are matched: lower case, without `-` and `_`. */
 export function normalizeSecretKey(key: string): string {
-  return key.toLowerCase().replace(/[-_]/g, '');
+  let name = normalizedKeys.get(key);
+  if (name === undefined) {
+    name = key.toLowerCase().replace(/[-_]/g, '');
+    if (key.length <= 64 && normalizedKeys.size < 4096) normalizedKeys.set(key, name);
+  }
+  return name;
 }
 
 /** The normalized secret names: the defaults plus `declared` (a tool's `secret` list, say). */

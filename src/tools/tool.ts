@@ -59,7 +59,10 @@ export interface ToolOptions<TSchema extends z.ZodType, TResult> {
    * supervision strategy decides (restart from the last checkpoint, stop, or escalate). Such a tool is not retried.
    */
   fatal?: boolean;
-  /** Names of arguments that are secrets: they are redacted before anything reaches the inspector. */
+  /**
+   * Names of arguments that are secrets (compared without case, `-` or `_`): redacted in inspection frames, events
+   * and arguments echoed in error results. The tool itself gets the real values.
+   */
   secret?: string[];
 }
 
