@@ -2,6 +2,9 @@ import { z } from 'zod';
 import { ConfigError } from '../core/errors.ts';
 import { type AgentLimits, type ResolvedLimits, resolveLimits } from '../core/limits.ts';
 import { isModelProvider, type ModelProvider, type ModelSettings, type OutputSpec } from '../core/model.ts';
+import { checkModelSettings } from '../core/model-settings.ts';
+import { checkOptionObject, isPlainObject } from '../core/options.ts';
+import { isPrototypeName } from '../core/records.ts';
 import { ToolRegistry } from '../tools/registry.ts';
 import { type Tool, toJsonSchema } from '../tools/tool.ts';
 import {
@@ -82,6 +85,21 @@ type TargetOutput<TTarget> = TTarget extends Agent<infer TOutput> ? TOutput : un
 
 const agentNamePattern = /^[a-zA-Z0-9_.-]{1,64}$/;
 
+const agentOptionKeys: readonly string[] = [
+  'name',
+  'instructions',
+  'model',
+  'tools',
+  'output',
+  'limits',
+  'settings',
+  'description',
+  'handoffs',
+  'handoffInputFilter',
+  'maxHandoffDepth',
+  'maxHandoffRevisits',
+];
+
 /**
  * Defines an agent. Everything is checked here, so a bad definition fails at start-up with a ConfigError (or a
  * DuplicateToolError) rather than in the middle of a run.
@@ -90,12 +108,16 @@ export function defineAgent<
   TSchema extends z.ZodType | undefined = undefined,
   const THandoffs extends readonly HandoffTarget[] = readonly [],
 >(options: AgentOptions<TSchema, THandoffs>): Agent<OutputOf<TSchema> | HandoffOutputOf<THandoffs>> {
-  if (typeof options !== 'object' || options === null)
-    throw new ConfigError('defineAgent(): options must be an object.');
+  if (!isPlainObject(options)) throw new ConfigError('defineAgent(): options must be an object.');
   const where = `defineAgent(${JSON.stringify(options.name)})`;
   if (typeof options.name !== 'string' || !agentNamePattern.test(options.name)) {
     throw new ConfigError(`${where}: name must be 1-64 letters, digits, "_", "-" or ".".`);
   }
+  if (isPrototypeName(options.name))
+    throw new ConfigError(
+      `${where}: "${options.name}" is a built-in property name of JavaScript objects; choose another name.`,
+    );
+  checkOptionObject(options, agentOptionKeys, where);
   if (typeof options.instructions !== 'string')
     throw new ConfigError(`${where}: instructions must be a string.`);
   if (!isModelProvider(options.model)) {
@@ -128,10 +150,13 @@ export function defineAgent<
     tools: new ToolRegistry([...(options.tools ?? []), ...handoffs.map(handoffTool)]),
     outputSchema,
     outputSpec: outputSchema
-      ? { name: `${options.name.replace(/\./g, '_')}_output`, schema: toJsonSchema(outputSchema, where) }
+      ? {
+          name: `${options.name.replace(/\./g, '_')}_output`,
+          schema: toJsonSchema(outputSchema, where, true),
+        }
       : undefined,
     limits: resolveLimits(options.limits, where),
-    settings: { ...options.settings },
+    settings: checkModelSettings(options.settings, where),
     description: options.description ?? '',
     handoffs,
     handoffTools: Object.freeze(handoffTools),
@@ -151,7 +176,7 @@ function checkHandoffs(options: AgentOptions<z.ZodType | undefined>, where: stri
   const seen = new Set<string>();
   for (const target of given) {
     const name = typeof target === 'string' ? target : target?.kind === 'agent' ? target.name : undefined;
-    if (name === undefined || !agentNamePattern.test(name))
+    if (name === undefined || !agentNamePattern.test(name) || isPrototypeName(name))
       throw new ConfigError(`${where}: every handoff must be an agent from defineAgent() or an agent name.`);
     if (seen.has(name)) throw new ConfigError(`${where}: handoff to "${name}" is listed twice.`);
     seen.add(name);

@@ -80,9 +80,17 @@ export function hashText(text: string): string {
 }
 
 /**
+ * How deep plain JSON may nest here. Arguments a model writes are a few levels deep; thousands of levels would
+ * overflow the stack of every recursive step that follows (hashing for duplicate detection, JSON.stringify,
+ * schema validation), failing the run instead of telling the model.
+ */
+export const maxJsonDepth = 100;
+
+/**
  * Why `value` is not plain JSON (a cycle, a function, a bigint, a symbol, a non-finite number, a class instance
- * other than Array), or undefined when it is. Providers' parsed arguments always pass; a user's own provider may
- * hand over anything, and the loop hashes and serializes arguments, so they are checked once on arrival.
+ * other than Array, nesting deeper than `maxJsonDepth`), or undefined when it is. Providers' parsed arguments
+ * pass unless absurdly deep; a user's own provider may hand over anything, and the loop hashes and serializes
+ * arguments, so they are checked once on arrival.
  */
 export function plainJsonProblem(value: unknown, ancestors: unknown[] = []): string | undefined {
   switch (typeof value) {
@@ -94,6 +102,7 @@ export function plainJsonProblem(value: unknown, ancestors: unknown[] = []): str
     case 'object': {
       if (value === null) return undefined;
       if (ancestors.includes(value)) return 'the value contains a cycle';
+      if (ancestors.length >= maxJsonDepth) return `the value nests deeper than ${maxJsonDepth} levels`;
       const proto = Object.getPrototypeOf(value);
       const isArray = Array.isArray(value);
       if (!isArray && proto !== Object.prototype && proto !== null)

@@ -1,4 +1,5 @@
 import { ConfigError } from './errors.ts';
+import { checkOptionObject } from './options.ts';
 
 /** Loop limits of an agent. Every field is optional; see `defaultLimits`. */
 export interface AgentLimits {
@@ -47,9 +48,16 @@ export const defaultLimits: ResolvedLimits = Object.freeze({
   timeoutMs: null,
 });
 
-/** Fills defaults and rejects nonsense (a step limit of 0, a negative retry count) with a clear ConfigError. */
+/** The keys `limits` may hold: anything else is a typo, refused with the closest of these. */
+const limitKeys: readonly (keyof AgentLimits)[] = Object.keys(defaultLimits) as (keyof AgentLimits)[];
+
+/**
+ * Fills defaults and rejects nonsense (a step limit of 0, a negative retry count, a misspelled key such as
+ * `maxStep`) with a clear ConfigError.
+ */
 export function resolveLimits(limits: AgentLimits | undefined, where: string): ResolvedLimits {
-  const given = limits ?? {};
+  if (limits !== undefined) checkOptionObject(limits, limitKeys, `${where}: limits`);
+  const given: AgentLimits = limits ?? {};
   const integer = (key: keyof AgentLimits, min: number, value: unknown, fallback: number): number => {
     if (value === undefined) return fallback;
     if (typeof value !== 'number' || !Number.isInteger(value) || value < min) {

@@ -6,6 +6,7 @@ import type { JsonValue } from '../core/json.ts';
 import type { ResolvedLimits } from '../core/limits.ts';
 import type { AssistantMessage, Message, ToolCall } from '../core/messages.ts';
 import type { ModelResponse } from '../core/model.ts';
+import { addCount, ownValue } from '../core/records.ts';
 import type { StopReason } from '../core/stop-reason.ts';
 import { addUsage, emptyUsage, type Usage } from '../core/usage.ts';
 import type { PolicyState, TerminationDecision } from '../policies/decision.ts';
@@ -364,9 +365,8 @@ function toolResultsPatch(
       content: result?.content ?? 'Not run: the tool runner returned no result for this call.',
       isError: result ? result.isError : true,
     });
-    toolCallCounts[call.name] = (toolCallCounts[call.name] ?? 0) + 1;
-    const signature = toolCallSignature(call);
-    callSignatures[signature] = (callSignatures[signature] ?? 0) + 1;
+    addCount(toolCallCounts, call.name);
+    addCount(callSignatures, toolCallSignature(call));
     if (result?.executed) toolCallsRun += 1;
     if (result?.degraded && !degradedTools.includes(call.name)) degradedTools = [...degradedTools, call.name];
   });
@@ -622,8 +622,8 @@ export const agentMachine = setup({
     /** Keeps the first handoff call open for the session; the turn's other calls are answered as not run. */
     recordHandoff: assign(({ context }) => {
       const { handoffTools } = context.config;
-      const call = context.openCalls.find((open) => open.name in handoffTools) as ToolCall;
-      const target = handoffTools[call.name] as string;
+      const call = context.openCalls.find((open) => Object.hasOwn(handoffTools, open.name)) as ToolCall;
+      const target = ownValue(handoffTools, call.name) as string;
       const others = context.openCalls.filter((open) => open !== call);
       return {
         handoff: { target, call },

@@ -4,6 +4,7 @@ import type { RunEventData } from '../core/events.ts';
 import type { JsonValue } from '../core/json.ts';
 import type { ResolvedLimits } from '../core/limits.ts';
 import type { Message, ToolMessage } from '../core/messages.ts';
+import { ownValue } from '../core/records.ts';
 import type { RunStatus, StopReason } from '../core/stop-reason.ts';
 import { addUsage, emptyUsage, type Usage } from '../core/usage.ts';
 import {
@@ -388,7 +389,7 @@ export const sessionMachine = setup({
       actorIdOf(event) === context.activeId && doneOutput(event) !== undefined,
     crashOfActive: ({ context, event }) => context.activeId !== null && actorIdOf(event) === context.activeId,
     stopping: ({ context }) => context.stopping,
-    knowsCurrent: ({ context }) => context.current in context.config.agents,
+    knowsCurrent: ({ context }) => Object.hasOwn(context.config.agents, context.current),
     fromSubAgent: ({ event }) => actorIdOf(event)?.startsWith('sub-') === true,
     handoffRequested: ({ event }) => doneOutput(event)?.handoff != null,
     // The path holds the agents of this turn: one more than the handoffs taken.
@@ -425,7 +426,7 @@ export const sessionMachine = setup({
     })),
     startAgent: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== 'prepared') return;
-      const descriptor = context.config.agents[context.current];
+      const descriptor = ownValue(context.config.agents, context.current);
       if (!descriptor) return;
       // A fresh start (a turn, an accepted handoff) takes the prepared, filtered history. A restart resumes the same
       // agent from the stored checkpoint (or from its start without one); a refused handoff from its last context.

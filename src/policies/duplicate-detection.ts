@@ -1,3 +1,4 @@
+import { countOf } from '../core/records.ts';
 import type { TerminationPolicy } from './decision.ts';
 import { toolCallSignature } from './tool-call-signature.ts';
 
@@ -17,7 +18,7 @@ export function withDuplicateDetection(
     const seenThisTurn = decision.calls.length > 1 ? new Map<string, number>() : undefined;
     for (const call of decision.calls) {
       const signature = toolCallSignature(call);
-      const count = (state.callSignatures[signature] ?? 0) + (seenThisTurn?.get(signature) ?? 0);
+      const count = countOf(state.callSignatures, signature) + (seenThisTurn?.get(signature) ?? 0);
       if (count >= maxDuplicateToolCalls) {
         return {
           kind: 'terminate',

@@ -1,3 +1,4 @@
+import { countOf } from '../core/records.ts';
 import type { TerminationPolicy } from './decision.ts';
 
 /**
@@ -14,7 +15,7 @@ export function withToolCallCap(
     if (decision.kind !== 'continue_with_tools') return decision;
     const thisTurn = new Map<string, number>();
     for (const call of decision.calls) {
-      const total = (state.toolCallCounts[call.name] ?? 0) + (thisTurn.get(call.name) ?? 0) + 1;
+      const total = countOf(state.toolCallCounts, call.name) + (thisTurn.get(call.name) ?? 0) + 1;
       if (total > maxToolCallsPerTool) {
         return {
           kind: 'terminate',

@@ -1,4 +1,3 @@
-import type { Message } from '../core/messages.ts';
 import type { ModelRequest, ToolSpec } from '../core/model.ts';
 import { defaultOutputEstimate } from './output-estimates.ts';
 import type { ResourceManager } from './resource-manager.ts';
@@ -33,6 +32,10 @@ const messageOverhead = 4;
  * specs and the output schema, plus what the call is expected to write (`expectedOutput`, the running mean the
  * manager learned, else a small default), never more than its `maxOutputTokens`. It is only a reservation: the
  * settlement replaces it with the provider's count, and a budget can be exceeded by at most one call.
+ *
+ * It never throws: it runs before the model call, outside the call's error handling, so whatever a message holds
+ * (inputs are checked before a run starts, but a custom history filter or provider may hand over anything) counts
+ * as what it can be measured as, and a value that cannot be measured counts as nothing.
  */
 export function estimateRequest(
   request: ModelRequest,
@@ -42,21 +45,34 @@ export function estimateRequest(
   let extra = 0;
   for (const message of request.messages) {
     extra += messageOverhead;
-    chars += contentChars(message);
-    if (message.role === 'assistant' && message.toolCalls) {
-      for (const call of message.toolCalls)
-        chars += call.name.length + JSON.stringify(call.args ?? null).length;
+    if (typeof message !== 'object' || message === null) continue;
+    const { content } = message as { content?: unknown };
+    if (typeof content === 'string') chars += content.length;
+    else if (Array.isArray(content)) {
+      for (const part of content as unknown[]) {
+        if (typeof part !== 'object' || part === null) continue;
+        const { type, text } = part as { type?: unknown; text?: unknown };
+        if (type === 'text' && typeof text === 'string') chars += text.length;
+        else if (type === 'image') extra += imageTokens;
+      }
+    }
+    if (message.role === 'assistant' && Array.isArray(message.toolCalls)) {
+      for (const call of message.toolCalls as unknown[]) {
+        if (typeof call !== 'object' || call === null) continue;
+        const { name, args } = call as { name?: unknown; args?: unknown };
+        chars += (typeof name === 'string' ? name.length : 0) + jsonLength(args ?? null);
+      }
     }
   }
   for (const tool of request.tools) chars += specChars(tool);
-  if (request.output) chars += JSON.stringify(request.output.schema).length;
-  for (const message of request.messages) {
-    if (typeof message.content !== 'string')
-      for (const part of message.content) if (part.type === 'image') extra += imageTokens;
-  }
+  if (request.output) chars += jsonLength(request.output.schema);
+  const maxOutputTokens = request.settings?.maxOutputTokens;
   return {
     input: Math.ceil(chars / 4) + extra,
-    output: Math.min(expectedOutput, request.settings.maxOutputTokens ?? expectedOutput),
+    output:
+      typeof maxOutputTokens === 'number' && Number.isFinite(maxOutputTokens) && maxOutputTokens > 0
+        ? Math.min(expectedOutput, maxOutputTokens)
+        : expectedOutput,
   };
 }
 
@@ -66,15 +82,17 @@ const specSizes = new WeakMap<ToolSpec, number>();
 function specChars(tool: ToolSpec): number {
   let size = specSizes.get(tool);
   if (size === undefined) {
-    size = tool.name.length + tool.description.length + JSON.stringify(tool.parameters).length;
+    size = tool.name.length + tool.description.length + jsonLength(tool.parameters);
     specSizes.set(tool, size);
   }
   return size;
 }
 
-function contentChars(message: Message): number {
-  if (typeof message.content === 'string') return message.content.length;
-  let chars = 0;
-  for (const part of message.content) if (part.type === 'text') chars += part.text.length;
-  return chars;
+/** The length of a value's JSON text; 0 for what JSON cannot hold (a cycle, a bigint, nesting too deep). */
+function jsonLength(value: unknown): number {
+  try {
+    return JSON.stringify(value)?.length ?? 0;
+  } catch {
+    return 0;
+  }
 }

@@ -11,10 +11,10 @@ import { denialError } from '../resources/denial-error.ts';
 import { estimateRequest, resourcesOf } from '../resources/resource-binding.ts';
 import type { Grant } from '../resources/resource-manager.ts';
 import { type ClassifiedCalls, classifyCalls, type DecidedOutcomes } from './approval-check.ts';
-import { redactArguments } from './inspect.ts';
 import { normalizeResponse } from './normalize-response.ts';
 import { reportFatal, takeNestedSteps } from './run-hooks.ts';
 import { emitFrom, type RunRuntime, runtimeOf } from './run-runtime.ts';
+import { redactArgs, secretKeysOf, toolCallEventData } from './secrets.ts';
 import { runToolBatch } from './tool-runner.ts';
 
 /** What the effects actor's snapshot holds: a callback actor's (status and input: serializable). */
@@ -240,14 +240,9 @@ class EffectsInstance {
       ...(runtime.runEffect ? { executor: runtime.runEffect } : {}),
       known: (call) => classified.decided.get(call.id) ?? durable?.replayTool(command.step, call.id),
       onStart: (call) => {
-        if (!runtime.bus.listening) return;
-        const found = runtime.agent.tools.find(call.name);
-        const args = found ? redactArguments(call.args, found.secret) : redactArguments(call.args, []);
-        emitFrom(runtime, 'tool_call', {
-          id: call.id,
-          function: { name: call.name, arguments: JSON.stringify(args) },
-          args,
-        });
+        // Listeners see secret arguments redacted; the tool itself gets the real values.
+        if (runtime.bus.listening)
+          emitFrom(runtime, 'tool_call', toolCallEventData(call, secretKeysOf(runtime.agent)));
       },
       onSettled: (call, outcome, durationMs) => {
         // A failed `fatal: true` tool fails the agent actor: the session's supervisor decides. Its outcome is not
@@ -294,14 +289,13 @@ function approvalRequests(
   for (const pending of command.pending) {
     const call = byId.get(pending.callId);
     if (!call || decided.has(pending.callId)) continue;
-    const found = runtime.agent.tools.find(call.name);
     const request: ApprovalRequest = {
       sessionId,
       callId: call.id,
       agent: runtime.agent.name,
       route,
       tool: call.name,
-      args: redactArguments(call.args, found?.secret ?? []),
+      args: redactArgs(call.args, secretKeysOf(runtime.agent)),
       kind: pending.kind,
       requestedAt,
     };

@@ -1,68 +1,41 @@
 import type { ActorRefLike, InspectionEvent, Observer } from 'xstate';
-import type { Agent } from '../agent/define-agent.ts';
-import type { Tool } from '../tools/tool.ts';
+import { redact, secretKeySet } from './secrets.ts';
+
+export { defaultSecretKeys, redact, redacted, secretArguments } from './secrets.ts';
 
 export type InspectObserver = Observer<InspectionEvent> | ((event: InspectionEvent) => void);
 
-/** Argument and field names always treated as secrets, whatever the tools declare. */
-export const defaultSecretKeys: readonly string[] = [
-  'apiKey',
-  'api_key',
-  'authorization',
-  'Authorization',
-  'password',
-  'secret',
-  'accessToken',
-  'access_token',
-];
+/** The parts of an inspection event that carry data (the rest are ids, refs and transition definitions). */
+const payloadKeys: ReadonlySet<string> = new Set(['snapshot', 'event', 'action']);
 
-export const redacted = '[redacted]';
+/** Properties of an actor ref that hand out its snapshot, directly or through another ref. */
+const snapshotReaders: ReadonlySet<PropertyKey> = new Set(['getSnapshot', 'getPersistedSnapshot']);
 
 /**
- * A copy of `value` with every property named in `keys` replaced by "[redacted]", at any depth. Plain objects and
- * arrays are copied; anything else (actor refs, class instances) is kept as is: actor refs serialize to their id.
- */
-export function redact(value: unknown, keys: ReadonlySet<string>, depth = 0): unknown {
-  if (depth > 64 || value === null || typeof value !== 'object') return value;
-  if (Array.isArray(value)) return value.map((item) => redact(item, keys, depth + 1));
-  const prototype = Object.getPrototypeOf(value);
-  if (prototype !== Object.prototype && prototype !== null) return value;
-  const copy: Record<string, unknown> = {};
-  for (const [key, inner] of Object.entries(value)) {
-    copy[key] = keys.has(key) ? redacted : redact(inner, keys, depth + 1);
-  }
-  return copy;
-}
-
-/** A tool call's arguments as events, approvals and traces show them: declared and well-known secrets redacted. */
-export function redactArguments<T>(args: T, secret: readonly string[]): T {
-  return redact(
-    args,
-    secret.length === 0 ? defaultSecretSet : new Set([...defaultSecretKeys, ...secret]),
-  ) as T;
-}
-
-const defaultSecretSet: ReadonlySet<string> = new Set(defaultSecretKeys);
-
-/**
- * Wraps an inspection observer so that secrets never reach it (REQUIREMENTS O3): snapshots, events and action
- * parameters are redacted, and the actor ref handed on reads its snapshot through the same filter (the Stately
- * inspector calls `actorRef.getSnapshot()` when an actor registers).
+ * Wraps an inspection observer so that secrets never reach it: snapshots, events and action
+ * parameters are redacted, and every actor ref handed on (`actorRef`, `sourceRef`, refs inside snapshots, a ref's
+ * `_parent`) reads its snapshot through the same filter (the Stately inspector calls `actorRef.getSnapshot()` when
+ * an actor registers). Secret names are the defaults plus `secretKeys`, compared without case, `-` or `_`.
+ *
+ * The observer is the user's code: if it throws, the run goes on. The first error is reported with console.error
+ * (as the event bus does for its listeners); the rest are dropped, since an observer sees every event.
  */
 export function redactingInspector(
   target: InspectObserver,
   secretKeys: Iterable<string>,
 ): (event: InspectionEvent) => void {
-  const keys = new Set([...defaultSecretKeys, ...secretKeys]);
+  const keys = secretKeySet(secretKeys);
   const deliver = typeof target === 'function' ? target : (event: InspectionEvent) => target.next?.(event);
-  const wrappedRefs = new WeakMap<ActorRefLike, ActorRefLike>();
-  const wrapRef = (ref: ActorRefLike): ActorRefLike => {
+  const wrappedRefs = new WeakMap<object, object>();
+  const wrapRef = (ref: object): object => {
     let wrapped = wrappedRefs.get(ref);
     if (!wrapped) {
       wrapped = new Proxy(ref, {
         get(actor, property, receiver) {
-          if (property === 'getSnapshot') return () => redact(actor.getSnapshot(), keys);
           const value: unknown = Reflect.get(actor, property, receiver);
+          if (snapshotReaders.has(property) && typeof value === 'function')
+            return (...args: unknown[]) => redact(value.apply(actor, args), keys, wrapRef);
+          if (property === '_parent' && typeof value === 'object' && value !== null) return wrapRef(value);
           return typeof value === 'function' ? value.bind(actor) : value;
         },
       });
@@ -70,22 +43,28 @@ export function redactingInspector(
     }
     return wrapped;
   };
+  let reported = false;
   return (event) => {
-    const copy = { ...event, actorRef: wrapRef(event.actorRef) } as Record<string, unknown>;
-    if ('snapshot' in event) copy.snapshot = redact(event.snapshot, keys);
-    if ('event' in event) copy.event = redact(event.event, keys);
-    if ('action' in event) copy.action = redact(event.action, keys);
-    deliver(copy as unknown as InspectionEvent);
+    try {
+      const copy: Record<string, unknown> = { ...event };
+      for (const [key, value] of Object.entries(event)) {
+        if (isActorRef(value)) copy[key] = wrapRef(value);
+        else if (payloadKeys.has(key)) copy[key] = redact(value, keys, wrapRef);
+      }
+      deliver(copy as unknown as InspectionEvent);
+    } catch (error) {
+      // An observer's bug must not fail the run, reject run() or crash the process.
+      if (reported) return;
+      reported = true;
+      queueMicrotask(() => console.error('troupe: the inspection observer threw', error));
+    }
   };
 }
 
-/** The argument names an agent's tools declare secret, including those of agents it uses as tools. */
-export function secretArguments(agent: Agent<unknown>, seen = new Set<Agent<unknown>>()): string[] {
-  if (seen.has(agent)) return [];
-  seen.add(agent);
-  return agent.tools.names.flatMap((name) => {
-    const found = agent.tools.find(name) as (Tool & { delegate?: Agent<unknown> }) | undefined;
-    if (!found) return [];
-    return [...found.secret, ...(found.delegate ? secretArguments(found.delegate, seen) : [])];
-  });
+function isActorRef(value: unknown): value is ActorRefLike {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as { getSnapshot?: unknown }).getSnapshot === 'function'
+  );
 }

@@ -6,7 +6,6 @@ import { type Clock, systemClock } from '../core/clock.ts';
 import { ConfigError } from '../core/errors.ts';
 import { EventBus } from '../core/event-bus.ts';
 import type { RunEvent } from '../core/events.ts';
-import { validateHistory } from '../core/history.ts';
 import type { JsonValue } from '../core/json.ts';
 import { type Message, type RunInput, userMessage } from '../core/messages.ts';
 import type { RunResult } from '../core/result.ts';
@@ -24,6 +23,7 @@ import { redactingInspector, secretArguments } from './inspect.ts';
 import { PhaseReporter } from './phase-events.ts';
 import { setScope, stopOrphans } from './run-hooks.ts';
 import { runHost } from './run-host.ts';
+import { checkRunArguments } from './run-options.ts';
 import { buildRunResult, failedBeforeAnyStep } from './run-result.ts';
 import { deltaForwarder, registerRuntime, unregisterRuntime } from './run-runtime.ts';
 import { runtimeAgentMachine } from './runtime-agent-machine.ts';
@@ -74,11 +74,7 @@ function startRun<TOutput>(
 ): StartedRun<TOutput> {
   if (agent?.kind !== 'agent')
     throw new ConfigError('run(): the first argument must be an agent from defineAgent().');
-  if (typeof input !== 'string' && !Array.isArray(input)) {
-    throw new ConfigError('run(): input must be a string or an array of content parts.');
-  }
   const callerHistory = options.history ?? [];
-  validateHistory(callerHistory);
   const sessionId = options.sessionId ?? randomUUID();
   const clock = options.clock ?? systemClock;
   const bus = new EventBus(sessionId, clock);
@@ -199,6 +195,7 @@ export async function run<TOutput>(
   input: RunInput,
   options: RunOptions = {},
 ): Promise<RunResult<TOutput>> {
+  checkRunArguments(agent, input, options, 'run()');
   // Handoffs and fatal tools need a session supervisor; a plain agent keeps the one-actor hot path.
   if (agent?.kind === 'agent' && needsSession(agent as Agent<unknown>))
     return runInSession(agent, input, options).result;
@@ -229,6 +226,7 @@ export function stream<TOutput>(
   input: RunInput,
   options: RunOptions = {},
 ): RunStream<TOutput> {
+  checkRunArguments(agent, input, options, 'stream()');
   if (agent?.kind === 'agent' && needsSession(agent as Agent<unknown>)) {
     const session = runInSession(agent, input, options);
     const events = session.events;

@@ -22,6 +22,8 @@ export function idempotencyKey(
   return `${where.sessionId}:${where.turn}:${where.step}:${where.callPath === '' ? callId : `${where.callPath}/${callId}`}`;
 }
 
+import { redactArgs, secretKeySet } from './secrets.ts';
+
 export interface ToolBatch {
   calls: readonly ToolCall[];
   registry: ToolRegistry;
@@ -102,7 +104,8 @@ export function runToolBatch(batch: ToolBatch): Promise<ToolOutcome[]> {
       }
       const started = batch.clock.now();
       batch.onStart(call);
-      const execute = () => runToolCall(call, batch);
+      const execute = () =>
+        runToolCall(call, batch).then(undefined, (error: unknown) => unexpected(call, error));
       const running = batch.executor
         ? batch.executor(
             `${batch.route}/tool/${batch.step}/${call.id}`,
@@ -141,13 +144,22 @@ async function runToolCall(call: ToolCall, batch: ToolBatch): Promise<ToolOutcom
       `Error: unknown tool "${call.name}". Available tools: ${known.length > 0 ? known.join(', ') : '(none)'}.`,
     );
   }
-  const parsed = found.input.safeParse(call.args);
+  let parsed: ReturnType<Tool['input']['safeParse']>;
+  try {
+    parsed = found.input.safeParse(call.args);
+  } catch (error) {
+    // A refinement or transform of the tool's schema threw: the tool's own bug, reported like invalid arguments.
+    return refused(
+      call,
+      `Error: checking the arguments of tool "${call.name}" failed: ${error instanceof Error ? error.message : String(error)}`,
+    );
+  }
   if (!parsed.success) {
     return refused(
       call,
       `Error: invalid arguments for tool "${call.name}": ${parsed.error.issues
         .map((issue) => `${issue.path.length > 0 ? issue.path.join('.') : '(root)'}: ${issue.message}`)
-        .join('; ')}. Arguments received: ${safeJson(call.args)}`,
+        .join('; ')}. Arguments received: ${safeJson(redactArgs(call.args, secretKeysOfTool(found)))}`,
     );
   }
   const attempts = 1 + (found.retries ?? batch.retries);
@@ -239,6 +251,14 @@ function attemptTool(
   });
 }
 
+/** The outcome of a call whose handling failed in a way nothing above foresaw: the batch still settles. */
+function unexpected(call: ToolCall, error: unknown): ToolOutcome {
+  return refused(
+    call,
+    `Error: tool "${call.name}" could not be run: ${error instanceof Error ? error.message : String(error)}`,
+  );
+}
+
 /** The outcome of a call that was not run (unknown or disabled tool, invalid arguments, aborted run). */
 function refused(call: ToolCall, content: string): ToolOutcome {
   return {
@@ -250,6 +270,18 @@ function refused(call: ToolCall, content: string): ToolOutcome {
     degraded: false,
     attempts: 0,
   };
+}
+
+/** Each tool's secret names (its declared ones and the defaults), built once per tool. */
+const toolSecrets = new WeakMap<Tool, ReadonlySet<string>>();
+
+function secretKeysOfTool(found: Tool): ReadonlySet<string> {
+  let keys = toolSecrets.get(found);
+  if (!keys) {
+    keys = secretKeySet(found.secret);
+    toolSecrets.set(found, keys);
+  }
+  return keys;
 }
 
 /** What the model reads: strings as they are, anything else as JSON. */

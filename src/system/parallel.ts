@@ -8,6 +8,7 @@ import type { RunEvent } from '../core/events.ts';
 import { validateHistory } from '../core/history.ts';
 import type { JsonValue } from '../core/json.ts';
 import { type Message, type RunInput, userMessage } from '../core/messages.ts';
+import { addCount, countOf } from '../core/records.ts';
 import type { RunResult } from '../core/result.ts';
 import type { RunStatus } from '../core/stop-reason.ts';
 import { compileMachine } from '../engine/compiled-machine.ts';
@@ -21,6 +22,7 @@ import type { ResourceManager } from '../resources/resource-manager.ts';
 import { attachResources, type RunResourceOptions } from '../resources/resource-run.ts';
 import { type InspectObserver, redactingInspector, secretArguments } from '../run/inspect.ts';
 import { type RunOptions, run } from '../run/run.ts';
+import { checkParallelOptions, checkParallelRunOptions, checkRunInput } from '../run/run-options.ts';
 import { buildRunResult, failedBeforeAnyStep } from '../run/run-result.ts';
 import { deltaForwarder, registerRuntime, unregisterRuntime } from '../run/run-runtime.ts';
 import { runtimeAgentMachine } from '../run/runtime-agent-machine.ts';
@@ -82,7 +84,8 @@ const runtimeGroupMachine: GroupMachine = compileMachine(
 export function parallel(agents: readonly Agent<unknown>[], options: ParallelOptions): ParallelGroup {
   if (!Array.isArray(agents) || agents.length === 0 || agents.some((agent) => agent?.kind !== 'agent'))
     throw new ConfigError('parallel(): give a non-empty array of agents from defineAgent().');
-  const merge = options?.merge;
+  checkParallelOptions(options, 'parallel()');
+  const merge = options.merge;
   if (merge !== 'vote' && merge !== 'concat' && (merge as Agent<unknown> | undefined)?.kind !== 'agent')
     throw new ConfigError("parallel(): merge must be 'vote', 'concat' or a synthesizer agent.");
   const group = [...agents];
@@ -90,8 +93,8 @@ export function parallel(agents: readonly Agent<unknown>[], options: ParallelOpt
     kind: 'parallel',
     agents: group,
     async run(input, runOptions = {}) {
-      if (typeof input !== 'string' && !Array.isArray(input))
-        throw new ConfigError('parallel().run(): input must be a string or an array of content parts.');
+      checkRunInput(input, 'parallel().run()');
+      checkParallelRunOptions(runOptions, 'parallel().run()');
       // Agents that can hand off need a session of their own; the others are children of one group actor.
       const apart = group.map((agent) => needsSession(agent));
       const together = group.filter((_agent, index) => !apart[index]);
@@ -247,11 +250,12 @@ function ballot(result: RunResult<unknown>): string {
 
 function vote(results: RunResult<unknown>[], done: RunResult<unknown>[]): ParallelResult {
   const votes: Record<string, number> = {};
-  for (const result of done) votes[ballot(result)] = (votes[ballot(result)] ?? 0) + 1;
+  // Answers are model text: "constructor" or "__proto__" must count like any other answer.
+  for (const result of done) addCount(votes, ballot(result));
   let winner: RunResult<unknown> | undefined;
   for (const result of done) {
     // The most votes wins; a tie goes to the answer given first.
-    if (!winner || (votes[ballot(result)] ?? 0) > (votes[ballot(winner)] ?? 0)) winner = result;
+    if (!winner || countOf(votes, ballot(result)) > countOf(votes, ballot(winner))) winner = result;
   }
   if (!winner) return { status: 'failed', text: '', output: undefined, results, votes };
   return { status: 'completed', text: winner.text, output: answerOf(winner), results, votes };

@@ -35,6 +35,7 @@ import type { ResourceManager } from '../resources/resource-manager.ts';
 import { attachResources, type RunResourceOptions } from '../resources/resource-run.ts';
 import { type InspectObserver, redactingInspector, secretArguments } from '../run/inspect.ts';
 import { onFatal, setDelegator } from '../run/run-hooks.ts';
+import { checkRunInput } from '../run/run-options.ts';
 import { deltaForwarder, registerRuntime, unregisterRuntime } from '../run/run-runtime.ts';
 import { runtimeAgentMachine } from '../run/runtime-agent-machine.ts';
 import { watchAgent } from './agent-watch.ts';
@@ -188,8 +189,7 @@ export function startSession<TOutput>(
 ): SessionControl<TOutput> {
   if (entry?.kind !== 'agent')
     throw new ConfigError('spawn(): the first argument must be an agent from defineAgent().');
-  if (typeof input !== 'string' && !Array.isArray(input))
-    throw new ConfigError('spawn(): input must be a string or an array of content parts.');
+  checkRunInput(input, 'spawn()');
   const stored = start.kind === 'fresh' ? undefined : start.stored;
   const callerHistory = stored ? stored.session.transcript : (options.history ?? []);
   validateHistory(callerHistory);
@@ -730,10 +730,11 @@ export function startSession<TOutput>(
       return latestTurnEvents(latest, log, signal);
     },
     send(next: RunInput, turnOptions: TurnOptions = {}) {
-      if (typeof next !== 'string' && !Array.isArray(next))
-        return Promise.reject(
-          new ConfigError('send(): input must be a string or an array of content parts.'),
-        );
+      try {
+        checkRunInput(next, 'send()');
+      } catch (error) {
+        return Promise.reject(error);
+      }
       if (finished || status === 'closed' || status === 'failed' || status === 'suspended')
         return Promise.reject(new SessionClosedError(sessionId, status));
       if (environment.accepting && !environment.accepting())

@@ -22,6 +22,7 @@ import {
   type ResourceUsage,
 } from '../resources/resource-manager.ts';
 import type { InspectObserver } from '../run/inspect.ts';
+import { checkRestoreOptions, checkSessionOptions, checkSystemOptions } from '../run/run-options.ts';
 import { ApprovalError } from './approval-error.ts';
 import {
   agentCatalog,
@@ -129,6 +130,7 @@ export interface AgentSystem {
 }
 
 export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem {
+  checkSystemOptions(options, 'createAgentSystem()');
   const sessions = new Map<string, SessionControl>();
   const streams = new Set<AsyncQueue<RunEvent>>();
   const agents = new Map<string, Agent<unknown>>();
@@ -237,6 +239,7 @@ export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem
 
   return {
     spawn(agent, input, spawnOptions = {}) {
+      checkSessionOptions(spawnOptions, 'spawn()');
       refuseWhenClosed('spawn()');
       if (spawnOptions.id !== undefined && sessions.has(spawnOptions.id))
         throw new ConfigError(`spawn(): a session with id "${spawnOptions.id}" is already running.`);
@@ -251,6 +254,8 @@ export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem
       return start(agent, input, spawnOptions, { kind: 'fresh' });
     },
     async restore(id, entry, restoreOptions = {}) {
+      checkRestoreOptions(restoreOptions, 'restore()');
+      checkRestoreOptions(restoreOptions, 'restore()');
       if (sessions.has(id)) throw new ConfigError(`restore(): session "${id}" is running already.`);
       refuseWhenClosed('restore()');
       const stored = await store.load(id);

@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import { ConfigError } from '../core/errors.ts';
 import type { JsonObject } from '../core/json.ts';
+import { checkOptionObject, describeValue, isPlainObject } from '../core/options.ts';
+import { isPrototypeName } from '../core/records.ts';
 
 /** What a tool's `execute` receives besides its arguments. */
 export interface ToolContext {
@@ -70,7 +72,10 @@ export interface ToolOptions<TSchema extends z.ZodType, TResult> {
    * supervision strategy decides (restart from the last checkpoint, stop, or escalate). Such a tool is not retried.
    */
   fatal?: boolean | undefined;
-  /** Names of arguments that are secrets: they are redacted before anything reaches the inspector. */
+  /**
+   * Names of arguments that are secrets (compared without case, `-` or `_`): redacted in inspection frames, events
+   * and arguments echoed in error results. The tool itself gets the real values.
+   */
   secret?: string[] | undefined;
   /**
    * A person must approve each call before it runs: `true`, or a function of the (validated) arguments deciding per
@@ -100,28 +105,51 @@ export type ApprovalCheckContext = Pick<
 
 const toolNamePattern = /^[a-zA-Z0-9_-]{1,64}$/;
 
-/** Defines a zod-typed tool. Throws a ConfigError for a bad name, a missing description, schema or execute. */
+const toolOptionKeys: readonly string[] = [
+  'needsApproval',
+  'name',
+  'description',
+  'input',
+  'execute',
+  'timeoutMs',
+  'retries',
+  'fatal',
+  'secret',
+];
+
+/**
+ * Defines a zod-typed tool. Throws a ConfigError for a bad name (including names of Object.prototype members such
+ * as `constructor`), a missing description, an input schema that is not a zod object, a missing execute, a
+ * misspelled option (`secrets` would leave the secret unprotected), or a retry count or timeout that is not a
+ * whole number of attempts or a positive duration.
+ */
 export function tool<TSchema extends z.ZodType, TResult>(
   options: ToolOptions<TSchema, TResult>,
 ): Tool<z.output<TSchema>, TResult> {
-  const where = `tool(${JSON.stringify(options?.name)})`;
-  if (typeof options !== 'object' || options === null)
-    throw new ConfigError('tool(): options must be an object.');
+  if (!isPlainObject(options)) throw new ConfigError('tool(): options must be an object.');
+  const where = `tool(${JSON.stringify(options.name)})`;
   if (typeof options.name !== 'string' || !toolNamePattern.test(options.name)) {
     throw new ConfigError(`${where}: name must be 1-64 letters, digits, "_" or "-".`);
   }
+  if (isPrototypeName(options.name))
+    throw new ConfigError(
+      `${where}: "${options.name}" is a built-in property name of JavaScript objects; choose another name.`,
+    );
+  checkOptionObject(options, toolOptionKeys, where);
   if (typeof options.description !== 'string' || options.description.trim() === '') {
     throw new ConfigError(`${where}: description must be a non-empty string; the model reads it.`);
   }
-  if (!(options.input instanceof z.ZodType)) {
-    throw new ConfigError(`${where}: input must be a zod schema, e.g. z.object({ ... }).`);
+  if (!(options.input instanceof z.ZodObject)) {
+    throw new ConfigError(
+      `${where}: input must be a zod object schema, e.g. z.object({ ... }): tool arguments are a JSON object.`,
+    );
   }
   if (typeof options.execute !== 'function') throw new ConfigError(`${where}: execute must be a function.`);
   if (options.fatal !== undefined && typeof options.fatal !== 'boolean')
     throw new ConfigError(`${where}: fatal must be a boolean.`);
   if (
     options.secret !== undefined &&
-    (!Array.isArray(options.secret) || options.secret.some((name) => typeof name !== 'string'))
+    (!Array.isArray(options.secret) || options.secret.some((name) => typeof name !== 'string' || name === ''))
   ) {
     throw new ConfigError(`${where}: secret must be an array of argument names.`);
   }
@@ -131,12 +159,16 @@ export function tool<TSchema extends z.ZodType, TResult>(
     typeof options.needsApproval !== 'function'
   )
     throw new ConfigError(`${where}: needsApproval must be a boolean or a function of the arguments.`);
-  for (const key of ['timeoutMs', 'retries'] as const) {
-    const value = options[key];
-    if (value !== undefined && (typeof value !== 'number' || !Number.isFinite(value) || value < 0)) {
-      throw new ConfigError(`${where}: ${key} must be a non-negative number.`);
-    }
-  }
+  const { retries, timeoutMs } = options;
+  if (retries !== undefined && (typeof retries !== 'number' || !Number.isInteger(retries) || retries < 0))
+    throw new ConfigError(`${where}: retries must be an integer >= 0, got ${describeValue(retries)}.`);
+  if (
+    timeoutMs !== undefined &&
+    (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs <= 0)
+  )
+    throw new ConfigError(
+      `${where}: timeoutMs must be a positive number of milliseconds, got ${describeValue(timeoutMs)}.`,
+    );
   return {
     kind: 'tool',
     name: options.name,
@@ -152,20 +184,24 @@ export function tool<TSchema extends z.ZodType, TResult>(
   };
 }
 
-/** JSON Schema for a zod schema, without the `$schema` key that some providers reject. */
-export function toJsonSchema(schema: z.ZodType, where: string): JsonObject {
+/**
+ * JSON Schema for a zod schema, without the `$schema` key that some providers reject. With `jsonOnly`, a schema
+ * that JSON cannot satisfy anywhere inside (`z.date()`, `z.bigint()`, `z.map()`, `z.custom()`...) is a ConfigError:
+ * a model writes JSON, so such an output schema could never decode, and each attempt would be a paid call.
+ */
+export function toJsonSchema(schema: z.ZodType, where: string, jsonOnly = false): JsonObject {
   try {
     const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, {
       io: 'input',
-      unrepresentable: 'any',
+      unrepresentable: jsonOnly ? 'throw' : 'any',
     }) as Record<string, unknown>;
     return rest as JsonObject;
   } catch (error) {
     throw new ConfigError(
-      `${where}: the schema cannot be expressed as JSON Schema: ${(error as Error).message}`,
-      {
-        cause: error,
-      },
+      jsonOnly
+        ? `${where}: the output schema asks for a value JSON cannot carry (${(error as Error).message}); a model answers in JSON, so use JSON types (for a date, z.iso.datetime()).`
+        : `${where}: the schema cannot be expressed as JSON Schema: ${(error as Error).message}`,
+      { cause: error },
     );
   }
 }
