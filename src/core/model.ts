@@ -38,6 +38,28 @@ export interface OutputSpec {
   schema: JsonObject;
 }
 
+/**
+ * A tool the provider runs on its own servers (web search, code execution, file search), offered to the model
+ * beside the agent's function tools. Build one with a provider's helpers (`anthropic.tools.webSearch()`,
+ * `openai.tools.fileSearch({ vectorStoreIds })`) and list it in the agent's `settings.providerTools`; that
+ * provider's adapter adds it to the request's tools, any other adapter refuses it with a ConfigError. Plain
+ * JSON, so settings stay serializable. The loop never runs it: the provider does, and its calls and results come
+ * back as blocks kept on the assistant message (`reasoning`) for the next turn.
+ */
+export interface ProviderTool {
+  /** The adapter that runs it: `anthropic` or `openai-responses`. */
+  readonly provider: string;
+  /** The name the model calls it by (`web_search`, `code_execution`, `file_search`...). */
+  readonly name: string;
+  /** Its entry in the request's `tools`, exactly as the provider's API takes it. */
+  readonly definition: JsonObject;
+  /**
+   * Function tools this tool loads on demand (tool search): the adapter sends them with `defer_loading`, so the
+   * model sees only the ones a search returns. `'all'` defers every function tool.
+   */
+  readonly deferTools?: readonly string[] | 'all';
+}
+
 export interface ModelSettings {
   maxOutputTokens?: number;
   temperature?: number;
@@ -45,6 +67,8 @@ export interface ModelSettings {
   stopSequences?: string[];
   /** Provider-specific extras passed through unchanged (for example reasoning effort). */
   providerOptions?: JsonObject;
+  /** Tools the provider runs itself, offered beside the function tools (see ProviderTool). */
+  providerTools?: readonly ProviderTool[];
 }
 
 /** Streaming pieces. They reach the event stream directly, bypassing the statechart (ARCHITECTURE rule 4). */
@@ -73,7 +97,12 @@ export interface ModelResponse {
   toolCalls: ToolCall[];
   /** The model's refusal message, when it refused (OpenAI `refusal`, Anthropic `refusal` stop reason). */
   refusal?: string;
-  /** Blocks to send back unchanged on the next turn. */
+  /**
+   * Blocks to send back unchanged on the next turn, each tagged with the provider that made it: reasoning
+   * (thinking blocks, reasoning items, thought signatures), and whatever else that provider needs back in
+   * order (server tool calls and their results, text blocks with citations, message phases). Other providers
+   * leave them out.
+   */
   reasoning?: ReasoningBlock[];
   stopReason: ModelStopReason | undefined;
   usage: Usage;
