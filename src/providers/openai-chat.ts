@@ -3,13 +3,28 @@ import type { ClientOptions } from 'openai';
 import { ConfigError } from '../core/errors.ts';
 import type { ModelProvider, ModelRequest, ModelResponse, ModelSettings } from '../core/model.ts';
 import { doneWatchingFetch, streamChatOnce } from './openai-chat-call.ts';
-import { type ChatRequestOptions, openaiChatProviderName } from './openai-chat-format.ts';
+import { openaiChatProviderName } from './openai-chat-format.ts';
 import { openaiResponses } from './openai-responses.ts';
 import { openaiTools } from './openai-tools.ts';
 import { providerToolsFor } from './provider-tools.ts';
 import { withDefaultSettings } from './request-defaults.ts';
 import { type RetryOptions, withRetries } from './retry.ts';
 import { lazySdkClient } from './sdk-loader.ts';
+
+export interface ChatRequestOptions {
+  /**
+   * Send tool and output schemas with `strict: true` when the schema allows it (every object closed with
+   * `additionalProperties: false` and every property required). Default true; compatible servers default false.
+   */
+  strictSchemas?: boolean;
+  /** Ask for the usage chunk (`stream_options.include_usage`). Default true. */
+  includeUsage?: boolean;
+  /**
+   * The field that carries `settings.maxOutputTokens`: OpenAI wants `max_completion_tokens` (reasoning models
+   * reject `max_tokens`), most compatible servers only know `max_tokens`. Default `max_completion_tokens`.
+   */
+  maxTokensField?: 'max_completion_tokens' | 'max_tokens';
+}
 
 export interface OpenAIChatOptions extends ChatRequestOptions, RetryOptions {
   /** Defaults to the OPENAI_API_KEY environment variable. */

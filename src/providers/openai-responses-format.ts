@@ -9,6 +9,7 @@ import { ConfigError } from '../core/errors.ts';
 import type { JsonObject, JsonValue } from '../core/json.ts';
 import type { AssistantMessage, ContentPart, Message, ReasoningBlock, ToolCall } from '../core/messages.ts';
 import type { ModelRequest } from '../core/model.ts';
+import type { ResponsesRequestOptions } from './openai-responses.ts';
 import { providerToolsFor, rawToolsOf } from './provider-tools.ts';
 import { paragraphBreak } from './text-segments.ts';
 
@@ -176,16 +177,6 @@ function toInputContent(part: ContentPart): ResponseInputContent {
     imageUrl = part.url;
   }
   return { type: 'input_image', image_url: imageUrl, detail: part.detail ?? 'auto' };
-}
-
-export interface ResponsesRequestOptions {
-  /**
-   * Ask for reasoning items' encrypted_content so they can be carried back without server-side state
-   * (default true). Turn it off for a server that rejects the `include` value.
-   */
-  includeReasoning?: boolean;
-  /** Send tool and output schemas with `strict: true` (default false: strict mode needs every property required). */
-  strictSchemas?: boolean;
 }
 
 /**

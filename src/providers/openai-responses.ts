@@ -2,11 +2,21 @@ import type { ClientOptions } from 'openai';
 import { ConfigError } from '../core/errors.ts';
 import type { ModelProvider, ModelRequest, ModelResponse, ModelSettings } from '../core/model.ts';
 import { streamResponsesOnce } from './openai-responses-call.ts';
-import { openaiResponsesProviderName, type ResponsesRequestOptions } from './openai-responses-format.ts';
+import { openaiResponsesProviderName } from './openai-responses-format.ts';
 import { providerToolsFor } from './provider-tools.ts';
 import { withDefaultSettings } from './request-defaults.ts';
 import { type RetryOptions, withRetries } from './retry.ts';
 import { lazySdkClient } from './sdk-loader.ts';
+
+export interface ResponsesRequestOptions {
+  /**
+   * Ask for reasoning items' encrypted_content so they can be carried back without server-side state
+   * (default true). Turn it off for a server that rejects the `include` value.
+   */
+  includeReasoning?: boolean;
+  /** Send tool and output schemas with `strict: true` (default false: strict mode needs every property required). */
+  strictSchemas?: boolean;
+}
 
 export interface OpenAIResponsesOptions extends ResponsesRequestOptions, RetryOptions {
   /** Defaults to the OPENAI_API_KEY environment variable. */
