@@ -3,7 +3,7 @@ import type { Message, ReasoningBlock, ToolCall } from './messages.ts';
 import type { Usage } from './usage.ts';
 
 /**
- * Normalized stop reasons (REQUIREMENTS L2, P6). `undefined` on a response means the provider gave none, which
+ * Normalized stop reasons, the same for every provider. `undefined` on a response means the provider gave none, which
  * the termination policy handles with its fallback (tools, then text, then empty).
  */
 export type ModelStopReason =
@@ -32,7 +32,7 @@ export interface ToolSpec {
   parameters: JsonObject;
 }
 
-/** The structured output the model is asked for in the final phase (L1): a JSON Schema with a name. */
+/** The structured output the model is asked for in the final phase: a JSON Schema with a name. */
 export interface OutputSpec {
   name: string;
   schema: JsonObject;
@@ -71,7 +71,7 @@ export interface ModelSettings {
   providerTools?: readonly ProviderTool[];
 }
 
-/** Streaming pieces. They reach the event stream directly, bypassing the statechart (ARCHITECTURE rule 4). */
+/** Streaming pieces. They reach the event stream directly, bypassing the statechart. */
 export type ModelDelta =
   | { type: 'text'; text: string }
   | { type: 'reasoning'; text: string }
@@ -80,9 +80,9 @@ export type ModelDelta =
 export interface ModelRequest {
   /** The full conversation to send, system instructions first. */
   messages: readonly Message[];
-  /** Tools the model may call now; empty in the final-output phase (L1). */
+  /** Tools the model may call now; empty in the final-output phase. */
   tools: readonly ToolSpec[];
-  /** Sent only when tools are off (L1): the final-output phase, or an agent without tools. */
+  /** Sent only when tools are off: the final-output phase, or an agent without tools. */
   output?: OutputSpec;
   settings: ModelSettings;
   /** Aborted when the run is aborted or times out, or the call is no longer wanted. Pass it to the SDK. */
@@ -91,7 +91,7 @@ export interface ModelRequest {
   onDelta?: (delta: ModelDelta) => void;
 }
 
-/** One whole model response, normalized across providers (P6). */
+/** One whole model response, normalized across providers. */
 export interface ModelResponse {
   text: string;
   toolCalls: ToolCall[];

@@ -7,7 +7,7 @@ import type { Usage } from '../core/usage.ts';
 import { anthropicProviderName } from './anthropic-format.ts';
 import { joinTextSegments, TextSegmenter } from './text-segments.ts';
 
-/** Anthropic stop_reason → normalized stop reason (P6). */
+/** Anthropic stop_reason → normalized stop reason. */
 export function anthropicStopReason(raw: string | null | undefined): ModelStopReason | undefined {
   switch (raw) {
     case 'end_turn':
@@ -189,7 +189,8 @@ export class AnthropicStreamReducer {
     if (delta.type === 'text_delta' && block.kind === 'text' && typeof delta.text === 'string') {
       this.appendText(block, delta.text);
     } else if (delta.type === 'citations_delta' && block.kind === 'text' && isJsonObject(delta.citation)) {
-      block.citations = [...(block.citations ?? []), delta.citation];
+      block.citations ??= [];
+      block.citations.push(delta.citation);
     } else if (
       delta.type === 'input_json_delta' &&
       block.kind === 'server' &&

@@ -8,7 +8,7 @@ import { openaiResponsesProviderName } from './openai-responses-format.ts';
 import { paragraphBreak, TextSegmenter } from './text-segments.ts';
 
 /**
- * Responses status → normalized stop reason (P6). `completed` with function calls is tool_use; with only a
+ * Responses status → normalized stop reason. `completed` with function calls is tool_use; with only a
  * refusal it is refusal; `incomplete` says why in incomplete_details.
  */
 export function responsesStopReason(

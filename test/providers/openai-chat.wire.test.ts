@@ -203,7 +203,7 @@ describe('openai() Chat Completions on the wire (the official SDK parses)', () =
     expect(response.toolCalls).toEqual([{ id: 'call_X', name: 'weather', args: '{"city": Par' }]);
   });
 
-  it('sends images as image_url parts (P8)', async () => {
+  it('sends images as image_url parts', async () => {
     const server = await serve({ sse: textStream(['A cat.']) });
     await model(server).generate(
       request({
