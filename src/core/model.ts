@@ -3,7 +3,7 @@ import type { Message, ReasoningBlock, ToolCall } from './messages.ts';
 import type { Usage } from './usage.ts';
 
 /**
- * Normalized stop reasons (REQUIREMENTS L2, P6). `undefined` on a response means the provider gave none, which
+ * Normalized stop reasons, the same for every provider. `undefined` on a response means the provider gave none, which
  * the termination policy handles with its fallback (tools, then text, then empty).
  */
 export type ModelStopReason =
@@ -32,10 +32,32 @@ export interface ToolSpec {
   parameters: JsonObject;
 }
 
-/** The structured output the model is asked for in the final phase (L1): a JSON Schema with a name. */
+/** The structured output the model is asked for in the final phase: a JSON Schema with a name. */
 export interface OutputSpec {
   name: string;
   schema: JsonObject;
+}
+
+/**
+ * A tool the provider runs on its own servers (web search, code execution, file search), offered to the model
+ * beside the agent's function tools. Build one with a provider's helpers (`anthropic.tools.webSearch()`,
+ * `openai.tools.fileSearch({ vectorStoreIds })`) and list it in the agent's `settings.providerTools`; that
+ * provider's adapter adds it to the request's tools, any other adapter refuses it with a ConfigError. Plain
+ * JSON, so settings stay serializable. The loop never runs it: the provider does, and its calls and results come
+ * back as blocks kept on the assistant message (`reasoning`) for the next turn.
+ */
+export interface ProviderTool {
+  /** The adapter that runs it: `anthropic` or `openai-responses`. */
+  readonly provider: string;
+  /** The name the model calls it by (`web_search`, `code_execution`, `file_search`...). */
+  readonly name: string;
+  /** Its entry in the request's `tools`, exactly as the provider's API takes it. */
+  readonly definition: JsonObject;
+  /**
+   * Function tools this tool loads on demand (tool search): the adapter sends them with `defer_loading`, so the
+   * model sees only the ones a search returns. `'all'` defers every function tool.
+   */
+  readonly deferTools?: readonly string[] | 'all' | undefined;
 }
 
 export interface ModelSettings {
@@ -45,9 +67,11 @@ export interface ModelSettings {
   stopSequences?: string[] | undefined;
   /** Provider-specific extras passed through unchanged (for example reasoning effort). */
   providerOptions?: JsonObject | undefined;
+  /** Tools the provider runs itself, offered beside the function tools (see ProviderTool). */
+  providerTools?: readonly ProviderTool[] | undefined;
 }
 
-/** Streaming pieces. They reach the event stream directly, bypassing the statechart (it sees whole responses). */
+/** Streaming pieces. They reach the event stream directly, bypassing the statechart. */
 export type ModelDelta =
   | { type: 'text'; text: string }
   | { type: 'reasoning'; text: string }
@@ -79,7 +103,12 @@ export interface ModelResponse {
   toolCalls: ToolCall[];
   /** The model's refusal message, when it refused (OpenAI `refusal`, Anthropic `refusal` stop reason). */
   refusal?: string | undefined;
-  /** Blocks to send back unchanged on the next turn. */
+  /**
+   * Blocks to send back unchanged on the next turn, each tagged with the provider that made it: reasoning
+   * (thinking blocks, reasoning items, thought signatures), and whatever else that provider needs back in
+   * order (server tool calls and their results, text blocks with citations, message phases). Other providers
+   * leave them out.
+   */
   reasoning?: ReasoningBlock[] | undefined;
   stopReason: ModelStopReason | undefined;
   usage: Usage;

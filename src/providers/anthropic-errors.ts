@@ -1,11 +1,6 @@
-import {
-  APIConnectionError,
-  APIConnectionTimeoutError,
-  APIError,
-  APIUserAbortError,
-} from '@anthropic-ai/sdk';
 import { ModelError, type ModelErrorKind } from '../core/errors.ts';
 import { retryAfterMs } from './retry-after.ts';
+import type { AnthropicSdk } from './sdk-loader.ts';
 
 /**
  * Anthropic SDK error → ModelError. Besides the HTTP status this reads the error `type` of the body, because
@@ -13,12 +8,14 @@ import { retryAfterMs } from './retry-after.ts';
  * the same 529 the HTTP layer would give. 529 (overloaded) is retryable, like 429, 408, 409 and 5xx.
  * Aborts are passed through untouched: an abort is not a model failure and must not be retried.
  * `midStream`: the response had started streaming when the error came; a connection failure then means the
- * stream was cut (`truncated_stream`), not that the request never got through.
+ * stream was cut (`truncated_stream`), not that the request never got through. `sdk` is the loaded SDK module,
+ * whose error classes these are.
  */
-export function anthropicModelError(error: unknown, midStream = false): unknown {
+export function anthropicModelError(error: unknown, sdk: AnthropicSdk, midStream = false): unknown {
+  const { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } = sdk;
   if (error instanceof ModelError) return error;
   if (error instanceof APIUserAbortError) return abortError(error);
-  if (isConnectionFailure(error)) {
+  if (isConnectionFailure(error, sdk)) {
     const message = error instanceof Error ? error.message : String(error);
     if (midStream) {
       return new ModelError('truncated_stream', `Anthropic stream was cut off: ${message}`, {
@@ -75,10 +72,10 @@ export function anthropicModelError(error: unknown, midStream = false): unknown 
  * A failure of the connection rather than an answer from the API: the SDK's connection errors, or undici's
  * raw errors that escape while the body streams (`TypeError: terminated` when the socket is reset).
  */
-function isConnectionFailure(error: unknown): boolean {
-  if (error instanceof APIConnectionTimeoutError) return false;
-  if (error instanceof APIConnectionError) return true;
-  if (error instanceof APIError) return false;
+function isConnectionFailure(error: unknown, sdk: AnthropicSdk): boolean {
+  if (error instanceof sdk.APIConnectionTimeoutError) return false;
+  if (error instanceof sdk.APIConnectionError) return true;
+  if (error instanceof sdk.APIError) return false;
   return error instanceof Error && connectionFailureMessage.test(error.message);
 }
 

@@ -6,11 +6,14 @@ import type {
   TextBlockParam,
   Tool,
   ToolResultBlockParam,
+  ToolUnion,
 } from '@anthropic-ai/sdk/resources/messages';
 import { ConfigError } from '../core/errors.ts';
-import type { JsonValue } from '../core/json.ts';
-import type { AssistantMessage, ContentPart, Message, ReasoningBlock } from '../core/messages.ts';
+import type { JsonObject, JsonValue } from '../core/json.ts';
+import type { AssistantMessage, ContentPart, Message, ReasoningBlock, ToolCall } from '../core/messages.ts';
 import type { ModelRequest } from '../core/model.ts';
+import { isDeferred, providerToolsFor, rawToolsOf } from './provider-tools.ts';
+import { joinTextSegments } from './text-segments.ts';
 
 /** The Messages API requires `max_tokens`; this is what we send when neither the request nor the options say. */
 export const defaultAnthropicMaxTokens = 4096;
@@ -30,8 +33,9 @@ export interface AnthropicConversation {
  * Formats a provider-neutral history for the Messages API:
  * - system messages (wherever they are) are joined into the top-level `system` string;
  * - assistant turns become content blocks in the order the API wants them back: this provider's thinking and
- *   redacted_thinking blocks first (unchanged, with their signatures), then the text, then `tool_use` blocks.
- *   Reasoning blocks of other providers are dropped;
+ *   redacted_thinking blocks first (unchanged, with their signatures), then the text, then `tool_use` blocks;
+ *   a turn kept whole (server tool calls and their results, text with citations, several text blocks) goes
+ *   back block for block, as it came. Blocks of other providers are dropped;
  * - tool results become user-role `tool_result` blocks, consecutive ones merged into one user message (the API
  *   wants every result of a turn in the message right after it);
  * - images become `image` blocks (base64, or url for http(s); a data: URL goes as base64); a media type the
@@ -84,30 +88,87 @@ export function toAnthropicConversation(history: readonly Message[]): AnthropicC
 }
 
 function assistantBlocks(message: AssistantMessage): ContentBlockParam[] {
-  const blocks: ContentBlockParam[] = [];
+  const kept: JsonObject[] = [];
   for (const block of message.reasoning ?? []) {
-    const param = anthropicReasoningParam(block);
-    if (param) blocks.push(param);
+    const data = keptBlockData(block);
+    if (data) kept.push(data);
+  }
+  const calls = message.toolCalls ?? [];
+  if (kept.some(isTurnMarker) && joinTextSegments(kept.map(textOf)) === message.content) {
+    return wholeTurn(kept, calls);
+  }
+  // The usual turn, or one whose text was changed since (a filter, a redaction): the kept blocks in their
+  // order, then the message's own text and calls.
+  const blocks: ContentBlockParam[] = [];
+  for (const data of kept) {
+    if (!isTurnMarker(data)) blocks.push(data as unknown as ContentBlockParam);
   }
   if (message.content.length > 0) blocks.push({ type: 'text', text: message.content });
-  for (const call of message.toolCalls ?? []) {
-    blocks.push({ type: 'tool_use', id: call.id, name: call.name, input: toolInput(call.args) });
-  }
+  for (const call of calls) blocks.push(toolUseBlock(call));
   return blocks;
 }
 
-/** Only this provider's thinking blocks go back, exactly as they came; anything else is dropped. */
-function anthropicReasoningParam(block: ReasoningBlock): ContentBlockParam | undefined {
+/**
+ * A turn kept whole (server tool calls, citations, several text blocks): every block goes back where it stood,
+ * each call from the message's own tool calls (by id; a call the loop dropped is left out, one the turn did not
+ * mark goes at the end).
+ */
+function wholeTurn(kept: readonly JsonObject[], calls: readonly ToolCall[]): ContentBlockParam[] {
+  const byId = new Map(calls.map((call) => [call.id, call]));
+  const placed = new Set<string>();
+  const blocks: ContentBlockParam[] = [];
+  for (const data of kept) {
+    if (data.type === 'tool_use') {
+      const id = typeof data.id === 'string' ? data.id : '';
+      const call = byId.get(id);
+      if (call !== undefined && !placed.has(id)) {
+        placed.add(id);
+        blocks.push(toolUseBlock(call));
+      }
+    } else if (data.type !== 'text' || data.text !== '') {
+      blocks.push(data as unknown as ContentBlockParam);
+    }
+  }
+  for (const call of calls) if (!placed.has(call.id)) blocks.push(toolUseBlock(call));
+  return blocks;
+}
+
+function toolUseBlock(call: ToolCall): ContentBlockParam {
+  return { type: 'tool_use', id: call.id, name: call.name, input: toolInput(call.args) };
+}
+
+/** Text and tool_use blocks are kept only when the whole turn is (see anthropic-stream.ts). */
+function isTurnMarker(data: JsonObject): boolean {
+  return data.type === 'text' || data.type === 'tool_use';
+}
+
+function textOf(data: JsonObject): string | undefined {
+  return data.type === 'text' && typeof data.text === 'string' ? data.text : undefined;
+}
+
+/**
+ * Only this provider's blocks go back, exactly as they came; anything else is dropped. Thinking blocks need
+ * their signature; every other kept block needs a string `type`.
+ */
+function keptBlockData(block: ReasoningBlock): JsonObject | undefined {
   if (block.provider !== anthropicProviderName) return undefined;
   const data = block.data;
   if (typeof data !== 'object' || data === null || Array.isArray(data)) return undefined;
-  if (data.type === 'thinking' && typeof data.thinking === 'string' && typeof data.signature === 'string') {
-    return { type: 'thinking', thinking: data.thinking, signature: data.signature };
+  switch (data.type) {
+    case 'thinking':
+      if (typeof data.thinking === 'string' && typeof data.signature === 'string') {
+        return { type: 'thinking', thinking: data.thinking, signature: data.signature };
+      }
+      return undefined;
+    case 'redacted_thinking':
+      return typeof data.data === 'string' ? { type: 'redacted_thinking', data: data.data } : undefined;
+    case 'text':
+      return typeof data.text === 'string' ? data : undefined;
+    case 'tool_use':
+      return typeof data.id === 'string' ? data : undefined;
+    default:
+      return typeof data.type === 'string' ? data : undefined;
   }
-  if (data.type === 'redacted_thinking' && typeof data.data === 'string') {
-    return { type: 'redacted_thinking', data: data.data };
-  }
-  return undefined;
 }
 
 /**
@@ -154,13 +215,14 @@ function parseDataUrl(url: string): { mediaType: string; data: string } | undefi
 }
 
 export interface AnthropicRequestOptions {
-  maxTokens?: number;
+  maxTokens?: number | undefined;
 }
 
 /**
  * The whole streaming request body. Structured output (`request.output`) uses the Messages API's native
  * `output_config.format` (type json_schema), which this SDK version supports: no tool trick, no prompt hack.
- * `settings.providerOptions` are spread in first (for example `thinking`), so the fields we own win.
+ * `settings.providerOptions` are spread in first (for example `thinking`), so the fields we own win; tools are
+ * merged instead (see anthropicTools).
  */
 export function toAnthropicRequest(
   request: ModelRequest,
@@ -177,15 +239,8 @@ export function toAnthropicRequest(
     stream: true,
   };
   if (system !== undefined) body.system = system;
-  if (request.tools.length > 0) {
-    body.tools = request.tools.map(
-      (tool): Tool => ({
-        name: tool.name,
-        description: tool.description,
-        input_schema: tool.parameters as Tool['input_schema'],
-      }),
-    );
-  }
+  const tools = anthropicTools(request, model);
+  if (tools.length > 0) body.tools = tools;
   if (request.output) {
     body.output_config = {
       ...body.output_config,
@@ -199,4 +254,31 @@ export function toAnthropicRequest(
   if (settings.stopSequences && settings.stopSequences.length > 0)
     body.stop_sequences = settings.stopSequences;
   return body;
+}
+
+/**
+ * The request's `tools`: the function tools (those a tool search defers marked `defer_loading`), then any raw
+ * tools the user put in `settings.providerOptions.tools`, then the provider tools of `settings.providerTools`
+ * (server tools such as web search). A provider tool made for another provider is a ConfigError.
+ */
+export function anthropicTools(request: ModelRequest, model: string): ToolUnion[] {
+  const label = `anthropic("${model}")`;
+  const providerTools = providerToolsFor(
+    request.settings,
+    { family: anthropicProviderName, label },
+    request.tools,
+  );
+  const tools: ToolUnion[] = request.tools.map((spec): Tool => {
+    const tool: Tool = {
+      name: spec.name,
+      description: spec.description,
+      input_schema: spec.parameters as Tool['input_schema'],
+    };
+    if (providerTools.length > 0 && isDeferred(spec.name, providerTools)) tool.defer_loading = true;
+    return tool;
+  });
+  for (const raw of rawToolsOf(request.settings.providerOptions, label))
+    tools.push(raw as unknown as ToolUnion);
+  for (const tool of providerTools) tools.push(tool.definition as unknown as ToolUnion);
+  return tools;
 }

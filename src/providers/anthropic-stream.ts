@@ -5,8 +5,9 @@ import type { ReasoningBlock, ToolCall } from '../core/messages.ts';
 import type { ModelDelta, ModelResponse, ModelStopReason } from '../core/model.ts';
 import type { Usage } from '../core/usage.ts';
 import { anthropicProviderName } from './anthropic-format.ts';
+import { joinTextSegments, TextSegmenter } from './text-segments.ts';
 
-/** Anthropic stop_reason → normalized stop reason (P6). */
+/** Anthropic stop_reason → normalized stop reason. */
 export function anthropicStopReason(raw: string | null | undefined): ModelStopReason | undefined {
   switch (raw) {
     case 'end_turn':
@@ -31,11 +32,12 @@ export function anthropicStopReason(raw: string | null | undefined): ModelStopRe
 }
 
 type OpenBlock =
-  | { kind: 'text'; text: string }
+  | { kind: 'text'; text: string; citations: JsonValue[] | undefined }
   | { kind: 'thinking'; thinking: string; signature: string }
   | { kind: 'redacted_thinking'; data: string }
   | { kind: 'tool_use'; id: string; name: string; json: string; ordinal: number; closed: boolean }
-  | { kind: 'other' };
+  /** A block Anthropic ran or made itself (server_tool_use, web_search_tool_result...), kept as it came. */
+  | { kind: 'server'; block: JsonObject; json: string };
 
 interface UsageCounters {
   input: number;
@@ -59,6 +61,7 @@ export interface IncompleteToolCall {
 export class AnthropicStreamReducer {
   private readonly blocks = new Map<number, OpenBlock>();
   private readonly order: number[] = [];
+  private readonly segments = new TextSegmenter();
   private toolCount = 0;
   private stopRaw: string | null = null;
   private stopSequence: string | null = null;
@@ -128,10 +131,15 @@ export class AnthropicStreamReducer {
     const block = start as { type: string } & Record<string, unknown>;
     let open: OpenBlock;
     switch (block.type) {
-      case 'text':
-        open = { kind: 'text', text: typeof block.text === 'string' ? block.text : '' };
-        if (open.text) this.emit({ type: 'text', text: open.text });
+      case 'text': {
+        open = {
+          kind: 'text',
+          text: '',
+          citations: Array.isArray(block.citations) ? (block.citations as JsonValue[]) : undefined,
+        };
+        if (typeof block.text === 'string') this.appendText(open, block.text);
         break;
+      }
       case 'thinking':
         open = {
           kind: 'thinking',
@@ -157,11 +165,21 @@ export class AnthropicStreamReducer {
         break;
       }
       default:
-        // Server tool blocks and anything newer: not ours to run, nothing to send back.
-        open = { kind: 'other' };
+        // Server tool calls, their results and anything newer: not ours to run, but the API wants them back.
+        open = { kind: 'server', block: { ...(block as JsonObject) }, json: '' };
     }
+    if (open.kind !== 'text') this.segments.breakHere();
     if (!this.blocks.has(index)) this.order.push(index);
     this.blocks.set(index, open);
+  }
+
+  /** Text goes out after the paragraph break that separates it from text before another block. */
+  private appendText(block: OpenBlock & { kind: 'text' }, piece: string): void {
+    if (piece === '') return;
+    const separator = this.segments.separatorBefore(piece);
+    if (separator !== '') this.emit({ type: 'text', text: separator });
+    block.text += piece;
+    this.emit({ type: 'text', text: piece });
   }
 
   private applyDelta(index: number, raw: { type: string }): void {
@@ -169,8 +187,16 @@ export class AnthropicStreamReducer {
     const block = this.blocks.get(index);
     if (!block) return;
     if (delta.type === 'text_delta' && block.kind === 'text' && typeof delta.text === 'string') {
-      block.text += delta.text;
-      this.emit({ type: 'text', text: delta.text });
+      this.appendText(block, delta.text);
+    } else if (delta.type === 'citations_delta' && block.kind === 'text' && isJsonObject(delta.citation)) {
+      block.citations ??= [];
+      block.citations.push(delta.citation);
+    } else if (
+      delta.type === 'input_json_delta' &&
+      block.kind === 'server' &&
+      typeof delta.partial_json === 'string'
+    ) {
+      block.json += delta.partial_json;
     } else if (
       delta.type === 'thinking_delta' &&
       block.kind === 'thinking' &&
@@ -215,29 +241,28 @@ export class AnthropicStreamReducer {
       );
     }
     const stopReason = anthropicStopReason(this.stopRaw);
-    let text = '';
     const toolCalls: ToolCall[] = [];
-    const reasoning: ReasoningBlock[] = [];
     const incomplete: IncompleteToolCall[] = [];
+    // Every block that counts, in order, as it goes back to the API; a cut-off tool call does not count.
+    const turn: AnthropicTurnBlock[] = [];
     for (const index of this.order) {
       const block = this.blocks.get(index);
       if (!block) continue;
       switch (block.kind) {
-        case 'text':
-          text += block.text;
+        case 'text': {
+          const data: JsonObject = { type: 'text', text: block.text };
+          if (block.citations !== undefined && block.citations.length > 0) data.citations = block.citations;
+          turn.push({ data });
           break;
+        }
         case 'thinking':
-          reasoning.push({
-            provider: anthropicProviderName,
-            text: block.thinking,
+          turn.push({
             data: { type: 'thinking', thinking: block.thinking, signature: block.signature },
+            text: block.thinking,
           });
           break;
         case 'redacted_thinking':
-          reasoning.push({
-            provider: anthropicProviderName,
-            data: { type: 'redacted_thinking', data: block.data },
-          });
+          turn.push({ data: { type: 'redacted_thinking', data: block.data } });
           break;
         case 'tool_use': {
           const parsed = parseToolInput(block.json);
@@ -247,12 +272,22 @@ export class AnthropicStreamReducer {
             break;
           }
           toolCalls.push({ id: block.id, name: block.name, args: parsed ?? block.json });
+          turn.push({ data: { type: 'tool_use', id: block.id, name: block.name } });
           break;
         }
-        case 'other':
+        case 'server': {
+          const data = block.block;
+          if (block.json.trim() !== '') {
+            const input = parseToolInput(block.json);
+            if (input !== undefined) data.input = input;
+          }
+          turn.push({ data });
           break;
+        }
       }
     }
+    const text = joinTextSegments(turn.map((block) => textOf(block.data)));
+    const reasoning = keptBlocks(turn);
     const usage: Usage = {
       input: this.usage.input + this.usage.cacheRead + this.usage.cacheCreation,
       output: this.usage.output,
@@ -274,6 +309,63 @@ export class AnthropicStreamReducer {
     }
     return response;
   }
+}
+
+/** One block of the turn as the API wants it back (`data`), with its human-readable thinking, if any. */
+interface AnthropicTurnBlock {
+  data: JsonObject;
+  text?: string;
+}
+
+/**
+ * The blocks the assistant message keeps for the next turn, in `reasoning`. A turn of the usual shape (thinking,
+ * then at most one plain text block, then tool calls) keeps only its thinking blocks: the text and the calls are
+ * on the message already, and the history formatter puts them back in that order. Any other turn (server tool
+ * calls and their results, text with citations, several text blocks, thinking between them) keeps every block
+ * in order, with a `{ type: 'tool_use', id, name }` marker where each call stood, so it goes back exactly as it
+ * came (anthropic-format.ts).
+ */
+function keptBlocks(turn: readonly AnthropicTurnBlock[]): ReasoningBlock[] {
+  const kept = isUsualShape(turn)
+    ? turn.filter((block) => block.data.type === 'thinking' || block.data.type === 'redacted_thinking')
+    : turn.filter((block) => block.data.type !== 'text' || block.data.text !== '');
+  return kept.map((block) => {
+    const out: ReasoningBlock = { provider: anthropicProviderName, data: block.data };
+    if (block.text !== undefined) out.text = block.text;
+    return out;
+  });
+}
+
+/** Thinking blocks, then at most one text block without citations, then tool calls; empty text ignored. */
+function isUsualShape(turn: readonly AnthropicTurnBlock[]): boolean {
+  let stage: 'thinking' | 'text' | 'tools' = 'thinking';
+  for (const { data } of turn) {
+    switch (data.type) {
+      case 'thinking':
+      case 'redacted_thinking':
+        if (stage !== 'thinking') return false;
+        break;
+      case 'text':
+        if (data.text === '') break;
+        if (stage !== 'thinking' || data.citations !== undefined) return false;
+        stage = 'text';
+        break;
+      case 'tool_use':
+        stage = 'tools';
+        break;
+      default:
+        return false;
+    }
+  }
+  return true;
+}
+
+function textOf(block: JsonObject): string | undefined {
+  return block.type === 'text' && typeof block.text === 'string' ? block.text : undefined;
+}
+
+function isJsonObject(value: unknown): value is JsonObject {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** Streamed tool input: empty text means a tool called with no arguments; invalid JSON gives undefined. */

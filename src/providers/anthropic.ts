@@ -1,13 +1,13 @@
-import Anthropic from '@anthropic-ai/sdk';
-import type { RawMessageStreamEvent } from '@anthropic-ai/sdk/resources/messages';
-import { abortError } from '../core/abort.ts';
+import type { ClientOptions } from '@anthropic-ai/sdk';
 import { ConfigError } from '../core/errors.ts';
 import type { ModelProvider, ModelRequest, ModelResponse, ModelSettings } from '../core/model.ts';
-import { anthropicModelError, unreadableAnthropicEvent } from './anthropic-errors.ts';
-import { anthropicProviderName, toAnthropicRequest } from './anthropic-format.ts';
-import { AnthropicStreamReducer } from './anthropic-stream.ts';
+import { streamAnthropicOnce } from './anthropic-call.ts';
+import { anthropicProviderName } from './anthropic-format.ts';
+import { anthropicTools } from './anthropic-tools.ts';
+import { providerToolsFor } from './provider-tools.ts';
 import { withDefaultSettings } from './request-defaults.ts';
 import { type RetryOptions, withRetries } from './retry.ts';
+import { lazySdkClient } from './sdk-loader.ts';
 
 export interface AnthropicOptions extends RetryOptions {
   /** Defaults to the ANTHROPIC_API_KEY environment variable. */
@@ -23,66 +23,53 @@ export interface AnthropicOptions extends RetryOptions {
   settings?: ModelSettings | undefined;
 }
 
+/** `anthropic(model)` is a Messages API model; `anthropic.tools` builds Anthropic's server tools. */
+export interface AnthropicFactory {
+  (model: string, options?: AnthropicOptions): ModelProvider;
+  tools: typeof anthropicTools;
+}
+
 /**
- * A ModelProvider for the Anthropic Messages API through the official SDK. Always streams; the SDK's own
- * retries are off (`maxRetries: 0`), retries are ours. Thinking blocks come back in `reasoning` and are sent
- * back unchanged by the history formatter (anthropic-format.ts).
+ * A ModelProvider for the Anthropic Messages API through the official SDK (`@anthropic-ai/sdk`, an optional peer
+ * dependency, loaded on the first call). Always streams; the SDK's own retries are off (`maxRetries: 0`),
+ * retries are ours. Thinking blocks, server tool calls and their results come back in `reasoning` and are sent
+ * back unchanged, in order, by the history formatter (anthropic-format.ts).
  */
-export function anthropic(model: string, options: AnthropicOptions = {}): ModelProvider {
+function createAnthropic(model: string, options: AnthropicOptions = {}): ModelProvider {
   const apiKey = options.apiKey ?? process.env.ANTHROPIC_API_KEY;
   if (!apiKey) {
     throw new ConfigError(
       'The Anthropic provider needs an API key: pass { apiKey } or set the ANTHROPIC_API_KEY environment variable.',
     );
   }
-  const clientOptions: ConstructorParameters<typeof Anthropic>[0] = { apiKey, maxRetries: 0 };
+  providerToolsFor(options.settings, { family: anthropicProviderName, label: `anthropic("${model}")` });
+  const clientOptions: ClientOptions = { apiKey, maxRetries: 0 };
   if (options.baseURL !== undefined) clientOptions.baseURL = options.baseURL;
   if (options.fetch !== undefined) clientOptions.fetch = options.fetch;
   if (options.headers !== undefined) clientOptions.defaultHeaders = options.headers;
-  const client = new Anthropic(clientOptions);
+  const connect = lazySdkClient(
+    '@anthropic-ai/sdk',
+    'anthropic()',
+    (sdk) => new sdk.Anthropic(clientOptions),
+  );
 
   return withRetries(
     {
       provider: anthropicProviderName,
       model,
-      generate(request: ModelRequest): Promise<ModelResponse> {
-        return streamAnthropicOnce(client, model, withDefaultSettings(request, options.settings), options);
+      async generate(request: ModelRequest): Promise<ModelResponse> {
+        const { sdk, client } = await connect();
+        return streamAnthropicOnce(
+          sdk,
+          client,
+          model,
+          withDefaultSettings(request, options.settings),
+          options,
+        );
       },
     },
     options,
   );
 }
 
-/** One streamed call, no retries: the deltas go out as they come, the whole response at the end. */
-export async function streamAnthropicOnce(
-  client: Anthropic,
-  model: string,
-  request: ModelRequest,
-  options: Pick<AnthropicOptions, 'maxTokens'> = {},
-): Promise<ModelResponse> {
-  const body = toAnthropicRequest(
-    request,
-    model,
-    options.maxTokens === undefined ? {} : { maxTokens: options.maxTokens },
-  );
-  const reducer = new AnthropicStreamReducer(request.onDelta);
-  let streaming = false;
-  try {
-    if (request.signal.aborted) throw abortError(request.signal);
-    const stream = await client.messages.create(body, { signal: request.signal });
-    streaming = true;
-    for await (const event of stream as AsyncIterable<RawMessageStreamEvent>) {
-      try {
-        reducer.push(event);
-      } catch (error) {
-        throw unreadableAnthropicEvent(error);
-      }
-    }
-    // The SDK ends the iteration quietly when the signal aborts mid-stream: say so instead of "truncated".
-    if (request.signal.aborted) throw abortError(request.signal);
-    return reducer.finish();
-  } catch (error) {
-    if (request.signal.aborted) throw abortError(request.signal);
-    throw anthropicModelError(error, streaming);
-  }
-}
+export const anthropic: AnthropicFactory = Object.assign(createAnthropic, { tools: anthropicTools });

@@ -1,5 +1,5 @@
-import { ApiError } from '@google/genai';
 import { ModelError, type ModelErrorKind } from '../core/errors.ts';
+import type { GeminiSdk } from './sdk-loader.ts';
 
 /**
  * Gemini SDK error → ModelError. The SDK's `ApiError` has only a status and a message (the JSON error body,
@@ -7,12 +7,18 @@ import { ModelError, type ModelErrorKind } from '../core/errors.ts';
  * ("12s") or, failing that, from the retry-after header our fetch wrapper saw (`retryAfterHeaderMs`).
  * Network failures (undici's "fetch failed", "terminated" on a reset) are retryable `network` errors.
  * Aborts pass through untouched. `midStream`: the response had started streaming, so a connection failure
- * means the stream was cut (`truncated_stream`), not that the request never got through.
+ * means the stream was cut (`truncated_stream`), not that the request never got through. `sdk` is the loaded
+ * `@google/genai` module, whose error class this is.
  */
-export function geminiModelError(error: unknown, retryAfterHeaderMs?: number, midStream = false): unknown {
+export function geminiModelError(
+  error: unknown,
+  sdk: GeminiSdk,
+  retryAfterHeaderMs?: number,
+  midStream = false,
+): unknown {
   if (error instanceof ModelError) return error;
   if (isAbort(error)) return error;
-  if (error instanceof ApiError) {
+  if (error instanceof sdk.ApiError) {
     const status = error.status;
     const body = parseBody(error.message);
     const kind = kindOf(status, body.status);

@@ -1,14 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { GoogleGenAI, type GoogleGenAIOptions } from '@google/genai';
-import { abortError } from '../core/abort.ts';
+import type { GoogleGenAIOptions } from '@google/genai';
 import { ConfigError } from '../core/errors.ts';
 import type { ModelProvider, ModelRequest, ModelResponse, ModelSettings } from '../core/model.ts';
-import { geminiModelError, unreadableGeminiChunk } from './gemini-errors.ts';
-import { geminiProviderName, toGeminiRequest } from './gemini-format.ts';
-import { GeminiStreamReducer } from './gemini-stream.ts';
+import { streamGeminiOnce } from './gemini-call.ts';
+import { geminiProviderName } from './gemini-format.ts';
+import { providerToolsFor } from './provider-tools.ts';
 import { withDefaultSettings } from './request-defaults.ts';
 import { type RetryOptions, withRetries } from './retry.ts';
-import { retryAfterMs } from './retry-after.ts';
+import { lazySdkClient } from './sdk-loader.ts';
 
 export interface GeminiOptions extends RetryOptions {
   /** Defaults to GEMINI_API_KEY, then GOOGLE_API_KEY. */
@@ -25,8 +24,9 @@ export interface GeminiOptions extends RetryOptions {
 }
 
 /**
- * A ModelProvider for the Gemini API through the official `@google/genai` SDK, always streaming
- * (`generateContentStream`, `?alt=sse`). The SDK's retries and automatic continuation stay off: retries are ours.
+ * A ModelProvider for the Gemini API through the official `@google/genai` SDK (an optional peer dependency,
+ * loaded on the first call), always streaming (`generateContentStream`, `?alt=sse`). The SDK's retries and
+ * automatic continuation stay off: retries are ours. Provider tools of other providers are refused.
  */
 export function gemini(model: string, options: GeminiOptions = {}): ModelProvider {
   const apiKey = options.apiKey ?? process.env.GEMINI_API_KEY ?? process.env.GOOGLE_API_KEY;
@@ -35,12 +35,13 @@ export function gemini(model: string, options: GeminiOptions = {}): ModelProvide
       'The Gemini provider needs an API key: pass { apiKey } or set the GEMINI_API_KEY (or GOOGLE_API_KEY) environment variable.',
     );
   }
+  providerToolsFor(options.settings, { family: undefined, label: `gemini("${model}")` });
   const clientOptions: GoogleGenAIOptions = { apiKey };
   const httpOptions: NonNullable<GoogleGenAIOptions['httpOptions']> = {};
   if (options.baseURL !== undefined) httpOptions.baseUrl = options.baseURL;
   if (options.headers !== undefined) httpOptions.headers = options.headers;
   if (Object.keys(httpOptions).length > 0) clientOptions.httpOptions = httpOptions;
-  const client = new GoogleGenAI(clientOptions);
+  const connect = lazySdkClient('@google/genai', 'gemini()', (sdk) => new sdk.GoogleGenAI(clientOptions));
   const generateId = options.generateId ?? (() => `call_${randomUUID().replaceAll('-', '')}`);
   const baseFetch = options.fetch;
 
@@ -48,8 +49,10 @@ export function gemini(model: string, options: GeminiOptions = {}): ModelProvide
     {
       provider: geminiProviderName,
       model,
-      generate(request: ModelRequest): Promise<ModelResponse> {
+      async generate(request: ModelRequest): Promise<ModelResponse> {
+        const { sdk, client } = await connect();
         return streamGeminiOnce(
+          sdk,
           client,
           model,
           withDefaultSettings(request, options.settings),
@@ -60,47 +63,4 @@ export function gemini(model: string, options: GeminiOptions = {}): ModelProvide
     },
     options,
   );
-}
-
-/** One streamed call, no retries. */
-export async function streamGeminiOnce(
-  client: GoogleGenAI,
-  model: string,
-  request: ModelRequest,
-  generateId: () => string,
-  baseFetch?: typeof fetch,
-): Promise<ModelResponse> {
-  const params = toGeminiRequest(request, model);
-  // The SDK's ApiError drops the response headers; a per-call fetch wrapper keeps retry-after for us.
-  let retryAfterHeader: number | undefined;
-  const fetchImpl = baseFetch ?? globalThis.fetch;
-  const watchingFetch: typeof fetch = async (input, init) => {
-    const response = await fetchImpl(input, init);
-    if (!response.ok) retryAfterHeader = retryAfterMs(response.headers);
-    return response;
-  };
-  params.config = {
-    ...params.config,
-    abortSignal: request.signal,
-    httpOptions: { ...params.config?.httpOptions, fetch: watchingFetch },
-  };
-  const reducer = new GeminiStreamReducer(generateId, request.onDelta);
-  let streaming = false;
-  try {
-    if (request.signal.aborted) throw abortError(request.signal);
-    const stream = await client.models.generateContentStream(params);
-    streaming = true;
-    for await (const chunk of stream) {
-      try {
-        reducer.push(chunk);
-      } catch (error) {
-        throw unreadableGeminiChunk(error);
-      }
-    }
-    if (request.signal.aborted) throw abortError(request.signal);
-    return reducer.finish();
-  } catch (error) {
-    if (request.signal.aborted) throw abortError(request.signal);
-    throw geminiModelError(error, retryAfterHeader, streaming);
-  }
 }

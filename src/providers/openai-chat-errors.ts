@@ -1,14 +1,17 @@
-import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
 import { abortError } from '../core/abort.ts';
 import { ModelError, type ModelErrorKind } from '../core/errors.ts';
 import { retryAfterMs } from './retry-after.ts';
+import type { OpenAISdk } from './sdk-loader.ts';
 
 /**
  * `openai` SDK error → ModelError for a Chat Completions call, named after the provider (`label`), so an error
  * from a compatible server says which server. 429, 408, 5xx (529 from Anthropic's compatible endpoint included),
  * connection failures and broken streams are retryable; aborts pass through as AbortError and are never retried.
+ * `midStream`: the response had started streaming, so a connection failure means the stream was cut
+ * (`truncated_stream`), not that the request never got through (`network`). `sdk` is the loaded `openai` module.
  */
-export function chatModelError(error: unknown, label: string): unknown {
+export function chatModelError(error: unknown, label: string, sdk: OpenAISdk, midStream = false): unknown {
+  const { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } = sdk;
   if (error instanceof ModelError) return error;
   if (error instanceof APIUserAbortError) return abortError(AbortSignal.abort(error));
   if (error instanceof APIConnectionTimeoutError) {
@@ -18,6 +21,7 @@ export function chatModelError(error: unknown, label: string): unknown {
     });
   }
   if (error instanceof APIConnectionError) {
+    if (midStream) return cutOff(label, error);
     return new ModelError('network', `${label} connection failed: ${error.message}`, {
       retryable: true,
       cause: error,
@@ -47,12 +51,20 @@ export function chatModelError(error: unknown, label: string): unknown {
     error instanceof TypeError ||
     (error instanceof Error && /terminated|ECONNRESET|socket|other side closed/i.test(error.message))
   ) {
+    if (midStream) return cutOff(label, error);
     return new ModelError('network', `${label} connection failed: ${error.message}`, {
       retryable: true,
       cause: error,
     });
   }
   return error;
+}
+
+function cutOff(label: string, error: Error): ModelError {
+  return new ModelError('truncated_stream', `${label} stream was cut off: ${error.message}`, {
+    retryable: true,
+    cause: error,
+  });
 }
 
 function kindOf(

@@ -8,6 +8,7 @@ import type {
 import type { JsonObject, JsonValue } from '../core/json.ts';
 import type { AssistantMessage, ContentPart, Message, ReasoningBlock } from '../core/messages.ts';
 import type { ModelRequest } from '../core/model.ts';
+import type { ChatRequestOptions } from './openai-chat.ts';
 
 export const openaiChatProviderName = 'openai-chat';
 
@@ -102,21 +103,6 @@ function toContentPart(part: ContentPart): ChatCompletionContentPart {
   const imageUrl: { url: string; detail?: 'low' | 'high' | 'auto' } = { url };
   if (part.detail !== undefined) imageUrl.detail = part.detail;
   return { type: 'image_url', image_url: imageUrl };
-}
-
-export interface ChatRequestOptions {
-  /**
-   * Send tool and output schemas with `strict: true` when the schema allows it (every object closed with
-   * `additionalProperties: false` and every property required). Default true; compatible servers default false.
-   */
-  strictSchemas?: boolean | undefined;
-  /** Ask for the usage chunk (`stream_options.include_usage`). Default true. */
-  includeUsage?: boolean | undefined;
-  /**
-   * The field that carries `settings.maxOutputTokens`: OpenAI wants `max_completion_tokens` (reasoning models
-   * reject `max_tokens`), most compatible servers only know `max_tokens`. Default `max_completion_tokens`.
-   */
-  maxTokensField?: 'max_completion_tokens' | 'max_tokens' | undefined;
 }
 
 /**

@@ -56,6 +56,7 @@ export function openaiCompatible(
         apiKey: key ?? 'not-needed',
       },
       name ?? 'openai-compatible',
+      'openaiCompatible',
     );
   };
 }

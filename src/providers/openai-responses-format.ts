@@ -3,11 +3,15 @@ import type {
   ResponseCreateParamsStreaming,
   ResponseInputContent,
   ResponseInputItem,
+  Tool,
 } from 'openai/resources/responses/responses';
 import { ConfigError } from '../core/errors.ts';
-import type { JsonValue } from '../core/json.ts';
-import type { AssistantMessage, ContentPart, Message, ReasoningBlock } from '../core/messages.ts';
+import type { JsonObject, JsonValue } from '../core/json.ts';
+import type { AssistantMessage, ContentPart, Message, ReasoningBlock, ToolCall } from '../core/messages.ts';
 import type { ModelRequest } from '../core/model.ts';
+import type { ResponsesRequestOptions } from './openai-responses.ts';
+import { providerToolsFor, rawToolsOf } from './provider-tools.ts';
+import { paragraphBreak } from './text-segments.ts';
 
 export const openaiResponsesProviderName = 'openai-responses';
 
@@ -22,7 +26,8 @@ export interface ResponsesConversation {
  * - system messages are joined into `instructions`;
  * - an assistant turn becomes its reasoning items first (this provider's only, sent back exactly as received,
  *   with their ids and encrypted_content), then an assistant message with its text, then one `function_call`
- *   item per tool call (without the `fc_` item id: with store=false only the call_id matters);
+ *   item per tool call (without the `fc_` item id: with store=false only the call_id matters); a turn kept
+ *   whole (messages with their phase, built-in tool calls) goes back item for item, as it came;
  * - tool results become `function_call_output` items;
  * - images become `input_image` parts (URLs as they are, base64 as data URLs).
  */
@@ -53,29 +58,96 @@ export function toResponsesConversation(history: readonly Message[]): ResponsesC
 }
 
 function assistantItems(message: AssistantMessage): ResponseInputItem[] {
-  const items: ResponseInputItem[] = [];
+  const kept: JsonObject[] = [];
   for (const block of message.reasoning ?? []) {
-    const item = responsesReasoningItem(block);
-    if (item) items.push(item);
+    const data = keptItemData(block);
+    if (data) kept.push(data);
   }
-  if (message.content.length > 0) items.push({ role: 'assistant', content: message.content });
-  for (const call of message.toolCalls ?? []) {
-    items.push({
-      type: 'function_call',
-      call_id: call.id,
-      name: call.name,
-      arguments: argumentsText(call.args),
-    });
+  const calls = message.toolCalls ?? [];
+  const messages = kept.filter((data) => data.type === 'message');
+  const whole = kept.some((data) => data.type === 'message' || data.type === 'function_call');
+  if (whole && textStillFits(messages, message.content)) {
+    return wholeTurn(kept, calls, messages.length === 1 ? message.content : undefined);
   }
+  // The usual turn, or one whose text was changed since (a filter, a redaction): the kept items in their
+  // order, then the message's own text (with the phase it had) and calls.
+  const items: ResponseInputItem[] = [];
+  for (const data of kept) {
+    if (data.type !== 'message' && data.type !== 'function_call') items.push(asInputItem(data));
+  }
+  const phase = messages.at(-1)?.phase;
+  if (message.content.length > 0) items.push(assistantText(message.content, phase));
+  for (const call of calls) items.push(functionCallItem(call));
   return items;
 }
 
-function responsesReasoningItem(block: ReasoningBlock): ResponseInputItem | undefined {
+/**
+ * A turn kept whole: every item goes back where it stood; a message with its phase (and its own text, or the
+ * assistant message's when the turn had one message), each call from the message's own tool calls (by call id;
+ * a call the loop dropped is left out, one the turn did not mark goes at the end).
+ */
+function wholeTurn(
+  kept: readonly JsonObject[],
+  calls: readonly ToolCall[],
+  onlyText: string | undefined,
+): ResponseInputItem[] {
+  const byId = new Map(calls.map((call) => [call.id, call]));
+  const placed = new Set<string>();
+  const items: ResponseInputItem[] = [];
+  for (const data of kept) {
+    if (data.type === 'function_call') {
+      const id = typeof data.call_id === 'string' ? data.call_id : '';
+      const call = byId.get(id);
+      if (call !== undefined && !placed.has(id)) {
+        placed.add(id);
+        items.push(functionCallItem(call));
+      }
+    } else if (data.type === 'message') {
+      const text = onlyText ?? (typeof data.content === 'string' ? data.content : '');
+      if (text.length > 0) items.push(assistantText(text, data.phase));
+    } else {
+      items.push(asInputItem(data));
+    }
+  }
+  for (const call of calls) if (!placed.has(call.id)) items.push(functionCallItem(call));
+  return items;
+}
+
+/**
+ * Whether the kept messages still carry the assistant message's text: one message carries whatever it is now;
+ * none, only no text; several, exactly their texts.
+ */
+function textStillFits(messages: readonly JsonObject[], content: string): boolean {
+  if (messages.length === 1) return true;
+  if (messages.length === 0) return content === '';
+  const texts = messages.map((data) => (typeof data.content === 'string' ? data.content : ''));
+  return texts.filter((text) => text !== '').join(paragraphBreak) === content;
+}
+
+/** An assistant message; with its `phase` (commentary or final answer), which the API wants back. */
+function assistantText(content: string, phase: JsonValue | undefined): ResponseInputItem {
+  if (phase === 'commentary' || phase === 'final_answer') return { role: 'assistant', content, phase };
+  return { role: 'assistant', content };
+}
+
+function functionCallItem(call: ToolCall): ResponseInputItem {
+  return { type: 'function_call', call_id: call.id, name: call.name, arguments: argumentsText(call.args) };
+}
+
+function asInputItem(data: JsonObject): ResponseInputItem {
+  return data as unknown as ResponseInputItem;
+}
+
+/**
+ * Only this provider's items go back, exactly as they came; anything else is dropped. A reasoning item needs
+ * its id; every other kept item needs a string `type`.
+ */
+function keptItemData(block: ReasoningBlock): JsonObject | undefined {
   if (block.provider !== openaiResponsesProviderName) return undefined;
   const data = block.data;
   if (typeof data !== 'object' || data === null || Array.isArray(data)) return undefined;
-  if (data.type !== 'reasoning' || typeof data.id !== 'string') return undefined;
-  return data as unknown as ResponseInputItem;
+  if (data.type === 'reasoning') return typeof data.id === 'string' ? data : undefined;
+  return typeof data.type === 'string' ? data : undefined;
 }
 
 /** Parsed arguments go back as JSON text; raw text (arguments that did not parse) goes back as it came. */
@@ -107,16 +179,6 @@ function toInputContent(part: ContentPart): ResponseInputContent {
   return { type: 'input_image', image_url: imageUrl, detail: part.detail ?? 'auto' };
 }
 
-export interface ResponsesRequestOptions {
-  /**
-   * Ask for reasoning items' encrypted_content so they can be carried back without server-side state
-   * (default true). Turn it off for a server that rejects the `include` value.
-   */
-  includeReasoning?: boolean | undefined;
-  /** Send tool and output schemas with `strict: true` (default false: strict mode needs every property required). */
-  strictSchemas?: boolean | undefined;
-}
-
 /**
  * The whole streaming request: `store: false` with `include: ['reasoning.encrypted_content']`, so every turn
  * carries its own reasoning; structured output through `text.format` (json_schema). Responses has no stop
@@ -140,17 +202,25 @@ export function toResponsesRequest(
   };
   if (options.includeReasoning ?? true) body.include = ['reasoning.encrypted_content'];
   if (instructions !== undefined) body.instructions = instructions;
-  if (request.tools.length > 0) {
-    body.tools = request.tools.map(
-      (tool): FunctionTool => ({
-        type: 'function',
-        name: tool.name,
-        description: tool.description,
-        parameters: tool.parameters,
-        strict,
-      }),
-    );
-  }
+  const label = `openai.responses("${model}")`;
+  const providerTools = providerToolsFor(
+    settings,
+    { family: openaiResponsesProviderName, label },
+    request.tools,
+  );
+  const tools: Tool[] = request.tools.map(
+    (tool): FunctionTool => ({
+      type: 'function',
+      name: tool.name,
+      description: tool.description,
+      parameters: tool.parameters,
+      strict,
+    }),
+  );
+  // Raw tools of providerOptions and provider tools (web search, file search) go beside ours, not instead.
+  for (const raw of rawToolsOf(settings.providerOptions, label)) tools.push(raw as unknown as Tool);
+  for (const tool of providerTools) tools.push(tool.definition as unknown as Tool);
+  if (tools.length > 0) body.tools = tools;
   if (request.output) {
     body.text = {
       ...body.text,

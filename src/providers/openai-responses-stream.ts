@@ -5,9 +5,10 @@ import type { ReasoningBlock, ToolCall } from '../core/messages.ts';
 import type { ModelDelta, ModelResponse, ModelStopReason } from '../core/model.ts';
 import type { Usage } from '../core/usage.ts';
 import { openaiResponsesProviderName } from './openai-responses-format.ts';
+import { paragraphBreak, TextSegmenter } from './text-segments.ts';
 
 /**
- * Responses status → normalized stop reason (P6). `completed` with function calls is tool_use; with only a
+ * Responses status → normalized stop reason. `completed` with function calls is tool_use; with only a
  * refusal it is refusal; `incomplete` says why in incomplete_details.
  */
 export function responsesStopReason(
@@ -49,6 +50,7 @@ export class ResponsesStreamReducer {
   private callCount = 0;
   private final: Response | undefined;
   private responseId: string | undefined;
+  private readonly segments = new TextSegmenter();
   emittedDelta = false;
 
   constructor(private readonly onDelta?: (delta: ModelDelta) => void) {}
@@ -60,6 +62,8 @@ export class ResponsesStreamReducer {
         this.responseId = event.response.id;
         break;
       case 'response.output_item.added':
+        // Each item is its own paragraph: the text of a second message starts after a break.
+        this.segments.breakHere();
         if (event.item.type === 'function_call') {
           const call: StreamedCall = {
             ordinal: this.callCount++,
@@ -90,9 +94,12 @@ export class ResponsesStreamReducer {
         if (call) call.args = event.arguments;
         break;
       }
-      case 'response.output_text.delta':
+      case 'response.output_text.delta': {
+        const separator = this.segments.separatorBefore(event.delta);
+        if (separator !== '') this.emit({ type: 'text', text: separator });
         this.emit({ type: 'text', text: event.delta });
         break;
+      }
       case 'response.reasoning_summary_text.delta':
       case 'response.reasoning_text.delta':
         this.emit({ type: 'reasoning', text: event.delta });
@@ -134,18 +141,28 @@ export class ResponsesStreamReducer {
       final.output && final.output.length > 0
         ? final.output
         : [...this.doneItems.entries()].sort(([a], [b]) => a - b).map(([, item]) => item);
-    let text = '';
+    const texts: string[] = [];
     let refusal = '';
     const toolCalls: ToolCall[] = [];
-    const reasoning: ReasoningBlock[] = [];
+    // Every item that goes back to the API, in order, as it goes back (see keptItems).
+    const turn: ReasoningBlock[] = [];
     for (const item of output) {
       if (item.type === 'message') {
+        let text = '';
         for (const part of item.content) {
           if (part.type === 'output_text') text += part.text;
           else if (part.type === 'refusal') refusal += part.refusal;
         }
+        texts.push(text);
+        const entry: JsonObject = { type: 'message', role: 'assistant', content: text };
+        if (item.phase != null) entry.phase = item.phase;
+        turn.push({ provider: openaiResponsesProviderName, data: entry });
       } else if (item.type === 'function_call') {
         toolCalls.push({ id: item.call_id, name: item.name, args: parseArguments(item.arguments) });
+        turn.push({
+          provider: openaiResponsesProviderName,
+          data: { type: 'function_call', call_id: item.call_id, name: item.name },
+        });
       } else if (item.type === 'reasoning') {
         const summary = item.summary.map((part) => part.text).join('\n\n');
         const block: ReasoningBlock = {
@@ -153,9 +170,14 @@ export class ResponsesStreamReducer {
           data: reasoningPayload(item),
         };
         if (summary.length > 0) block.text = summary;
-        reasoning.push(block);
+        turn.push(block);
+      } else {
+        // A built-in tool's call (web_search_call, file_search_call...): the API wants it back as it came.
+        turn.push({ provider: openaiResponsesProviderName, data: item as unknown as JsonObject });
       }
     }
+    const text = texts.filter((part) => part !== '').join(paragraphBreak);
+    const reasoning = keptItems(turn);
     const incompleteReason = final.incomplete_details?.reason ?? undefined;
     const stopReason = responsesStopReason(
       final.status ?? undefined,
@@ -182,6 +204,54 @@ export class ResponsesStreamReducer {
     if (reasoning.length > 0) response.reasoning = reasoning;
     return response;
   }
+}
+
+/**
+ * The items the assistant message keeps for the next turn, in `reasoning`. A turn of the usual shape (reasoning
+ * items, then at most one message without a phase, then function calls) keeps only its reasoning items: the text
+ * and the calls are on the message already, and the history formatter puts them back in that order. Any other
+ * turn (a message with its `phase`, several messages, a built-in tool's call) keeps every item in order, so it
+ * goes back exactly as it came: a message as `{ type: 'message', role, phase }` (with its `content` only when the
+ * turn had several messages; otherwise the message's text is the assistant message's own), a function call as a
+ * `{ type: 'function_call', call_id, name }` marker where it stood (openai-responses-format.ts).
+ */
+function keptItems(turn: readonly ReasoningBlock[]): ReasoningBlock[] {
+  if (isUsualShape(turn)) return turn.filter((block) => dataOf(block).type === 'reasoning');
+  const messages = turn.filter((block) => dataOf(block).type === 'message').length;
+  if (messages > 1) return [...turn];
+  return turn.map((block) => {
+    const data = dataOf(block);
+    if (data.type !== 'message') return block;
+    const { content: _content, ...entry } = data;
+    return { provider: block.provider, data: entry };
+  });
+}
+
+/** Reasoning items, then at most one message without a phase, then function calls. */
+function isUsualShape(turn: readonly ReasoningBlock[]): boolean {
+  let stage: 'reasoning' | 'message' | 'calls' = 'reasoning';
+  for (const block of turn) {
+    const data = dataOf(block);
+    switch (data.type) {
+      case 'reasoning':
+        if (stage !== 'reasoning') return false;
+        break;
+      case 'message':
+        if (stage !== 'reasoning' || data.phase !== undefined) return false;
+        stage = 'message';
+        break;
+      case 'function_call':
+        stage = 'calls';
+        break;
+      default:
+        return false;
+    }
+  }
+  return true;
+}
+
+function dataOf(block: ReasoningBlock): JsonObject {
+  return block.data as JsonObject;
 }
 
 /** The reasoning item as the API wants it back: id, summary, encrypted content; never the output-only status. */

@@ -1,17 +1,22 @@
-import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
-import type { ResponseStreamEvent } from 'openai/resources/responses/responses';
-import { abortError } from '../core/abort.ts';
-import { ConfigError, ModelError, type ModelErrorKind } from '../core/errors.ts';
+import type { ClientOptions } from 'openai';
+import { ConfigError } from '../core/errors.ts';
 import type { ModelProvider, ModelRequest, ModelResponse, ModelSettings } from '../core/model.ts';
-import {
-  openaiResponsesProviderName,
-  type ResponsesRequestOptions,
-  toResponsesRequest,
-} from './openai-responses-format.ts';
-import { ResponsesStreamReducer } from './openai-responses-stream.ts';
+import { streamResponsesOnce } from './openai-responses-call.ts';
+import { openaiResponsesProviderName } from './openai-responses-format.ts';
+import { providerToolsFor } from './provider-tools.ts';
 import { withDefaultSettings } from './request-defaults.ts';
 import { type RetryOptions, withRetries } from './retry.ts';
-import { retryAfterMs } from './retry-after.ts';
+import { lazySdkClient } from './sdk-loader.ts';
+
+export interface ResponsesRequestOptions {
+  /**
+   * Ask for reasoning items' encrypted_content so they can be carried back without server-side state
+   * (default true). Turn it off for a server that rejects the `include` value.
+   */
+  includeReasoning?: boolean | undefined;
+  /** Send tool and output schemas with `strict: true` (default false: strict mode needs every property required). */
+  strictSchemas?: boolean | undefined;
+}
 
 export interface OpenAIResponsesOptions extends ResponsesRequestOptions, RetryOptions {
   /** Defaults to the OPENAI_API_KEY environment variable. */
@@ -26,8 +31,9 @@ export interface OpenAIResponsesOptions extends ResponsesRequestOptions, RetryOp
 }
 
 /**
- * A ModelProvider for the OpenAI Responses API through the official `openai` package, always streaming and
- * stateless (`store: false`, reasoning carried back as encrypted items). The SDK's own retries are off.
+ * A ModelProvider for the OpenAI Responses API through the official `openai` package (an optional peer
+ * dependency, loaded on the first call), always streaming and stateless (`store: false`, reasoning carried back
+ * as encrypted items, messages with their phase, built-in tool calls in order). The SDK's own retries are off.
  */
 export function openaiResponses(model: string, options: OpenAIResponsesOptions = {}): ModelProvider {
   const apiKey = options.apiKey ?? process.env.OPENAI_API_KEY;
@@ -36,138 +42,32 @@ export function openaiResponses(model: string, options: OpenAIResponsesOptions =
       'The OpenAI Responses provider needs an API key: pass { apiKey } or set the OPENAI_API_KEY environment variable.',
     );
   }
-  const clientOptions: ConstructorParameters<typeof OpenAI>[0] = { apiKey, maxRetries: 0 };
+  providerToolsFor(options.settings, {
+    family: openaiResponsesProviderName,
+    label: `openai.responses("${model}")`,
+  });
+  const clientOptions: ClientOptions = { apiKey, maxRetries: 0 };
   if (options.baseURL !== undefined) clientOptions.baseURL = options.baseURL;
   if (options.organization !== undefined) clientOptions.organization = options.organization;
   if (options.fetch !== undefined) clientOptions.fetch = options.fetch;
   if (options.headers !== undefined) clientOptions.defaultHeaders = options.headers;
-  const client = new OpenAI(clientOptions);
+  const connect = lazySdkClient('openai', 'openai.responses()', (sdk) => new sdk.OpenAI(clientOptions));
 
   return withRetries(
     {
       provider: openaiResponsesProviderName,
       model,
-      generate(request: ModelRequest): Promise<ModelResponse> {
-        return streamResponsesOnce(client, model, withDefaultSettings(request, options.settings), options);
+      async generate(request: ModelRequest): Promise<ModelResponse> {
+        const { sdk, client } = await connect();
+        return streamResponsesOnce(
+          sdk,
+          client,
+          model,
+          withDefaultSettings(request, options.settings),
+          options,
+        );
       },
     },
     options,
   );
-}
-
-/** One streamed call, no retries. */
-export async function streamResponsesOnce(
-  client: OpenAI,
-  model: string,
-  request: ModelRequest,
-  options: ResponsesRequestOptions = {},
-): Promise<ModelResponse> {
-  const body = toResponsesRequest(request, model, options);
-  const reducer = new ResponsesStreamReducer(request.onDelta);
-  let streaming = false;
-  try {
-    if (request.signal.aborted) throw abortError(request.signal);
-    const stream = await client.responses.create(body, { signal: request.signal });
-    streaming = true;
-    for await (const event of stream as AsyncIterable<ResponseStreamEvent>) {
-      try {
-        reducer.push(event);
-      } catch (error) {
-        if (error instanceof ModelError) throw error;
-        throw new ModelError(
-          'invalid_response',
-          `OpenAI Responses sent a stream event we could not read: ${(error as Error)?.message ?? String(error)}`,
-          { cause: error },
-        );
-      }
-    }
-    // The SDK ends the iteration quietly when the signal aborts mid-stream: say so instead of "truncated".
-    if (request.signal.aborted) throw abortError(request.signal);
-    return reducer.finish();
-  } catch (error) {
-    if (request.signal.aborted) throw abortError(request.signal);
-    throw responsesModelError(error, streaming);
-  }
-}
-
-/**
- * OpenAI SDK error → ModelError (status, error code, retry-after); aborts pass through. `midStream`: the
- * response had started streaming, so a connection failure means the stream was cut (`truncated_stream`).
- */
-export function responsesModelError(error: unknown, midStream = false): unknown {
-  if (error instanceof ModelError) return error;
-  if (error instanceof APIUserAbortError) {
-    const abort = new Error('The model call was aborted.', { cause: error });
-    abort.name = 'AbortError';
-    return abort;
-  }
-  if (error instanceof APIConnectionTimeoutError) {
-    return new ModelError('timeout', `OpenAI request timed out: ${error.message}`, {
-      retryable: true,
-      cause: error,
-    });
-  }
-  if (midStream && isConnectionFailure(error)) {
-    return new ModelError('truncated_stream', `OpenAI stream was cut off: ${(error as Error).message}`, {
-      retryable: true,
-      cause: error,
-    });
-  }
-  if (error instanceof APIConnectionError) {
-    return new ModelError('network', `OpenAI connection failed: ${error.message}`, {
-      retryable: true,
-      cause: error,
-    });
-  }
-  if (error instanceof APIError) {
-    const status = typeof error.status === 'number' ? error.status : undefined;
-    const code = typeof error.code === 'string' ? error.code : undefined;
-    const kind = kindOf(status, code);
-    const options: { status?: number; retryable: boolean; retryAfterMs?: number; cause: unknown } = {
-      retryable: kind === 'rate_limited' || kind === 'server' || kind === 'timeout' || kind === 'overloaded',
-      cause: error,
-    };
-    if (status !== undefined) options.status = status;
-    const retryAfter = retryAfterMs(error.headers);
-    if (retryAfter !== undefined) options.retryAfterMs = retryAfter;
-    return new ModelError(kind, `OpenAI API error${status ? ` ${status}` : ''}: ${error.message}`, options);
-  }
-  // The SDK's SSE parser met half a JSON line: the connection was cut in the middle of an event.
-  if (error instanceof SyntaxError) {
-    return new ModelError('truncated_stream', `OpenAI stream was cut off: ${error.message}`, {
-      retryable: true,
-      cause: error,
-    });
-  }
-  if (error instanceof Error && connectionFailureMessage.test(error.message)) {
-    return new ModelError('network', `OpenAI connection failed: ${error.message}`, {
-      retryable: true,
-      cause: error,
-    });
-  }
-  return error;
-}
-
-/** undici's and Node's words for a connection that failed or was cut. */
-const connectionFailureMessage =
-  /terminated|fetch failed|ECONNRESET|ECONNREFUSED|socket hang up|other side closed/i;
-
-/** The connection failed (SDK connection error, or undici's raw `TypeError: terminated` on a reset). */
-function isConnectionFailure(error: unknown): boolean {
-  if (error instanceof APIConnectionError) return true;
-  if (error instanceof APIError) return false;
-  return error instanceof Error && connectionFailureMessage.test(error.message);
-}
-
-function kindOf(status: number | undefined, code: string | undefined): ModelErrorKind {
-  if (status === 429 || code === 'rate_limit_exceeded') return 'rate_limited';
-  if (status === 401 || status === 403) return 'authentication';
-  if (status === 404) return 'not_found';
-  if (status === 408) return 'timeout';
-  if (status === 503) return 'overloaded';
-  if ((status !== undefined && status >= 500) || code === 'server_error') return 'server';
-  if (status !== undefined && status >= 400) return 'bad_request';
-  // An error event inside the stream has no status: treat it as a server failure.
-  if (status === undefined) return 'server';
-  return 'unknown';
 }

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { Message } from '../../src/core/messages.ts';
 import { toAnthropicConversation } from '../../src/providers/anthropic-format.ts';
 import { toGeminiConversation } from '../../src/providers/gemini-format.ts';
+import { toChatMessages } from '../../src/providers/openai-chat-format.ts';
 import { toResponsesConversation } from '../../src/providers/openai-responses-format.ts';
 
 /**
@@ -187,5 +188,120 @@ describe('one history formatted for each provider', () => {
       name: 't',
       arguments: '{"a":',
     });
+  });
+});
+
+/**
+ * Turns kept whole by their provider: an Anthropic web search (server_tool_use, its result, cited text, a call of
+ * ours marked where it stood) and an OpenAI Responses turn with message phases around a web search call. Every
+ * other provider must see only the text and the calls; the provider that made a turn gets it back block for block.
+ */
+const keptTurns: Message[] = [
+  { role: 'user', content: 'Find Shannon, note it, then the capital of France.' },
+  {
+    role: 'assistant',
+    content: 'Searching.\n\nShannon was born in 1916.',
+    toolCalls: [{ id: 'toolu_N', name: 'note', args: { text: '1916' } }],
+    reasoning: [
+      { provider: 'anthropic', data: { type: 'text', text: 'Searching.' } },
+      {
+        provider: 'anthropic',
+        data: { type: 'server_tool_use', id: 'srv_1', name: 'web_search', input: { query: 'shannon' } },
+      },
+      {
+        provider: 'anthropic',
+        data: { type: 'web_search_tool_result', tool_use_id: 'srv_1', content: [] },
+      },
+      {
+        provider: 'anthropic',
+        data: {
+          type: 'text',
+          text: 'Shannon was born in 1916.',
+          citations: [{ type: 'x', cited_text: 'y' }],
+        },
+      },
+      { provider: 'anthropic', data: { type: 'tool_use', id: 'toolu_N', name: 'note' } },
+    ],
+  },
+  { role: 'tool', toolCallId: 'toolu_N', name: 'note', content: 'noted' },
+  {
+    role: 'assistant',
+    content: 'Looking.\n\nParis.',
+    reasoning: [
+      {
+        provider: 'openai-responses',
+        data: { type: 'message', role: 'assistant', content: 'Looking.', phase: 'commentary' },
+      },
+      {
+        provider: 'openai-responses',
+        data: { type: 'web_search_call', id: 'ws_1', status: 'completed', action: { type: 'search' } },
+      },
+      {
+        provider: 'openai-responses',
+        data: { type: 'message', role: 'assistant', content: 'Paris.', phase: 'final_answer' },
+      },
+    ],
+  },
+];
+
+describe('turns kept whole by one provider, in a history read by the others', () => {
+  it('Anthropic gets its own turn back block for block; the Responses turn is plain text', () => {
+    expect(toAnthropicConversation(keptTurns).messages.slice(1)).toEqual([
+      {
+        role: 'assistant',
+        content: [
+          { type: 'text', text: 'Searching.' },
+          { type: 'server_tool_use', id: 'srv_1', name: 'web_search', input: { query: 'shannon' } },
+          { type: 'web_search_tool_result', tool_use_id: 'srv_1', content: [] },
+          {
+            type: 'text',
+            text: 'Shannon was born in 1916.',
+            citations: [{ type: 'x', cited_text: 'y' }],
+          },
+          { type: 'tool_use', id: 'toolu_N', name: 'note', input: { text: '1916' } },
+        ],
+      },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_N', content: 'noted' }] },
+      { role: 'assistant', content: [{ type: 'text', text: 'Looking.\n\nParis.' }] },
+    ]);
+  });
+
+  it('Responses gets its own items back with their phases; the Anthropic turn is text and a call', () => {
+    expect(toResponsesConversation(keptTurns).input.slice(1)).toEqual([
+      { role: 'assistant', content: 'Searching.\n\nShannon was born in 1916.' },
+      { type: 'function_call', call_id: 'toolu_N', name: 'note', arguments: '{"text":"1916"}' },
+      { type: 'function_call_output', call_id: 'toolu_N', output: 'noted' },
+      { role: 'assistant', content: 'Looking.', phase: 'commentary' },
+      { type: 'web_search_call', id: 'ws_1', status: 'completed', action: { type: 'search' } },
+      { role: 'assistant', content: 'Paris.', phase: 'final_answer' },
+    ]);
+  });
+
+  it('Gemini and Chat Completions see the text and the calls, nothing else', () => {
+    expect(toGeminiConversation(keptTurns).contents.slice(1)).toEqual([
+      {
+        role: 'model',
+        parts: [
+          { text: 'Searching.\n\nShannon was born in 1916.' },
+          { functionCall: { id: 'toolu_N', name: 'note', args: { text: '1916' } } },
+        ],
+      },
+      {
+        role: 'user',
+        parts: [{ functionResponse: { id: 'toolu_N', name: 'note', response: { output: 'noted' } } }],
+      },
+      { role: 'model', parts: [{ text: 'Looking.\n\nParis.' }] },
+    ]);
+    expect(toChatMessages(keptTurns).slice(1)).toEqual([
+      {
+        role: 'assistant',
+        content: 'Searching.\n\nShannon was born in 1916.',
+        tool_calls: [
+          { id: 'toolu_N', type: 'function', function: { name: 'note', arguments: '{"text":"1916"}' } },
+        ],
+      },
+      { role: 'tool', tool_call_id: 'toolu_N', content: 'noted' },
+      { role: 'assistant', content: 'Looking.\n\nParis.' },
+    ]);
   });
 });

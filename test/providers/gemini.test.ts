@@ -3,7 +3,9 @@ import { SimulatedClock } from 'xstate';
 import { ConfigError, ModelError } from '../../src/core/errors.ts';
 import type { ContentPart, Message } from '../../src/core/messages.ts';
 import type { ModelResponse, ToolSpec } from '../../src/core/model.ts';
+import { anthropic } from '../../src/providers/anthropic.ts';
 import { type GeminiOptions, gemini } from '../../src/providers/gemini.ts';
+import { openai } from '../../src/providers/openai-chat.ts';
 import * as wire from '../fixtures/wire/gemini.ts';
 import { recordingRequest, useWireServer } from '../support/wire-session.ts';
 
@@ -274,6 +276,21 @@ describe('gemini(): streaming against the wire', () => {
       expect(error).toBeInstanceOf(ConfigError);
       expect((error as Error).message).toMatch(message);
     }
+    expect(current().requests).toHaveLength(0);
+  });
+
+  it("another provider's tools are a ConfigError, at creation and per request, and nothing is sent", async () => {
+    const { url } = await serve({ sse: wire.streamedText });
+    expect(() => provider(url, { settings: { providerTools: [anthropic.tools.webSearch()] } })).toThrow(
+      /gemini\("gemini-test-flash"\) cannot run the provider tool "web_search".*anthropic/,
+    );
+    await expect(
+      provider(url).generate(
+        request([{ role: 'user', content: 'x' }], {
+          settings: { providerTools: [openai.tools.webSearch()] },
+        }),
+      ),
+    ).rejects.toThrow(ConfigError);
     expect(current().requests).toHaveLength(0);
   });
 

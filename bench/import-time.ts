@@ -1,0 +1,132 @@
+/**
+ * Cold import time: how long a fresh Node process takes to import Troupe's entry points (from dist/) and the
+ * main entry points of the peers (from bench/node_modules), against a bare `node -e ''` start measured in the
+ * same run. Every sample is its own process; targets are interleaved and their order rotates each repetition.
+ *
+ *   npm run build && npm --prefix bench install && node bench/import-time.ts [--reps=15] [--out=path.md]
+ *   --before=<dir>   also measure the entry points of another build of Troupe (its dist/ folder), e.g. an older
+ *                    commit's, to compare
+ *
+ * Columns: the median wall time of the whole process (spawn to exit), its ratio to the bare start, and the median
+ * time of the `import()` itself measured inside the process (what an application pays at startup).
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+const here = import.meta.dirname;
+const root = resolve(here, '..');
+const args = process.argv.slice(2);
+const option = (name: string): string | undefined =>
+  args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+const reps = Number(option('reps') ?? 15);
+const out = option('out');
+
+interface Target {
+  label: string;
+  /** What to import; undefined for the bare start. */
+  specifier?: string;
+  /** Where the import resolves from (a bare specifier needs the right node_modules). */
+  cwd: string;
+}
+
+const dist = (path: string): string => pathToFileURL(join(root, 'dist', path)).href;
+
+const targets: Target[] = [
+  { label: "bare start (`node -e ''`)", cwd: root },
+  { label: '`troupe`', specifier: dist('index.js'), cwd: root },
+  { label: '`troupe/providers`', specifier: dist('providers/index.js'), cwd: root },
+  { label: '`ai` (AI SDK 7)', specifier: 'ai', cwd: here },
+  { label: '`@openai/agents`', specifier: '@openai/agents', cwd: here },
+  { label: '`langchain`', specifier: 'langchain', cwd: here },
+  { label: '`@mastra/core`', specifier: '@mastra/core', cwd: here },
+  // What troupe/providers used to load at import, and what one provider now loads on its first call.
+  { label: '`openai` SDK', specifier: 'openai', cwd: root },
+  { label: '`@anthropic-ai/sdk`', specifier: '@anthropic-ai/sdk', cwd: root },
+  { label: '`@google/genai`', specifier: '@google/genai', cwd: root },
+];
+
+const before = option('before');
+if (before !== undefined) {
+  const file = (path: string): string => pathToFileURL(resolve(before, path)).href;
+  targets.splice(
+    3,
+    0,
+    { label: `\`troupe\` (${before})`, specifier: file('index.js'), cwd: root },
+    { label: `\`troupe/providers\` (${before})`, specifier: file('providers/index.js'), cwd: root },
+  );
+}
+
+if (!existsSync(join(root, 'dist', 'providers', 'index.js'))) {
+  console.error('dist/ is missing: run `npm run build` first.');
+  process.exit(1);
+}
+if (!existsSync(join(here, 'node_modules', 'ai'))) {
+  console.error('bench/node_modules is missing: run `npm --prefix bench install` first.');
+  process.exit(1);
+}
+
+interface Sample {
+  wallMs: number;
+  importMs: number | undefined;
+}
+
+function measure(target: Target): Sample {
+  const argv =
+    target.specifier === undefined
+      ? ['-e', '']
+      : [
+          '--input-type=module',
+          '-e',
+          `const t0 = performance.now(); await import(${JSON.stringify(target.specifier)}); process.stdout.write(String(performance.now() - t0));`,
+        ];
+  const started = process.hrtime.bigint();
+  const child = spawnSync(process.execPath, argv, { cwd: target.cwd, encoding: 'utf8' });
+  const wallMs = Number(process.hrtime.bigint() - started) / 1e6;
+  if (child.status !== 0)
+    throw new Error(`${target.label}: exit ${child.status}: ${child.stderr.slice(0, 500)}`);
+  return { wallMs, importMs: target.specifier === undefined ? undefined : Number(child.stdout) };
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1
+    ? (sorted[mid] as number)
+    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+}
+
+// One untimed pass warms the file system cache, so every target starts from the same place.
+for (const target of targets) measure(target);
+
+const samples = new Map<Target, Sample[]>(targets.map((target) => [target, []]));
+for (let rep = 0; rep < reps; rep++) {
+  for (let i = 0; i < targets.length; i++) {
+    const target = targets[(i + rep) % targets.length] as Target;
+    samples.get(target)?.push(measure(target));
+  }
+}
+
+const baseline = median((samples.get(targets[0] as Target) ?? []).map((s) => s.wallMs));
+const lines = [
+  `Node ${process.version}, ${cpus().length} CPUs (${cpus()[0]?.model ?? 'unknown'}), load ${loadavg()[0]?.toFixed(2)}; ` +
+    `${reps} interleaved samples per row, medians.`,
+  '',
+  '| import | process wall ms | × bare start | `import()` ms |',
+  '|---|---:|---:|---:|',
+];
+for (const target of targets) {
+  const list = samples.get(target) ?? [];
+  const wall = median(list.map((s) => s.wallMs));
+  const imports = list.flatMap((s) => (s.importMs === undefined ? [] : [s.importMs]));
+  const importCell = imports.length > 0 ? median(imports).toFixed(1) : '–';
+  lines.push(`| ${target.label} | ${wall.toFixed(1)} | ${(wall / baseline).toFixed(2)} | ${importCell} |`);
+}
+const table = lines.join('\n');
+console.log(table);
+if (out !== undefined) {
+  writeFileSync(out, `${table}\n`);
+  console.log(`\nwritten to ${out}`);
+}
