@@ -84,7 +84,13 @@ export {
   type SupervisionPolicy,
   type SupervisionStrategy,
 } from './machines/session.ts';
-export { createMemoryStore } from './persistence/memory-store.ts';
+export { createMemoryStore, type MemoryStoreOptions } from './persistence/memory-store.ts';
+export {
+  createSqliteStore,
+  type SqliteSessionStore,
+  type SqliteStoreOptions,
+  type SqliteStoreSettings,
+} from './persistence/sqlite-store.ts';
 export type {
   ApprovalQuery,
   CommitBatch,
@@ -96,7 +102,15 @@ export type {
   StoredSessionStatus,
   TurnCheckpoint,
 } from './persistence/store.ts';
-export { StoreClosedError, StoreCorruptError, StoreLayoutError } from './persistence/store-errors.ts';
+export {
+  StoreClosedError,
+  StoreCommitError,
+  type StoreCommitRefusal,
+  StoreCorruptError,
+  StoreIoError,
+  StoreLayoutError,
+} from './persistence/store-errors.ts';
+export type { SyncSessionStore } from './persistence/sync-store.ts';
 export * from './policies/index.ts';
 export {
   type BudgetsConfig,
@@ -128,10 +142,19 @@ export {
 export {
   type Session,
   SessionClosedError,
+  type SessionEventsOptions,
   type SessionOptions,
   type SessionStatus,
+  type TurnOptions,
 } from './system/session.ts';
-export { type AgentSystem, type AgentSystemOptions, createAgentSystem } from './system/system.ts';
+export type { ApprovalHandler } from './system/session-run.ts';
+export {
+  type AgentSystem,
+  type AgentSystemOptions,
+  createAgentSystem,
+  type RecoverResult,
+  type ShutdownOptions,
+} from './system/system.ts';
 export { type AskHumanOptions, askHuman } from './tools/ask-human.ts';
 export { ToolRegistry } from './tools/registry.ts';
 export { type Tool, type ToolContext, type ToolOptions, tool } from './tools/tool.ts';

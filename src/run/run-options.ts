@@ -114,6 +114,7 @@ const runChecks = {
   budget,
   tenant: nonEmptyString,
   parentScope: nonEmptyString,
+  onApproval: listener,
 } satisfies Record<string, FieldCheck>;
 
 const sessionChecks = {

@@ -18,7 +18,7 @@ import {
 import { checkReachablePrices } from '../resources/priced-agents.ts';
 import type { ResourceManager } from '../resources/resource-manager.ts';
 import { attachResources } from '../resources/resource-run.ts';
-import { needsSession, runInSession } from '../system/session-run.ts';
+import { type ApprovalHandler, needsSession, runInSession } from '../system/session-run.ts';
 import { redactingInspector, secretArguments } from './inspect.ts';
 import { PhaseReporter } from './phase-events.ts';
 import { setScope, stopOrphans } from './run-hooks.ts';
@@ -54,6 +54,12 @@ export interface RunOptions {
   tenant?: string | undefined;
   /** Session id of the run that started this one (a nested agent): its spend counts on the caller's budgets. */
   parentScope?: string | undefined;
+  /**
+   * Decides on tool calls that wait for a person (tools with `needsApproval`, the `askHuman` tool): called with
+   * each request, it returns `{ type: 'approve' }`, `{ type: 'reject', reason }` or `{ type: 'answer', text }` (or a
+   * promise of one). Required when the agent has such tools; in a session, decide with `session.approve()` instead.
+   */
+  onApproval?: ApprovalHandler | undefined;
 }
 
 interface StartedRun<TOutput> {

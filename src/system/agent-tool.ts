@@ -6,7 +6,7 @@ import { type RunOptions, stream } from '../run/run.ts';
 import { addNestedSteps, delegatorOf, scopeOf } from '../run/run-hooks.ts';
 import { runtimeKeyOf, runtimeOf } from '../run/run-runtime.ts';
 import { type Tool, type ToolContext, tool } from '../tools/tool.ts';
-import { needsSession } from './session-run.ts';
+import { needsSupervisor } from './session-run.ts';
 
 export interface AgentToolOptions {
   /** The tool name the model sees; default: the agent's name (characters tools may not hold become `_`). */
@@ -71,7 +71,7 @@ export function agentTool<TOutput>(agent: Agent<TOutput>, options: AgentToolOpti
       const nested = Object.freeze({ ...agent, limits }) as Agent<unknown>;
       const delegator = delegatorOf(callerKey);
       const result =
-        delegator && !needsSession(nested)
+        delegator && !needsSupervisor(nested)
           ? await delegator({ agent: nested, input, callId: ctx.callId, signal: ctx.signal })
           : await runApart(nested, input, ctx, callerKey, caller, scope);
       // The sub-run's model calls count against the caller's step limit (R5), whatever its outcome.

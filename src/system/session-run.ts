@@ -1,26 +1,64 @@
 import type { Agent } from '../agent/define-agent.ts';
+import type { ApprovalDecision, ApprovalRequest } from '../core/approvals.ts';
 import { systemClock } from '../core/clock.ts';
+import { ConfigError } from '../core/errors.ts';
 import type { RunEvent } from '../core/events.ts';
 import type { RunInput } from '../core/messages.ts';
 import type { RunResult } from '../core/result.ts';
 import type { InspectObserver } from '../run/inspect.ts';
-import { defaultEnvironment, type SessionOptions, startSession } from './session.ts';
+import { defaultEnvironment, type Session, type SessionOptions, startSession } from './session.ts';
 
-const needs = new WeakMap<object, boolean>();
+const supervised = new WeakMap<object, boolean>();
+const asking = new WeakMap<object, string | null>();
 
 /**
- * Whether `run()` must go through a session supervisor: the agent can hand off, or has a fatal tool (which only a
- * supervisor can restart). A plain agent keeps the single-actor hot path.
+ * Whether the agent needs a session supervisor: it can hand off, or has a fatal tool (which only a supervisor can
+ * restart).
  */
-export function needsSession(agent: Agent<unknown>): boolean {
-  let answer = needs.get(agent);
+export function needsSupervisor(agent: Agent<unknown>): boolean {
+  let answer = supervised.get(agent);
   if (answer === undefined) {
     answer =
       agent.handoffs.length > 0 || agent.tools.names.some((name) => agent.tools.find(name)?.fatal === true);
-    needs.set(agent, answer);
+    supervised.set(agent, answer);
   }
   return answer;
 }
+
+/** The first tool of the agent or of an agent it hands off to that waits for people (approval, askHuman), or null. */
+export function toolAskingPeople(agent: Agent<unknown>, seen = new Set<Agent<unknown>>()): string | null {
+  const known = asking.get(agent);
+  if (known !== undefined) return known;
+  if (seen.has(agent)) return null;
+  seen.add(agent);
+  let found: string | null = null;
+  for (const name of agent.tools.names) {
+    const candidate = agent.tools.find(name);
+    if (candidate && (candidate.asksHuman === true || candidate.needsApproval !== false)) {
+      found = `${agent.name}.${name}`;
+      break;
+    }
+  }
+  for (const target of agent.handoffs)
+    if (found === null && typeof target !== 'string')
+      found = toolAskingPeople(target as Agent<unknown>, seen);
+  asking.set(agent, found);
+  return found;
+}
+
+/**
+ * Whether `run()` must go through a session: the agent needs a supervisor, or has tools that wait for people (a
+ * session pauses for them). A plain agent keeps the single-actor hot path.
+ */
+export function needsSession(agent: Agent<unknown>): boolean {
+  return needsSupervisor(agent) || toolAskingPeople(agent) !== null;
+}
+
+/**
+ * Decides on a call that waits for people, for `run()` and `stream()` (which have no session to approve through):
+ * return the decision, or a promise of it. If it throws, the call is rejected with the error as the reason.
+ */
+export type ApprovalHandler = (request: ApprovalRequest) => ApprovalDecision | Promise<ApprovalDecision>;
 
 export interface SessionRunOptions
   extends Pick<SessionOptions, 'history' | 'signal' | 'budget' | 'tenant' | 'parentScope'> {
@@ -28,6 +66,7 @@ export interface SessionRunOptions
   resources?: import('../resources/resource-manager.ts').ResourceManager | undefined;
   clock?: import('../core/clock.ts').Clock | undefined;
   inspect?: InspectObserver | undefined;
+  onApproval?: ApprovalHandler | undefined;
 }
 
 /**
@@ -39,6 +78,11 @@ export function runInSession<TOutput>(
   input: RunInput,
   options: SessionRunOptions,
 ): { sessionId: string; result: Promise<RunResult<TOutput>>; events: AsyncIterable<RunEvent> } {
+  const asker = toolAskingPeople(agent as Agent<unknown>);
+  if (asker !== null && options.onApproval === undefined)
+    throw new ConfigError(
+      `Tool ${asker} waits for a person's decision: pass onApproval to run() or stream(), or run the agent in a session (createAgentSystem().spawn()) and decide with session.approve() / reject() / answer().`,
+    );
   const environment = defaultEnvironment(options.clock ?? systemClock);
   if (options.inspect) environment.inspect = options.inspect;
   const sessionOptions: SessionOptions = {};
@@ -51,9 +95,40 @@ export function runInSession<TOutput>(
   if (options.resources !== undefined) environment.resources = options.resources;
   const session = startSession(agent, input, sessionOptions, environment);
   const events = session.events();
+  if (options.onApproval) decideWith(session, options.onApproval);
   const result = session.result.then(async (value) => {
     await session.stop();
     return value;
   });
   return { sessionId: session.id, result, events };
+}
+
+/** Answers every approval request of the session with `handler`'s decision. */
+function decideWith(session: Session, handler: ApprovalHandler): void {
+  void (async () => {
+    for await (const event of session.events({ after: -1 })) {
+      if (event.type !== 'approval_requested') continue;
+      const request = event.data;
+      let decision: ApprovalDecision;
+      try {
+        decision = await handler(request);
+      } catch (error) {
+        decision = {
+          type: 'reject',
+          reason: `the approval handler failed: ${error instanceof Error ? error.message : String(error)}`,
+        };
+      }
+      const apply =
+        decision?.type === 'approve'
+          ? session.approve(request.callId)
+          : decision?.type === 'answer'
+            ? session.answer(request.callId, decision.text)
+            : session.reject(
+                request.callId,
+                decision?.type === 'reject' ? decision.reason : 'the approval handler gave no decision',
+              );
+      // A session that ended meanwhile has nothing left to decide.
+      await apply.catch(() => undefined);
+    }
+  })();
 }
