@@ -9,7 +9,7 @@ export type DecidedOutcomes = ReadonlyMap<string, ToolOutcome>;
 
 /** A batch's calls sorted by what happens to them now. */
 export interface ClassifiedCalls {
-  /** Calls to hand to the tool runner (including those it will answer from the journal or refuse). */
+  /** Calls to hand to the tool runner (including those it answers from a decision or the journal, or refuses). */
   runnable: ToolCall[];
   /** Calls that wait for a person, in call order. */
   pending: PendingApproval[];
@@ -47,9 +47,12 @@ export function classifyCalls(
     const decided = new Map<string, ToolOutcome>();
     resolved.forEach((verdict, index) => {
       const call = calls[index] as ToolCall;
-      if (verdict.type === 'run') runnable.push(call);
-      else if (verdict.type === 'wait') pending.push({ callId: call.id, kind: verdict.kind });
-      else decided.set(call.id, verdict.outcome);
+      if (verdict.type === 'wait') pending.push({ callId: call.id, kind: verdict.kind });
+      else {
+        // A decided call goes to the runner too, which answers it with the decision without running anything.
+        runnable.push(call);
+        if (verdict.type === 'decided') decided.set(call.id, verdict.outcome);
+      }
     });
     return { runnable, pending, decided };
   };

@@ -602,7 +602,6 @@ export function startSession<TOutput>(
         endTurn(snapshot.context, snapshot.status === 'done');
       }
       if (snapshot.status === 'done') close(snapshot.context);
-      else if (status !== 'idle') status = awaitingApprovals() ? 'awaiting' : 'running';
     },
     // A root actor without an error observer crashes the process. Ours turns it into a result.
     error: (error) => close(undefined, error),
@@ -710,7 +709,7 @@ export function startSession<TOutput>(
   const session: SessionControl<TOutput> = {
     id: sessionId,
     get status() {
-      return status;
+      return status === 'running' && awaitingApprovals() ? 'awaiting' : status;
     },
     get agent() {
       return current;
