@@ -41,7 +41,11 @@ function payments() {
 }
 
 const payTurn = (...amounts: number[]): ScriptedTurn => ({
-  toolCalls: amounts.map((cents, index) => ({ id: `pay_${index}`, name: 'pay', args: { cents, card: '4242' } })),
+  toolCalls: amounts.map((cents, index) => ({
+    id: `pay_${index}`,
+    name: 'pay',
+    args: { cents, card: '4242' },
+  })),
   stopReason: 'tool_use',
 });
 
@@ -82,7 +86,9 @@ describe('approvals: tool calls that wait for people', () => {
     ]);
     validateHistory(result.history);
     await until(() => seen.some((event) => event.type === 'run_end'));
-    expect(seen.filter((event) => event.type === 'approval_requested').map((event) => event.data)).toHaveLength(2);
+    expect(
+      seen.filter((event) => event.type === 'approval_requested').map((event) => event.data),
+    ).toHaveLength(2);
     expect(
       seen
         .filter((event) => event.type === 'approval_decided')
@@ -192,7 +198,9 @@ describe('approvals: tool calls that wait for people', () => {
     await first.shutdown();
 
     const approver = createAgentSystem({ store });
-    expect(await approver.interrupted()).toMatchObject([{ id: 'crashy', status: 'awaiting', pendingApprovals: 2 }]);
+    expect(await approver.interrupted()).toMatchObject([
+      { id: 'crashy', status: 'awaiting', pendingApprovals: 2 },
+    ]);
     await approver.approve('crashy', 'pay_0');
     await approver.reject('crashy', 'pay_1', 'not this one');
 
