@@ -351,3 +351,43 @@ export class SessionDurability {
     };
   }
 }
+
+/**
+ * Runs `then` once a commit (synchronous or not) is done. A failed commit is handed to `onError` and `then` runs
+ * anyway: what follows (a result, a close) must not wait forever on a store that failed.
+ */
+export function afterCommit(
+  commit: () => MaybePromise<void>,
+  then: () => void,
+  onError: (error: unknown) => void,
+): void {
+  let result: MaybePromise<void>;
+  try {
+    result = commit();
+  } catch (error) {
+    onError(error);
+    then();
+    return;
+  }
+  if (result instanceof Promise)
+    result.then(then, (error: unknown) => {
+      onError(error);
+      then();
+    });
+  else then();
+}
+
+/** A commit as a promise: resolves once committed, rejects with the store's error. */
+export function committed(commit: () => MaybePromise<void>): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    let result: MaybePromise<void>;
+    try {
+      result = commit();
+    } catch (error) {
+      reject(error);
+      return;
+    }
+    if (result instanceof Promise) result.then(resolve, reject);
+    else resolve();
+  });
+}

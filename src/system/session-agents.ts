@@ -1,0 +1,66 @@
+import type { Actor } from 'xstate';
+import type { Agent } from '../agent/define-agent.ts';
+import type { Clock } from '../core/clock.ts';
+import type { ErrorInfo } from '../core/errors.ts';
+import type { EventBus } from '../core/event-bus.ts';
+import type { AgentDescriptor, SessionMachine } from '../machines/session.ts';
+import { onFatal, setDelegator } from '../run/run-hooks.ts';
+import { deltaForwarder, registerRuntime, unregisterRuntime } from '../run/run-runtime.ts';
+import { type DelegationHost, delegatorFor } from './delegation.ts';
+import { descriptorOf } from './session-catalog.ts';
+import type { SessionDurability } from './session-durability.ts';
+import { registerSessionRuntime, unregisterSessionRuntime } from './session-effects.ts';
+
+/**
+ * Makes a session's agents runnable: each agent's runtime (its model, tools, event bus, its durable hooks and the
+ * session turn its tools see), where its fatal tool failures go (the supervisor), and how the agents it uses as
+ * tools run (as children of the session). Returns the agents as the session machine describes them, and what
+ * undoes all of it.
+ */
+export function registerSessionAgents(options: {
+  sessionId: string;
+  agents: ReadonlyMap<string, Agent<unknown>>;
+  bus: EventBus;
+  clock: Clock;
+  durability: SessionDurability;
+  actor: () => Actor<SessionMachine>;
+  delegation: DelegationHost;
+  /** A fatal tool of agent `name` failed. */
+  onFatal: (name: string, error: ErrorInfo) => void;
+}): { descriptors: Record<string, AgentDescriptor>; dispose: () => void } {
+  const { sessionId, agents, bus, clock, durability, actor } = options;
+  const undo: (() => void)[] = [];
+  registerSessionRuntime({
+    agents,
+    sessionId,
+    checkpoint: (agent, segment) => durability.topCheckpoint(agent, segment),
+  });
+  undo.push(() => unregisterSessionRuntime(sessionId));
+  const descriptors: Record<string, AgentDescriptor> = {};
+  for (const [name, agent] of agents) {
+    descriptors[name] = descriptorOf(agent);
+    const key = `${sessionId}/${name}`;
+    registerRuntime(key, {
+      agent,
+      bus,
+      clock,
+      onDelta: deltaForwarder(bus, name),
+      sessionId,
+      route: name,
+      get turn() {
+        return actor().getSnapshot().context.turns + 1;
+      },
+      callPath: '',
+      durable: durability.runFor({ route: name, nested: false }),
+    });
+    undo.push(() => unregisterRuntime(key));
+    undo.push(onFatal(key, (error) => options.onFatal(name, error)));
+    undo.push(setDelegator(key, delegatorFor(options.delegation, key)));
+  }
+  return {
+    descriptors,
+    dispose: () => {
+      for (const step of undo) step();
+    },
+  };
+}

@@ -1,0 +1,146 @@
+import type { AnyActorRef, SnapshotFrom } from 'xstate';
+import type { ApprovalDecision, ApprovalRecord, ApprovalRequest } from '../core/approvals.ts';
+import type { Clock } from '../core/clock.ts';
+import { ConfigError } from '../core/errors.ts';
+import type { EventBus } from '../core/event-bus.ts';
+import type { AgentMachine } from '../machines/agent.ts';
+import type { MaybePromise, SessionStore } from '../persistence/store.ts';
+import { ApprovalError } from './approval-error.ts';
+import type { SessionDurability } from './session-durability.ts';
+
+/**
+ * A session's tool calls that wait for people. A decision is committed to the store first, then sent to the agent
+ * that waits for it (found by its route). Decisions other processes commit to the same store are picked up by
+ * polling while something waits, and decisions taken while the session was down reach the agent as soon as it is
+ * back in its waiting state.
+ */
+export class SessionApprovals {
+  readonly #sessionId: string;
+  readonly #durability: SessionDurability;
+  readonly #store: SessionStore;
+  readonly #bus: EventBus;
+  readonly #clock: Clock;
+  /** The agents of the session by route: the one holding the conversation and nested ones. */
+  readonly #routes: ReadonlyMap<string, AnyActorRef>;
+  readonly #pollMs: number;
+  #pollTimer: unknown;
+  #stopped = false;
+
+  constructor(options: {
+    sessionId: string;
+    durability: SessionDurability;
+    store: SessionStore;
+    bus: EventBus;
+    clock: Clock;
+    routes: ReadonlyMap<string, AnyActorRef>;
+    pollMs: number;
+  }) {
+    this.#sessionId = options.sessionId;
+    this.#durability = options.durability;
+    this.#store = options.store;
+    this.#bus = options.bus;
+    this.#clock = options.clock;
+    this.#routes = options.routes;
+    this.#pollMs = options.pollMs;
+  }
+
+  /** Whether some call waits for a decision. */
+  get waiting(): boolean {
+    return this.#durability.pendingApprovals().length > 0;
+  }
+
+  /** The requests that wait, as a person sees them. */
+  pending(): ApprovalRequest[] {
+    return this.#durability
+      .pendingApprovals()
+      .map(({ status: _status, decision: _decision, decidedAt: _decidedAt, ...request }) => request);
+  }
+
+  /** Checks a decision, commits it, then hands it to the agent. Rejects with ApprovalError if it does not fit. */
+  decide(callId: string, decision: ApprovalDecision): Promise<void> {
+    if (typeof callId !== 'string') return Promise.reject(new ConfigError('callId must be a string.'));
+    const record = this.#durability.approval(callId);
+    const refusal =
+      record?.status !== 'pending'
+        ? record
+          ? `it was already ${record.status}`
+          : 'no call waits under this id'
+        : decision.type === 'answer' && record.kind !== 'question'
+          ? 'it waits for an approval, not an answer: use approve() or reject()'
+          : decision.type === 'approve' && record.kind === 'question'
+            ? 'it is a question: use answer() or reject()'
+            : undefined;
+    if (refusal !== undefined) return Promise.reject(new ApprovalError(this.#sessionId, callId, refusal));
+    return new Promise<void>((resolve, reject) => {
+      let committed: MaybePromise<void>;
+      try {
+        committed = this.#durability.decide(callId, decision);
+      } catch (error) {
+        reject(error);
+        return;
+      }
+      const apply = () => {
+        this.applyStored();
+        resolve();
+      };
+      if (committed instanceof Promise) committed.then(apply, reject);
+      else apply();
+    });
+  }
+
+  /** Sends every committed decision to the agent that still waits for it. */
+  applyStored(): void {
+    for (const [route, child] of this.#routes) {
+      const state = (child.getSnapshot() as SnapshotFrom<AgentMachine>).context.approvals;
+      if (!state) continue;
+      for (const pending of state.pending) {
+        if (state.decided.some((entry) => entry.callId === pending.callId)) continue;
+        const record = this.#durability.approval(pending.callId);
+        if (!record?.decision || record.route !== route) continue;
+        this.#bus.emit(record.agent, 'approval_decided', {
+          callId: record.callId,
+          tool: record.tool,
+          decision: record.decision,
+        });
+        child.send({ type: 'approval.decided', callId: record.callId, decision: record.decision });
+      }
+    }
+  }
+
+  /** Takes the decisions another process committed for this session's waiting calls. */
+  adopt(records: readonly ApprovalRecord[]): void {
+    for (const record of records) {
+      const known = this.#durability.approval(record.callId);
+      if (known?.status === 'pending' && record.status !== 'pending') this.#durability.adopt(record);
+    }
+    this.applyStored();
+  }
+
+  /** Looks for decisions in the store every `pollMs` while something waits, until stopped. */
+  startPolling(): void {
+    const tick = () => {
+      this.#pollTimer = undefined;
+      if (this.#stopped) return;
+      if (this.waiting) {
+        void Promise.resolve()
+          .then(() => this.#store.approvals({ sessionId: this.#sessionId }))
+          .then(
+            (records) => {
+              if (!this.#stopped) this.adopt(records);
+            },
+            () => undefined,
+          );
+      }
+      this.#pollTimer = this.#clock.setTimeout(tick, this.#pollMs);
+      // A session waiting for people must not keep the process alive by itself.
+      (this.#pollTimer as { unref?: () => void } | undefined)?.unref?.();
+    };
+    tick();
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    if (this.#pollTimer !== undefined) this.#clock.clearTimeout(this.#pollTimer);
+    this.#pollTimer = undefined;
+  }
+}

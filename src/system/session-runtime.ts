@@ -1,0 +1,609 @@
+import { type Actor, type AnyActorRef, createActor, type SnapshotFrom } from 'xstate';
+import type { Agent } from '../agent/define-agent.ts';
+import type { Clock } from '../core/clock.ts';
+import { ConfigError, type ErrorInfo, toErrorInfo } from '../core/errors.ts';
+import { EventBus } from '../core/event-bus.ts';
+import type { RunEvent } from '../core/events.ts';
+import type { JsonValue } from '../core/json.ts';
+import { type RunInput, userMessage } from '../core/messages.ts';
+import type { RunResult } from '../core/result.ts';
+import { compileMachine } from '../engine/compiled-machine.ts';
+import type { AgentMachine } from '../machines/agent.ts';
+import {
+  type SessionContext,
+  type SessionMachine,
+  type SessionMachineInput,
+  sessionMachine,
+} from '../machines/session.ts';
+import type { MaybePromise, StoredSessionStatus } from '../persistence/store.ts';
+import { checkReachablePrices } from '../resources/priced-agents.ts';
+import { attachResources, type RunResourceOptions } from '../resources/resource-run.ts';
+import { redactingInspector, secretArguments } from '../run/inspect.ts';
+import { checkRunInput } from '../run/run-options.ts';
+import { runtimeAgentMachine } from '../run/runtime-agent-machine.ts';
+import { watchAgent } from './agent-watch.ts';
+import type { DelegationHost } from './delegation.ts';
+import {
+  type Session,
+  SessionClosedError,
+  type SessionControl,
+  type SessionEnvironment,
+  type SessionEventsOptions,
+  type SessionOptions,
+  type SessionStatus,
+} from './session.ts';
+import { registerSessionAgents } from './session-agents.ts';
+import { SessionApprovals } from './session-approvals.ts';
+import { afterCommit, committed, SessionDurability } from './session-durability.ts';
+import { sessionEffectsLogic } from './session-effects.ts';
+import { SessionLog } from './session-log.ts';
+import type { SessionPlan } from './session-plan.ts';
+import { interruptedTurnResult, turnResult } from './session-result.ts';
+import { Turn, type TurnOptions } from './session-turns.ts';
+import { abortReason, TurnControls } from './turn-controls.ts';
+
+/** The session machine with the real agent runtime and effects; built once (provide() is not free). */
+const runtimeSessionMachine: SessionMachine = compileMachine(
+  sessionMachine.provide({ actors: { agent: runtimeAgentMachine, sessionEffects: sessionEffectsLogic } }),
+);
+
+/**
+ * One running session: the session supervisor machine as its own root actor, with its write-ahead persistence,
+ * its event log, its turns (the one running and those queued behind it) and its approvals. Built from a checked
+ * SessionPlan; the public face is the Session interface it implements.
+ */
+export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
+  readonly id: string;
+  readonly closed: Promise<void>;
+  readonly #plan: SessionPlan;
+  readonly #environment: SessionEnvironment;
+  readonly #options: SessionOptions;
+  readonly #clock: Clock;
+  readonly #bus: EventBus;
+  readonly #log: SessionLog;
+  readonly #durability: SessionDurability;
+  readonly #approvals: SessionApprovals;
+  readonly #controls: TurnControls;
+  readonly #actor: Actor<SessionMachine>;
+  /** The agents of the session by route: the one holding the conversation and nested ones. */
+  readonly #routes = new Map<string, AnyActorRef>();
+  readonly #disposers: (() => void)[] = [];
+  readonly #idleWaiters: (() => void)[] = [];
+  #closeResolve: () => void = () => undefined;
+  #status: SessionStatus = 'running';
+  #finished = false;
+  /** The turn running (or the last one that ended) and those sent meanwhile. */
+  #turn: Turn<TOutput>;
+  readonly #queue: Turn<TOutput>[];
+  #resolvedTurns = 0;
+  #current: string;
+  #lastContext: SessionContext;
+  #watched: { id: string; stop: () => void } | undefined;
+  #childSeq = 0;
+  readonly #onAbort = () => void this.stop(abortReason(this.#options.signal, 'session'));
+
+  constructor(
+    plan: SessionPlan,
+    entry: Agent<unknown>,
+    options: SessionOptions,
+    environment: SessionEnvironment,
+  ) {
+    this.#plan = plan;
+    this.#environment = environment;
+    this.#options = options;
+    this.id = plan.sessionId;
+    this.#clock = environment.clock;
+    this.closed = new Promise<void>((resolve) => {
+      this.#closeResolve = resolve;
+    });
+    this.#turn = new Turn<TOutput>(plan.firstInput);
+    this.#queue = plan.queued.map((input) => new Turn<TOutput>(input));
+    this.#current = plan.startAgent;
+    const { store } = environment;
+    this.#bus = new EventBus(this.id, this.#clock, plan.lastSeq + 1);
+    this.#log = new SessionLog(plan.lastSeq, environment.maxBufferedEvents ?? 10_000, (after) =>
+      store.readEvents(this.id, after),
+    );
+    this.#durability = new SessionDurability({
+      store,
+      sessionId: this.id,
+      clock: this.#clock,
+      log: this.#log,
+      row: plan.row,
+      runs: plan.stored?.runs ?? new Map(),
+      journal: plan.stored?.journal ?? new Map(),
+      approvals: plan.stored?.approvals ?? [],
+      session: () => this.#actor.getSnapshot().context,
+      turnInput: plan.firstInput,
+      firstSeq: plan.resumedTurn?.firstSeq ?? plan.lastSeq + 1,
+      onFlushError: (error) => this.#reportStoreError(error),
+    });
+    this.#approvals = new SessionApprovals({
+      sessionId: this.id,
+      durability: this.#durability,
+      store,
+      bus: this.#bus,
+      clock: this.#clock,
+      routes: this.#routes,
+      pollMs: environment.approvalPollMs ?? 1_000,
+    });
+    this.#controls = new TurnControls(this.#clock, () => this.#activeAgent());
+
+    // Every event is logged; readers (events(), the system's stream) get it once it is committed.
+    this.#disposers.push(
+      this.#bus.subscribe((event) => {
+        this.#log.append(event);
+        this.#durability.scheduleFlush();
+      }),
+    );
+    this.#log.onCommitted = environment.onEvent;
+    this.#attachResources(entry);
+    const agents = registerSessionAgents({
+      sessionId: this.id,
+      agents: plan.agents,
+      bus: this.#bus,
+      clock: this.#clock,
+      durability: this.#durability,
+      actor: () => this.#actor,
+      delegation: this.#delegationHost(),
+      onFatal: (name, error) => this.#crash(name, error),
+    });
+    this.#disposers.push(agents.dispose);
+    this.#actor = this.#createActor(agents.descriptors);
+    this.#lastContext = this.#actor.getSnapshot().context;
+    // A restored session counts on from the turns it had finished.
+    this.#resolvedTurns = this.#lastContext.turns;
+  }
+
+  /** Budgets and quotas: every model call of every agent of the session asks the manager. */
+  #attachResources(entry: Agent<unknown>): void {
+    const kept = this.#plan.row.options;
+    const resourceOptions: RunResourceOptions = {};
+    if (this.#environment.resources) resourceOptions.resources = this.#environment.resources;
+    if (kept.budget) resourceOptions.budget = kept.budget;
+    if (kept.tenant !== undefined) resourceOptions.tenant = kept.tenant;
+    if (kept.parentScope !== undefined) resourceOptions.parentScope = kept.parentScope;
+    checkReachablePrices([entry], resourceOptions, { sessionId: this.id, known: this.#environment.agents });
+    const detach = attachResources(resourceOptions, {
+      sessionId: this.id,
+      agent: entry.name,
+      provider: entry.model.provider,
+      model: entry.model.model,
+      clock: this.#clock,
+      bus: this.#bus,
+    });
+    if (detach) this.#disposers.push(detach);
+  }
+
+  #delegationHost(): DelegationHost {
+    return {
+      sessionId: this.id,
+      actor: () => this.#actor,
+      bus: this.#bus,
+      clock: this.#clock,
+      inspect: this.#environment.inspect,
+      durability: this.#durability,
+      turn: () => this.#actor.getSnapshot().context.turns + 1,
+      finished: () => this.#finished,
+      routes: this.#routes,
+      nextChildId: () => `sub-${++this.#childSeq}`,
+    };
+  }
+
+  #createActor(descriptors: SessionMachineInput['agents']): Actor<SessionMachine> {
+    const plan = this.#plan;
+    const input: SessionMachineInput = {
+      sessionId: this.id,
+      entry: plan.startAgent,
+      agents: descriptors,
+      history: [...plan.history, userMessage(plan.firstInput)],
+      handoffLimits: plan.handoffLimits,
+      supervision: plan.supervision,
+      turns: plan.row.turns,
+    };
+    if (plan.resumedTurn?.agent) input.restore = plan.resumedTurn.session;
+    const inspect = this.#environment.inspect;
+    const secretKeys = [...plan.agents.values()].flatMap((agent) => secretArguments(agent));
+    const actor = createActor(runtimeSessionMachine, {
+      // The root actor is named after the session: that is the name the inspector shows for it.
+      id: this.id,
+      input,
+      clock: this.#clock,
+      ...(inspect ? { inspect: redactingInspector(inspect, secretKeys) } : {}),
+    });
+    actor.subscribe({
+      next: (snapshot) => this.#onSnapshot(snapshot.context, snapshot.status === 'done'),
+      // A root actor without an error observer crashes the process. Ours turns it into a result.
+      error: (error) => this.#close(undefined, error),
+    });
+    actor.on('handoff', (event) => this.#bus.emit(event.agent, 'handoff', event.data));
+    actor.on('supervisor', (event) => {
+      // A restarted agent is not fed the model answer it failed on again.
+      if (event.data.decision === 'restart')
+        this.#commit(() =>
+          this.#durability.forgetAnswersAfterCheckpoint(event.agent, actor.getSnapshot().context.segment),
+        );
+      this.#bus.emit(event.agent, 'supervisor', event.data);
+    });
+    return actor;
+  }
+
+  /** Starts the first turn: committed (with its run_start) before the agent does anything. */
+  start(): this {
+    const { resumedTurn, lastSeq, firstInput } = this.#plan;
+    const queued = () => this.#queue.map((turn) => turn.input);
+    try {
+      if (resumedTurn) {
+        this.#turn.markStarted(resumedTurn.firstSeq ?? lastSeq + 1);
+        const stored = this.#plan.row.status;
+        this.#bus.emit(this.#current, 'resumed', {
+          turn: resumedTurn.number,
+          from: stored === 'awaiting' || stored === 'suspended' ? stored : 'running',
+          agent: this.#current,
+        });
+        if (!resumedTurn.agent)
+          this.#commitNow(() =>
+            this.#durability.turnStarted(firstInput, queued(), resumedTurn.firstSeq ?? lastSeq + 1),
+          );
+        else if (this.#queue.length > this.#plan.row.queued.length)
+          this.#commitNow(() => this.#durability.queuedChanged(queued()));
+      } else {
+        const firstSeq = this.#emitRunStart(firstInput, this.#plan.history.length);
+        this.#turn.markStarted(firstSeq);
+        this.#commitNow(() => this.#durability.turnStarted(firstInput, [], firstSeq));
+      }
+    } catch (error) {
+      // A store that fails before anything ran is the caller's error; nothing is left behind.
+      this.#cleanUp();
+      throw error;
+    }
+    this.#options.signal?.addEventListener('abort', this.#onAbort, { once: true });
+    this.#actor.start();
+    this.#approvals.startPolling();
+    if (this.#options.signal?.aborted) this.#onAbort();
+    return this;
+  }
+
+  // --- The public face ------------------------------------------------------------------------------------------
+
+  get status(): SessionStatus {
+    return this.#status === 'running' && this.#approvals.waiting ? 'awaiting' : this.#status;
+  }
+
+  get agent(): string {
+    return this.#current;
+  }
+
+  get result(): Promise<RunResult<TOutput>> {
+    return this.#turn.result;
+  }
+
+  events(options: SessionEventsOptions = {}): AsyncIterable<RunEvent> {
+    const { signal, after } = options;
+    if (after !== undefined) {
+      if (!Number.isInteger(after) || after < -1)
+        throw new ConfigError('events(): after must be an integer seq >= -1.');
+      return this.#log.read({ after, signal });
+    }
+    return turnEvents(this.#queue.at(-1) ?? this.#turn, this.#log, signal);
+  }
+
+  send(input: RunInput, options: TurnOptions = {}): Promise<RunResult<TOutput>> {
+    try {
+      checkRunInput(input, 'send()');
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const status = this.#status;
+    if (this.#finished || status === 'closed' || status === 'failed' || status === 'suspended')
+      return Promise.reject(new SessionClosedError(this.id, status));
+    if (this.#environment.accepting && !this.#environment.accepting())
+      return Promise.reject(new SessionClosedError(this.id, 'closed'));
+    const turn = new Turn<TOutput>(input, options);
+    if (!this.#turn.ended || this.#queue.length > 0) {
+      // Queued behind the turn in progress, and stored: a crash loses no message.
+      this.#queue.push(turn);
+      return committed(() => this.#durability.queuedChanged(this.#queue.map((queued) => queued.input))).then(
+        () => turn.result,
+        (error: unknown) => {
+          this.#queue.splice(this.#queue.indexOf(turn), 1);
+          throw error;
+        },
+      );
+    }
+    const firstSeq = this.#emitRunStart(input, this.#lastContext.transcript.length);
+    this.#turn = turn;
+    turn.markStarted(firstSeq);
+    this.#status = 'running';
+    return committed(() => this.#durability.turnStarted(input, [], firstSeq)).then(() => {
+      this.#controls.apply(options);
+      this.#actor.send({ type: 'user.message', message: userMessage(input) });
+      return turn.result;
+    });
+  }
+
+  pendingApprovals() {
+    return this.#approvals.pending();
+  }
+
+  approve(callId: string): Promise<void> {
+    return this.#approvals.decide(callId, { type: 'approve' });
+  }
+
+  reject(callId: string, reason: string): Promise<void> {
+    if (typeof reason !== 'string' || reason.trim() === '')
+      return Promise.reject(new ConfigError('reject(): give the reason; the model reads it.'));
+    return this.#approvals.decide(callId, { type: 'reject', reason });
+  }
+
+  answer(callId: string, text: string): Promise<void> {
+    if (typeof text !== 'string') return Promise.reject(new ConfigError('answer(): text must be a string.'));
+    return this.#approvals.decide(callId, { type: 'answer', text });
+  }
+
+  stop(reason?: string): Promise<void> {
+    if (!this.#finished) this.#actor.send(reason === undefined ? { type: 'stop' } : { type: 'stop', reason });
+    return this.closed;
+  }
+
+  suspend(): Promise<void> {
+    if (this.#finished) return this.closed;
+    this.#finished = true;
+    const context = this.#actor.getSnapshot().context;
+    const inTurn = !this.#turn.ended;
+    if (inTurn) this.#status = 'suspended';
+    this.#actor.stop();
+    this.#settleOpenTurns(
+      context,
+      'suspended',
+      'the system was suspended; recover() resumes this turn from its last checkpoint',
+    );
+    this.#cleanUp();
+    const row = this.#durability.row.status;
+    const resumable = inTurn || row === 'running' || row === 'awaiting';
+    this.#commit(
+      () =>
+        this.#durability.close(
+          resumable ? { session: this.#durability.rowWith({ status: 'suspended' }) } : undefined,
+        ),
+      () => this.#closedDown(),
+    );
+    return this.closed;
+  }
+
+  drained(): Promise<void> {
+    if (this.#finished || (this.#turn.ended && this.#queue.length === 0)) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      this.#idleWaiters.push(resolve);
+      void this.closed.then(resolve);
+    });
+  }
+
+  syncDecisions(records: Parameters<SessionControl['syncDecisions']>[0]): void {
+    this.#approvals.adopt(records);
+  }
+
+  // --- Following the session machine ----------------------------------------------------------------------------
+
+  #onSnapshot(context: SessionContext, done: boolean): void {
+    this.#lastContext = context;
+    this.#current = context.current;
+    this.#watch(context);
+    if (context.turns > this.#resolvedTurns) {
+      this.#resolvedTurns = context.turns;
+      this.#endTurn(context, done);
+    }
+    if (done) this.#close(context);
+  }
+
+  /** The agent holding the conversation: its phase events and timeout; approvals reach it by its route. */
+  #watch(context: SessionContext): void {
+    const id = context.activeId;
+    if (this.#watched?.id === id) return;
+    this.#watched?.stop();
+    this.#watched = undefined;
+    this.#routes.delete(this.#current);
+    if (id === null) return;
+    const child = this.#actor.getSnapshot().children[id] as AnyActorRef | undefined;
+    const agent = this.#plan.agents.get(context.current);
+    if (!child || !agent) return;
+    this.#routes.set(context.current, child);
+    const stopWatching = watchAgent({
+      child,
+      agent,
+      runtimeKey: `${this.id}/${context.current}`,
+      bus: this.#bus,
+      clock: this.#clock,
+      inspect: this.#environment.inspect,
+    });
+    // Decisions stored while the session was down (or by another process) reach the agent once it waits.
+    // (An observer without an error handler would make XState report the child's failure as uncaught.)
+    const subscription = child.subscribe({
+      next: (snapshot: SnapshotFrom<AgentMachine>) => {
+        if (snapshot.context.approvals) this.#approvals.applyStored();
+      },
+      error: () => undefined,
+    });
+    if ((child.getSnapshot() as SnapshotFrom<AgentMachine>).context.approvals) this.#approvals.applyStored();
+    this.#controls.agentStarted(child);
+    this.#watched = {
+      id,
+      stop: () => {
+        stopWatching();
+        subscription.unsubscribe();
+      },
+    };
+  }
+
+  /** A fatal tool of the agent `name` failed: tell the supervisor, if that agent is the active child. */
+  #crash(name: string, error: ErrorInfo): void {
+    const context = this.#actor.getSnapshot().context;
+    if (context.current !== name || context.activeId === null) return;
+    const child = this.#actor.getSnapshot().children[context.activeId] as AnyActorRef | undefined;
+    const history = (child?.getSnapshot() as SnapshotFrom<AgentMachine> | undefined)?.context.history;
+    this.#actor.send({ type: 'agent.crashed', id: context.activeId, error, ...(history ? { history } : {}) });
+  }
+
+  #activeAgent(): AnyActorRef | undefined {
+    const snapshot = this.#actor.getSnapshot();
+    const id = snapshot.context.activeId;
+    return id === null ? undefined : (snapshot.children[id] as AnyActorRef | undefined);
+  }
+
+  /** A turn ended: its run_end, the next queued turn's run_start, one commit, then the result. */
+  #endTurn(context: SessionContext, done: boolean): void {
+    const result = turnResult<TOutput>(context);
+    const ending = this.#turn;
+    this.#emitRunEnd(result);
+    this.#controls.clear();
+    const next = done ? undefined : this.#queue.shift();
+    const stored: StoredSessionStatus = done
+      ? this.#actor.getSnapshot().value === 'failed'
+        ? 'failed'
+        : 'closed'
+      : 'idle';
+    let nextStart: { input: RunInput; queued: RunInput[]; firstSeq: number } | undefined;
+    if (next) {
+      this.#turn = next;
+      const firstSeq = this.#emitRunStart(next.input, context.transcript.length);
+      next.markStarted(firstSeq);
+      nextStart = { input: next.input, queued: this.#queue.map((queued) => queued.input), firstSeq };
+    }
+    if (!done) this.#status = next ? 'running' : 'idle';
+    this.#commit(
+      () => this.#durability.turnEnded(context, stored, nextStart),
+      () => {
+        ending.finish(result);
+        if (next && !this.#finished) {
+          this.#controls.apply(next.options);
+          this.#actor.send({ type: 'user.message', message: userMessage(next.input) });
+        }
+        if (!next) for (const wake of this.#idleWaiters.splice(0)) wake();
+      },
+    );
+  }
+
+  /** Ends every turn still open (the session can run none of them now). */
+  #settleOpenTurns(context: SessionContext, stopReason: 'aborted' | 'suspended', message: string): void {
+    for (const open of [this.#turn, ...this.#queue.splice(0)]) {
+      if (open.ended) continue;
+      const result = interruptedTurnResult<TOutput>(context, 'stopped', stopReason, {
+        name: 'RunStopped',
+        code: stopReason,
+        message,
+      });
+      if (open === this.#turn && open.firstSeq !== undefined) this.#emitRunEnd(result);
+      open.finish(result);
+    }
+  }
+
+  #close(context: SessionContext | undefined, internalError?: unknown): void {
+    if (this.#finished) return;
+    this.#finished = true;
+    const final = context ?? this.#lastContext;
+    if (internalError !== undefined) {
+      const result = interruptedTurnResult<TOutput>(final, 'failed', 'error', {
+        name: 'InternalError',
+        code: 'internal',
+        message: toErrorInfo(internalError).message,
+      });
+      this.#emitRunEnd(result);
+      this.#turn.finish(result);
+    }
+    this.#settleOpenTurns(final, 'aborted', 'the session was stopped');
+    this.#status = this.#actor.getSnapshot().value === 'failed' ? 'failed' : 'closed';
+    this.#cleanUp();
+    // A closed session never restarts. Its record stays in a store the user gave; the default in-memory store
+    // does not grow with every session a long-lived system has ever run.
+    const status = this.#status;
+    this.#commit(
+      this.#environment.keepRecords
+        ? () =>
+            this.#durability.close({
+              session: this.#durability.rowWith({ status, turn: null, queued: [] }),
+              clearTurn: true,
+            })
+        : () => {
+            this.#durability.close();
+            return this.#environment.store.delete(this.id);
+          },
+      () => this.#closedDown(),
+    );
+  }
+
+  #cleanUp(): void {
+    this.#watched?.stop();
+    this.#watched = undefined;
+    this.#controls.clear();
+    this.#approvals.stop();
+    for (const dispose of this.#disposers) dispose();
+    this.#options.signal?.removeEventListener('abort', this.#onAbort);
+  }
+
+  /** The last step of closing or suspending, once the store has everything. */
+  #closedDown(): void {
+    this.#log.close();
+    this.#environment.onClose?.(this as Session);
+    this.#bus.clear();
+    this.#closeResolve();
+  }
+
+  // --- Events and commits ---------------------------------------------------------------------------------------
+
+  #emitRunStart(input: RunInput, historyLength: number): number {
+    const agent = this.#plan.agents.get(this.#current);
+    const firstSeq = this.#bus.nextSeq;
+    this.#bus.emit(this.#current, 'run_start', {
+      input: input as JsonValue,
+      historyLength,
+      model: agent?.model.model ?? '',
+      provider: agent?.model.provider ?? '',
+    });
+    return firstSeq;
+  }
+
+  #emitRunEnd(result: RunResult<TOutput>): void {
+    this.#bus.emit(result.agent, 'run_end', {
+      status: result.status,
+      stopReason: result.stopReason,
+      iterationsUsed: result.iterationsUsed,
+      toolCalls: result.toolCalls,
+      usage: result.usage,
+    });
+  }
+
+  #reportStoreError(error: unknown): void {
+    const info = toErrorInfo(error);
+    this.#bus.emit(this.#current, 'error', {
+      message: `store: ${info.message}`,
+      type: info.name,
+      code: 'store_failed',
+    });
+  }
+
+  /** A commit whose failure is reported as an event (the session goes on); `then` runs either way. */
+  #commit(commit: () => MaybePromise<void>, then: () => void = () => undefined): void {
+    afterCommit(commit, then, (error) => this.#reportStoreError(error));
+  }
+
+  /** A commit at start-up: a synchronous failure throws (nothing has run); a later one is reported. */
+  #commitNow(commit: () => MaybePromise<void>): void {
+    const result = commit();
+    if (result instanceof Promise) result.catch((error: unknown) => this.#reportStoreError(error));
+  }
+}
+
+/** The events of `turn`, from its run_start to its run_end (waits for the turn to start). */
+async function* turnEvents<TOutput>(
+  turn: Turn<TOutput>,
+  log: SessionLog,
+  signal: AbortSignal | undefined,
+): AsyncIterable<RunEvent> {
+  await turn.started;
+  if (turn.firstSeq === undefined) return;
+  yield* log.read({
+    after: turn.firstSeq - 1,
+    signal,
+    until: (event) => event.type === 'run_end' && event.depth === 0,
+  });
+}

@@ -1,0 +1,59 @@
+import type { AnyActorRef } from 'xstate';
+import type { Clock } from '../core/clock.ts';
+import type { TurnOptions } from './session-turns.ts';
+
+/**
+ * The per-turn options of `session.send(input, { signal, timeoutMs })`: the signal aborts the turn (not the
+ * session), the timeout ends it `timed_out`. Both reach whichever agent holds the conversation when they fire;
+ * a timeout that fires between agents (during a handoff) reaches the next one as it starts.
+ */
+export class TurnControls {
+  readonly #clock: Clock;
+  readonly #activeAgent: () => AnyActorRef | undefined;
+  #undo: (() => void)[] = [];
+  #timedOut = false;
+
+  constructor(clock: Clock, activeAgent: () => AnyActorRef | undefined) {
+    this.#clock = clock;
+    this.#activeAgent = activeAgent;
+  }
+
+  /** Arms a turn's options (clearing the previous turn's). */
+  apply(options: TurnOptions): void {
+    this.clear();
+    const { signal, timeoutMs } = options;
+    if (signal) {
+      const onAbort = () => this.#activeAgent()?.send({ type: 'abort', reason: abortReason(signal) });
+      signal.addEventListener('abort', onAbort, { once: true });
+      this.#undo.push(() => signal.removeEventListener('abort', onAbort));
+      if (signal.aborted) queueMicrotask(onAbort);
+    }
+    if (timeoutMs !== undefined) {
+      const timer = this.#clock.setTimeout(() => {
+        this.#timedOut = true;
+        this.#activeAgent()?.send({ type: 'timeout' });
+      }, timeoutMs);
+      this.#undo.push(() => this.#clock.clearTimeout(timer));
+    }
+  }
+
+  /** A new agent holds the conversation: a turn that already timed out ends there too. */
+  agentStarted(agent: AnyActorRef): void {
+    if (this.#timedOut) agent.send({ type: 'timeout' });
+  }
+
+  clear(): void {
+    for (const undo of this.#undo) undo();
+    this.#undo = [];
+    this.#timedOut = false;
+  }
+}
+
+/** Why an aborted signal ended something, in words: its reason when it gave one. */
+export function abortReason(signal: AbortSignal | undefined, what: 'session' | 'turn' = 'turn'): string {
+  const reason: unknown = signal?.reason;
+  if (reason instanceof Error && reason.name !== 'AbortError')
+    return `the ${what} was aborted: ${reason.message}`;
+  if (typeof reason === 'string') return `the ${what} was aborted: ${reason}`;
+  return `the ${what} was aborted`;
+}
