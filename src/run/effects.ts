@@ -372,12 +372,14 @@ async function callModel(
   };
   if (command.schemaEnabled && agent.outputSpec) request.output = agent.outputSpec;
   // A run with a resource manager reserves an estimate first; a spent budget stops the run (budget_exhausted).
-  const resources = resourcesOf(bus.sessionId);
+  // The budget scope the call draws on: a turn with its own budget, else the run (or session).
+  const scope = runtime.resourceScope?.() ?? bus.sessionId;
+  const resources = resourcesOf(scope);
   let grant: Grant | undefined;
   if (resources) {
     const { provider, model } = agent.model;
-    const estimate = estimateRequest(request, resources.expectedOutput(bus.sessionId, provider, model));
-    const outcome = await resources.reserve({ session: bus.sessionId, provider, model, estimate }, signal);
+    const estimate = estimateRequest(request, resources.expectedOutput(scope, provider, model));
+    const outcome = await resources.reserve({ session: scope, provider, model, estimate }, signal);
     if (signal.aborted) {
       if (outcome.granted) resources.release(outcome.grant);
       return abortedEvent();

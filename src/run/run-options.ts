@@ -3,6 +3,7 @@ import { ConfigError } from '../core/errors.ts';
 import { validateHistory } from '../core/history.ts';
 import type { RunInput } from '../core/messages.ts';
 import { checkOptionObject, describeValue } from '../core/options.ts';
+import { checkBudget } from '../resources/resource-config.ts';
 
 /**
  * The checks every public entry point (run, stream, spawn, restore, parallel) makes on its input and options
@@ -206,6 +207,21 @@ export function checkRunArguments(agent: unknown, input: unknown, options: unkno
 /** The options of spawn(). */
 export function checkSessionOptions(options: unknown, where: string): void {
   checkOptions(options, sessionChecks, where);
+}
+
+const turnBudget: FieldCheck = (value, where, key) => {
+  checkOptionObject(value, ['tokens', 'usd', 'warnAt'], `${where}: ${key}`);
+  checkBudget(value, `${where}: ${key}`);
+};
+
+const positiveMilliseconds: FieldCheck = (value, where, key) => {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0)
+    wrong(where, key, 'a positive number of milliseconds', value);
+};
+
+/** The options of session.send(): a turn's signal, timeout and budget. */
+export function checkTurnOptions(options: unknown, where: string): void {
+  checkOptions(options, { signal: abortSignal, timeoutMs: positiveMilliseconds, budget: turnBudget }, where);
 }
 
 /** The options of a system's restore(). */

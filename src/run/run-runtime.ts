@@ -26,6 +26,8 @@ export interface RunRuntime {
   callPath?: string;
   /** Where the agent runs, for its events (default: holding the conversation, depth 0). */
   origin?: EventOrigin;
+  /** The budget scope model calls reserve from now (a session turn with its own budget); default the bus's session. */
+  resourceScope?: (() => string) | undefined;
   /** Write-ahead persistence, for a run inside a session; absent for a plain run. */
   durable?: DurableRun;
   /**

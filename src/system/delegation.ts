@@ -29,6 +29,8 @@ export interface DelegationHost {
   routes: Map<string, AnyActorRef>;
   /** A fresh id for a child actor of the session. */
   nextChildId: () => string;
+  /** The budget scope model calls reserve from now (the turn's, or the session's). */
+  resourceScope: () => string;
 }
 
 /**
@@ -78,6 +80,7 @@ export function delegatorFor(host: DelegationHost, callerKey: string): Delegator
       callPath,
       origin,
       durable: host.durability.runFor({ route, nested: true }),
+      resourceScope: host.resourceScope,
     });
     const input: AgentMachineInput = {
       sessionId: key,

@@ -27,6 +27,8 @@ export function registerSessionAgents(options: {
   delegation: DelegationHost;
   /** A fatal tool of agent `name` failed. */
   onFatal: (name: string, error: ErrorInfo) => void;
+  /** The budget scope model calls reserve from now (the turn's, or the session's). */
+  resourceScope: () => string;
 }): { descriptors: Record<string, AgentDescriptor>; dispose: () => void } {
   const { sessionId, agents, bus, clock, durability, actor } = options;
   const undo: (() => void)[] = [];
@@ -52,6 +54,7 @@ export function registerSessionAgents(options: {
       },
       callPath: '',
       durable: durability.runFor({ route: name, nested: false }),
+      resourceScope: options.resourceScope,
     });
     undo.push(() => unregisterRuntime(key));
     undo.push(onFatal(key, (error) => options.onFatal(name, error)));

@@ -19,7 +19,7 @@ import type { MaybePromise, StoredSessionStatus } from '../persistence/store.ts'
 import { checkReachablePrices } from '../resources/priced-agents.ts';
 import { attachResources, type RunResourceOptions } from '../resources/resource-run.ts';
 import { redactingInspector, secretArguments } from '../run/inspect.ts';
-import { checkRunInput } from '../run/run-options.ts';
+import { checkRunInput, checkTurnOptions } from '../run/run-options.ts';
 import { runtimeAgentMachine } from '../run/runtime-agent-machine.ts';
 import { watchAgent } from './agent-watch.ts';
 import type { DelegationHost } from './delegation.ts';
@@ -127,7 +127,11 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
       routes: this.#routes,
       pollMs: environment.approvalPollMs ?? 1_000,
     });
-    this.#controls = new TurnControls(this.#clock, () => this.#activeAgent());
+    this.#controls = new TurnControls(
+      this.#clock,
+      () => this.#activeAgent(),
+      (budget, turn) => this.#openTurnBudget(budget, turn),
+    );
 
     // Every event is logged; readers (events(), the system's stream) get it once it is committed.
     this.#disposers.push(
@@ -147,6 +151,7 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
       actor: () => this.#actor,
       delegation: this.#delegationHost(),
       onFatal: (name, error) => this.#crash(name, error),
+      resourceScope: () => this.#controls.scope ?? this.id,
     });
     this.#disposers.push(agents.dispose);
     this.#actor = this.#createActor(agents.descriptors);
@@ -175,6 +180,26 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
     if (detach) this.#disposers.push(detach);
   }
 
+  /** A turn with a budget of its own draws on it first, then on the session's (and the tenant's). */
+  #openTurnBudget(
+    budget: NonNullable<TurnOptions['budget']>,
+    turn: number,
+  ): { scope: string; close: () => void } {
+    const scope = `${this.id}#turn-${turn}`;
+    const agent = this.#plan.agents.get(this.#current);
+    const options: RunResourceOptions = { budget, parentScope: this.id };
+    if (this.#environment.resources) options.resources = this.#environment.resources;
+    const close = attachResources(options, {
+      sessionId: scope,
+      agent: this.#current,
+      provider: agent?.model.provider ?? '',
+      model: agent?.model.model ?? '',
+      clock: this.#clock,
+      bus: this.#bus,
+    });
+    return { scope, close: close ?? (() => undefined) };
+  }
+
   #delegationHost(): DelegationHost {
     return {
       sessionId: this.id,
@@ -187,6 +212,7 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
       finished: () => this.#finished,
       routes: this.#routes,
       nextChildId: () => `sub-${++this.#childSeq}`,
+      resourceScope: () => this.#controls.scope ?? this.id,
     };
   }
 
@@ -291,6 +317,15 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
   send(input: RunInput, options: TurnOptions = {}): Promise<RunResult<TOutput>> {
     try {
       checkRunInput(input, 'send()');
+      checkTurnOptions(options, 'send()');
+      if (options.budget) {
+        const resources: RunResourceOptions = { budget: options.budget, parentScope: this.id };
+        if (this.#environment.resources) resources.resources = this.#environment.resources;
+        checkReachablePrices([...this.#plan.agents.values()], resources, {
+          sessionId: this.id,
+          known: this.#environment.agents,
+        });
+      }
     } catch (error) {
       return Promise.reject(error);
     }
@@ -316,7 +351,7 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
     turn.markStarted(firstSeq);
     this.#status = 'running';
     return committed(() => this.#durability.turnStarted(input, [], firstSeq)).then(() => {
-      this.#controls.apply(options);
+      this.#applyControls(options);
       this.#actor.send({ type: 'user.message', message: userMessage(input) });
       return turn.result;
     });
@@ -435,6 +470,20 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
     };
   }
 
+  /** Arms a starting turn's signal, timeout and budget; a budget that cannot open is reported, not silently dropped. */
+  #applyControls(options: TurnOptions): void {
+    try {
+      this.#controls.apply(options, this.#actor.getSnapshot().context.turns + 1);
+    } catch (error) {
+      const info = toErrorInfo(error);
+      this.#bus.emit(this.#current, 'error', { message: info.message, type: info.name, code: info.code });
+      this.#activeAgent()?.send({
+        type: 'abort',
+        reason: `the turn's budget could not apply: ${info.message}`,
+      });
+    }
+  }
+
   /** A fatal tool of the agent `name` failed: tell the supervisor, if that agent is the active child. */
   #crash(name: string, error: ErrorInfo): void {
     const context = this.#actor.getSnapshot().context;
@@ -475,7 +524,7 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
       () => {
         ending.finish(result);
         if (next && !this.#finished) {
-          this.#controls.apply(next.options);
+          this.#applyControls(next.options);
           this.#actor.send({ type: 'user.message', message: userMessage(next.input) });
         }
         if (!next) for (const wake of this.#idleWaiters.splice(0)) wake();

@@ -7,6 +7,17 @@ export interface TurnOptions {
   signal?: AbortSignal | undefined;
   /** The turn ends `timed_out` after this many milliseconds (on top of each agent's own `timeoutMs`). */
   timeoutMs?: number | undefined;
+  /**
+   * This turn's budget (tokens and/or USD, every agent of the turn included), on top of the session's: the turn ends
+   * `budget_exhausted` when it is spent.
+   */
+  budget?:
+    | {
+        tokens?: number | undefined;
+        usd?: number | undefined;
+        warnAt?: number | undefined;
+      }
+    | undefined;
 }
 
 /** One turn of a session: its input, its result promise, and where its events start in the log. */

@@ -10,18 +10,34 @@ import type { TurnOptions } from './session-turns.ts';
 export class TurnControls {
   readonly #clock: Clock;
   readonly #activeAgent: () => AnyActorRef | undefined;
+  readonly #openBudget: OpenTurnBudget;
   #undo: (() => void)[] = [];
   #timedOut = false;
+  #scope: string | undefined;
 
-  constructor(clock: Clock, activeAgent: () => AnyActorRef | undefined) {
+  constructor(clock: Clock, activeAgent: () => AnyActorRef | undefined, openBudget: OpenTurnBudget) {
     this.#clock = clock;
     this.#activeAgent = activeAgent;
+    this.#openBudget = openBudget;
   }
 
-  /** Arms a turn's options (clearing the previous turn's). */
-  apply(options: TurnOptions): void {
+  /** The budget scope of the turn in progress, when it has a budget of its own. */
+  get scope(): string | undefined {
+    return this.#scope;
+  }
+
+  /** Arms a turn's options (clearing the previous turn's). Throws (ConfigError) for a budget that cannot apply. */
+  apply(options: TurnOptions, turn: number): void {
     this.clear();
-    const { signal, timeoutMs } = options;
+    const { signal, timeoutMs, budget } = options;
+    if (budget) {
+      const opened = this.#openBudget(budget, turn);
+      this.#scope = opened.scope;
+      this.#undo.push(() => {
+        this.#scope = undefined;
+        opened.close();
+      });
+    }
     if (signal) {
       const onAbort = () => this.#activeAgent()?.send({ type: 'abort', reason: abortReason(signal) });
       signal.addEventListener('abort', onAbort, { once: true });
@@ -48,6 +64,12 @@ export class TurnControls {
     this.#timedOut = false;
   }
 }
+
+/** Opens a budget scope for one turn (under the session's): its name, and what closes it. */
+export type OpenTurnBudget = (
+  budget: NonNullable<TurnOptions['budget']>,
+  turn: number,
+) => { scope: string; close: () => void };
 
 /** Why an aborted signal ended something, in words: its reason when it gave one. */
 export function abortReason(signal: AbortSignal | undefined, what: 'session' | 'turn' = 'turn'): string {

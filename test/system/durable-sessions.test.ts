@@ -349,3 +349,36 @@ describe('session lifecycle', () => {
     await system.shutdown();
   });
 });
+
+describe('a turn with a budget of its own', () => {
+  it('ends budget_exhausted when the turn has spent its budget; the next turn starts fresh', async () => {
+    const model = scriptedModel(() => ({
+      toolCalls: [{ name: 'echo', args: {} }],
+      stopReason: 'tool_use',
+      usage: { input: 60, output: 40 },
+    }));
+    const echo = tool({ name: 'echo', description: 'echo', input: z.object({}), execute: () => 'again' });
+    const system = createAgentSystem();
+    const session = system.spawn(
+      defineAgent({
+        name: 'w',
+        instructions: '',
+        model,
+        tools: [echo],
+        limits: { maxSteps: 50, maxDuplicateToolCalls: 1000, maxToolCallsPerTool: null },
+      }),
+      'first',
+    );
+    // Without a turn budget the first turn runs to its step limit.
+    expect((await session.result).stopReason).toBe('max_steps');
+    const before = model.calls;
+    const limited = await session.send('second', { budget: { tokens: 250 } });
+    expect(limited.stopReason).toBe('budget_exhausted');
+    // Spend may exceed a budget by at most one call: 3 calls of 100 tokens against 250.
+    expect(model.calls - before).toBe(3);
+    await expect(session.send('third', { budget: { token: 5 } as never })).rejects.toThrow(
+      /did you mean "tokens"/,
+    );
+    await system.shutdown();
+  });
+});
