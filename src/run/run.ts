@@ -123,7 +123,7 @@ function startRun<TOutput>(
     let lastContext: AgentContext | undefined;
     let timer: unknown;
     let finished = false;
-    // Nested runs (agentTool) read the deadline and inspector from here, so the caller's time limit carries down.
+    // Nested runs (agentTool) read the deadline and inspector here: the caller's time limit carries down.
     const clearScope =
       agent.limits.timeoutMs !== null || options.inspect
         ? setScope(sessionId, {
