@@ -4,9 +4,9 @@ import type { JsonValue } from '../core/json.ts';
 export type DecodeResult = { ok: true; value: JsonValue } | { ok: false; error: string };
 
 /**
- * Decodes a final answer against the agent's output schema (L6): the JSON may be wrapped in a Markdown code fence
- * (models do that even when asked not to); the parsed value must satisfy the schema. The error text is written for
- * the model, which gets it back on a retry.
+ * Decodes a final answer against the agent's output schema: the JSON may be wrapped in a Markdown code fence
+ * (models do that even when asked not to); the parsed value must satisfy the schema. The error text is
+ * written for the model, which gets it back on a retry.
  */
 export function decodeOutput(text: string, schema: z.ZodType): DecodeResult {
   const json = stripCodeFence(text.trim());

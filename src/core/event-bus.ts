@@ -10,7 +10,8 @@ export interface EventOrigin {
 
 /**
  * A session's event stream: stamps each event with time, session and a gap-free sequence number, and hands it to
- * the listeners. Model deltas come straight here from the model actor, never through the statechart (rule 4).
+ * the listeners. Model deltas come straight here from the model actor, never through the statechart: a machine
+ * event per delta would slow the hot path.
  */
 export class EventBus {
   readonly sessionId: string;

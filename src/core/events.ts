@@ -8,7 +8,7 @@ import type { Usage } from './usage.ts';
 /** The loop phase and the sub-state within it, as the statechart names them. */
 export type Phase = 'toolUse' | 'finalOutput' | 'completed' | 'stopped' | 'failed' | 'handingOff';
 
-/** Payloads of every event type. One union serves the stream, SSE, traces and tests (ARCHITECTURE "Events"). */
+/** Payloads of every event type. One union serves the stream, SSE, traces and tests. */
 export interface RunEventData {
   run_start: { input: JsonValue; historyLength: number; model: string; provider: string };
   run_end: {
@@ -67,10 +67,10 @@ export interface RunEventData {
     usage: Usage;
     cumulative: Usage;
   };
-  /** The final output did not decode; the model is asked again (L6). */
+  /** The final output did not decode against the output schema; the model is asked again. */
   decode_retry: { retryCount: number; error: string };
   error: { message: string; type: string; code: string };
-  /** A budget this run draws on (its own, a caller's or its tenant's) crossed its warning threshold (R1). */
+  /** A budget this run draws on (its own, a caller's or its tenant's) crossed its warning threshold. */
   budget_warning: {
     scope: string;
     dimension: 'tokens' | 'usd';
@@ -78,7 +78,7 @@ export interface RunEventData {
     limit: number;
     threshold: number;
   };
-  /** A model call waits for a quota (requests or tokens per minute, calls in flight, a 429's retry-after) (R3). */
+  /** A model call waits for a quota (requests or tokens per minute, calls in flight, a 429's retry-after). */
   quota_wait: { quota: string; position: number };
   /** One settled model call: actual tokens and USD (null without a price), and what the reservation gave back. */
   spend: {
@@ -90,8 +90,8 @@ export interface RunEventData {
     returnedUsd: number | null;
   };
   /**
-   * A handoff the model asked for (REQUIREMENTS M2): accepted (the conversation moves to `to`), refused (a revisit
-   * beyond maxHandoffRevisits; the model gets an error result) or over the limit (the turn ends with handoff_limit).
+   * A handoff the model asked for: accepted (the conversation moves to `to`), refused (a revisit beyond
+   * maxHandoffRevisits; the model gets an error result) or over the limit (the turn ends with handoff_limit).
    */
   handoff: {
     from: string;
@@ -101,7 +101,7 @@ export interface RunEventData {
     path: string[];
     reason?: string;
   };
-  /** A supervision decision after an agent actor failed (REQUIREMENTS M4). */
+  /** A supervision decision after an agent actor failed: restart it (with back-off), stop it, or escalate. */
   supervisor: {
     decision: 'restart' | 'stop' | 'escalate';
     agent: string;
@@ -138,8 +138,8 @@ export type RunEvent = { [T in RunEventType]: RunEventOf<T> }[RunEventType];
 export type { ErrorInfo };
 
 /**
- * Reference 003's SSE chunk: `event: <type>` and one JSON `data:` line of {time (ISO 8601), agent, type, data,
- * seq}, plus the session id.
+ * The event as a Server-Sent Events chunk: `event: <type>` and one JSON `data:` line of {time (ISO 8601),
+ * agent, type, data, seq}, plus the session id.
  */
 export function toSSE(event: RunEvent): string {
   const chunk = {

@@ -7,7 +7,7 @@ export interface ToolCall {
   args: JsonValue;
 }
 
-/** Part of a multimodal user message (P8). Images are given by URL or as base64 data with a media type. */
+/** Part of a multimodal user message. Images are given by URL or as base64 data with a media type. */
 export type ContentPart =
   | { type: 'text'; text: string }
   | {

@@ -15,9 +15,12 @@ import { terminationPolicyFor } from '../policies/termination-policy.ts';
 import { toolCallSignature } from '../policies/tool-call-signature.ts';
 
 /**
- * The agent loop as a statechart (REQUIREMENTS L1-L6, L11). Pure: no I/O, clock or randomness; every effect is a
- * command sent to the long-lived `effects` actor, which answers with one event per model call and one per batch of
- * tool calls (about two machine events per loop step: ARCHITECTURE rule 4). Context is plain data.
+ * The agent loop as a statechart: the tool-use and final-output phases, the termination policy's decisions
+ * (stop reasons, duplicate calls, per-tool caps), the step limit, structured output with decode retries,
+ * timeout and abort. Pure: no I/O, clock or randomness; every effect is a command sent to the long-lived
+ * `effects` actor, which answers with one event per model call and one per batch of tool calls. About two
+ * machine events per loop step keeps the hot path cheap (streamed deltas go to the event bus, never through
+ * the machine). Context is plain data.
  *
  *   running
  *     starting (checks the step limit, or resumes) -> toolUse | finalOutput
@@ -42,7 +45,7 @@ export interface ToolOutcome {
   isError: boolean;
   /** Whether the tool's code ran at all (false for unknown tools, invalid arguments, disabled tools). */
   executed: boolean;
-  /** Every attempt failed: the tool is disabled for the rest of the run and the model answers without it (T2). */
+  /** Every attempt failed: the tool is disabled for the rest of the run and the model answers without it. */
   degraded: boolean;
   attempts: number;
 }
@@ -78,7 +81,7 @@ export type EffectCommand =
 export type AgentEvent =
   | { type: 'model.response'; response: ModelResponse; decoded?: DecodeOutcome }
   | { type: 'model.error'; error: ErrorInfo }
-  /** The resource manager refused the call (a budget is used up): the run stops with budget_exhausted (R6). */
+  /** The resource manager refused the call (a budget is used up): the run stops with budget_exhausted. */
   | { type: 'model.denied'; reason: string; message: string }
   | {
       type: 'tools.done';
@@ -321,7 +324,10 @@ function responseDecision(context: AgentContext, event: AgentEvent): Termination
   }
 }
 
-/** Steps used once this event is recorded: a tool-use response is one, nested agents' steps count too (R5). */
+/**
+ * Steps used once this event is recorded: a tool-use response is one, and steps of nested agents (agents used as
+ * tools) count too, so they share the caller's step limit.
+ */
 function stepsAfter(context: AgentContext, event: AgentEvent): number {
   if (event.type === 'model.response') return context.step + 1;
   if (event.type === 'tools.done') return context.step + (event.nestedSteps ?? 0);
@@ -450,7 +456,8 @@ export const agentMachine = setup({
       call: context.modelCalls + 1,
       step: context.step + 1,
       toolsEnabled: context.degradedTools.length < context.config.toolNames.length,
-      // L1: with tools on, no schema; an agent whose every tool degraded is treated as tool-less.
+      // While tools are on the output schema is not sent (it is for the final phase); an agent whose every tool
+      // degraded is treated as tool-less.
       schemaEnabled:
         context.config.hasOutputSchema && context.degradedTools.length >= context.config.toolNames.length,
       history: context.history,
@@ -715,7 +722,7 @@ export const agentMachine = setup({
             { guard: 'resumingApproval', target: 'toolUse.awaitingApproval' },
             { guard: 'resumingTools', target: 'toolUse.runningTools' },
             { guard: 'resumingFinalOutput', target: 'finalOutput' },
-            // L3's optional last answer with tools off; the stop reason stays max_steps.
+            // At the step limit, the optional last answer with tools off; the stop reason stays max_steps.
             {
               guard: and(['resumedAtStepLimit', 'finalAnswerOnMaxSteps']),
               target: 'finalOutput',

@@ -15,10 +15,11 @@ import {
 } from './agent.ts';
 
 /**
- * The session supervisor (REQUIREMENTS M1, M2, M4): one root actor per session, owning a small tree: the agent that
- * holds the conversation now (a child with an explicit id, stopped with stopChild when it is done) and one effects
- * actor. Pure: what needs functions or I/O (the handoff input filter, loading a checkpoint from the store) is a
- * command to the effects actor; back-off uses the actor's injected clock through `after`.
+ * The session supervisor: one root actor per session that runs its agents, moves the conversation on handoffs
+ * and restarts, stops or escalates a failed agent. It owns a small tree: the agent that holds the
+ * conversation now (a child with an explicit id, stopped with stopChild when it is done) and one effects
+ * actor. Pure: what needs functions or I/O (the handoff input filter, loading a checkpoint from the store) is
+ * a command to the effects actor; back-off uses the actor's injected clock through `after`.
  *
  *   preparing -> running -> (handoff accepted | refused) -> preparing ...
  *                        -> idle (turn over; a user message starts the next turn) -> preparing ...
@@ -30,7 +31,10 @@ import {
  * decisions are emitted (`handoff`, `supervisor`) for the session's event stream.
  */
 
-/** What the session machine needs to know about an agent: data only (ARCHITECTURE rule 1). */
+/**
+ * What the session machine needs to know about an agent: data only (tools and agents by name, no functions), so
+ * the persisted snapshot holds the whole state.
+ */
 export interface AgentDescriptor {
   limits: ResolvedLimits;
   toolNames: readonly string[];

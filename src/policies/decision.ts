@@ -2,7 +2,10 @@ import type { ToolCall } from '../core/messages.ts';
 import type { ModelResponse } from '../core/model.ts';
 import type { StopReason } from '../core/stop-reason.ts';
 
-/** What the loop does after a model response (reference 000's TerminationDecision). */
+/**
+ * What the loop does after a model response: run tool calls, call the model again, take the text as the answer,
+ * or end the run with a stop reason.
+ */
 export type TerminationDecision =
   /** Run these tool calls and call the model again. */
   | { kind: 'continue_with_tools'; calls: ToolCall[] }

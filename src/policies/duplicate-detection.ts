@@ -3,9 +3,10 @@ import type { TerminationPolicy } from './decision.ts';
 import { toolCallSignature } from './tool-call-signature.ts';
 
 /**
- * Reference 000's DuplicateDetectionPolicy: wraps another policy and, when it decides to run tools, ends the run if a
- * call repeats one that already ran `maxDuplicateToolCalls` times (same tool, same canonical arguments). Repeats
- * within the same turn count too. With the default of 2, a call may run twice; the third identical call ends the run.
+ * Duplicate tool-call detection: wraps another policy and, when it decides to run tools, ends the run if a
+ * call repeats one that already ran `maxDuplicateToolCalls` times (same tool, same canonical arguments).
+ * Repeats within the same turn count too. With the default of 2, a call may run twice; the third identical
+ * call ends the run.
  */
 export function withDuplicateDetection(
   base: TerminationPolicy,

@@ -2,7 +2,7 @@ import type { ToolCall } from '../core/messages.ts';
 import type { TerminationDecision, TerminationPolicy } from './decision.ts';
 
 /**
- * Reference 000's StandardTerminationPolicy, one row per normalized stop reason:
+ * The standard termination policy: what the loop does after a response, one row per normalized stop reason:
  *
  * | stop reason    | decision                                                                 |
  * |----------------|--------------------------------------------------------------------------|
@@ -13,8 +13,8 @@ import type { TerminationDecision, TerminationPolicy } from './decision.ts';
  * | refusal, content_filter | terminate (guardrail_blocked)                                   |
  * | none / unknown | fallback: tools, then text, then reasoning-only -> continue thinking, then empty output |
  *
- * tool_use without tool calls is a provider inconsistency; reference 000 ends the run, we keep any text as the answer
- * and end with an error otherwise, so the caller learns what happened.
+ * tool_use without tool calls is a provider inconsistency. Rather than end the run and lose the reply, we keep any
+ * text as the answer, and end with an error otherwise, so the caller learns what happened.
  */
 export const standardTerminationPolicy: TerminationPolicy = (response) => {
   const hasTools = response.toolCalls.length > 0;

@@ -2,8 +2,8 @@ import { countOf } from '../core/records.ts';
 import type { TerminationPolicy } from './decision.ts';
 
 /**
- * Per-tool total call cap (reference 000's maxToolCallsPerTool): wraps another policy and ends the run when running
- * this turn's calls would take any tool past `maxToolCallsPerTool` calls in the run. `null` means unlimited.
+ * Per-tool total call cap: wraps another policy and ends the run when running this turn's calls would take
+ * any tool past `maxToolCallsPerTool` calls in the run. `null` means unlimited.
  */
 export function withToolCallCap(
   base: TerminationPolicy,

@@ -18,8 +18,9 @@ const contentFilterReasons = new Set([
 ]);
 
 /**
- * Gemini finishReason → normalized stop reason (P6). Gemini says STOP even when it returned function calls
- * (sometimes the calls come in an earlier chunk than the STOP), so any function call makes it `tool_use`.
+ * Gemini finishReason → the stop reason every provider reports. Gemini says STOP even when it returned
+ * function calls (sometimes the calls come in an earlier chunk than the STOP), so any function call makes it
+ * `tool_use`.
  */
 export function geminiStopReason(
   raw: string | undefined,

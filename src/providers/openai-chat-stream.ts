@@ -7,9 +7,9 @@ import type { Usage } from '../core/usage.ts';
 import { openaiChatProviderName } from './openai-chat-format.ts';
 
 /**
- * Chat Completions finish_reason → normalized stop reason (P6). Tool calls are checked first: compatible servers
- * (Gemini's among them) answer `stop`, or nothing at all, while calling tools. A refusal with no text is a
- * refusal. `length` stays max_tokens even with calls: a truncated turn is never a normal end.
+ * Chat Completions finish_reason → the stop reason every provider reports. Tool calls are checked first:
+ * compatible servers (Gemini's among them) answer `stop`, or nothing at all, while calling tools. A refusal with
+ * no text is a refusal. `length` stays max_tokens even with calls: a truncated turn is never a normal end.
  */
 export function chatStopReason(
   finishReason: string | undefined,

@@ -1,7 +1,7 @@
 import type { JsonObject } from '../core/json.ts';
 
 /**
- * The strict parser of ReAct replies (REQUIREMENTS L12, reference 001). A reply is either
+ * The strict parser of ReAct replies (tool calls written as text by models without native ones). A reply is either
  *
  *   Thought: <reasoning>            (the label may be left out on the first lines)
  *   Action: <tool name>

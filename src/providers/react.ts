@@ -13,7 +13,7 @@ import {
 import { findFinalAnswerStart, parseReactReply } from './react-parser.ts';
 
 /**
- * The ReAct text strategy (REQUIREMENTS L12, reference 001) for models without native tool calling.
+ * The ReAct text strategy (Thought / Action / Observation in plain text) for models without native tool calling.
  *
  * `react(model)` is a ModelProvider around another one. When the loop offers tools, it sends none: it adds a
  * prompt listing them (name, description, JSON Schema) and asking for Thought / Action / Action Input or

@@ -3,7 +3,10 @@ import { type Clock, systemClock } from '../core/clock.ts';
 import { ModelError } from '../core/errors.ts';
 import type { ModelDelta, ModelProvider, ModelRequest, ModelResponse } from '../core/model.ts';
 
-/** How a provider retries, times out and falls back (P7). Every factory in troupe/providers accepts these. */
+/**
+ * How a provider retries failed API calls, times out and falls back to another model. Every factory in
+ * troupe/providers accepts these.
+ */
 export interface RetryOptions {
   /**
    * Retries after a retryable failure (429, 5xx, Anthropic 529, a connection reset, a truncated stream, a

@@ -79,7 +79,7 @@ export function delegatorOf(runtimeKey: string): Delegator | undefined {
 }
 
 /**
- * XState pitfall 2 (statelyai/xstate#5153): an actor that errors from its own action leaves its children running
+ * XState issue statelyai/xstate#5153: an actor that errors from its own action leaves its children running
  * (the effects actor's cleanup never runs, so in-flight calls are never aborted). Stop them ourselves; the public
  * API cannot stop a non-root actor, hence the internal `_stop`, which runs the child's normal stop procedure.
  */

@@ -5,8 +5,9 @@ import { type AnyActorRef, createActor, fromTransition } from 'xstate';
  * scheduler, inspection: about 2 KB and a dozen closures that live as long as the run); runs without an inspector
  * share this host's system instead, which matters with thousands of runs in flight (bench W2). The host is a
  * trivial actor that ignores what its children report (their done and error events: run() observes each run's
- * actor directly). It holds no children in a snapshot, so nothing is copied per run (unlike a machine that spawns,
- * ARCHITECTURE rule 8). A run with an inspector stays a root actor: inspection is per system.
+ * actor directly). It holds no children in a snapshot, so nothing is copied per run (a machine that spawns copies
+ * its children map on every spawn: O(N²) for N children). A run with an inspector stays a root actor:
+ * inspection is per system.
  */
 let host: AnyActorRef | undefined;
 

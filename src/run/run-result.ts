@@ -36,7 +36,7 @@ export function buildRunResult<TOutput>(context: AgentMachineOutput): RunResult<
   return result;
 }
 
-/** Each assistant turn with the tool results that answer its calls (reference 001's thought/action/observation). */
+/** Each assistant turn (thought and actions) with the tool results that answer its calls (observations). */
 export function stepsOf(delta: readonly Message[], agent: string): RunStep[] {
   const steps: RunStep[] = [];
   const byCallId = new Map<string, StepToolCall>();

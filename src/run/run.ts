@@ -123,7 +123,7 @@ function startRun<TOutput>(
     let lastContext: AgentContext | undefined;
     let timer: unknown;
     let finished = false;
-    // Nested runs (agentTool) read the deadline and inspector from here (R5).
+    // Nested runs (agentTool) read the deadline and inspector here: the caller's time limit carries down.
     const clearScope =
       agent.limits.timeoutMs !== null || options.inspect
         ? setScope(sessionId, {
@@ -167,9 +167,9 @@ function startRun<TOutput>(
         if (bus.listening) phases.observe(snapshot);
         if (snapshot.status === 'done') finish(snapshot.output);
       },
-      // Pitfall 17: a root actor without an error observer crashes the process. Ours turns it into a result.
+      // A root actor without an error observer crashes the process. Ours turns the error into a result.
       error: (error) => {
-        stopOrphans(actor); // its effects actor would keep running (XState pitfall 2)
+        stopOrphans(actor); // its effects actor would keep running (statelyai/xstate#5153)
         finish(undefined, error);
       },
     });
@@ -212,11 +212,11 @@ export async function run<TOutput>(
 export interface RunStream<TOutput> extends AsyncIterable<RunEvent> {
   readonly sessionId: string;
   readonly result: Promise<RunResult<TOutput>>;
-  /** Reference 000's step view of the same stream: thoughts, tool calls and results in order, then the answer. */
+  /** The same stream as steps: thoughts, tool calls and results in order, then the answer. */
   steps(): AsyncIterable<AgentStep>;
 }
 
-/** Reference 000's AgentStep: what step-by-step iteration yields. */
+/** What step-by-step iteration (`steps()`) yields: thinking, each tool call and its result, the final answer. */
 export type AgentStep =
   | { type: 'thinking'; agent: string; text: string }
   | { type: 'tool_call'; agent: string; id: string; name: string; args: JsonValue }

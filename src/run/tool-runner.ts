@@ -68,7 +68,7 @@ export interface ToolBatch {
 }
 
 /**
- * Runs one turn's tool calls in parallel up to `concurrency`, each with its timeout and retries (T1-T3), and
+ * Runs one turn's tool calls in parallel up to `concurrency`, each with its timeout and retries, and
  * resolves with one outcome per call, in call order. It never rejects: every failure becomes an error result that
  * goes back to the model. If the batch's signal is aborted it resolves early with what it has; the caller discards it.
  */

@@ -31,7 +31,7 @@ export class SubAgentError extends Error {
 }
 
 /**
- * An agent as a tool (REQUIREMENTS M3, R5): the model calls it with a task, the sub-agent runs to the end, and its
+ * An agent as a tool: the model calls it with a task, the sub-agent runs to the end, and its
  * output (or text) is the tool's result. Inside a session the sub-agent is a child actor of the session (explicit id,
  * stopped when done); in a plain run it is its own root actor. Limits carry down: the sub-run may use at most the
  * caller's remaining steps and time, its model calls count against the caller's step limit, its spend against the
@@ -74,7 +74,7 @@ export function agentTool<TOutput>(agent: Agent<TOutput>, options: AgentToolOpti
         delegator && !needsSupervisor(nested)
           ? await delegator({ agent: nested, input, callId: ctx.callId, signal: ctx.signal })
           : await runApart(nested, input, ctx, callerKey, caller, scope);
-      // The sub-run's model calls count against the caller's step limit (R5), whatever its outcome.
+      // The sub-run's model calls count against the caller's step limit, whatever its outcome.
       if (caller) addNestedSteps(callerKey, result.iterationsUsed);
       if (result.status !== 'completed') throw new SubAgentError(agent.name, result);
       return result.output !== undefined ? result.output : result.text;
@@ -93,7 +93,7 @@ async function runApart(
   scope: ReturnType<typeof scopeOf>,
 ): Promise<RunResult<unknown>> {
   const runOptions: RunOptions = { signal: ctx.signal, sessionId: `${callerKey}:${ctx.callId}` };
-  // The sub-run's spend counts on the caller's budgets (R5).
+  // The sub-run's spend counts on the caller's budgets.
   if (caller) {
     runOptions.parentScope = caller.bus.sessionId;
     runOptions.clock = caller.clock;

@@ -221,7 +221,7 @@ function runGroup(
       next: (snapshot) => {
         if (snapshot.status === 'done') finish(snapshot.output);
       },
-      // Pitfall 17: a root without an error observer crashes the process; ours becomes failed results.
+      // A root actor without an error observer crashes the process; ours becomes failed results.
       error: (error) => finish(undefined, error),
     });
     actor.start();
