@@ -78,6 +78,11 @@ export interface RunEventData {
     limit: number;
     threshold: number;
   };
+  /**
+   * A model call waits because calls in flight hold the rest of a budget: it is granted once they settle (or denied
+   * if their spend used the budget up).
+   */
+  budget_wait: { scope: string; dimension: 'tokens' | 'usd' };
   /** A model call waits for a quota (requests or tokens per minute, calls in flight, a 429's retry-after). */
   quota_wait: { quota: string; position: number };
   /** One settled model call: actual tokens and USD (null without a price), and what the reservation gave back. */

@@ -71,6 +71,9 @@ function forward(bus: EventBus, agent: string, notice: ResourceNotice): void {
     case 'quota_wait':
       bus.emit(agent, 'quota_wait', { quota: notice.quota, position: notice.position });
       return;
+    case 'budget_wait':
+      bus.emit(agent, 'budget_wait', { scope: notice.scope, dimension: notice.dimension });
+      return;
     case 'spend':
       bus.emit(agent, 'spend', {
         model: notice.model,

@@ -14,7 +14,7 @@ import { type ClassifiedCalls, classifyCalls, type DecidedOutcomes } from './app
 import { normalizeResponse } from './normalize-response.ts';
 import { reportFatal, takeNestedSteps } from './run-hooks.ts';
 import { emitFrom, type RunRuntime, runtimeOf } from './run-runtime.ts';
-import { redactArgs, secretKeysOf, toolCallEventData } from './secrets.ts';
+import { redactArgs, secretKeysOf, streamedArgumentsGuard, toolCallEventData } from './secrets.ts';
 import { runToolBatch } from './tool-runner.ts';
 
 /** What the effects actor's snapshot holds: a callback actor's (status and input: serializable). */
@@ -360,14 +360,22 @@ async function callModel(
   const messages: Message[] =
     agent.instructions === '' ? (command.history as Message[]) : [systemMessageOf(agent), ...command.history];
   const onDelta = runtime.onDelta;
+  let guard: ((index: number, text: string) => string) | undefined;
   const request: ModelRequest = {
     messages,
     tools: command.toolsEnabled ? agent.tools.specs(command.disabledTools) : [],
     settings: agent.settings,
     signal,
-    // A provider may still deliver a delta after the call was aborted: it must not follow the run's end.
+    // A provider may still deliver a delta after the call was aborted: it must not follow the run's end. Streamed
+    // tool arguments stop showing once a secret key appears in them.
     onDelta: (delta) => {
-      if (!signal.aborted) onDelta(delta);
+      if (signal.aborted) return;
+      if (delta.type !== 'tool_call' || !bus.listening) return onDelta(delta);
+      guard ??= streamedArgumentsGuard(secretKeysOf(agent));
+      const shown = guard(delta.index, delta.argsDelta);
+      if (shown === delta.argsDelta) onDelta(delta);
+      else if (shown !== '' || delta.id !== undefined || delta.name !== undefined)
+        onDelta({ ...delta, argsDelta: shown });
     },
   };
   if (command.schemaEnabled && agent.outputSpec) request.output = agent.outputSpec;

@@ -166,3 +166,34 @@ export function toolCallEventData(
   }
   return { id: call.id, function: { name: call.name, arguments: text }, args };
 }
+
+/** A JSON key in streamed argument text: `"name":`. */
+const streamedKey = /"([^"\\]{1,64})"\s*:/g;
+
+/**
+ * Streamed tool-call arguments as listeners see them (`tool_call_delta` events): once a secret key shows up in a
+ * call's streamed arguments, the rest of that call's argument text is withheld (the call itself, redacted, comes
+ * in its `tool_call` event). Returns the text to show for each delta of call `index` ('' when withheld).
+ */
+export function streamedArgumentsGuard(keys: ReadonlySet<string>): (index: number, text: string) => string {
+  const names = normalized(keys);
+  const calls = new Map<number, { tail: string; withheld: boolean }>();
+  return (index, text) => {
+    let call = calls.get(index);
+    if (!call) {
+      call = { tail: '', withheld: false };
+      calls.set(index, call);
+    }
+    if (call.withheld) return '';
+    // Keys can be split across deltas: look at what came just before too.
+    const scan = call.tail + text;
+    for (const match of scan.matchAll(streamedKey)) {
+      if (names.has(normalizeSecretKey(match[1] as string))) {
+        call.withheld = true;
+        return '';
+      }
+    }
+    call.tail = scan.slice(-96);
+    return text;
+  };
+}

@@ -18,6 +18,7 @@ import {
   type GroupMember,
   groupMachine,
 } from '../machines/supervisor-group.ts';
+import { checkReachablePrices } from '../resources/priced-agents.ts';
 import type { ResourceManager } from '../resources/resource-manager.ts';
 import { attachResources, type RunResourceOptions } from '../resources/resource-run.ts';
 import { type InspectObserver, redactingInspector, secretArguments } from '../run/inspect.ts';
@@ -147,6 +148,8 @@ function runGroup(
   const resourceOptions: RunResourceOptions = {};
   for (const key of ['resources', 'budget', 'tenant', 'parentScope'] as const)
     if (options[key] !== undefined) Object.assign(resourceOptions, { [key]: options[key] });
+  // Every member (and what it reaches) must have a price under a USD budget: a ConfigError before anything runs.
+  checkReachablePrices(agents, resourceOptions, { sessionId: groupId });
   const detach = attachResources(resourceOptions, {
     sessionId: groupId,
     agent: first.name,
