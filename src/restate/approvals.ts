@@ -1,4 +1,4 @@
-import type { ObjectContext, ObjectSharedContext } from '@restatedev/restate-sdk';
+import type { ObjectContext, ObjectSharedContext, RestatePromise } from '@restatedev/restate-sdk';
 import { CancelledError, TerminalError } from '@restatedev/restate-sdk';
 import {
   type ApprovalDecision,
@@ -21,6 +21,8 @@ import { type StoredApproval, stateKeys } from './state.ts';
 /** What the wait needs from the turn that runs it. */
 export interface PeopleWaitHost {
   ctx: ObjectContext;
+  /** Awaits a journal promise (see JournalAwaits). */
+  wait<T>(promise: RestatePromise<T>): Promise<T>;
   /** The records of the turn so far (earlier batches included), by call id, in the order they were asked. */
   approvals: Map<string, StoredApproval>;
   /** The turn is now waiting (true) or running again (false): written to the turn's state. */
@@ -57,7 +59,7 @@ export async function waitForPeople(
     for (const [index, { record, promise }] of waiting.entries()) {
       let decision: ApprovalDecision;
       try {
-        decision = decisionFrom(await promise, record);
+        decision = decisionFrom(await host.wait(promise), record);
       } catch (error) {
         if (error instanceof CancelledError) {
           host.cancelled();

@@ -1,4 +1,4 @@
-import type { Context } from '@restatedev/restate-sdk';
+import type { Context, RestatePromise } from '@restatedev/restate-sdk';
 import { CancelledError, serde } from '@restatedev/restate-sdk';
 import { type ErrorInfo, toErrorInfo } from '../core/errors.ts';
 import type { AgentEvent, ToolOutcome } from '../machines/agent.ts';
@@ -24,6 +24,8 @@ export interface EffectRequest<T> {
 export interface EffectListener {
   clock: JournalClock;
   bus: JournaledBus;
+  /** Awaits a journal promise (see JournalAwaits). */
+  wait<R>(promise: RestatePromise<R>): Promise<R>;
   /** The agent's deadline passed (before or during the call): it must stop with `timed_out`. */
   timedOut(): void;
   /** The call threw on every attempt: the agent's run fails with this error. */
@@ -64,10 +66,12 @@ export async function journaledEffect<T>(
   }
   let recorded: JournaledResult<T>;
   try {
-    recorded = await ctx.run(request.key, () => runEffect(request, settings), {
-      maxRetryAttempts: settings.effectRetries,
-      serde: serde.json,
-    });
+    recorded = await listener.wait(
+      ctx.run(request.key, () => runEffect(request, settings), {
+        maxRetryAttempts: settings.effectRetries,
+        serde: serde.json,
+      }),
+    );
   } catch (error) {
     if (error instanceof CancelledError) listener.cancelled();
     else {

@@ -1,5 +1,5 @@
 import http2 from 'node:http2';
-import { createEndpointHandler } from '@restatedev/restate-sdk';
+import { createEndpointHandler, type LoggerTransport } from '@restatedev/restate-sdk';
 import type { Agent } from '../agent/define-agent.ts';
 import { type RestateAgentsOptions, restateAgents } from './agent-objects.ts';
 
@@ -8,6 +8,13 @@ export interface ServeAgentsOptions extends RestateAgentsOptions {
   port?: number;
   /** The interface to listen on. Default '127.0.0.1': put the endpoint where only your Restate server reaches it. */
   hostname?: string;
+  /**
+   * Public keys of the Restate server (`publickeyv1_...`): requests not signed by it are refused. Without them the
+   * endpoint trusts whoever reaches it, so keep it on a private network.
+   */
+  identityKeys?: string[];
+  /** Where the SDK logs (default: the console, at the level the RESTATE_LOGGING variable sets, INFO by default). */
+  logger?: LoggerTransport;
 }
 
 /** A running endpoint: register `url` with the Restate server (`POST <admin>/deployments {"uri": url}`). */
@@ -27,7 +34,13 @@ export function serveAgents(
   options: ServeAgentsOptions = {},
 ): Promise<ServedEndpoint> {
   const services = restateAgents(agents, options);
-  const server = http2.createServer(createEndpointHandler({ services }));
+  const server = http2.createServer(
+    createEndpointHandler({
+      services,
+      ...(options.identityKeys ? { identityKeys: options.identityKeys } : {}),
+      ...(options.logger ? { logger: options.logger } : {}),
+    }),
+  );
   const sessions = new Set<http2.ServerHttp2Session>();
   server.on('session', (session) => {
     sessions.add(session);

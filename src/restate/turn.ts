@@ -1,4 +1,4 @@
-import type { ObjectContext } from '@restatedev/restate-sdk';
+import type { ObjectContext, RestatePromise } from '@restatedev/restate-sdk';
 import { CancelledError, serde, TerminalError } from '@restatedev/restate-sdk';
 import { type Actor, type AnyActorRef, createActor, type SnapshotFrom } from 'xstate';
 import type { Agent } from '../agent/define-agent.ts';
@@ -24,6 +24,7 @@ import { subFailure, turnResult } from '../system/session-result.ts';
 import { needsSession } from '../system/session-run.ts';
 import { type PeopleWaitHost, waitForPeople } from './approvals.ts';
 import { JournalClock, JournaledBus } from './effect-capture.ts';
+import { JournalAwaits } from './journal-awaits.ts';
 import { type JournalSettings, journaledEffect } from './journaled-effect.ts';
 import { delegateOf, forTurn } from './runtime-agent.ts';
 import {
@@ -121,6 +122,7 @@ class TurnHost implements PeopleWaitHost, CheckpointSource {
   readonly #active = new Map<string, ActiveAgent>();
   readonly #checkpoints = new Map<string, { segment: number; checkpoint: ReturnType<typeof checkpointOf> }>();
   readonly #disposers: (() => void)[] = [];
+  readonly #awaits = new JournalAwaits(() => this.cancelled());
   #actor: Actor<typeof restateSessionMachine> | undefined;
   #waitedFrom = 0;
   #closed = false;
@@ -392,8 +394,12 @@ class TurnHost implements PeopleWaitHost, CheckpointSource {
     this.#actor?.send({ type: 'stop', reason: 'the invocation was cancelled' });
   }
 
+  wait<T>(promise: RestatePromise<T>): Promise<T> {
+    return this.#awaits.wait(promise);
+  }
+
   async now(): Promise<number> {
-    const time = await this.ctx.date.now();
+    const time = await this.wait(this.ctx.run('clock', () => Date.now()));
     this.#clock.advance(time);
     return time;
   }
@@ -408,7 +414,7 @@ class TurnHost implements PeopleWaitHost, CheckpointSource {
 
   async #writeEvents(): Promise<RunEvent[]> {
     const max = this.#settings.maxEvents;
-    const events = await this.ctx.run('events', () => this.#events.slice(-max), { serde: serde.json });
+    const events = await this.wait(this.ctx.run('events', () => this.#events.slice(-max), { serde: serde.json }));
     this.ctx.set(stateKeys.events, events);
     return events;
   }
@@ -430,6 +436,7 @@ class TurnHost implements PeopleWaitHost, CheckpointSource {
       {
         clock: this.#clock,
         bus: this.#bus,
+        wait: (promise) => this.wait(promise),
         timedOut: () => active?.ref.send({ type: 'timeout' }),
         failed: (error) => {
           this.#bus.emit(agent, 'error', { message: error.message, type: error.name, code: error.code });
@@ -475,7 +482,7 @@ class TurnHost implements PeopleWaitHost, CheckpointSource {
         inputSerde: serde.json,
         outputSerde: serde.json,
       });
-      return call.then(
+      return this.wait(call).then(
         (result) => result,
         (error: unknown) => {
           if (error instanceof CancelledError) {
@@ -502,7 +509,7 @@ class TurnHost implements PeopleWaitHost, CheckpointSource {
     return {
       setTimeout: (callback: () => void, ms: number) => {
         const timer = { cancelled: false };
-        this.ctx.sleep(ms).then(
+        this.wait(this.ctx.sleep(ms)).then(
           () => {
             if (!timer.cancelled && !this.#closed) callback();
           },
