@@ -8,7 +8,7 @@ import type { Phase, RunEvent } from '../core/events.ts';
 import type { JsonValue } from '../core/json.ts';
 import { type Message, type RunInput, userMessage } from '../core/messages.ts';
 import type { RunResult } from '../core/result.ts';
-import type { AgentEvent, AgentMachine, EffectCommand } from '../machines/agent.ts';
+import type { AgentContext, AgentEvent, AgentMachine, EffectCommand } from '../machines/agent.ts';
 import type { AgentDescriptor, SessionContext, SupervisionPolicy } from '../machines/session.ts';
 import { checkpointOf } from '../persistence/session-store.ts';
 import type { DurableRun } from '../run/durable-run.ts';
@@ -332,13 +332,15 @@ class TurnHost implements PeopleWaitHost, CheckpointSource {
 
   /** Write-ahead hooks of the effects actor: checkpoints for supervised restarts, and the wait for people. */
   #durableFor(name: string): DurableRun {
-    return {
-      beforeEffect: (command: EffectCommand, context) => {
+    const durable = {
+      // Every wait asks anew: the journal replays the decisions taken before a restart.
+      isRequested: () => false,
+      beforeEffect: (command: EffectCommand, context: AgentContext) => {
         const segment = this.#active.get(name)?.segment ?? 0;
         const phase = command.type === 'model.call' ? command.phase : 'toolUse';
         this.#checkpoints.set(name, { segment, checkpoint: { ...checkpointOf(context), phase } });
       },
-      awaitPeople: (requests, context) => {
+      awaitPeople: (requests: readonly ApprovalRequest[], context: AgentContext) => {
         const segment = this.#active.get(name)?.segment ?? 0;
         this.#checkpoints.set(name, { segment, checkpoint: checkpointOf(context) });
         // Leave the machine's transition first: the wait issues journal commands and suspends.
@@ -349,6 +351,7 @@ class TurnHost implements PeopleWaitHost, CheckpointSource {
       replayTool: () => undefined,
       recordTool: () => undefined,
     };
+    return durable;
   }
 
   checkpointFor(agent: string, segment: number) {
@@ -414,7 +417,9 @@ class TurnHost implements PeopleWaitHost, CheckpointSource {
 
   async #writeEvents(): Promise<RunEvent[]> {
     const max = this.#settings.maxEvents;
-    const events = await this.wait(this.ctx.run('events', () => this.#events.slice(-max), { serde: serde.json }));
+    const events = await this.wait(
+      this.ctx.run('events', () => this.#events.slice(-max), { serde: serde.json }),
+    );
     this.ctx.set(stateKeys.events, events);
     return events;
   }

@@ -9,7 +9,10 @@ export type DecidedOutcomes = ReadonlyMap<string, ToolOutcome>;
 
 /** A batch's calls sorted by what happens to them now. */
 export interface ClassifiedCalls {
-  /** Calls to hand to the tool runner (including those it will answer from the journal or refuse). */
+  /**
+   * Calls to hand to the tool runner, in call order (including those it will answer from the journal, from a
+   * person's decision, or refuse).
+   */
   runnable: ToolCall[];
   /** Calls that wait for a person, in call order. */
   pending: PendingApproval[];
@@ -49,7 +52,11 @@ export function classifyCalls(
       const call = calls[index] as ToolCall;
       if (verdict.type === 'run') runnable.push(call);
       else if (verdict.type === 'wait') pending.push({ callId: call.id, kind: verdict.kind });
-      else decided.set(call.id, verdict.outcome);
+      else {
+        // The runner answers it from `decided` (known outcomes), so the batch's results cover every call.
+        decided.set(call.id, verdict.outcome);
+        runnable.push(call);
+      }
     });
     return { runnable, pending, decided };
   };

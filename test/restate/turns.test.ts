@@ -17,7 +17,9 @@ if (unavailable) console.warn(`Skipping the Restate tests: ${unavailable}.`);
 /** Ids of the calls to `tool` in a history, in order. */
 function callIds(history: readonly Message[], tool: string): string[] {
   return history.flatMap((message) =>
-    message.role === 'assistant' ? (message.toolCalls ?? []).filter((c) => c.name === tool).map((c) => c.id) : [],
+    message.role === 'assistant'
+      ? (message.toolCalls ?? []).filter((c) => c.name === tool).map((c) => c.id)
+      : [],
   );
 }
 
@@ -97,7 +99,11 @@ describe.skipIf(unavailable !== undefined)('troupe/restate: turns through the in
     await session.send('[u2/t1] hello');
     const firstEvents = await session.events();
     expect(firstEvents[0]).toMatchObject({ type: 'run_start', agent: 'triage', seq: 0, sessionId: 'user-2' });
-    expect(firstEvents.at(-1)).toMatchObject({ type: 'run_end', agent: 'support', data: { status: 'completed' } });
+    expect(firstEvents.at(-1)).toMatchObject({
+      type: 'run_end',
+      agent: 'support',
+      data: { status: 'completed' },
+    });
     const types = firstEvents.map((event) => event.type);
     expect(types).toContain('handoff');
     // triage twice, support twice (the researcher's are in its own object's events).
@@ -125,7 +131,10 @@ describe.skipIf(unavailable !== undefined)('troupe/restate: turns through the in
       { role: 'user', content: '[u4/t0] earlier question' },
       { role: 'assistant', content: 'earlier answer', agent: 'support' },
     ];
-    expect(await session.importConversation(transcript, 'support')).toMatchObject({ agent: 'support', turns: 0 });
+    expect(await session.importConversation(transcript, 'support')).toMatchObject({
+      agent: 'support',
+      turns: 0,
+    });
     await expect(session.importConversation(transcript)).rejects.toMatchObject({ status: 409 });
     const next = await session.send('[u4/t1] follow-up');
     expect(next).toMatchObject({ status: 'completed', agent: 'support', path: ['support'] });

@@ -232,7 +232,8 @@ export function deskAgents(probe: EffectProbe, delayMs = 5): DeskAgents {
     instructions: 'You are clerk.',
     tools: [refund, askHuman()],
     model: deskModel('clerk', probe, delayMs, (messages, tag) => {
-      if (last(messages)?.role === 'tool') return { text: `clerk ${tag}: ${latestResults(messages).join(' | ')}` };
+      if (last(messages)?.role === 'tool')
+        return { text: `clerk ${tag}: ${latestResults(messages).join(' | ')}` };
       const calls: ToolCall[] = [
         { id: `f${messages.length}`, name: 'refund', args: { tag, amount: messages.length } },
         { id: `q${messages.length}`, name: 'ask_human', args: { question: `Which account for ${tag}?` } },

@@ -77,7 +77,15 @@ export async function startRestateServer(): Promise<RestateServer> {
     const out = openSync(logPath, 'a');
     child = spawn(
       restateServerBinary,
-      ['--base-dir', join(baseDir, 'data'), '--node-name', 'n1', '--cluster-name', 'troupe-test', '--no-logo'],
+      [
+        '--base-dir',
+        join(baseDir, 'data'),
+        '--node-name',
+        'n1',
+        '--cluster-name',
+        'troupe-test',
+        '--no-logo',
+      ],
       {
         stdio: ['ignore', out, out],
         env: {

@@ -67,6 +67,8 @@ export function startService(env: ServiceEnv): Promise<ServiceProcess> {
     };
     child.stdout?.on('data', onData);
     // A process that dies before it listens (a crash point cannot be reached before it serves) is a broken setup.
-    void exited.then((signal) => reject(new Error(`the service exited (${signal}) before listening: ${stderr}`)));
+    void exited.then((signal) =>
+      reject(new Error(`the service exited (${signal}) before listening: ${stderr}`)),
+    );
   });
 }
