@@ -124,7 +124,7 @@ function raceDeadline<T>(call: Promise<T>, ms: number): Promise<T | typeof timed
  * reads (a tool call, or an agent run in-process). Restate would otherwise retry the call forever.
  */
 function tooLarge<T>(request: EffectRequest<T>, value: T, bytes: number, limit: number): T {
-  const message = `the result of ${request.key} is ${mib(bytes)} MiB, over the ${mib(limit)} MiB a journal entry may hold here; keep large data outside the conversation and return a reference to it`;
+  const message = `the result of ${request.key} is ${size(bytes)}, over the ${size(limit)} a journal entry may hold here; keep large data outside the conversation and return a reference to it`;
   if (request.kind === 'model')
     return {
       type: 'model.error',
@@ -142,6 +142,6 @@ function tooLarge<T>(request: EffectRequest<T>, value: T, bytes: number, limit: 
   } satisfies ToolOutcome as T;
 }
 
-function mib(bytes: number): string {
-  return (bytes / 1_048_576).toFixed(1);
+function size(bytes: number): string {
+  return bytes < 1_048_576 ? `${Math.ceil(bytes / 1024)} KiB` : `${(bytes / 1_048_576).toFixed(1)} MiB`;
 }

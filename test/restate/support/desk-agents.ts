@@ -64,7 +64,7 @@ export function fileProbe(path: string, crashAt: number): EffectProbe {
   };
 }
 
-async function effect<T>(
+export async function effect<T>(
   probe: EffectProbe,
   line: Omit<EffectLine, 'pid' | 'phase'>,
   work: () => Promise<T>,
@@ -89,10 +89,10 @@ export function tagOf(messages: readonly Message[]): string {
   return 'untagged';
 }
 
-type Reply = { text?: string; toolCalls?: ToolCall[] };
+export type Reply = { text?: string; toolCalls?: ToolCall[] };
 
 /** A model whose reply is a pure function of the request, logged and crashable as an effect. */
-function deskModel(
+export function deskModel(
   agent: string,
   probe: EffectProbe,
   delayMs: number,
@@ -118,12 +118,12 @@ function deskModel(
   };
 }
 
-function last(messages: readonly Message[]): Message | undefined {
+export function last(messages: readonly Message[]): Message | undefined {
   return messages[messages.length - 1];
 }
 
 /** The contents of the tool messages after the last assistant message. */
-function latestResults(messages: readonly Message[]): string[] {
+export function latestResults(messages: readonly Message[]): string[] {
   const results: string[] = [];
   for (let i = messages.length - 1; i >= 0; i--) {
     const message = messages[i] as Message;
