@@ -144,7 +144,7 @@ function agentObject(
       const existing = await ctx.get<StoredConversation>(stateKeys.conversation);
       if (existing && (existing.turns > 0 || existing.transcript.length > 0))
         throw new TerminalError(`Session "${ctx.key}" already has a conversation.`, { errorCode: 409 });
-      const transcript = request?.transcript;
+      const transcript = field(request, 'transcript');
       if (!Array.isArray(transcript))
         throw new TerminalError('importConversation: transcript must be an array of messages.', {
           errorCode: 400,
@@ -156,7 +156,7 @@ function agentObject(
           throw new TerminalError(error.message, { errorCode: 400 });
         throw error;
       }
-      const agent = request.agent ?? served.agent.name;
+      const agent = field(request, 'agent') ?? served.agent.name;
       if (typeof agent !== 'string' || !served.catalog.has(agent))
         throw new TerminalError(
           `importConversation: "${String(agent)}" is not an agent of ${served.objectName} (known: ${[...served.catalog.keys()].join(', ')}).`,
@@ -181,11 +181,17 @@ function agentObject(
     },
     events: async (ctx) => (await ctx.get<RunEvent[]>(stateKeys.events)) ?? [],
     approvals: async (ctx) => (await ctx.get<StoredApproval[]>(stateKeys.approvals)) ?? [],
-    approve: async (ctx, request) => decideCall(ctx, request?.callId, { type: 'approve' }),
+    approve: async (ctx, request) => decideCall(ctx, field(request, 'callId'), { type: 'approve' }),
     reject: async (ctx, request) =>
-      decideCall(ctx, request?.callId, { type: 'reject', reason: String(request?.reason ?? '') }),
+      decideCall(ctx, field(request, 'callId'), {
+        type: 'reject',
+        reason: String(field(request, 'reason') ?? ''),
+      }),
     answer: async (ctx, request) =>
-      decideCall(ctx, request?.callId, { type: 'answer', text: String(request?.text ?? '') }),
+      decideCall(ctx, field(request, 'callId'), {
+        type: 'answer',
+        text: String(field(request, 'text') ?? ''),
+      }),
   };
   const shared = restate.handlers.object.shared;
   return restate.object({
@@ -276,17 +282,24 @@ function settingsOf(options: RestateAgentsOptions): TurnSettings {
   };
 }
 
+/** A request's own field (a JSON body: nothing is read from the prototype chain), or undefined. */
+function field(request: unknown, key: string): unknown {
+  if (typeof request !== 'object' || request === null || !Object.hasOwn(request, key)) return undefined;
+  return (request as Record<string, unknown>)[key];
+}
+
 function isRunInput(input: unknown): input is RunInput {
   return (
     typeof input === 'string' ||
-    (Array.isArray(input) &&
-      input.every((part) => typeof part === 'object' && part !== null && 'type' in part))
+    (Array.isArray(input) && input.every((part) => typeof field(part, 'type') === 'string'))
   );
 }
 
 function delegateProblem(request: unknown): string | undefined {
   if (typeof request !== 'object' || request === null) return 'expected {input, maxSteps, timeoutMs}.';
-  const { input, maxSteps, timeoutMs } = request as Partial<DelegateRequest>;
+  const input = field(request, 'input');
+  const maxSteps = field(request, 'maxSteps');
+  const timeoutMs = field(request, 'timeoutMs');
   if (typeof input !== 'string') return 'input must be a string.';
   if (typeof maxSteps !== 'number' || !Number.isInteger(maxSteps) || maxSteps < 1)
     return 'maxSteps must be an integer >= 1.';

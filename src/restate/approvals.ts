@@ -96,15 +96,16 @@ export function decisionFrom(payload: unknown, request: Pick<ApprovalRequest, 'k
 function decisionProblem(payload: unknown, kind: ApprovalRequest['kind']): string | undefined {
   if (typeof payload !== 'object' || payload === null || Array.isArray(payload))
     return 'expected {"type":"approve"}, {"type":"reject","reason":"..."} or {"type":"answer","text":"..."}';
-  const record = payload as Record<string, unknown>;
-  const type = Object.hasOwn(record, 'type') ? record.type : undefined;
+  const own = (key: string): unknown =>
+    Object.hasOwn(payload, key) ? (payload as Record<string, unknown>)[key] : undefined;
+  const type = own('type');
   if (type === 'approve')
     return kind === 'question' ? 'this call asks a question: answer it (or reject it)' : undefined;
   if (type === 'reject')
-    return typeof record.reason === 'string' ? undefined : 'a rejection needs a "reason" string';
+    return typeof own('reason') === 'string' ? undefined : 'a rejection needs a "reason" string';
   if (type === 'answer') {
     if (kind !== 'question') return 'this call waits for an approval: approve or reject it';
-    return typeof record.text === 'string' ? undefined : 'an answer needs a "text" string';
+    return typeof own('text') === 'string' ? undefined : 'an answer needs a "text" string';
   }
   return `unknown decision type ${JSON.stringify(type)}`;
 }

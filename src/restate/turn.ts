@@ -204,16 +204,19 @@ class TurnHost implements PeopleWaitHost, CheckpointSource {
 
   /** Starts the session machine for this turn and resolves with its context once the turn has ended. */
   #runSession(): Promise<{ context?: SessionContext; error: ErrorInfo }> {
-    const descriptors: Record<string, AgentDescriptor> = {};
-    for (const [name, agent] of this.#agents) {
-      descriptors[name] = {
-        limits: agent.limits,
-        toolNames: agent.tools.names,
-        hasOutputSchema: agent.outputSchema !== undefined,
-        handoffTools: { ...agent.handoffTools },
-      };
-      this.#register(name, agent);
-    }
+    // Own properties only (an agent may be named __proto__): the machine takes a record of descriptors.
+    const descriptors: Record<string, AgentDescriptor> = Object.fromEntries(
+      [...this.#agents].map(([name, agent]) => [
+        name,
+        {
+          limits: agent.limits,
+          toolNames: agent.tools.names,
+          hasOutputSchema: agent.outputSchema !== undefined,
+          handoffTools: { ...agent.handoffTools },
+        },
+      ]),
+    );
+    for (const [name, agent] of this.#agents) this.#register(name, agent);
     this.#disposers.push(this.#bus.subscribe((event) => this.#events.push(event)));
     const entry = this.#agents.get(this.#entry) ?? this.#served.agent;
     this.#bus.emit(entry.name, 'run_start', {

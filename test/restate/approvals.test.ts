@@ -134,13 +134,17 @@ describe.skipIf(unavailable !== undefined)('troupe/restate: approvals from anoth
   it('ends a turn cancelled while it waits as aborted, and keeps the session usable', async () => {
     const started = await user('c4').start('[c4/t1] refund, then cancel');
     await pending(approver('c4'), 2);
-    const cancelled = await fetch(`${server.admin}/invocations/${started.invocationId}/cancel`, { method: 'PATCH' });
+    const cancelled = await fetch(`${server.admin}/invocations/${started.invocationId}/cancel`, {
+      method: 'PATCH',
+    });
     expect(cancelled.ok).toBe(true);
     const result = await restateClient({ ingress: server.ingress }).result(started.invocationId);
     expect(result).toMatchObject({ status: 'stopped', stopReason: 'aborted' });
     validateHistory(result.history);
     expect(await approver('c4').status()).toMatchObject({ turns: 1, turn: { status: 'done' } });
-    expect(readEffects(effectsLog).filter((line) => line.tag === 'c4/t1' && line.kind === 'tool')).toEqual([]);
+    expect(readEffects(effectsLog).filter((line) => line.tag === 'c4/t1' && line.kind === 'tool')).toEqual(
+      [],
+    );
   });
 
   it('survives a SIGKILL of the service while the turn waits: decisions reach the restarted one', async () => {
