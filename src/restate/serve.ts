@@ -2,6 +2,7 @@ import http2 from 'node:http2';
 import { createEndpointHandler, type LoggerTransport } from '@restatedev/restate-sdk';
 import type { Agent } from '../agent/define-agent.ts';
 import { type RestateAgentsOptions, restateAgents } from './agent-objects.ts';
+import { RestateRequestError } from './client.ts';
 
 export interface ServeAgentsOptions extends RestateAgentsOptions {
   /** Default 9080; 0 picks a free port. */
@@ -15,6 +16,12 @@ export interface ServeAgentsOptions extends RestateAgentsOptions {
   identityKeys?: string[];
   /** Where the SDK logs (default: the console, at the level the RESTATE_LOGGING variable sets, INFO by default). */
   logger?: LoggerTransport;
+  /**
+   * The Restate server's admin URL (e.g. http://127.0.0.1:9070): once listening, the endpoint registers itself
+   * there (`POST /deployments`). Leave it out when the endpoint is registered another way (the CLI, a deploy step)
+   * or when Restate reaches it at another address than `url`.
+   */
+  register?: string;
 }
 
 /** A running endpoint: register `url` with the Restate server (`POST <admin>/deployments {"uri": url}`). */
@@ -47,7 +54,7 @@ export function serveAgents(
     session.once('close', () => sessions.delete(session));
   });
   const hostname = options.hostname ?? '127.0.0.1';
-  return new Promise((resolve, reject) => {
+  const listening = new Promise<ServedEndpoint>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port ?? 9080, hostname, () => {
       server.off('error', reject);
@@ -65,4 +72,29 @@ export function serveAgents(
       });
     });
   });
+  const admin = options.register;
+  if (admin === undefined) return listening;
+  return listening.then(async (endpoint) => {
+    try {
+      await registerDeployment(admin, endpoint.url);
+    } catch (error) {
+      await endpoint.close();
+      throw error;
+    }
+    return endpoint;
+  });
+}
+
+/** Registers an endpoint with a Restate server (its services and handlers are discovered from it). */
+async function registerDeployment(admin: string, uri: string): Promise<void> {
+  const response = await fetch(`${admin.replace(/\/+$/, '')}/deployments`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ uri }),
+  });
+  if (!response.ok)
+    throw new RestateRequestError(
+      response.status,
+      `Registering ${uri} with ${admin} failed (${response.status}): ${await response.text()}`,
+    );
 }

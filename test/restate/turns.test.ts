@@ -38,8 +38,12 @@ describe.skipIf(unavailable !== undefined)('troupe/restate: turns through the in
   beforeAll(async () => {
     server = await startRestateServer();
     const agents = deskAgents(probe);
-    endpoint = await serveAgents([agents.triage, agents.clerk], { port: 0, logger: quietLogger });
-    await server.register(endpoint.url);
+    // The endpoint registers itself with the server.
+    endpoint = await serveAgents([agents.triage, agents.clerk], {
+      port: 0,
+      logger: quietLogger,
+      register: server.admin,
+    });
   }, 60_000);
 
   afterAll(async () => {
