@@ -278,8 +278,26 @@ function settingsOf(options: RestateAgentsOptions): TurnSettings {
     effectRetries: positive('effectRetries', 3),
     maxJournaledBytes: positive('maxJournaledBytes', 8 * 1_048_576),
     maxEvents: positive('maxEvents', 1000),
-    supervision: { ...defaultSupervision, ...options.supervision },
+    supervision: supervisionOf(options.supervision),
   };
+}
+
+function supervisionOf(given: Partial<SupervisionPolicy> | undefined): SupervisionPolicy {
+  const policy = { ...defaultSupervision, ...given };
+  if (!['restart', 'stop', 'escalate'].includes(policy.strategy))
+    throw new ConfigError(
+      `restateAgents(): supervision.strategy must be restart, stop or escalate, got ${String(policy.strategy)}.`,
+    );
+  if (!['stop', 'escalate'].includes(policy.onExhausted))
+    throw new ConfigError('restateAgents(): supervision.onExhausted must be stop or escalate.');
+  for (const key of ['maxRestarts', 'backoffMs', 'backoffFactor', 'maxBackoffMs'] as const) {
+    const value = policy[key];
+    if (typeof value !== 'number' || !Number.isFinite(value) || value < 0)
+      throw new ConfigError(
+        `restateAgents(): supervision.${key} must be a number >= 0, got ${String(value)}.`,
+      );
+  }
+  return policy;
 }
 
 /** A request's own field (a JSON body: nothing is read from the prototype chain), or undefined. */

@@ -8,9 +8,14 @@ import type { Phase, RunEvent } from '../core/events.ts';
 import type { JsonValue } from '../core/json.ts';
 import { type Message, type RunInput, userMessage } from '../core/messages.ts';
 import type { RunResult } from '../core/result.ts';
-import type { AgentContext, AgentEvent, AgentMachine, EffectCommand } from '../machines/agent.ts';
+import type {
+  AgentCheckpoint,
+  AgentContext,
+  AgentEvent,
+  AgentMachine,
+  EffectCommand,
+} from '../machines/agent.ts';
 import type { AgentDescriptor, SessionContext, SupervisionPolicy } from '../machines/session.ts';
-import { checkpointOf } from '../persistence/session-store.ts';
 import type { DurableRun } from '../run/durable-run.ts';
 import { type Delegator, onFatal, setDelegator, setScope, stopOrphans } from '../run/run-hooks.ts';
 import { failedBeforeAnyStep } from '../run/run-result.ts';
@@ -34,7 +39,12 @@ import {
   stateKeys,
   summaryOf,
 } from './state.ts';
-import { type CheckpointSource, registerTurnSession, restateSessionMachine } from './turn-session.ts';
+import {
+  type CheckpointSource,
+  checkpointOf,
+  registerTurnSession,
+  restateSessionMachine,
+} from './turn-session.ts';
 
 /** An agent served as a virtual object, with the agents it can hand the conversation to. */
 export interface ServedAgent {
@@ -120,7 +130,7 @@ class TurnHost implements PeopleWaitHost, CheckpointSource {
   readonly #events: RunEvent[] = [];
   readonly #id: string;
   readonly #active = new Map<string, ActiveAgent>();
-  readonly #checkpoints = new Map<string, { segment: number; checkpoint: ReturnType<typeof checkpointOf> }>();
+  readonly #checkpoints = new Map<string, { segment: number; checkpoint: AgentCheckpoint }>();
   readonly #disposers: (() => void)[] = [];
   readonly #awaits = new JournalAwaits(() => this.cancelled());
   #actor: Actor<typeof restateSessionMachine> | undefined;
@@ -341,11 +351,11 @@ class TurnHost implements PeopleWaitHost, CheckpointSource {
       beforeEffect: (command: EffectCommand, context: AgentContext) => {
         const segment = this.#active.get(name)?.segment ?? 0;
         const phase = command.type === 'model.call' ? command.phase : 'toolUse';
-        this.#checkpoints.set(name, { segment, checkpoint: { ...checkpointOf(context), phase } });
+        this.#checkpoints.set(name, { segment, checkpoint: checkpointOf(context, phase) });
       },
       awaitPeople: (requests: readonly ApprovalRequest[], context: AgentContext) => {
         const segment = this.#active.get(name)?.segment ?? 0;
-        this.#checkpoints.set(name, { segment, checkpoint: checkpointOf(context) });
+        this.#checkpoints.set(name, { segment, checkpoint: checkpointOf(context, 'toolUse') });
         // Leave the machine's transition first: the wait issues journal commands and suspends.
         void Promise.resolve().then(() => this.#waitForPeople(requests));
       },
