@@ -17,14 +17,13 @@ function streamingModel(pieces: string[]): ModelProvider {
           stopReason: 'end_turn',
           usage: { input: 1, output: 1, cached: 0, reasoning: 0 },
         };
-      pieces.forEach((argsDelta, index) =>
+      for (const [index, argsDelta] of pieces.entries())
         request.onDelta?.({
           type: 'tool_call',
           index: 0,
           ...(index === 0 ? { id: 'c1', name: 'login' } : {}),
           argsDelta,
-        }),
-      );
+        });
       return {
         text: '',
         toolCalls: [{ id: 'c1', name: 'login', args: JSON.parse(pieces.join('')) }],

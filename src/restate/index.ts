@@ -1,0 +1,31 @@
+/**
+ * Troupe on Restate: the same agent definitions served as Restate virtual objects (one per agent, keyed by session
+ * id), for when one process is not enough. Needs the optional peer dependency `@restatedev/restate-sdk` and a
+ * Restate server (see the README, "When one process is not enough").
+ */
+export {
+  type AgentObject,
+  type AgentObjectHandlers,
+  type ImportRequest,
+  type RestateAgentsOptions,
+  restateAgents,
+} from './agent-objects.ts';
+export type { DecisionReceipt } from './approvals.ts';
+export {
+  type RestateAgentsClient,
+  type RestateClientOptions,
+  RestateRequestError,
+  type RestateSession,
+  restateClient,
+  type SendOptions,
+} from './client.ts';
+export { type ServeAgentsOptions, type ServedEndpoint, serveAgents } from './serve.ts';
+export type {
+  SessionStatusView,
+  StoredApproval,
+  StoredConversation,
+  StoredTurn,
+  TurnStatus,
+  TurnSummary,
+} from './state.ts';
+export type { DelegateRequest } from './turn.ts';

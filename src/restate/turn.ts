@@ -1,0 +1,568 @@
+import type { ObjectContext, RestatePromise } from '@restatedev/restate-sdk';
+import { CancelledError, serde, TerminalError } from '@restatedev/restate-sdk';
+import { type Actor, type AnyActorRef, createActor, type SnapshotFrom } from 'xstate';
+import type { Agent } from '../agent/define-agent.ts';
+import type { ApprovalDecision, ApprovalRequest } from '../core/approvals.ts';
+import { type ErrorInfo, toErrorInfo } from '../core/errors.ts';
+import type { Phase, RunEvent } from '../core/events.ts';
+import type { JsonValue } from '../core/json.ts';
+import { type Message, type RunInput, userMessage } from '../core/messages.ts';
+import type { RunResult } from '../core/result.ts';
+import type {
+  AgentCheckpoint,
+  AgentContext,
+  AgentEvent,
+  AgentMachine,
+  EffectCommand,
+} from '../machines/agent.ts';
+import type { AgentDescriptor, SessionContext, SupervisionPolicy } from '../machines/session.ts';
+import type { DurableRun } from '../run/durable-run.ts';
+import { type Delegator, onFatal, setDelegator, setScope, stopOrphans } from '../run/run-hooks.ts';
+import { failedBeforeAnyStep } from '../run/run-result.ts';
+import {
+  type EffectExecutor,
+  type RunRuntime,
+  registerRuntime,
+  unregisterRuntime,
+} from '../run/run-runtime.ts';
+import { subFailure, turnResult } from '../system/session-result.ts';
+import { needsSession } from '../system/session-run.ts';
+import { type PeopleWaitHost, waitForPeople } from './approvals.ts';
+import { JournalClock, JournaledBus } from './effect-capture.ts';
+import { JournalAwaits } from './journal-awaits.ts';
+import { type JournalSettings, journaledEffect } from './journaled-effect.ts';
+import { delegateOf, forTurn } from './runtime-agent.ts';
+import {
+  type StoredApproval,
+  type StoredConversation,
+  type StoredTurn,
+  stateKeys,
+  summaryOf,
+} from './state.ts';
+import {
+  type CheckpointSource,
+  checkpointOf,
+  registerTurnSession,
+  restateSessionMachine,
+} from './turn-session.ts';
+
+/** An agent served as a virtual object, with the agents it can hand the conversation to. */
+export interface ServedAgent {
+  agent: Agent<unknown>;
+  objectName: string;
+  /** The object's agent and every agent reachable from it by handoffs, by name. */
+  catalog: ReadonlyMap<string, Agent<unknown>>;
+  /** The object that serves an agent used as a tool (agentTool), by the agent's name. */
+  objectOf(agentName: string): string | undefined;
+}
+
+export interface TurnSettings extends JournalSettings {
+  supervision: SupervisionPolicy;
+  /** Events kept in the object's state for the last turn (the newest). */
+  maxEvents: number;
+}
+
+export interface TurnRequest {
+  input: RunInput;
+  /** Set when another session's agent calls this one as a tool: a fresh run with these limits (at most). */
+  delegated?: DelegateLimits;
+}
+
+/** What a calling agent passes on to an agent it uses as a tool. */
+export interface DelegateLimits {
+  maxSteps: number;
+  timeoutMs: number | null;
+}
+
+/** The request of the `delegate` handler (an agent used as a tool by another session's agent). */
+export interface DelegateRequest extends DelegateLimits {
+  input: string;
+}
+
+/** Tells turns apart within this process: a retried attempt of an invocation must not share a previous one's keys. */
+let attempts = 0;
+
+const never = <T>(): Promise<T> => new Promise<T>(() => undefined);
+
+/**
+ * Runs one turn of a session inside the object's exclusive handler and returns its RunResult. The session machine
+ * and the agents run in-process, as in `createAgentSystem`; every model and tool call is a `ctx.run` journal entry
+ * (see journaledEffect), an agent used as a tool is a durable call to its own object, people's decisions are
+ * awakeables. Nothing else decides anything: the handler is re-run from the start after a crash or a suspension,
+ * and replays the same steps from the journal.
+ */
+export async function runTurn(
+  ctx: ObjectContext,
+  served: ServedAgent,
+  request: TurnRequest,
+  settings: TurnSettings,
+): Promise<RunResult<unknown>> {
+  const stored = request.delegated ? null : await ctx.get<StoredConversation>(stateKeys.conversation);
+  const number = (stored?.turns ?? 0) + 1;
+  const startedAt = await ctx.date.now();
+  const turn: StoredTurn = { number, status: 'running', input: request.input, startedAt };
+  ctx.set(stateKeys.turn, turn);
+  ctx.clear(stateKeys.approvals);
+  const host = new TurnHost(ctx, served, request, settings, stored, turn);
+  return host.run();
+}
+
+interface ActiveAgent {
+  ref: AnyActorRef;
+  segment: number;
+  /** Journaled time at which the agent's run times out, or null; also what agents it uses as tools see. */
+  scope: { deadline: number | null };
+}
+
+class TurnHost implements PeopleWaitHost, CheckpointSource {
+  readonly ctx: ObjectContext;
+  readonly approvals = new Map<string, StoredApproval>();
+  readonly #served: ServedAgent;
+  readonly #request: TurnRequest;
+  readonly #settings: TurnSettings;
+  readonly #turn: StoredTurn;
+  readonly #transcript: Message[];
+  readonly #entry: string;
+  readonly #firstSeq: number;
+  readonly #agents: Map<string, Agent<unknown>>;
+  readonly #clock: JournalClock;
+  readonly #bus: JournaledBus;
+  readonly #events: RunEvent[] = [];
+  readonly #id: string;
+  readonly #active = new Map<string, ActiveAgent>();
+  readonly #checkpoints = new Map<string, { segment: number; checkpoint: AgentCheckpoint }>();
+  readonly #disposers: (() => void)[] = [];
+  readonly #awaits = new JournalAwaits(() => this.cancelled());
+  #actor: Actor<typeof restateSessionMachine> | undefined;
+  #waitedFrom = 0;
+  #closed = false;
+
+  constructor(
+    ctx: ObjectContext,
+    served: ServedAgent,
+    request: TurnRequest,
+    settings: TurnSettings,
+    stored: StoredConversation | null,
+    turn: StoredTurn,
+  ) {
+    this.ctx = ctx;
+    this.#served = served;
+    this.#request = request;
+    this.#settings = settings;
+    this.#turn = turn;
+    this.#transcript = stored?.transcript ?? [];
+    // A conversation held by an agent this deployment no longer serves goes back to the object's own agent.
+    this.#entry = stored && served.catalog.has(stored.agent) ? stored.agent : served.agent.name;
+    this.#firstSeq = stored?.nextSeq ?? 0;
+    this.#agents = new Map(served.catalog);
+    const limits = request.delegated;
+    if (limits) {
+      // An agent used as a tool gets at most the caller's remaining steps and time.
+      const own = served.agent;
+      this.#agents.set(own.name, {
+        ...own,
+        limits: {
+          ...own.limits,
+          maxSteps: Math.min(own.limits.maxSteps, limits.maxSteps),
+          timeoutMs: minOf(own.limits.timeoutMs, limits.timeoutMs),
+        },
+      });
+    }
+    this.#clock = new JournalClock(turn.startedAt);
+    this.#bus = new JournaledBus(ctx.key, this.#clock, this.#firstSeq);
+    this.#id = `${served.objectName}/${ctx.key}~${++attempts}`;
+  }
+
+  async run(): Promise<RunResult<unknown>> {
+    const signal = this.ctx.request().attemptCompletedSignal;
+    const onAttemptEnd = () => this.#close();
+    signal.addEventListener('abort', onAttemptEnd, { once: true });
+    this.#disposers.push(() => signal.removeEventListener('abort', onAttemptEnd));
+    try {
+      const ended = await this.#runSession();
+      const result = ended.context
+        ? { ...turnResult<unknown>(ended.context), sessionId: this.ctx.key }
+        : failedBeforeAnyStep<unknown>(
+            this.ctx.key,
+            this.#entry,
+            this.#transcript,
+            this.#request.input,
+            ended.error,
+          );
+      this.#bus.emit(result.agent, 'run_end', {
+        status: result.status,
+        stopReason: result.stopReason,
+        iterationsUsed: result.iterationsUsed,
+        toolCalls: result.toolCalls,
+        usage: result.usage,
+      });
+      const events = await this.#writeEvents();
+      const last = events.at(-1);
+      const conversation: StoredConversation = {
+        agent: ended.context?.current ?? this.#entry,
+        turns: this.#turn.number,
+        transcript: result.history,
+        nextSeq: last ? last.seq + 1 : this.#firstSeq,
+      };
+      this.ctx.set(stateKeys.conversation, conversation);
+      this.ctx.set(stateKeys.turn, { ...this.#turn, status: 'done', outcome: summaryOf(result) });
+      return result;
+    } finally {
+      this.#close();
+    }
+  }
+
+  /** Starts the session machine for this turn and resolves with its context once the turn has ended. */
+  #runSession(): Promise<{ context?: SessionContext; error: ErrorInfo }> {
+    // Own properties only (an agent may be named __proto__): the machine takes a record of descriptors.
+    const descriptors: Record<string, AgentDescriptor> = Object.fromEntries(
+      [...this.#agents].map(([name, agent]) => [
+        name,
+        {
+          limits: agent.limits,
+          toolNames: agent.tools.names,
+          hasOutputSchema: agent.outputSchema !== undefined,
+          handoffTools: { ...agent.handoffTools },
+        },
+      ]),
+    );
+    for (const [name, agent] of this.#agents) this.#register(name, agent);
+    this.#disposers.push(this.#bus.subscribe((event) => this.#events.push(event)));
+    const entry = this.#agents.get(this.#entry) ?? this.#served.agent;
+    this.#bus.emit(entry.name, 'run_start', {
+      input: this.#request.input as JsonValue,
+      historyLength: this.#transcript.length,
+      model: entry.model.model,
+      provider: entry.model.provider,
+    });
+    this.#disposers.push(registerTurnSession(this.#id, this));
+    const owner = this.#served.agent;
+    const actor = createActor(restateSessionMachine, {
+      id: this.#id,
+      input: {
+        sessionId: this.#id,
+        entry: this.#entry,
+        agents: descriptors,
+        history: [...this.#transcript, userMessage(this.#request.input)],
+        handoffLimits: { maxDepth: owner.maxHandoffDepth, maxRevisits: owner.maxHandoffRevisits },
+        supervision: this.#settings.supervision,
+      },
+      clock: this.#durableTimers(),
+    });
+    this.#actor = actor;
+    for (const emitted of ['handoff', 'supervisor'] as const) {
+      actor.on(emitted, (event) => {
+        if (event.type === 'handoff') this.#bus.emit(event.agent, 'handoff', event.data);
+        else if (event.type === 'supervisor') this.#bus.emit(event.agent, 'supervisor', event.data);
+      });
+    }
+    return new Promise((resolve) => {
+      let done = false;
+      actor.subscribe({
+        next: (snapshot) => {
+          if (done) return;
+          this.#watch(snapshot.context);
+          if (snapshot.context.turns >= 1) {
+            done = true;
+            resolve({ context: snapshot.context, error: { name: 'TroupeError', code: 'none', message: '' } });
+          }
+        },
+        // A root actor without an error observer crashes the process; ours ends the turn failed.
+        error: (error) => {
+          if (done) return;
+          done = true;
+          resolve({
+            error: { name: 'InternalError', code: 'internal', message: toErrorInfo(error).message },
+          });
+        },
+      });
+      actor.start();
+    });
+  }
+
+  /** The runtime of one agent of the turn: its effects go through the journal, its sub-agents through objects. */
+  #register(name: string, agent: Agent<unknown>): void {
+    const key = `${this.#id}/${name}`;
+    const runEffect: EffectExecutor = (effectKey, kind, effect) =>
+      this.#runEffect(name, effectKey, kind, effect);
+    const runtime: RunRuntime = {
+      agent: forTurn(agent),
+      bus: this.#bus,
+      clock: this.#clock,
+      onDelta: () => undefined,
+      sessionId: this.ctx.key,
+      route: name,
+      turn: this.#turn.number,
+      durable: this.#durableFor(name),
+      runEffect,
+    };
+    registerRuntime(key, runtime);
+    this.#disposers.push(
+      () => unregisterRuntime(key),
+      setDelegator(key, this.#delegatorFor(name)),
+      onFatal(key, (error) => {
+        const context = this.#actor?.getSnapshot().context;
+        if (context?.current === name && context.activeId !== null)
+          this.#actor?.send({ type: 'agent.crashed', id: context.activeId, error });
+      }),
+    );
+  }
+
+  /** Follows the active agent: phase events, its deadline, the reference that decisions and timeouts go to. */
+  #watch(context: SessionContext): void {
+    const id = context.activeId;
+    const name = context.current;
+    const known = this.#active.get(name);
+    if (id === null || known?.ref.id === id) return;
+    const ref = this.#actor?.getSnapshot().children[id] as AnyActorRef | undefined;
+    if (!ref) return;
+    const agent = this.#agents.get(name);
+    const timeoutMs = agent?.limits.timeoutMs ?? null;
+    const active: ActiveAgent = {
+      ref,
+      segment: context.segment,
+      scope: { deadline: timeoutMs === null ? null : this.#clock.now() + timeoutMs },
+    };
+    this.#active.set(name, active);
+    this.#disposers.push(setScope(`${this.#id}/${name}`, active.scope));
+    let lastPhase = '';
+    const onSnapshot = (snapshot: SnapshotFrom<AgentMachine>) => {
+      const [phase, state] = phaseOf(snapshot.value);
+      const phaseKey = `${phase}.${state}`;
+      if (phaseKey === lastPhase) return;
+      lastPhase = phaseKey;
+      this.#bus.emit(name, 'phase', {
+        phase,
+        state,
+        step: snapshot.context.step,
+        retryCount: snapshot.context.retryCount,
+      });
+    };
+    const subscription = ref.subscribe({ next: onSnapshot, error: () => stopOrphans(ref) });
+    this.#disposers.push(() => subscription.unsubscribe());
+    onSnapshot(ref.getSnapshot());
+  }
+
+  /** Write-ahead hooks of the effects actor: checkpoints for supervised restarts, and the wait for people. */
+  #durableFor(name: string): DurableRun {
+    const durable = {
+      // Every wait asks anew: the journal replays the decisions taken before a restart.
+      isRequested: () => false,
+      beforeEffect: (command: EffectCommand, context: AgentContext) => {
+        const segment = this.#active.get(name)?.segment ?? 0;
+        const phase = command.type === 'model.call' ? command.phase : 'toolUse';
+        this.#checkpoints.set(name, { segment, checkpoint: checkpointOf(context, phase) });
+      },
+      awaitPeople: (requests: readonly ApprovalRequest[], context: AgentContext) => {
+        const segment = this.#active.get(name)?.segment ?? 0;
+        this.#checkpoints.set(name, { segment, checkpoint: checkpointOf(context, 'toolUse') });
+        // Leave the machine's transition first: the wait issues journal commands and suspends.
+        void Promise.resolve().then(() => this.#waitForPeople(requests));
+      },
+      replayModel: () => undefined,
+      recordModel: () => undefined,
+      replayTool: () => undefined,
+      recordTool: () => undefined,
+    };
+    return durable;
+  }
+
+  checkpointFor(agent: string, segment: number) {
+    const stored = this.#checkpoints.get(agent);
+    return stored && stored.segment === segment ? stored.checkpoint : null;
+  }
+
+  filterFor(agent: string) {
+    return this.#agents.get(agent)?.handoffInputFilter;
+  }
+
+  #waitForPeople(requests: readonly ApprovalRequest[]): Promise<void> {
+    if (this.#closed || requests.length === 0) return Promise.resolve();
+    return waitForPeople(this, requests);
+  }
+
+  setWaiting(waiting: boolean): void {
+    this.ctx.set(stateKeys.turn, { ...this.#turn, status: waiting ? 'waiting' : 'running' });
+    if (waiting) {
+      this.#waitedFrom = this.#clock.now();
+      return;
+    }
+    // Time spent waiting for people does not count toward the agents' timeouts.
+    const waited = this.#clock.now() - this.#waitedFrom;
+    for (const active of this.#active.values())
+      if (active.scope.deadline !== null) active.scope.deadline += waited;
+  }
+
+  decided(request: StoredApproval, decision: ApprovalDecision): void {
+    this.#bus.emit(request.agent, 'approval_decided', {
+      callId: request.callId,
+      tool: request.tool,
+      decision,
+    });
+    this.#active.get(request.agent)?.ref.send({
+      type: 'approval.decided',
+      callId: request.callId,
+      decision,
+    } satisfies AgentEvent);
+  }
+
+  cancelled(): void {
+    this.#actor?.send({ type: 'stop', reason: 'the invocation was cancelled' });
+  }
+
+  wait<T>(promise: RestatePromise<T>): Promise<T> {
+    return this.#awaits.wait(promise);
+  }
+
+  async now(): Promise<number> {
+    const time = await this.wait(this.ctx.run('clock', () => Date.now()));
+    this.#clock.advance(time);
+    return time;
+  }
+
+  /**
+   * Writes the turn's events to the object's state. They are journaled first (one `ctx.run`): the order in which
+   * parallel calls finish is not the same on a replay, and a state write must carry the same value every time.
+   */
+  async persistEvents(): Promise<void> {
+    await this.#writeEvents();
+  }
+
+  async #writeEvents(): Promise<RunEvent[]> {
+    const max = this.#settings.maxEvents;
+    const events = await this.wait(
+      this.ctx.run('events', () => this.#events.slice(-max), { serde: serde.json }),
+    );
+    this.ctx.set(stateKeys.events, events);
+    return events;
+  }
+
+  #runEffect<T>(
+    agent: string,
+    key: string,
+    kind: 'model' | 'tool' | 'agent',
+    effect: () => Promise<T>,
+  ): Promise<T> {
+    // An agent used as a tool is a call to its own object (issued by the delegator below), unless it needs a
+    // session of its own in this process (handoffs): then its whole run is one journaled effect.
+    if (kind === 'agent' && !this.#runsInProcess(agent, key)) return effect();
+    const active = this.#active.get(agent);
+    return journaledEffect(
+      this.ctx,
+      { key, kind, effect, deadline: active?.scope.deadline ?? null },
+      this.#settings,
+      {
+        clock: this.#clock,
+        bus: this.#bus,
+        wait: (promise) => this.wait(promise),
+        timedOut: () => active?.ref.send({ type: 'timeout' }),
+        failed: (error) => {
+          this.#bus.emit(agent, 'error', { message: error.message, type: error.name, code: error.code });
+          active?.ref.send({ type: 'effects.failed', error });
+        },
+        cancelled: () => this.cancelled(),
+      },
+    );
+  }
+
+  /** Whether the agent tool called under `key` runs its agent in-process (it needs a session: handoffs). */
+  #runsInProcess(agent: string, key: string): boolean {
+    const prefix = `${agent}/tool/`;
+    if (!key.startsWith(prefix)) return false;
+    const rest = key.slice(prefix.length);
+    const callId = rest.slice(rest.indexOf('/') + 1);
+    const snapshot = this.#active.get(agent)?.ref.getSnapshot() as SnapshotFrom<AgentMachine> | undefined;
+    const call = snapshot?.context.openCalls.find((open) => open.id === callId);
+    const delegate = delegateOf(call ? this.#agents.get(agent)?.tools.find(call.name) : undefined);
+    return delegate !== undefined && needsSession(delegate);
+  }
+
+  /** Agents used as tools by `caller`: a durable request-response call to the sub-agent's own object. */
+  #delegatorFor(caller: string): Delegator {
+    return (request) => {
+      const objectName = this.#served.objectOf(request.agent.name);
+      if (objectName === undefined)
+        return Promise.resolve(
+          subFailure(this.ctx.key, request.agent.name, request.input, 'no object serves this agent'),
+        );
+      // The caller's tool timeout cannot race the call (a timer is not journaled): it bounds the sub-run instead.
+      const toolTimeout = this.#agents.get(caller)?.limits.toolTimeoutMs ?? null;
+      const parameter: DelegateRequest = {
+        input: request.input,
+        maxSteps: request.agent.limits.maxSteps,
+        timeoutMs: minOf(request.agent.limits.timeoutMs, toolTimeout),
+      };
+      const call = this.ctx.genericCall<DelegateRequest, RunResult<unknown>>({
+        service: objectName,
+        method: 'delegate',
+        key: `${this.ctx.key}>${this.#turn.number}.${request.callId}`,
+        parameter,
+        inputSerde: serde.json,
+        outputSerde: serde.json,
+      });
+      return this.wait(call).then(
+        (result) => result,
+        (error: unknown) => {
+          if (error instanceof CancelledError) {
+            this.cancelled();
+            return never<RunResult<unknown>>();
+          }
+          const message = error instanceof TerminalError ? error.message : toErrorInfo(error).message;
+          return subFailure(
+            this.ctx.key,
+            request.agent.name,
+            request.input,
+            `the sub-agent failed: ${message}`,
+          );
+        },
+      );
+    };
+  }
+
+  /**
+   * Timers of the session machine (supervision back-off) as durable sleeps: journaled, and a crash during the
+   * back-off resumes after it.
+   */
+  #durableTimers() {
+    return {
+      setTimeout: (callback: () => void, ms: number) => {
+        const timer = { cancelled: false };
+        this.wait(this.ctx.sleep(ms)).then(
+          () => {
+            if (!timer.cancelled && !this.#closed) callback();
+          },
+          (error: unknown) => {
+            if (error instanceof CancelledError) this.cancelled();
+          },
+        );
+        return timer;
+      },
+      clearTimeout: (timer: unknown) => {
+        (timer as { cancelled: boolean }).cancelled = true;
+      },
+    };
+  }
+
+  /** Stops the actors (their in-flight calls are aborted) and removes everything registered for the turn. */
+  #close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const dispose of this.#disposers.splice(0)) dispose();
+    this.#actor?.stop();
+  }
+}
+
+function minOf(a: number | null, b: number | null): number | null {
+  if (a === null) return b;
+  if (b === null) return a;
+  return Math.min(a, b);
+}
+
+function phaseOf(value: SnapshotFrom<AgentMachine>['value']): [Phase, string] {
+  if (typeof value === 'string') return [value as Phase, value];
+  const running = (value as { running?: unknown }).running;
+  if (typeof running === 'string') return [running === 'finalOutput' ? 'finalOutput' : 'toolUse', running];
+  const inner = running as Record<string, string>;
+  if ('finalOutput' in inner) return ['finalOutput', inner.finalOutput ?? ''];
+  return ['toolUse', inner.toolUse ?? ''];
+}
