@@ -3,7 +3,7 @@ import type { HandoffInputFilter } from '../agent/handoff.ts';
 import { TroupeError, toErrorInfo } from '../core/errors.ts';
 import { validateHistory } from '../core/history.ts';
 import { compileMachine } from '../engine/compiled-machine.ts';
-import type { AgentCheckpoint, AgentContext, ModelPhase } from '../machines/agent.ts';
+import type { AgentCheckpoint } from '../machines/agent.ts';
 import { type SessionCommand, type SessionMachine, sessionMachine } from '../machines/session.ts';
 import { runtimeAgentMachine } from '../run/runtime-agent-machine.ts';
 
@@ -13,26 +13,6 @@ export interface CheckpointSource {
   checkpointFor(agent: string, segment: number): AgentCheckpoint | null;
   /** The handoff input filter of an agent handing the conversation over. */
   filterFor(agent: string): HandoffInputFilter | undefined;
-}
-
-/** The agent's state that decided its next effect: what a supervised restart resumes from. */
-export function checkpointOf(context: AgentContext, phase: ModelPhase): AgentCheckpoint {
-  return {
-    history: context.history,
-    step: context.step,
-    modelCalls: context.modelCalls,
-    retryCount: context.retryCount,
-    toolCallsRun: context.toolCallsRun,
-    toolCallCounts: context.toolCallCounts,
-    callSignatures: context.callSignatures,
-    degradedTools: context.degradedTools,
-    usage: context.usage,
-    openCalls: context.openCalls,
-    decision: context.decision,
-    forcedFinalAnswer: context.forcedFinalAnswer,
-    approvals: context.approvals,
-    phase,
-  };
 }
 
 const sources = new Map<string, CheckpointSource>();

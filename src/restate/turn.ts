@@ -16,9 +16,10 @@ import type {
   EffectCommand,
 } from '../machines/agent.ts';
 import type { AgentDescriptor, SessionContext, SupervisionPolicy } from '../machines/session.ts';
+import { checkpointOf } from '../run/agent-checkpoint.ts';
 import type { DurableRun } from '../run/durable-run.ts';
 import { type Delegator, onFatal, setDelegator, setScope, stopOrphans } from '../run/run-hooks.ts';
-import { failedBeforeAnyStep } from '../run/run-result.ts';
+import { failedBeforeAnyStep, runEndData } from '../run/run-result.ts';
 import {
   type EffectExecutor,
   type RunRuntime,
@@ -39,12 +40,7 @@ import {
   stateKeys,
   summaryOf,
 } from './state.ts';
-import {
-  type CheckpointSource,
-  checkpointOf,
-  registerTurnSession,
-  restateSessionMachine,
-} from './turn-session.ts';
+import { type CheckpointSource, registerTurnSession, restateSessionMachine } from './turn-session.ts';
 
 /** An agent served as a virtual object, with the agents it can hand the conversation to. */
 export interface ServedAgent {
@@ -189,13 +185,7 @@ class TurnHost implements PeopleWaitHost, CheckpointSource {
             this.#request.input,
             ended.error,
           );
-      this.#bus.emit(result.agent, 'run_end', {
-        status: result.status,
-        stopReason: result.stopReason,
-        iterationsUsed: result.iterationsUsed,
-        toolCalls: result.toolCalls,
-        usage: result.usage,
-      });
+      this.#bus.emit(result.agent, 'run_end', runEndData(result));
       const events = await this.#writeEvents();
       const last = events.at(-1);
       const conversation: StoredConversation = {

@@ -1,4 +1,5 @@
 import type { ErrorInfo } from '../core/errors.ts';
+import type { RunEventData } from '../core/events.ts';
 import { type Message, type RunInput, userMessage } from '../core/messages.ts';
 import type { RunResult, RunStep, StepToolCall } from '../core/result.ts';
 import { statusOf } from '../core/stop-reason.ts';
@@ -92,5 +93,16 @@ export function failedBeforeAnyStep<TOutput>(
     timedOut: false,
     truncated: false,
     error,
+  };
+}
+
+/** The data of a run's `run_end` event, from its result. */
+export function runEndData(result: RunResult<unknown>): RunEventData['run_end'] {
+  return {
+    status: result.status,
+    stopReason: result.stopReason,
+    iterationsUsed: result.iterationsUsed,
+    toolCalls: result.toolCalls,
+    usage: result.usage,
   };
 }

@@ -24,7 +24,7 @@ import { PhaseReporter } from './phase-events.ts';
 import { setScope, stopOrphans } from './run-hooks.ts';
 import { runHost } from './run-host.ts';
 import { checkRunArguments } from './run-options.ts';
-import { buildRunResult, failedBeforeAnyStep } from './run-result.ts';
+import { buildRunResult, failedBeforeAnyStep, runEndData } from './run-result.ts';
 import { deltaForwarder, registerRuntime, unregisterRuntime } from './run-runtime.ts';
 import { runtimeAgentMachine } from './runtime-agent-machine.ts';
 
@@ -147,14 +147,7 @@ function startRun<TOutput>(
             code: 'internal',
             message: internalError instanceof Error ? internalError.message : String(internalError),
           });
-      if (bus.listening)
-        bus.emit(agent.name, 'run_end', {
-          status: runResult.status,
-          stopReason: runResult.stopReason,
-          iterationsUsed: runResult.iterationsUsed,
-          toolCalls: runResult.toolCalls,
-          usage: runResult.usage,
-        });
+      if (bus.listening) bus.emit(agent.name, 'run_end', runEndData(runResult));
       detachResources?.();
       unregisterRuntime(sessionId);
       resolve(runResult);

@@ -9,7 +9,7 @@ import type { AgentMachine, AgentMachineInput, AgentMachineOutput } from '../mac
 import type { SessionMachine } from '../machines/session.ts';
 import type { InspectObserver } from '../run/inspect.ts';
 import { type Delegator, onFatal, setDelegator, setScope, stopOrphans } from '../run/run-hooks.ts';
-import { buildRunResult } from '../run/run-result.ts';
+import { buildRunResult, runEndData } from '../run/run-result.ts';
 import { deltaForwarder, registerRuntime, runtimeOf, unregisterRuntime } from '../run/run-runtime.ts';
 import type { SessionDurability } from './session-durability.ts';
 import { subFailure } from './session-result.ts';
@@ -126,18 +126,7 @@ export function delegatorFor(host: DelegationHost, callerKey: string): Delegator
         const result = output
           ? { ...buildRunResult<unknown>(output), sessionId }
           : subFailure(sessionId, agent.name, request.input, why);
-        bus.emit(
-          agent.name,
-          'run_end',
-          {
-            status: result.status,
-            stopReason: result.stopReason,
-            iterationsUsed: result.iterationsUsed,
-            toolCalls: result.toolCalls,
-            usage: result.usage,
-          },
-          origin,
-        );
+        bus.emit(agent.name, 'run_end', runEndData(result), origin);
         resolve(result);
       };
       actor.send({ type: 'delegate.start', id, input });

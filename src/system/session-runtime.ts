@@ -20,6 +20,7 @@ import { checkReachablePrices } from '../resources/priced-agents.ts';
 import { attachResources, type RunResourceOptions } from '../resources/resource-run.ts';
 import { redactingInspector, secretArguments } from '../run/inspect.ts';
 import { checkRunInput, checkTurnOptions } from '../run/run-options.ts';
+import { runEndData } from '../run/run-result.ts';
 import { runtimeAgentMachine } from '../run/runtime-agent-machine.ts';
 import { watchAgent } from './agent-watch.ts';
 import type { DelegationHost } from './delegation.ts';
@@ -612,13 +613,7 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
   }
 
   #emitRunEnd(result: RunResult<TOutput>): void {
-    this.#bus.emit(result.agent, 'run_end', {
-      status: result.status,
-      stopReason: result.stopReason,
-      iterationsUsed: result.iterationsUsed,
-      toolCalls: result.toolCalls,
-      usage: result.usage,
-    });
+    this.#bus.emit(result.agent, 'run_end', runEndData(result));
   }
 
   #reportStoreError(error: unknown): void {

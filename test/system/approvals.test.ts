@@ -16,12 +16,7 @@ import { type ScriptedTurn, scriptedModel } from 'troupe/testing';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { dyingStore } from '../support/dying-store.ts';
-
-/** Waits (real time, a few ms per check) until `predicate` holds. */
-async function until(predicate: () => boolean): Promise<void> {
-  for (let i = 0; i < 1000 && !predicate(); i++) await new Promise((resolve) => setTimeout(resolve, 2));
-  expect(predicate()).toBe(true);
-}
+import { until } from '../support/until.ts';
 
 function payments() {
   const paid: number[] = [];

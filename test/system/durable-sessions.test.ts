@@ -16,11 +16,7 @@ import { type ScriptedTurn, scriptedModel } from 'troupe/testing';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { dyingStore } from '../support/dying-store.ts';
-
-async function until(predicate: () => boolean): Promise<void> {
-  for (let i = 0; i < 1000 && !predicate(); i++) await new Promise((resolve) => setTimeout(resolve, 2));
-  expect(predicate()).toBe(true);
-}
+import { until } from '../support/until.ts';
 
 async function collect(events: AsyncIterable<RunEvent>): Promise<RunEvent[]> {
   const out: RunEvent[] = [];
