@@ -1,6 +1,8 @@
 import type { Message } from '../core/messages.ts';
 import { userMessage } from '../core/messages.ts';
 import type { RunResult } from '../core/result.ts';
+import { addUsage } from '../core/usage.ts';
+import type { AgentContext } from '../machines/agent.ts';
 import type { SessionContext } from '../machines/session.ts';
 import { stepsOf } from '../run/run-result.ts';
 
@@ -40,8 +42,11 @@ export function interruptedTurnResult<TOutput>(
   status: RunResult['status'],
   stopReason: RunResult['stopReason'],
   error: NonNullable<RunResult['error']>,
+  /** What the agent holding the conversation had spent when the turn was cut (its messages stay with its run). */
+  active?: Pick<AgentContext, 'usage' | 'modelCalls' | 'toolCallsRun'>,
 ): RunResult<TOutput> {
   const historyDelta = context.transcript.slice(context.turnStart);
+  const usage = active ? addUsage(context.spent.usage, active.usage) : context.spent.usage;
   return {
     sessionId: context.config.sessionId,
     agent: context.current,
@@ -50,14 +55,43 @@ export function interruptedTurnResult<TOutput>(
     text: '',
     output: undefined,
     steps: stepsOf(historyDelta, context.current),
-    toolCalls: context.spent.toolCallsRun,
-    usage: context.spent.usage,
+    toolCalls: context.spent.toolCallsRun + (active?.toolCallsRun ?? 0),
+    usage,
     history: context.transcript,
     historyDelta,
-    iterationsUsed: context.spent.modelCalls,
+    iterationsUsed: context.spent.modelCalls + (active?.modelCalls ?? 0),
     timedOut: false,
     truncated: false,
     path: context.path,
+    error,
+  };
+}
+
+/**
+ * The result of a turn that was queued and never started (the session closed or was suspended first): nothing was
+ * said or spent; the conversation is as it stood.
+ */
+export function unstartedTurnResult<TOutput>(
+  context: SessionContext,
+  stopReason: RunResult['stopReason'],
+  error: NonNullable<RunResult['error']>,
+): RunResult<TOutput> {
+  return {
+    sessionId: context.config.sessionId,
+    agent: context.current,
+    status: 'stopped',
+    stopReason,
+    text: '',
+    output: undefined,
+    steps: [],
+    toolCalls: 0,
+    usage: { input: 0, output: 0, cached: 0, reasoning: 0 },
+    history: context.transcript,
+    historyDelta: [],
+    iterationsUsed: 0,
+    timedOut: false,
+    truncated: false,
+    path: [],
     error,
   };
 }

@@ -125,10 +125,22 @@ function decideWith(session: Session, handler: ApprovalHandler): void {
             ? session.answer(request.callId, decision.text)
             : session.reject(
                 request.callId,
-                decision?.type === 'reject' ? decision.reason : 'the approval handler gave no decision',
+                decision?.type === 'reject' &&
+                  typeof decision.reason === 'string' &&
+                  decision.reason.trim() !== ''
+                  ? decision.reason
+                  : 'the approval handler gave no decision',
               );
-      // A session that ended meanwhile has nothing left to decide.
-      await apply.catch(() => undefined);
+      // A decision that does not fit the request (an answer to an approval, an approval of a question) must not
+      // leave the run waiting: the call is rejected, saying why. A session that ended has nothing left to decide.
+      await apply.catch((error: unknown) =>
+        session
+          .reject(
+            request.callId,
+            `the approval handler's decision does not fit this call: ${error instanceof Error ? error.message : String(error)}`,
+          )
+          .catch(() => undefined),
+      );
     }
   })();
 }

@@ -39,7 +39,7 @@ import { afterCommit, committed, SessionDurability } from './session-durability.
 import { sessionEffectsLogic } from './session-effects.ts';
 import { SessionLog } from './session-log.ts';
 import type { SessionPlan } from './session-plan.ts';
-import { interruptedTurnResult, turnResult } from './session-result.ts';
+import { interruptedTurnResult, turnResult, unstartedTurnResult } from './session-result.ts';
 import { Turn, type TurnOptions } from './session-turns.ts';
 import { abortReason, TurnControls } from './turn-controls.ts';
 
@@ -388,12 +388,12 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
     const context = this.#actor.getSnapshot().context;
     const inTurn = !this.#turn.ended;
     if (inTurn) this.#status = 'suspended';
-    this.#actor.stop();
     this.#settleOpenTurns(
       context,
       'suspended',
       'the system was suspended; recover() resumes this turn from its last checkpoint',
     );
+    this.#actor.stop();
     this.#cleanUp();
     const row = this.#durability.row.status;
     const resumable = inTurn || row === 'running' || row === 'awaiting';
@@ -535,14 +535,16 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
 
   /** Ends every turn still open (the session can run none of them now). */
   #settleOpenTurns(context: SessionContext, stopReason: 'aborted' | 'suspended', message: string): void {
+    const error = { name: 'RunStopped', code: stopReason, message };
+    const active = (this.#activeAgent()?.getSnapshot() as SnapshotFrom<AgentMachine> | undefined)?.context;
     for (const open of [this.#turn, ...this.#queue.splice(0)]) {
       if (open.ended) continue;
-      const result = interruptedTurnResult<TOutput>(context, 'stopped', stopReason, {
-        name: 'RunStopped',
-        code: stopReason,
-        message,
-      });
-      if (open === this.#turn && open.firstSeq !== undefined) this.#emitRunEnd(result);
+      // The turn in progress ends where it was; a queued one never started: nothing said, nothing spent.
+      const started = open === this.#turn;
+      const result = started
+        ? interruptedTurnResult<TOutput>(context, 'stopped', stopReason, error, active)
+        : unstartedTurnResult<TOutput>(context, stopReason, error);
+      if (started && open.firstSeq !== undefined) this.#emitRunEnd(result);
       open.finish(result);
     }
   }

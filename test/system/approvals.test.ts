@@ -156,6 +156,12 @@ describe('approvals: tool calls that wait for people', () => {
     });
     const final = await failing.result;
     expect(final.history.find((message) => message.role === 'tool')?.content).toContain('approver offline');
+    // A decision of the wrong kind (an answer to an approval) rejects the call instead of leaving the run waiting.
+    const mismatched = await run(agent([payTurn(500), { text: 'went on' }]), 'pay', {
+      onApproval: () => ({ type: 'answer', text: 'yes' }),
+    });
+    expect(mismatched.text).toBe('went on');
+    expect(mismatched.history.find((message) => message.role === 'tool')?.content).toContain('does not fit');
   });
 
   it('a decision made by another process (another system on the same store) reaches a waiting session', async () => {

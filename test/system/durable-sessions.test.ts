@@ -268,6 +268,30 @@ describe('session lifecycle', () => {
     expect(session.status).toBe('closed');
   });
 
+  it('a suspend ends a queued turn that never started with nothing said or spent', async () => {
+    const { slow, starts } = gate();
+    const system = createAgentSystem();
+    const session = system.spawn(
+      defineAgent({
+        name: 'w',
+        instructions: '',
+        model: scriptedModel(() => ({ ...callSlow(1), usage: { input: 5, output: 5 } })),
+        tools: [slow],
+      }),
+      'go',
+    );
+    const queued = session.send('later');
+    await until(() => starts.length === 1);
+    await system.shutdown();
+    expect(await session.result).toMatchObject({ stopReason: 'suspended', usage: { input: 5, output: 5 } });
+    expect(await queued).toMatchObject({
+      stopReason: 'suspended',
+      historyDelta: [],
+      iterationsUsed: 0,
+      usage: { input: 0, output: 0 },
+    });
+  });
+
   it('shutdown({ mode: "abort" }) ends turns in flight as aborted', async () => {
     const { slow, starts } = gate();
     const system = createAgentSystem();
