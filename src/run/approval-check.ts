@@ -49,7 +49,11 @@ export function classifyCalls(
       const call = calls[index] as ToolCall;
       if (verdict.type === 'run') runnable.push(call);
       else if (verdict.type === 'wait') pending.push({ callId: call.id, kind: verdict.kind });
-      else decided.set(call.id, verdict.outcome);
+      else {
+        // The runner answers it from `decided` without running it: the model reads the rejection or the answer.
+        decided.set(call.id, verdict.outcome);
+        runnable.push(call);
+      }
     });
     return { runnable, pending, decided };
   };

@@ -1,0 +1,319 @@
+/**
+ * The crash matrix: durable sessions killed with SIGKILL at seeded points, then recovered by a new process, checked
+ * from outside (the effect log the children append to, and the SQLite file read after each death). See
+ * crash/session-child.ts for the child, crash/scenario.ts for the scenario, crash/verify.ts for the rules.
+ *
+ * TROUPE_CRASH_SEED=<n> replays another matrix; every failure names its trial and the seed.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import type { Message } from '../../src/core/messages.ts';
+import { createSqliteStore } from '../../src/persistence/sqlite-store.ts';
+import { readLog } from './crash/effect-log.ts';
+import type { KillKind } from './crash/scenario.ts';
+import { toolMarker } from './crash/scenario.ts';
+import type { ChildPlan, ChildSummary } from './crash/session-child.ts';
+import { type ProcessOutcome, snapshotStore, type TrialFigures, verifyTrial } from './crash/verify.ts';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const child = fileURLToPath(new URL('./crash/session-child.ts', import.meta.url));
+const seed = Number(process.env.TROUPE_CRASH_SEED ?? 20_260_611);
+/** Trials run side by side: a child mostly waits (on its own timers and on SQLite). */
+const concurrency = 4;
+
+/** A small seeded generator (mulberry32), so every run of the matrix kills at the same points. */
+function seeded(state: number): () => number {
+  let s = state >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+  };
+}
+
+/** One process of a trial: it kills itself at a point, is killed by the parent after a delay, or runs to the end. */
+type Step =
+  | { mode: 'run'; kill?: { kind: KillKind; count: number }; killAfterMs?: number; skip?: string[] }
+  | { mode: 'decide'; decision: 'approve' | 'reject' };
+
+interface Trial {
+  name: string;
+  steps: Step[];
+}
+
+interface ChildOutcome {
+  signal: NodeJS.Signals | null;
+  code: number | null;
+  stderr: string;
+  summary?: ChildSummary;
+  decided?: string[];
+}
+
+function runChild(plan: ChildPlan, killAfterMs: number | undefined): Promise<ChildOutcome> {
+  return new Promise((resolve, reject) => {
+    const process_ = spawn(process.execPath, ['--no-warnings', '--import', 'tsx', child], {
+      cwd: root,
+      env: { ...process.env, TROUPE_CRASH_PLAN: JSON.stringify(plan) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const outcome: ChildOutcome = { signal: null, code: null, stderr: '' };
+    let stdout = '';
+    // Never wait forever, whatever the child does (a hung recovery fails the trial: it ends without a summary).
+    const guard = setTimeout(() => process_.kill('SIGKILL'), 30_000);
+    process_.stderr.on('data', (chunk: Buffer) => {
+      outcome.stderr += chunk.toString();
+    });
+    process_.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+      const lines = stdout.split('\n');
+      stdout = lines.pop() ?? '';
+      for (const line of lines) {
+        if (line === 'ready' && killAfterMs !== undefined)
+          setTimeout(() => process_.kill('SIGKILL'), killAfterMs);
+        if (line.startsWith('summary ')) outcome.summary = JSON.parse(line.slice(8)) as ChildSummary;
+        if (line.startsWith('decided ')) outcome.decided = JSON.parse(line.slice(8)) as string[];
+      }
+    });
+    process_.on('error', reject);
+    process_.on('close', (code, signal) => {
+      clearTimeout(guard);
+      resolve({ ...outcome, code, signal });
+    });
+  });
+}
+
+interface TrialReport {
+  name: string;
+  problems: string[];
+  figures: TrialFigures;
+  /** The pending approvals decided by a second process, and how. */
+  decided: { callIds: string[]; decision: 'approve' | 'reject' } | undefined;
+}
+
+function finalState(file: string) {
+  const store = createSqliteStore(file, { synchronous: 'normal' });
+  try {
+    const final = new Map<string, { status: string; turns: number; transcript: Message[] }>();
+    for (const id of ['alpha', 'beta']) {
+      const state = store.load(id);
+      if (state)
+        final.set(id, {
+          status: state.session.status,
+          turns: state.session.turns,
+          transcript: state.session.transcript,
+        });
+    }
+    return final;
+  } finally {
+    store.close();
+  }
+}
+
+async function runTrial(trial: Trial): Promise<TrialReport> {
+  const directory = mkdtempSync(join(tmpdir(), 'troupe-matrix-'));
+  const file = join(directory, 'sessions.db');
+  const log = join(directory, 'effects.log');
+  const problems: string[] = [];
+  const processes: ProcessOutcome[] = [];
+  let decided: TrialReport['decided'];
+  let skip: string[] = [];
+  try {
+    for (const [proc, step] of trial.steps.entries()) {
+      const plan: ChildPlan =
+        step.mode === 'decide'
+          ? { store: file, log, proc, mode: 'decide', decision: step.decision }
+          : { store: file, log, proc, mode: 'run', kill: step.kill, skip };
+      const outcome = await runChild(plan, step.mode === 'run' ? step.killAfterMs : undefined);
+      const killed = outcome.signal === 'SIGKILL';
+      if (!killed && outcome.code !== 0)
+        problems.push(`process ${proc} exited with ${outcome.code}: ${outcome.stderr.slice(0, 2_000)}`);
+      if (outcome.summary) {
+        for (const error of [...outcome.summary.errors, ...outcome.summary.failures])
+          problems.push(`process ${proc}: ${error}`);
+        for (const [id, session] of Object.entries(outcome.summary.sessions))
+          if (
+            session.lastResult &&
+            (session.lastResult.status !== 'completed' || !session.lastResult.historyValid)
+          )
+            problems.push(`process ${proc}: session ${id} ended ${JSON.stringify(session.lastResult)}`);
+      }
+      if (step.mode === 'decide') {
+        decided = { callIds: outcome.decided ?? [], decision: step.decision };
+        skip = decided.callIds;
+      }
+      processes.push({ proc, mode: step.mode, killed, after: snapshotStore(file) });
+    }
+    const lines = readLog(log);
+    const final = finalState(file);
+    const verdict = verifyTrial(lines, processes, final);
+    problems.push(...verdict.problems);
+    if (decided) problems.push(...checkDecisions(decided, lines, processes, final));
+    return { name: trial.name, problems, figures: verdict.figures, decided };
+  } finally {
+    rmSync(directory, { recursive: true, force: true });
+  }
+}
+
+/** A decision stored by another process is applied: an approved call runs once, after it; a rejected one never. */
+function checkDecisions(
+  decided: NonNullable<TrialReport['decided']>,
+  lines: ReturnType<typeof readLog>,
+  processes: readonly ProcessOutcome[],
+  final: ReturnType<typeof finalState>,
+): string[] {
+  const problems: string[] = [];
+  if (decided.callIds.length === 0) problems.push('the second process found no pending approval to decide');
+  const decider = processes.find((outcome) => outcome.mode === 'decide');
+  const before = processes[(decider?.proc ?? 0) - 1];
+  for (const callId of decided.callIds) {
+    const pendingBefore = [...(before?.after.values() ?? [])].some((session) =>
+      session.pendingApprovals.includes(callId),
+    );
+    if (!pendingBefore) problems.push(`${callId} was not pending in the store when the first process died`);
+    if ([...(decider?.after.values() ?? [])].some((session) => session.pendingApprovals.includes(callId)))
+      problems.push(`${callId} is still pending after the second process decided it`);
+    const starts = lines.filter(
+      (line) =>
+        line.type === 'effect' && line.kind === 'tool' && line.key === callId && line.phase === 'start',
+    );
+    const answer = [...final.values()]
+      .flatMap((session) => session.transcript)
+      .find((message) => message.role === 'tool' && message.toolCallId === callId);
+    if (decided.decision === 'approve') {
+      if (starts.length !== 1 || starts[0]?.proc !== (decider?.proc ?? 0) + 1)
+        problems.push(`approved ${callId} ran ${starts.length} times (${JSON.stringify(starts)})`);
+      if (!answer?.content.includes(toolMarker(callId)))
+        problems.push(`approved ${callId} is answered ${JSON.stringify(answer)}`);
+    } else {
+      if (starts.length !== 0) problems.push(`rejected ${callId} ran ${starts.length} times`);
+      if (!answer?.content.includes('refused by the second process'))
+        problems.push(`rejected ${callId} is answered ${JSON.stringify(answer)}`);
+    }
+  }
+  return problems;
+}
+
+async function runAll(trials: readonly Trial[]): Promise<TrialReport[]> {
+  const reports: TrialReport[] = new Array(trials.length);
+  let next = 0;
+  const worker = async () => {
+    for (let index = next++; index < trials.length; index = next++)
+      reports[index] = await runTrial(trials[index] as Trial);
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  return reports;
+}
+
+/** Where a first process can die, and how many such points the whole scenario reaches. */
+const killPoints: readonly [KillKind, number][] = [
+  ['model-in', 18],
+  ['model-end', 28],
+  ['model-after', 28],
+  ['tool-in', 15],
+  ['tool-end', 25],
+  ['tool-after', 25],
+  ['nested-model-in', 10],
+  ['nested-tool-in', 10],
+  ['approval-seen', 2],
+  ['approval-decided', 2],
+  ['turn-end', 6],
+  ['send', 6],
+];
+
+/** Points a recovering process reaches soon after it starts: the double crashes. */
+const earlyPoints: readonly KillKind[] = ['model-in', 'model-end', 'tool-in', 'tool-end', 'nested-tool-in'];
+
+function planMatrix(random: () => number): Trial[] {
+  const pick = (max: number) => 1 + Math.floor(random() * max);
+  const trials: Trial[] = [{ name: 'no crash', steps: [{ mode: 'run' }] }];
+  for (const [kind, max] of killPoints) {
+    // Three points per kind, spread over its range (first, middle, last third).
+    for (let third = 0; third < 3; third++) {
+      const span = Math.max(1, Math.floor(max / 3));
+      const count = Math.min(max, third * span + pick(span));
+      trials.push({
+        name: `${kind}:${count}`,
+        steps: [{ mode: 'run', kill: { kind, count } }, { mode: 'run' }],
+      });
+    }
+  }
+  for (let index = 0; index < 8; index++) {
+    const afterMs = Math.floor(random() * 450);
+    trials.push({
+      name: `parent kill after ${afterMs} ms`,
+      steps: [{ mode: 'run', killAfterMs: afterMs }, { mode: 'run' }],
+    });
+  }
+  for (let index = 0; index < 8; index++) {
+    const [kind, max] = killPoints[Math.floor(random() * killPoints.length)] as [KillKind, number];
+    const first: Step = { mode: 'run', kill: { kind, count: pick(max) } };
+    const second: Step =
+      index % 2 === 0
+        ? {
+            mode: 'run',
+            kill: {
+              kind: earlyPoints[Math.floor(random() * earlyPoints.length)] as KillKind,
+              count: pick(3),
+            },
+          }
+        : { mode: 'run', killAfterMs: Math.floor(random() * 250) };
+    const name = `double: ${first.kill?.kind}:${first.kill?.count}, then ${second.mode === 'run' && second.kill ? `${second.kill.kind}:${second.kill.count}` : `parent kill after ${second.mode === 'run' ? second.killAfterMs : 0} ms`}`;
+    trials.push({ name, steps: [first, second, { mode: 'run' }] });
+  }
+  return trials;
+}
+
+const totals = { trials: 0, kills: 0, effects: 0, completedReRuns: 0, inFlightReRuns: 0, lostTurns: 0 };
+
+function tally(reports: readonly TrialReport[]): void {
+  for (const report of reports) {
+    totals.trials++;
+    totals.kills += report.figures.kills;
+    totals.effects += report.figures.effectsRun;
+    totals.completedReRuns += report.figures.completedReRuns;
+    totals.inFlightReRuns += report.figures.inFlightReRuns;
+    totals.lostTurns += report.figures.lostTurns;
+  }
+}
+
+function failuresOf(reports: readonly TrialReport[]): string[] {
+  return reports.flatMap((report) =>
+    report.problems.map((problem) => `[${report.name}, TROUPE_CRASH_SEED=${seed}] ${problem}`),
+  );
+}
+
+describe('crash matrix: durable sessions killed with SIGKILL and recovered by another process', () => {
+  it('loses no turn, runs no committed call again and the interrupted call once, at every kill point', async () => {
+    const reports = await runAll(planMatrix(seeded(seed)));
+    tally(reports);
+    expect(failuresOf(reports)).toEqual([]);
+    // The matrix really killed and really re-ran: it is not passing on trials that never crashed.
+    expect(reports.reduce((sum, report) => sum + report.figures.kills, 0)).toBeGreaterThanOrEqual(50);
+    expect(reports.reduce((sum, report) => sum + report.figures.inFlightReRuns, 0)).toBeGreaterThan(20);
+  }, 240_000);
+
+  it('applies an approval decided by a second process: the approved call runs once, the rejected one never', async () => {
+    const trials: Trial[] = (['approve', 'reject'] as const).map((decision) => ({
+      name: `approval ${decision}d by another process`,
+      steps: [
+        { mode: 'run', kill: { kind: 'approval-seen', count: 1 } },
+        { mode: 'decide', decision },
+        { mode: 'run' },
+      ],
+    }));
+    const reports = await runAll(trials);
+    tally(reports);
+    expect(failuresOf(reports)).toEqual([]);
+    for (const report of reports) expect(report.decided?.callIds.length).toBeGreaterThan(0);
+    console.log(
+      `crash matrix (TROUPE_CRASH_SEED=${seed}): ${totals.trials} trials, ${totals.kills} kills, ${totals.effects} effects run, ` +
+        `${totals.completedReRuns} re-runs of completed effects, ${totals.inFlightReRuns} in-flight re-runs, ${totals.lostTurns} lost turns`,
+    );
+  }, 60_000);
+});
