@@ -1,5 +1,5 @@
 import { askHuman, createAgentSystem, defineAgent, run, tool } from 'troupe';
-import { scriptedModel } from 'troupe/testing';
+import { type ScriptedTurn, scriptedModel } from 'troupe/testing';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 
@@ -11,13 +11,13 @@ const pay = tool({
   execute: ({ cents }) => `paid ${cents}`,
 });
 
-const batch = {
+const batch: ScriptedTurn = {
   toolCalls: [
     { id: 'p1', name: 'pay', args: { cents: 5 } },
     { id: 'p2', name: 'pay', args: { cents: 7 } },
     { id: 'q1', name: 'ask_human', args: { question: 'which card?' } },
   ],
-  stopReason: 'tool_use' as const,
+  stopReason: 'tool_use',
 };
 
 /** The tool messages the model was sent on its second call. */

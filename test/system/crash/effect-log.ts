@@ -32,8 +32,14 @@ export type LogLine =
   | { type: 'sent'; proc: number; pid: number; session: string; input: string }
   /** A person's decision was stored. */
   | { type: 'decided'; proc: number; pid: number; session: string; callId: string; decision: string }
-  /** The process is about to SIGKILL itself. */
-  | { type: 'kill'; proc: number; pid: number; point: string };
+  /** The process is about to SIGKILL itself, at a point inside or right after an effect, or elsewhere. */
+  | {
+      type: 'kill';
+      proc: number;
+      pid: number;
+      point: string;
+      effect?: { kind: EffectKind; session: string; key: string };
+    };
 
 /** Appends one line; a short write to an O_APPEND file is never torn by a kill. */
 export function appendLine(file: string, line: LogLine): void {

@@ -61,8 +61,8 @@ export const sessionsScript: ReadonlyMap<string, readonly ScriptedInput[]> = new
 export interface ScenarioHooks {
   /** Writes an effect line (the child adds its process number and pid). */
   effect(line: Omit<Extract<LogLine, { type: 'effect' }>, 'proc' | 'pid'>): void;
-  /** Reached a kill point of this kind: the process may SIGKILL itself here. */
-  point(kind: KillKind): void;
+  /** Reached a kill point of this kind (at the effect named, if any): the process may SIGKILL itself here. */
+  point(kind: KillKind, effect?: { kind: 'model' | 'tool'; session: string; key: string }): void;
 }
 
 /** The stable identity of a model call: the agent and the conversation it was sent (system message aside). */
@@ -128,11 +128,12 @@ function loggedModel(agent: string, decide: Decide, hooks: ScenarioHooks, nested
       const key = modelKey(agent, history);
       const { session, turn } = tagOf(nested ? textOf(history[0]) : currentTurn(history).input);
       hooks.effect({ type: 'effect', kind: 'model', phase: 'start', key, session, turn, agent });
-      hooks.point(nested ? 'nested-model-in' : 'model-in');
+      const effect = { kind: 'model' as const, session, key };
+      hooks.point(nested ? 'nested-model-in' : 'model-in', effect);
       const response = await inner.generate(request);
       hooks.effect({ type: 'effect', kind: 'model', phase: 'end', key, session, turn, agent });
-      hooks.point('model-end');
-      setImmediate(() => hooks.point('model-after'));
+      hooks.point('model-end', effect);
+      setImmediate(() => hooks.point('model-after', effect));
       return response;
     },
   };
@@ -171,11 +172,12 @@ function loggedTool(
         tool: name,
       };
       hooks.effect({ ...line, phase: 'start' });
-      hooks.point(options.nested ? 'nested-tool-in' : 'tool-in');
+      const effect = { kind: 'tool' as const, session, key: ctx.callId };
+      hooks.point(options.nested ? 'nested-tool-in' : 'tool-in', effect);
       await new Promise((resolve) => setTimeout(resolve, delayOf(ctx.callId, 3, 12)));
       hooks.effect({ ...line, phase: 'end' });
-      hooks.point('tool-end');
-      setImmediate(() => hooks.point('tool-after'));
+      hooks.point('tool-end', effect);
+      setImmediate(() => hooks.point('tool-after', effect));
       return `${name}(${q}) ${toolMarker(ctx.callId)}`;
     },
   });

@@ -52,12 +52,12 @@ const write = (line: Omit<LogLine, 'proc' | 'pid'>) =>
   appendLine(plan.log, { ...line, proc: plan.proc, pid: process.pid } as LogLine);
 
 const reached = new Map<KillKind, number>();
-function point(kind: KillKind): void {
+function point(kind: KillKind, effect?: { kind: 'model' | 'tool'; session: string; key: string }): void {
   if (plan.kill?.kind !== kind) return;
   const count = (reached.get(kind) ?? 0) + 1;
   reached.set(kind, count);
   if (count !== plan.kill.count) return;
-  write({ type: 'kill', point: `${kind}:${count}` });
+  write({ type: 'kill', point: `${kind}:${count}`, ...(effect ? { effect } : {}) });
   process.kill(process.pid, 'SIGKILL');
 }
 

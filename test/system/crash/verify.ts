@@ -95,6 +95,8 @@ export interface TrialFigures {
   completedReRuns: number;
   inFlightReRuns: number;
   lostTurns: number;
+  /** The kill points the processes killed themselves at (`kind:count`). */
+  killedAt: string[];
 }
 
 /** Identity of an effect across processes. */
@@ -129,6 +131,7 @@ export function verifyTrial(
     completedReRuns: 0,
     inFlightReRuns: 0,
     lostTurns: 0,
+    killedAt: [],
   };
   const effects = log.filter((line): line is EffectLine => line.type === 'effect');
   const startsIn = (proc: number) => effects.filter((line) => line.proc === proc && line.phase === 'start');
@@ -190,6 +193,25 @@ export function verifyTrial(
           problems.push(`${idOf(line)} started in process ${proc}, which finished, but never ended`);
     }
     if (outcome.killed) figures.kills++;
+    const kill = log.find((line) => line.type === 'kill' && line.proc === proc);
+    if (kill?.type === 'kill') {
+      figures.killedAt.push(kill.point);
+      // Killed inside a call, its result is not in the store; killed right after it returned (setImmediate), it
+      // is: the SQLite store commits synchronously in the microtasks that follow the return, before the agent
+      // goes on.
+      const started =
+        kill.effect && firstStart.get(`${kill.effect.kind}|${kill.effect.session}|${kill.effect.key}`);
+      if (kill.effect && !started)
+        problems.push(`process ${proc} was killed in ${kill.effect.key}, never started`);
+      if (started) {
+        const isCommitted = committed(started, outcome.after);
+        const after = kill.point.includes('-after:');
+        if (isCommitted !== after)
+          problems.push(
+            `killed at ${kill.point} in ${idOf(started)}: its result is ${isCommitted ? '' : 'not '}in the store`,
+          );
+      }
+    }
     if (outcome.killed && isLast)
       problems.push(`the last process (${proc}) was killed: the trial never finished`);
     const snapshot = outcome.after;
