@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { Message } from '../../src/core/messages.ts';
+import type { Message, ToolMessage } from '../../src/core/messages.ts';
 import { createSqliteStore } from '../../src/persistence/sqlite-store.ts';
 import { readLog } from './crash/effect-log.ts';
 import type { KillKind } from './crash/scenario.ts';
@@ -184,7 +184,7 @@ function checkDecisions(
     );
     const answer = [...final.values()]
       .flatMap((session) => session.transcript)
-      .find((message) => message.role === 'tool' && message.toolCallId === callId);
+      .find((message): message is ToolMessage => message.role === 'tool' && message.toolCallId === callId);
     if (decided.decision === 'approve') {
       if (starts.length !== 1 || starts[0]?.proc !== (decider?.proc ?? 0) + 1)
         problems.push(`approved ${callId} ran ${starts.length} times (${JSON.stringify(starts)})`);

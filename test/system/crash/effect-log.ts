@@ -41,6 +41,13 @@ export type LogLine =
       effect?: { kind: EffectKind; session: string; key: string };
     };
 
+/** A line without the writer's process number and pid (the child adds them). */
+export type UnplacedLine = LogLine extends infer Line
+  ? Line extends LogLine
+    ? Omit<Line, 'proc' | 'pid'>
+    : never
+  : never;
+
 /** Appends one line; a short write to an O_APPEND file is never torn by a kill. */
 export function appendLine(file: string, line: LogLine): void {
   appendFileSync(file, `${JSON.stringify(line)}\n`);

@@ -14,7 +14,7 @@ import { writeSync } from 'node:fs';
 import { validateHistory } from '../../../src/core/history.ts';
 import { createAgentSystem, createSqliteStore, type RunResult, type Session } from '../../../src/index.ts';
 import type { StoredSessionState } from '../../../src/persistence/store.ts';
-import { appendLine, type LogLine, readLog } from './effect-log.ts';
+import { appendLine, type LogLine, readLog, type UnplacedLine } from './effect-log.ts';
 import { type KillKind, type ScriptedInput, scenarioAgents, sessionsScript } from './scenario.ts';
 
 export interface ChildPlan {
@@ -48,7 +48,7 @@ export interface ChildSummary {
 
 const plan = JSON.parse(process.env.TROUPE_CRASH_PLAN ?? 'null') as ChildPlan;
 const errors: string[] = [];
-const write = (line: Omit<LogLine, 'proc' | 'pid'>) =>
+const write = (line: UnplacedLine) =>
   appendLine(plan.log, { ...line, proc: plan.proc, pid: process.pid } as LogLine);
 
 const reached = new Map<KillKind, number>();
