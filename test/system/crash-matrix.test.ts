@@ -11,13 +11,19 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { Message, ToolMessage } from '../../src/core/messages.ts';
+import type { ToolMessage } from '../../src/core/messages.ts';
 import { createSqliteStore } from '../../src/persistence/sqlite-store.ts';
 import { readLog } from './crash/effect-log.ts';
 import type { KillKind } from './crash/scenario.ts';
-import { toolMarker } from './crash/scenario.ts';
+import { sessionsScript, toolMarker } from './crash/scenario.ts';
 import type { ChildPlan, ChildSummary } from './crash/session-child.ts';
-import { type ProcessOutcome, snapshotStore, type TrialFigures, verifyTrial } from './crash/verify.ts';
+import {
+  type FinalSession,
+  type ProcessOutcome,
+  snapshotStore,
+  type TrialFigures,
+  verifyTrial,
+} from './crash/verify.ts';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const child = fileURLToPath(new URL('./crash/session-child.ts', import.meta.url));
@@ -99,14 +105,15 @@ interface TrialReport {
 function finalState(file: string) {
   const store = createSqliteStore(file, { synchronous: 'normal' });
   try {
-    const final = new Map<string, { status: string; turns: number; transcript: Message[] }>();
-    for (const id of ['alpha', 'beta']) {
+    const final = new Map<string, FinalSession>();
+    for (const id of sessionsScript.keys()) {
       const state = store.load(id);
       if (state)
         final.set(id, {
           status: state.session.status,
           turns: state.session.turns,
           transcript: state.session.transcript,
+          events: store.readEvents(id, -1),
         });
     }
     return final;

@@ -9,6 +9,8 @@
  * commits its transcript and drops the turn's journal). An effect whose end line was logged but whose result the
  * store does not hold was in flight: killed between returning and the commit, it may legitimately run again.
  */
+
+import type { RunEvent } from '../../../src/core/events.ts';
 import { validateHistory } from '../../../src/core/history.ts';
 import type { Message } from '../../../src/core/messages.ts';
 import { createSqliteStore } from '../../../src/persistence/sqlite-store.ts';
@@ -89,6 +91,15 @@ export interface ProcessOutcome {
   after: StoreSnapshot;
 }
 
+/** What the store holds for a session once the last process has finished. */
+export interface FinalSession {
+  status: string;
+  turns: number;
+  transcript: Message[];
+  /** The session's whole event log. */
+  events: RunEvent[];
+}
+
 export interface TrialFigures {
   effectsRun: number;
   kills: number;
@@ -122,7 +133,7 @@ function expectedIdempotencyKey(line: EffectLine): string {
 export function verifyTrial(
   log: readonly LogLine[],
   processes: readonly ProcessOutcome[],
-  finalTranscripts: ReadonlyMap<string, { status: string; turns: number; transcript: Message[] }>,
+  finalTranscripts: ReadonlyMap<string, FinalSession>,
 ): { problems: string[]; figures: TrialFigures } {
   const problems: string[] = [];
   const figures: TrialFigures = {
@@ -267,6 +278,18 @@ export function verifyTrial(
     } catch (error) {
       problems.push(`session ${id}: invalid history: ${String(error)}`);
     }
+    // The event log a client reads with events({ after }): no gap, and each turn started and ended once, in order.
+    final.events.forEach((event, index) => {
+      if (event.seq !== index) problems.push(`session ${id}: event ${index} has seq ${event.seq}`);
+    });
+    const boundaries = final.events.flatMap((event) =>
+      event.depth === 0 && (event.type === 'run_start' || event.type === 'run_end')
+        ? [event.type === 'run_start' ? `start ${JSON.stringify(event.data.input)}` : 'end']
+        : [],
+    );
+    const expectedBoundaries = expected.flatMap((input) => [`start ${JSON.stringify(input)}`, 'end']);
+    if (JSON.stringify(boundaries) !== JSON.stringify(expectedBoundaries))
+      problems.push(`session ${id}: turns in the event log ${JSON.stringify(boundaries)}`);
     const starts = final.transcript.flatMap((message, index) => (message.role === 'user' ? [index] : []));
     starts.forEach((start, turn) => {
       const end = starts[turn + 1] ?? final.transcript.length;
