@@ -98,8 +98,19 @@ interface TrialReport {
   name: string;
   problems: string[];
   figures: TrialFigures;
-  /** The pending approvals decided by a second process, and how. */
-  decided: { callIds: string[]; decision: 'approve' | 'reject' } | undefined;
+  /** Events of the nested agent that do not say where it runs (route and depth), kept apart from `problems`. */
+  misattributed: string[];
+}
+
+/** Events of the researcher (an agent used as a tool) must carry its route and depth 1. */
+function misattributedEvents(final: ReturnType<typeof finalState>): string[] {
+  return [...final].flatMap(([id, session]) =>
+    session.events.flatMap((event) =>
+      event.agent === 'researcher' && (event.depth !== 1 || !event.route.includes('>'))
+        ? [`${id} #${event.seq} ${event.type}: route ${event.route}, depth ${event.depth}`]
+        : [],
+    ),
+  );
 }
 
 function finalState(file: string) {
@@ -128,7 +139,7 @@ async function runTrial(trial: Trial): Promise<TrialReport> {
   const log = join(directory, 'effects.log');
   const problems: string[] = [];
   const processes: ProcessOutcome[] = [];
-  let decided: TrialReport['decided'];
+  let decision: 'approve' | 'reject' | undefined;
   let skip: string[] = [];
   try {
     for (const [proc, step] of trial.steps.entries()) {
@@ -151,8 +162,8 @@ async function runTrial(trial: Trial): Promise<TrialReport> {
             problems.push(`process ${proc}: session ${id} ended ${JSON.stringify(session.lastResult)}`);
       }
       if (step.mode === 'decide') {
-        decided = { callIds: outcome.decided ?? [], decision: step.decision };
-        skip = decided.callIds;
+        decision = step.decision;
+        skip = outcome.decided ?? [];
       }
       processes.push({ proc, mode: step.mode, killed, after: snapshotStore(file) });
     }
@@ -160,48 +171,64 @@ async function runTrial(trial: Trial): Promise<TrialReport> {
     const final = finalState(file);
     const verdict = verifyTrial(lines, processes, final);
     problems.push(...verdict.problems);
-    if (decided) problems.push(...checkDecisions(decided, lines, processes, final));
-    return { name: trial.name, problems, figures: verdict.figures, decided };
+    if (decision) problems.push(...checkDecisions(decision, lines, processes, final));
+    return {
+      name: trial.name,
+      problems,
+      figures: verdict.figures,
+      misattributed: misattributedEvents(final),
+    };
   } finally {
     rmSync(directory, { recursive: true, force: true });
   }
 }
 
-/** A decision stored by another process is applied: an approved call runs once, after it; a rejected one never. */
+/**
+ * A decision stored by another process is applied: an approved call runs once, in the process after, and its
+ * result reaches the model; a rejected call never runs and the model reads the reason. A nested agent's `confirm`
+ * result reaches the top through the researcher's findings.
+ */
 function checkDecisions(
-  decided: NonNullable<TrialReport['decided']>,
+  decision: 'approve' | 'reject',
   lines: ReturnType<typeof readLog>,
   processes: readonly ProcessOutcome[],
   final: ReturnType<typeof finalState>,
 ): string[] {
   const problems: string[] = [];
-  if (decided.callIds.length === 0) problems.push('the second process found no pending approval to decide');
   const decider = processes.find((outcome) => outcome.mode === 'decide');
-  const before = processes[(decider?.proc ?? 0) - 1];
-  for (const callId of decided.callIds) {
+  if (!decider) return ['no process decided'];
+  const before = processes[decider.proc - 1];
+  const decided = lines.flatMap((line) =>
+    line.type === 'decided' && line.proc === decider.proc ? [line] : [],
+  );
+  if (decided.length === 0) problems.push('the second process found no pending approval to decide');
+  const answers = [...final.values()]
+    .flatMap((session) => session.transcript)
+    .filter((message): message is ToolMessage => message.role === 'tool');
+  for (const { callId, tool } of decided) {
     const pendingBefore = [...(before?.after.values() ?? [])].some((session) =>
       session.pendingApprovals.includes(callId),
     );
     if (!pendingBefore) problems.push(`${callId} was not pending in the store when the first process died`);
-    if ([...(decider?.after.values() ?? [])].some((session) => session.pendingApprovals.includes(callId)))
+    if ([...decider.after.values()].some((session) => session.pendingApprovals.includes(callId)))
       problems.push(`${callId} is still pending after the second process decided it`);
     const starts = lines.filter(
       (line) =>
         line.type === 'effect' && line.kind === 'tool' && line.key === callId && line.phase === 'start',
     );
-    const answer = [...final.values()]
-      .flatMap((session) => session.transcript)
-      .find((message): message is ToolMessage => message.role === 'tool' && message.toolCallId === callId);
-    if (decided.decision === 'approve') {
-      if (starts.length !== 1 || starts[0]?.proc !== (decider?.proc ?? 0) + 1)
-        problems.push(`approved ${callId} ran ${starts.length} times (${JSON.stringify(starts)})`);
-      if (!answer?.content.includes(toolMarker(callId)))
-        problems.push(`approved ${callId} is answered ${JSON.stringify(answer)}`);
-    } else {
-      if (starts.length !== 0) problems.push(`rejected ${callId} ran ${starts.length} times`);
-      if (!answer?.content.includes('refused by the second process'))
-        problems.push(`rejected ${callId} is answered ${JSON.stringify(answer)}`);
-    }
+    const answer =
+      tool === 'refund'
+        ? answers.filter((message) => message.toolCallId === callId)
+        : answers.filter(
+            (message) => message.name === 'researcher' && message.content.includes('(confirm: '),
+          );
+    const expected = decision === 'approve' ? toolMarker(callId) : 'refused by the second process';
+    if (!answer.some((message) => message.content.includes(expected)))
+      problems.push(`${decision}d ${tool} ${callId}: no answer says ${expected}: ${JSON.stringify(answer)}`);
+    if (decision === 'approve' && (starts.length !== 1 || starts[0]?.proc !== decider.proc + 1))
+      problems.push(`approved ${callId} ran ${starts.length} times (${JSON.stringify(starts)})`);
+    if (decision === 'reject' && starts.length !== 0)
+      problems.push(`rejected ${callId} ran ${starts.length} times`);
   }
   return problems;
 }
@@ -224,15 +251,15 @@ async function runAll(all: readonly Trial[]): Promise<TrialReport[]> {
 /** Where a first process can die, and how many such points the whole scenario reaches. */
 const killPoints: readonly [KillKind, number][] = [
   ['model-in', 18],
-  ['model-end', 28],
-  ['model-after', 28],
+  ['model-end', 30],
+  ['model-after', 30],
   ['tool-in', 15],
-  ['tool-end', 25],
-  ['tool-after', 25],
-  ['nested-model-in', 10],
-  ['nested-tool-in', 10],
-  ['approval-seen', 2],
-  ['approval-decided', 2],
+  ['tool-end', 27],
+  ['tool-after', 27],
+  ['nested-model-in', 12],
+  ['nested-tool-in', 12],
+  ['approval-seen', 4],
+  ['approval-decided', 4],
   ['turn-end', 6],
   ['send', 6],
 ];
@@ -335,18 +362,49 @@ describe('crash matrix: durable sessions killed with SIGKILL and recovered by an
     }
   }, 240_000);
 
-  it('applies an approval decided by a second process: the approved call runs once, the rejected one never', async () => {
-    const trials: Trial[] = (['approve', 'reject'] as const).map((decision) => ({
-      name: `approval: ${decision} by another process`,
+  const approvalTrials = (where: 'top' | 'nested'): Trial[] =>
+    (['approve', 'reject'] as const).map((decision) => ({
+      name: `approval of ${where === 'top' ? 'refund' : "the nested agent's confirm"}: ${decision} by another process`,
       steps: [
-        { mode: 'run', kill: { kind: 'approval-seen', count: 1 } },
+        { mode: 'run', kill: { kind: `approval-seen-${where}`, count: 1 } },
         { mode: 'decide', decision },
         { mode: 'run' },
       ],
     }));
-    const reports = await runAll(trials);
+
+  it('applies a decision another process stored while the session was down: approved runs once, rejected never', async () => {
+    const reports = await runAll(approvalTrials('top'));
     tally(reports);
     expect(failuresOf(reports)).toEqual([]);
-    for (const report of reports) expect(report.decided?.callIds.length).toBeGreaterThan(0);
+  }, 60_000);
+
+  /*
+   * Known bug (src/system, owned by the lead; remove `.fails` once fixed). A nested agent (agentTool) that waits
+   * for an approval when the process dies resumes straight into its approval wait, and a decision another process
+   * stored meanwhile never reaches it: the recovered session waits forever (the child's watchdog reports it). The
+   * session hands stored decisions to waiting agents in applyStoredDecisions(), which runs only (1) when the agent
+   * holding the conversation has approvals (watch() in session.ts), (2) on a live decide(), and (3) from the poll,
+   * which runs only while a record is *pending* in the session's memory; this decision was loaded already decided.
+   * delegatorFor() (delegation.ts) never calls it for the nested child. The fix: give DelegationHost an
+   * applyStoredDecisions hook and call it in delegatorFor() right after subscribing when
+   * `started.getSnapshot().context.approvals` is set, and in the subscription's `next` when a snapshot has
+   * approvals (tried locally: both trials then pass).
+   */
+  it.fails("applies a decision another process stored on a nested agent's call while the session was down", async () => {
+    const reports = await runAll(approvalTrials('nested'));
+    expect(failuresOf(reports)).toEqual([]);
+  }, 60_000);
+
+  /*
+   * Known bug (src/system/session.ts, owned by the lead; remove `.fails` once fixed): applyStoredDecisions() emits
+   * `approval_decided` with `bus.emit(record.agent, ...)` and no origin, so a nested agent's decision comes out with
+   * route `researcher` and depth 0, as if the agent held the conversation. It should carry the record's route and
+   * the nested run's depth, like the nested agent's other events: passing `{ route, depth: route.split('>').length
+   * - 1 }` as the origin of that emit fixes it (tried locally).
+   */
+  it.fails("attributes a nested agent's approval_decided event to its route and depth", async () => {
+    const reports = await runAll([{ name: 'no crash, event attribution', steps: [{ mode: 'run' }] }]);
+    expect(failuresOf(reports)).toEqual([]);
+    expect(reports.flatMap((report) => report.misattributed)).toEqual([]);
   }, 60_000);
 });

@@ -31,7 +31,15 @@ export type LogLine =
   /** A client input was accepted by the session: spawn(), restore() or send() returned. */
   | { type: 'sent'; proc: number; pid: number; session: string; input: string }
   /** A person's decision was stored. */
-  | { type: 'decided'; proc: number; pid: number; session: string; callId: string; decision: string }
+  | {
+      type: 'decided';
+      proc: number;
+      pid: number;
+      session: string;
+      callId: string;
+      tool: string;
+      decision: string;
+    }
   /** The process is about to SIGKILL itself, at a point inside or right after an effect, or elsewhere. */
   | {
       type: 'kill';

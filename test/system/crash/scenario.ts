@@ -7,7 +7,7 @@
  *
  *   triage  --3 parallel tools--> transfer_to_support (inputs saying "handoff") or a final answer
  *   support --researcher (agentTool) + lookup--> refund (needs approval; inputs saying "refund") --> final answer
- *   researcher (nested) --search + summarize--> findings
+ *   researcher (nested) --search + summarize--> confirm (needs approval; refund tasks) --> findings
  */
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
@@ -27,6 +27,8 @@ export type KillKind =
   | 'nested-model-in'
   | 'nested-tool-in'
   | 'approval-seen'
+  | 'approval-seen-top'
+  | 'approval-seen-nested'
   | 'approval-decided'
   | 'turn-end'
   | 'send';
@@ -203,12 +205,25 @@ export function scenarioAgents(hooks: ScenarioHooks): { triage: Agent<unknown>; 
             ]),
             stopReason: 'tool_use',
           };
-        return { text: `findings for ${task} ${modelMarker(key)}`, stopReason: 'end_turn' };
+        if (task.includes('refund') && !called(since, 'confirm'))
+          return {
+            text: `confirming ${modelMarker(key)}`,
+            toolCalls: calls(key, [{ name: 'confirm', args: { q: `${task} confirm` } }]),
+            stopReason: 'tool_use',
+          };
+        // What a person decided on `confirm` goes up to support in the findings.
+        const confirmed = since.find((message) => message.role === 'tool' && message.name === 'confirm');
+        const decided = confirmed ? ` (confirm: ${textOf(confirmed)})` : '';
+        return { text: `findings for ${task}${decided} ${modelMarker(key)}`, stopReason: 'end_turn' };
       },
       hooks,
       true,
     ),
-    tools: [loggedTool('search', hooks, { nested: true }), loggedTool('summarize', hooks, { nested: true })],
+    tools: [
+      loggedTool('search', hooks, { nested: true }),
+      loggedTool('summarize', hooks, { nested: true }),
+      loggedTool('confirm', hooks, { nested: true, needsApproval: true }),
+    ],
   });
   const support = defineAgent({
     name: 'support',
@@ -223,7 +238,10 @@ export function scenarioAgents(hooks: ScenarioHooks): { triage: Agent<unknown>; 
           return {
             text: `researching ${modelMarker(key)}`,
             toolCalls: calls(key, [
-              { name: 'researcher', args: { input: `research ${tag}` } },
+              {
+                name: 'researcher',
+                args: { input: `research ${tag}${input.includes('refund') ? ' refund' : ''}` },
+              },
               { name: 'lookup', args: { q: `${tag} account` } },
             ]) as ScriptedTurn['toolCalls'],
             stopReason: 'tool_use',

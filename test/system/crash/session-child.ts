@@ -128,6 +128,7 @@ function startApprover(skip: ReadonlySet<string>): () => void {
             continue;
           }
           point('approval-seen');
+          point(record.route.includes('>') ? 'approval-seen-nested' : 'approval-seen-top');
           setTimeout(() => {
             system.approve(record.sessionId, record.callId).then(
               () => {
@@ -135,6 +136,7 @@ function startApprover(skip: ReadonlySet<string>): () => void {
                   type: 'decided',
                   session: record.sessionId,
                   callId: record.callId,
+                  tool: record.tool,
                   decision: 'approve',
                 });
                 point('approval-decided');
@@ -152,7 +154,24 @@ function startApprover(skip: ReadonlySet<string>): () => void {
   return () => clearInterval(timer);
 }
 
+/** A recovery that hangs (a session waiting for something that never comes) fails with what each session waits for. */
+function watchdog(ms: number): void {
+  setTimeout(() => {
+    const stuck = [...sessionsScript.keys()].map((id) => {
+      const state = store.load(id);
+      const waiting = [...(state?.runs ?? [])].flatMap(([route, checkpoint]) =>
+        checkpoint.approvals ? [`${route} waits for ${JSON.stringify(checkpoint.approvals)}`] : [],
+      );
+      const approvals = (state?.approvals ?? []).map((record) => `${record.callId} ${record.status}`);
+      return `${id}: live ${system.get(id)?.status ?? 'not running'}, stored ${state?.session.status}, turns ${state?.session.turns}, nested runs: [${waiting.join('; ')}], approvals: [${approvals.join(', ')}]`;
+    });
+    writeSync(2, `stuck after ${ms} ms: ${stuck.join(' | ')}\n`);
+    process.exit(4);
+  }, ms).unref();
+}
+
 async function runMode(): Promise<void> {
+  watchdog(8_000);
   void (async () => {
     for await (const event of system.events())
       if (event.type === 'run_end' && event.depth === 0) point('turn-end');
@@ -208,6 +227,7 @@ async function decideMode(): Promise<void> {
       type: 'decided',
       session: record.sessionId,
       callId: record.callId,
+      tool: record.tool,
       decision: plan.decision ?? 'approve',
     });
     decided.push(record.callId);
