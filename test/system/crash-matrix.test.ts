@@ -125,6 +125,15 @@ function finalState(file: string) {
           turns: state.session.turns,
           transcript: state.session.transcript,
           events: store.readEvents(id, -1),
+          leftovers: [
+            ...(state.session.turn ? ['a turn in progress'] : []),
+            ...(state.session.queued.length > 0 ? ['queued inputs'] : []),
+            ...(state.runs.size > 0 ? ['nested-run checkpoints'] : []),
+            ...(state.journal.size > 0 ? ['journal entries'] : []),
+            ...state.approvals
+              .filter((record) => record.status === 'pending')
+              .map((record) => `pending ${record.callId}`),
+          ],
         });
     }
     return final;
@@ -152,6 +161,23 @@ async function runTrial(trial: Trial): Promise<TrialReport> {
       if (!killed && outcome.code !== 0)
         problems.push(`process ${proc} exited with ${outcome.code}: ${outcome.stderr.slice(0, 2_000)}`);
       if (outcome.summary) {
+        // recover() resumes exactly what interrupted() listed: the sessions the store left running or awaiting.
+        const resumable = [...(processes.at(-1)?.after ?? new Map())]
+          .filter(([, session]) => ['running', 'awaiting', 'suspended'].includes(session.status))
+          .map(([id]) => id)
+          .sort();
+        const { interrupted, interruptedAfter, recovered } = outcome.summary;
+        if (
+          JSON.stringify(interrupted) !== JSON.stringify(resumable) ||
+          JSON.stringify(recovered) !== JSON.stringify(resumable)
+        )
+          problems.push(
+            `process ${proc}: interrupted() ${JSON.stringify(interrupted)}, recovered ${JSON.stringify(recovered)}, the store left ${JSON.stringify(resumable)} to resume`,
+          );
+        if (interruptedAfter.length > 0)
+          problems.push(
+            `process ${proc}: interrupted() still lists ${JSON.stringify(interruptedAfter)} after recover()`,
+          );
         for (const error of [...outcome.summary.errors, ...outcome.summary.failures])
           problems.push(`process ${proc}: ${error}`);
         for (const [id, session] of Object.entries(outcome.summary.sessions))

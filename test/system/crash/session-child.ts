@@ -32,6 +32,9 @@ export interface ChildPlan {
 
 /** What a run-mode child prints last. */
 export interface ChildSummary {
+  /** What interrupted() listed before recover(), and after it (nothing: every session runs here then). */
+  interrupted: string[];
+  interruptedAfter: string[];
   recovered: string[];
   failures: string[];
   errors: string[];
@@ -177,13 +180,17 @@ async function runMode(): Promise<void> {
       if (event.type === 'run_end' && event.depth === 0) point('turn-end');
   })();
   writeSync(1, 'ready\n');
+  const interrupted = (await system.interrupted()).map((summary) => summary.id).sort();
   const recovered = await system.recover();
+  const interruptedAfter = (await system.interrupted()).map((summary) => summary.id);
   const stopApprover = startApprover(new Set(plan.skip ?? []));
   const ids = [...sessionsScript.keys()];
   const sessions = await Promise.all(ids.map((id) => drive(id, sessionsScript.get(id) ?? [])));
   stopApprover();
   const summary: ChildSummary = {
-    recovered: recovered.sessions.map((session) => session.id),
+    interrupted,
+    interruptedAfter,
+    recovered: recovered.sessions.map((session) => session.id).sort(),
     failures: recovered.failures.map((failure) => `${failure.id}: ${failure.error.message}`),
     errors,
     sessions: {},

@@ -98,6 +98,8 @@ export interface FinalSession {
   transcript: Message[];
   /** The session's whole event log. */
   events: RunEvent[];
+  /** What a finished session should no longer hold (a turn, queued inputs, checkpoints, journal, pending calls). */
+  leftovers: string[];
 }
 
 export interface TrialFigures {
@@ -271,6 +273,8 @@ export function verifyTrial(
     }
     if (JSON.stringify(users) !== JSON.stringify(expected))
       problems.push(`session ${id}: turns ${JSON.stringify(users)}, expected ${JSON.stringify(expected)}`);
+    if (final.leftovers.length > 0)
+      problems.push(`session ${id} finished but holds ${final.leftovers.join(', ')}`);
     if (final.turns !== expected.length || final.status !== 'idle')
       problems.push(`session ${id}: ${final.turns} turns, status ${final.status}`);
     try {
