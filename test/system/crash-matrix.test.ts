@@ -45,7 +45,13 @@ function seeded(state: number): () => number {
 
 /** One process of a trial: it kills itself at a point, is killed by the parent after a delay, or runs to the end. */
 type Step =
-  | { mode: 'run'; kill?: { kind: KillKind; count: number }; killAfterMs?: number; skip?: string[] }
+  | {
+      mode: 'run';
+      kill?: { kind: KillKind; count: number };
+      killAfterMs?: number;
+      /** `other`: a second process approves what waits, while this one runs (its own approver is off). */
+      approver?: 'self' | 'other';
+    }
   | { mode: 'decide'; decision: 'approve' | 'reject' };
 
 interface Trial {
@@ -61,7 +67,11 @@ interface ChildOutcome {
   decided?: string[];
 }
 
-function runChild(plan: ChildPlan, killAfterMs: number | undefined): Promise<ChildOutcome> {
+function runChild(
+  plan: ChildPlan,
+  killAfterMs: number | undefined,
+  stop?: AbortSignal,
+): Promise<ChildOutcome> {
   return new Promise((resolve, reject) => {
     const process_ = spawn(process.execPath, ['--no-warnings', '--import', 'tsx', child], {
       cwd: root,
@@ -72,6 +82,7 @@ function runChild(plan: ChildPlan, killAfterMs: number | undefined): Promise<Chi
     let stdout = '';
     // Never wait forever, whatever the child does (a hung recovery fails the trial: it ends without a summary).
     const guard = setTimeout(() => process_.kill('SIGKILL'), 30_000);
+    stop?.addEventListener('abort', () => process_.kill('SIGKILL'), { once: true });
     process_.stderr.on('data', (chunk: Buffer) => {
       outcome.stderr += chunk.toString();
     });
@@ -100,6 +111,8 @@ interface TrialReport {
   figures: TrialFigures;
   /** Events of the nested agent that do not say where it runs (route and depth), kept apart from `problems`. */
   misattributed: string[];
+  /** Calls approved by a process running beside the sessions' own (picked up by their poll of the store). */
+  decidedBeside: number;
 }
 
 /** Events of the researcher (an agent used as a tool) must carry its route and depth 1. */
@@ -155,8 +168,24 @@ async function runTrial(trial: Trial): Promise<TrialReport> {
       const plan: ChildPlan =
         step.mode === 'decide'
           ? { store: file, log, proc, mode: 'decide', decision: step.decision }
-          : { store: file, log, proc, mode: 'run', kill: step.kill, skip };
+          : { store: file, log, proc, mode: 'run', kill: step.kill, skip, approver: step.approver };
+      // The approving process beside this one: its process number is apart from the trial's sequence.
+      const stopApprover = new AbortController();
+      const approver =
+        step.mode === 'run' && step.approver === 'other'
+          ? runChild(
+              { store: file, log, proc: 100 + proc, mode: 'approve-loop' },
+              undefined,
+              stopApprover.signal,
+            )
+          : undefined;
       const outcome = await runChild(plan, step.mode === 'run' ? step.killAfterMs : undefined);
+      stopApprover.abort();
+      const beside = await approver;
+      if (beside && beside.signal !== 'SIGKILL')
+        problems.push(
+          `the approving process ${100 + proc} ended by itself (${beside.code}): ${beside.stderr}`,
+        );
       const killed = outcome.signal === 'SIGKILL';
       if (!killed && outcome.code !== 0)
         problems.push(`process ${proc} exited with ${outcome.code}: ${outcome.stderr.slice(0, 2_000)}`);
@@ -203,6 +232,7 @@ async function runTrial(trial: Trial): Promise<TrialReport> {
       problems,
       figures: verdict.figures,
       misattributed: misattributedEvents(final),
+      decidedBeside: lines.filter((line) => line.type === 'decided' && line.proc >= 100).length,
     };
   } finally {
     rmSync(directory, { recursive: true, force: true });
@@ -314,6 +344,17 @@ function planMatrix(random: () => number): Trial[] {
       steps: [{ mode: 'run', killAfterMs: afterMs }, { mode: 'run' }],
     });
   }
+  // Approvals decided by a process running beside the sessions' own (they pick decisions up from the store).
+  for (const kind of ['model-in', 'tool-end', 'nested-tool-in'] as const) {
+    const count = pick((killPoints.find(([candidate]) => candidate === kind)?.[1] ?? 3) as number);
+    trials.push({
+      name: `approver beside, ${kind}:${count}`,
+      steps: [
+        { mode: 'run', approver: 'other', kill: { kind, count } },
+        { mode: 'run', approver: 'other' },
+      ],
+    });
+  }
   for (let index = 0; index < 8; index++) {
     const [kind, max] = killPoints[Math.floor(random() * killPoints.length)] as [KillKind, number];
     const first: Step = { mode: 'run', kill: { kind, count: pick(max) } };
@@ -385,6 +426,7 @@ describe('crash matrix: durable sessions killed with SIGKILL and recovered by an
     if (!only) {
       expect(reports.reduce((sum, report) => sum + report.figures.kills, 0)).toBeGreaterThanOrEqual(50);
       expect(reports.reduce((sum, report) => sum + report.figures.inFlightReRuns, 0)).toBeGreaterThan(20);
+      expect(reports.reduce((sum, report) => sum + report.decidedBeside, 0)).toBeGreaterThan(0);
     }
   }, 240_000);
 
