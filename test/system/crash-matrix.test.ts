@@ -51,6 +51,8 @@ type Step =
       killAfterMs?: number;
       /** `other`: a second process approves what waits, while this one runs (its own approver is off). */
       approver?: 'self' | 'other';
+      /** How long the process may take before it reports what it waits for and exits. */
+      watchdogMs?: number;
     }
   | { mode: 'decide'; decision: 'approve' | 'reject' };
 
@@ -168,7 +170,16 @@ async function runTrial(trial: Trial): Promise<TrialReport> {
       const plan: ChildPlan =
         step.mode === 'decide'
           ? { store: file, log, proc, mode: 'decide', decision: step.decision }
-          : { store: file, log, proc, mode: 'run', kill: step.kill, skip, approver: step.approver };
+          : {
+              store: file,
+              log,
+              proc,
+              mode: 'run',
+              kill: step.kill,
+              skip,
+              approver: step.approver,
+              watchdogMs: step.watchdogMs,
+            };
       // The approving process beside this one: its process number is apart from the trial's sequence.
       const stopApprover = new AbortController();
       const approver =
@@ -430,13 +441,13 @@ describe('crash matrix: durable sessions killed with SIGKILL and recovered by an
     }
   }, 240_000);
 
-  const approvalTrials = (where: 'top' | 'nested'): Trial[] =>
+  const approvalTrials = (where: 'top' | 'nested', watchdogMs?: number): Trial[] =>
     (['approve', 'reject'] as const).map((decision) => ({
       name: `approval of ${where === 'top' ? 'refund' : "the nested agent's confirm"}: ${decision} by another process`,
       steps: [
         { mode: 'run', kill: { kind: `approval-seen-${where}`, count: 1 } },
         { mode: 'decide', decision },
-        { mode: 'run' },
+        { mode: 'run', ...(watchdogMs ? { watchdogMs } : {}) },
       ],
     }));
 
@@ -459,7 +470,8 @@ describe('crash matrix: durable sessions killed with SIGKILL and recovered by an
    * approvals (tried locally: both trials then pass).
    */
   it.fails("applies a decision another process stored on a nested agent's call while the session was down", async () => {
-    const reports = await runAll(approvalTrials('nested'));
+    // The recovery hangs while the bug stands: give up after 5 s (the whole scenario takes well under one).
+    const reports = await runAll(approvalTrials('nested', 5_000));
     expect(failuresOf(reports)).toEqual([]);
   }, 60_000);
 

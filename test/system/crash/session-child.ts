@@ -33,6 +33,8 @@ export interface ChildPlan {
   kill?: { kind: KillKind; count: number } | undefined;
   /** decide mode: what to do with every pending approval. */
   decision?: 'approve' | 'reject' | undefined;
+  /** run mode: how long the scenario may take before the process reports what it waits for. Default 15 s. */
+  watchdogMs?: number | undefined;
   /** run mode: calls the approver must never see pending (another process decided them). */
   skip?: string[] | undefined;
 }
@@ -183,7 +185,7 @@ function watchdog(ms: number): void {
 }
 
 async function runMode(): Promise<void> {
-  watchdog(8_000);
+  watchdog(plan.watchdogMs ?? 15_000);
   void (async () => {
     for await (const event of system.events())
       if (event.type === 'run_end' && event.depth === 0) point('turn-end');
