@@ -157,6 +157,40 @@ function finalState(file: string) {
   }
 }
 
+/** What a recovering process says about itself: what it resumed, how its sessions ended, what a client read. */
+function checkSummary(proc: number, summary: ChildSummary, previous: ProcessOutcome | undefined): string[] {
+  const problems: string[] = [];
+  // recover() resumes exactly what interrupted() listed: the sessions the store left running or awaiting.
+  const resumable = [...(previous?.after ?? new Map())]
+    .filter(([, session]) => ['running', 'awaiting', 'suspended'].includes(session.status))
+    .map(([id]) => id)
+    .sort();
+  const { interrupted, interruptedAfter, recovered } = summary;
+  if (
+    JSON.stringify(interrupted) !== JSON.stringify(resumable) ||
+    JSON.stringify(recovered) !== JSON.stringify(resumable)
+  )
+    problems.push(
+      `process ${proc}: interrupted() ${JSON.stringify(interrupted)}, recovered ${JSON.stringify(recovered)}, the store left ${JSON.stringify(resumable)} to resume`,
+    );
+  if (interruptedAfter.length > 0)
+    problems.push(
+      `process ${proc}: interrupted() still lists ${JSON.stringify(interruptedAfter)} after recover()`,
+    );
+  for (const error of [...summary.errors, ...summary.failures]) problems.push(`process ${proc}: ${error}`);
+  for (const [id, session] of Object.entries(summary.sessions)) {
+    const { lastResult, eventSeqs } = session;
+    if (lastResult && (lastResult.status !== 'completed' || !lastResult.historyValid))
+      problems.push(`process ${proc}: session ${id} ended ${JSON.stringify(lastResult)}`);
+    // A client reading from the start gets every event, those of earlier processes included, without a gap.
+    if (eventSeqs?.some((seq, index) => seq !== index))
+      problems.push(
+        `process ${proc}: session ${id}: events({ after: -1 }) gave seqs ${JSON.stringify(eventSeqs)}`,
+      );
+  }
+  return problems;
+}
+
 async function runTrial(trial: Trial): Promise<TrialReport> {
   const directory = mkdtempSync(join(tmpdir(), 'troupe-matrix-'));
   const file = join(directory, 'sessions.db');
@@ -200,33 +234,7 @@ async function runTrial(trial: Trial): Promise<TrialReport> {
       const killed = outcome.signal === 'SIGKILL';
       if (!killed && outcome.code !== 0)
         problems.push(`process ${proc} exited with ${outcome.code}: ${outcome.stderr.slice(0, 2_000)}`);
-      if (outcome.summary) {
-        // recover() resumes exactly what interrupted() listed: the sessions the store left running or awaiting.
-        const resumable = [...(processes.at(-1)?.after ?? new Map())]
-          .filter(([, session]) => ['running', 'awaiting', 'suspended'].includes(session.status))
-          .map(([id]) => id)
-          .sort();
-        const { interrupted, interruptedAfter, recovered } = outcome.summary;
-        if (
-          JSON.stringify(interrupted) !== JSON.stringify(resumable) ||
-          JSON.stringify(recovered) !== JSON.stringify(resumable)
-        )
-          problems.push(
-            `process ${proc}: interrupted() ${JSON.stringify(interrupted)}, recovered ${JSON.stringify(recovered)}, the store left ${JSON.stringify(resumable)} to resume`,
-          );
-        if (interruptedAfter.length > 0)
-          problems.push(
-            `process ${proc}: interrupted() still lists ${JSON.stringify(interruptedAfter)} after recover()`,
-          );
-        for (const error of [...outcome.summary.errors, ...outcome.summary.failures])
-          problems.push(`process ${proc}: ${error}`);
-        for (const [id, session] of Object.entries(outcome.summary.sessions))
-          if (
-            session.lastResult &&
-            (session.lastResult.status !== 'completed' || !session.lastResult.historyValid)
-          )
-            problems.push(`process ${proc}: session ${id} ended ${JSON.stringify(session.lastResult)}`);
-      }
+      if (outcome.summary) problems.push(...checkSummary(proc, outcome.summary, processes.at(-1)));
       if (step.mode === 'decide') {
         decision = step.decision;
         skip = outcome.decided ?? [];

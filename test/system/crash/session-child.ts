@@ -54,6 +54,8 @@ export interface ChildSummary {
       turns: number;
       userInputs: string[];
       lastResult: { status: string; stopReason: string; text: string; historyValid: boolean } | null;
+      /** Seqs a client reading `session.events({ after: -1 })` here got, up to the last one stored (null: not live). */
+      eventSeqs: number[] | null;
     }
   >;
 }
@@ -214,7 +216,18 @@ async function runMode(): Promise<void> {
     const session = sessions[index];
     const state = store.load(id);
     let lastResult: ChildSummary['sessions'][string]['lastResult'] = null;
+    let eventSeqs: number[] | null = null;
     if (session) {
+      // The whole log, across the processes that wrote it: older events come back from the store.
+      eventSeqs = [];
+      const lastSeq = state?.lastSeq ?? -1;
+      const reading = new AbortController();
+      if (lastSeq >= 0)
+        for await (const event of session.events({ after: -1, signal: reading.signal })) {
+          eventSeqs.push(event.seq);
+          if (event.seq >= lastSeq) break;
+        }
+      reading.abort();
       const result: RunResult<unknown> = await session.result;
       let historyValid = true;
       try {
@@ -231,6 +244,7 @@ async function runMode(): Promise<void> {
         message.role === 'user' && typeof message.content === 'string' ? [message.content] : [],
       ),
       lastResult,
+      eventSeqs,
     };
   }
   await system.shutdown();
