@@ -1,6 +1,6 @@
 /**
  * What the crash matrix checks, from outside the processes: the effect log (what really ran) and the SQLite file
- * (what was committed), read by the parent after each kill.
+ * (what was committed), read by the parent after each process ended.
  *
  * The rule for "committed": an effect's result is committed once the store holds it, read after the process died.
  * Each result carries its effect's marker (`[m:<request hash>]` for a model call, `[t:<call id>]` for a tool call),
@@ -8,6 +8,17 @@
  * turn's checkpoints, nested runs and journal), or when the turn it belongs to has ended in the store (a turn's end
  * commits its transcript and drops the turn's journal). An effect whose end line was logged but whose result the
  * store does not hold was in flight: killed between returning and the commit, it may legitimately run again.
+ *
+ * The checks, per trial:
+ * - write-ahead: every effect in flight when a process died was decided by a checkpoint the store holds (a model
+ *   call's request is the history of a committed checkpoint; a tool call is in a committed checkpoint's history);
+ * - killed right after a call returned, its result is in the store; killed inside it, it is not;
+ * - an effect committed when a process died never starts again; one in flight starts again in the next process
+ *   that gets that far, once, with the same idempotency key; within a process nothing starts twice;
+ * - every tool call's idempotency key is `${sessionId}:${turn}:${step}:${callPath}`;
+ * - in the end, every input sent (queued ones included) is one turn of the transcript, in order, ending with its
+ *   answer; the history is valid; the event log has no gap and starts and ends each turn once; nothing of a turn
+ *   (checkpoints, journal, queued inputs, pending calls) is left.
  */
 
 import type { RunEvent } from '../../../src/core/events.ts';
