@@ -49,8 +49,11 @@ type Step =
       mode: 'run';
       kill?: { kind: KillKind; count: number };
       killAfterMs?: number;
-      /** `other`: a second process approves what waits, while this one runs (its own approver is off). */
-      approver?: 'self' | 'other';
+      /**
+       * `other`: a second process approves the top agents' calls while this one runs (a nested agent's calls are
+       * approved here); `other-all`: that process approves every call.
+       */
+      approver?: 'self' | 'other' | 'other-all';
       /** How long the process may take before it reports what it waits for and exits. */
       watchdogMs?: number;
     }
@@ -217,9 +220,9 @@ async function runTrial(trial: Trial): Promise<TrialReport> {
       // The approving process beside this one: its process number is apart from the trial's sequence.
       const stopApprover = new AbortController();
       const approver =
-        step.mode === 'run' && step.approver === 'other'
+        step.mode === 'run' && (step.approver === 'other' || step.approver === 'other-all')
           ? runChild(
-              { store: file, log, proc: 100 + proc, mode: 'approve-loop' },
+              { store: file, log, proc: 100 + proc, mode: 'approve-loop', approver: step.approver },
               undefined,
               stopApprover.signal,
             )
@@ -363,7 +366,9 @@ function planMatrix(random: () => number): Trial[] {
       steps: [{ mode: 'run', killAfterMs: afterMs }, { mode: 'run' }],
     });
   }
-  // Approvals decided by a process running beside the sessions' own (they pick decisions up from the store).
+  // Approvals decided by a process running beside the sessions' own (they pick decisions up from the store): every
+  // call, nested agents' included, without a crash; with crashes, the top agents' calls.
+  trials.push({ name: 'approver beside for every call', steps: [{ mode: 'run', approver: 'other-all' }] });
   for (const kind of ['model-in', 'tool-end', 'nested-tool-in'] as const) {
     const count = pick((killPoints.find(([candidate]) => candidate === kind)?.[1] ?? 3) as number);
     trials.push({
@@ -446,6 +451,10 @@ describe('crash matrix: durable sessions killed with SIGKILL and recovered by an
       expect(reports.reduce((sum, report) => sum + report.figures.kills, 0)).toBeGreaterThanOrEqual(50);
       expect(reports.reduce((sum, report) => sum + report.figures.inFlightReRuns, 0)).toBeGreaterThan(20);
       expect(reports.reduce((sum, report) => sum + report.decidedBeside, 0)).toBeGreaterThan(0);
+      // Two refunds and two nested confirms, all decided in the other process and picked up by polling.
+      expect(reports.find((report) => report.name === 'approver beside for every call')?.decidedBeside).toBe(
+        4,
+      );
     }
   }, 240_000);
 

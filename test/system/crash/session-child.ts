@@ -6,8 +6,9 @@
  *   the turn before them. Pending approvals are approved after a short delay (except the calls listed in `skip`:
  *   another process decided those). Once every session has finished all its turns it prints a JSON summary.
  * - `decide` mode: a process that only decides the pending approvals in the store (approve or reject), then exits.
- * - `approve-loop` mode: a process that approves every call waiting in the store, until it is killed (it runs beside
- *   a `run` process whose own approver is off: the sessions there pick the decisions up by polling the store).
+ * - `approve-loop` mode: a process that approves the calls waiting in the store (those of the agents holding the
+ *   conversations, or all), until it is killed. It runs beside a `run` process that leaves those calls to it: the
+ *   sessions there pick the decisions up by polling the store.
  *
  * With a kill point (`kind`, `count`) it SIGKILLs itself the `count`th time it reaches a point of that kind.
  *   node --import tsx test/system/crash/session-child.ts   (the plan comes in TROUPE_CRASH_PLAN, as JSON)
@@ -26,10 +27,11 @@ export interface ChildPlan {
   proc: number;
   mode: 'run' | 'decide' | 'approve-loop';
   /**
-   * run mode: approve pending calls here (default), or leave the calls of the agent holding the conversation to an
-   * `approve-loop` process running beside (which approves only those; a nested agent's calls are approved here).
+   * run mode: who approves. `self` (default): this process. `other`: an `approve-loop` process beside approves the
+   * calls of the agents holding the conversations, this one a nested agent's. `other-all`: the one beside, all.
+   * approve-loop mode: `other` approves only the top agents' calls, `other-all` every call.
    */
-  approver?: 'self' | 'other' | undefined;
+  approver?: 'self' | 'other' | 'other-all' | undefined;
   kill?: { kind: KillKind; count: number } | undefined;
   /** decide mode: what to do with every pending approval. */
   decision?: 'approve' | 'reject' | undefined;
@@ -199,7 +201,10 @@ async function runMode(): Promise<void> {
   // A session's poll for decisions stored elsewhere does not keep a process alive (its timer is unref'd): a
   // process that waits for another one's approvals holds itself open, like a server would.
   const keepAlive = setInterval(() => undefined, 1_000);
-  const stopApprover = startApprover(new Set(plan.skip ?? []), plan.approver === 'other' ? 'nested' : 'all');
+  const stopApprover =
+    plan.approver === 'other-all'
+      ? () => undefined
+      : startApprover(new Set(plan.skip ?? []), plan.approver === 'other' ? 'nested' : 'all');
   const ids = [...sessionsScript.keys()];
   const sessions = await Promise.all(ids.map((id) => drive(id, sessionsScript.get(id) ?? [])));
   stopApprover();
@@ -276,9 +281,9 @@ async function decideMode(): Promise<void> {
 /** Approves, from this process, every call that waits in the store, until it is killed. */
 async function approveLoop(): Promise<void> {
   writeSync(1, 'ready\n');
-  // Only the top agent's calls: a decision stored for a nested agent's call while its session is down is not
-  // applied on recovery (the known bug kept as it.fails in crash-matrix.test.ts).
-  startApprover(new Set(), 'top');
+  // With kills, only the top agents' calls: a decision stored for a nested agent's call while its session is down
+  // is not applied on recovery (the known bug kept as it.fails in crash-matrix.test.ts).
+  startApprover(new Set(), plan.approver === 'other-all' ? 'all' : 'top');
   await new Promise(() => undefined);
 }
 
