@@ -31,6 +31,8 @@ export interface DelegationHost {
   nextChildId: () => string;
   /** The budget scope model calls reserve from now (the turn's, or the session's). */
   resourceScope: () => string;
+  /** Hands committed decisions to the agents that wait for them (a nested agent resumed while waiting, say). */
+  applyStoredDecisions: () => void;
 }
 
 /**
@@ -137,6 +139,7 @@ export function delegatorFor(host: DelegationHost, callerKey: string): Delegator
       subscription = started.subscribe({
         next: (snapshot: SnapshotFrom<AgentMachine>) => {
           if (snapshot.status === 'done') settle(snapshot.output);
+          else if (snapshot.context.approvals) host.applyStoredDecisions();
         },
         error: (error: unknown) => {
           stopOrphans(started);
@@ -146,6 +149,8 @@ export function delegatorFor(host: DelegationHost, callerKey: string): Delegator
       });
       const now = started.getSnapshot() as SnapshotFrom<AgentMachine>;
       if (now.status === 'done') return settle(now.output);
+      // Decisions stored while the session was down (or by another process) reach it once it waits.
+      if (now.context.approvals) host.applyStoredDecisions();
       // A fatal tool of the sub-agent fails the sub-run: the caller's model gets the error.
       undo.push(onFatal(key, (error) => settle(undefined, `the sub-agent failed: ${error.message}`)));
       if (timeoutMs !== null) timer = clock.setTimeout(() => started.send({ type: 'timeout' }), timeoutMs);

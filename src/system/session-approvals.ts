@@ -97,11 +97,13 @@ export class SessionApprovals {
         if (state.decided.some((entry) => entry.callId === pending.callId)) continue;
         const record = this.#durability.approval(pending.callId);
         if (!record?.decision || record.route !== route) continue;
-        this.#bus.emit(record.agent, 'approval_decided', {
-          callId: record.callId,
-          tool: record.tool,
-          decision: record.decision,
-        });
+        this.#bus.emit(
+          record.agent,
+          'approval_decided',
+          { callId: record.callId, tool: record.tool, decision: record.decision },
+          // A nested agent's route is `caller>callId/name`: one level deeper per `>`.
+          { route, depth: route.split('>').length - 1 },
+        );
         child.send({ type: 'approval.decided', callId: record.callId, decision: record.decision });
       }
     }
@@ -132,8 +134,9 @@ export class SessionApprovals {
           );
       }
       this.#pollTimer = this.#clock.setTimeout(tick, this.#pollMs);
-      // A session waiting for people must not keep the process alive by itself.
-      (this.#pollTimer as { unref?: () => void } | undefined)?.unref?.();
+      // While a call waits for a person, the session keeps the process alive (a decision may come from another
+      // process); with nothing waiting, the poll does not hold the process open by itself.
+      if (!this.waiting) (this.#pollTimer as { unref?: () => void } | undefined)?.unref?.();
     };
     tick();
   }

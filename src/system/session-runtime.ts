@@ -214,6 +214,7 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
       routes: this.#routes,
       nextChildId: () => `sub-${++this.#childSeq}`,
       resourceScope: () => this.#controls.scope ?? this.id,
+      applyStoredDecisions: () => this.#approvals.applyStored(),
     };
   }
 
