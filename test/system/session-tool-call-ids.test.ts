@@ -9,7 +9,7 @@ import {
 } from 'troupe';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { expectUniqueAnsweredIds, toolCallIds } from '../properties/history-ids.ts';
+import { expectUniqueAnsweredIds, toolCallIdProblems, toolCallIds } from '../properties/history-ids.ts';
 
 /**
  * Tool-call ids over a session's turns (and handoffs): whatever ids the provider sends (none, "", "0", one it used
@@ -26,13 +26,21 @@ const echo = tool({
 
 const usage = { input: 1, output: 1, cached: 0, reasoning: 0 };
 
-/** A provider answering from `turn(index)`, ids exactly as given. */
-function rawModel(turn: (index: number) => Omit<ModelResponse, 'usage'>): ModelProvider {
+/**
+ * A provider answering from `turn(index)`, ids exactly as given. It also checks what it is sent, as a real provider
+ * would (Anthropic and OpenAI refuse a conversation that uses a tool-call id twice): `problems` lists what was wrong.
+ */
+function rawModel(
+  turn: (index: number) => Omit<ModelResponse, 'usage'>,
+): ModelProvider & { problems: string[] } {
   let calls = 0;
+  const problems: string[] = [];
   return {
     provider: 'custom',
     model: 'raw',
-    async generate() {
+    problems,
+    async generate(request) {
+      problems.push(...toolCallIdProblems(request.messages.filter((m) => m.role !== 'system')));
       return { ...turn(calls++), usage };
     },
   };
@@ -64,7 +72,8 @@ function newSystem() {
 
 describe('tool-call ids over a session', () => {
   it('a provider sending "0", "" and no id every turn keeps every id of the session unique', async () => {
-    const agent = defineAgent({ name: 'loose', instructions: 'x', model: rawModel(looseIds), tools: [echo] });
+    const model = rawModel(looseIds);
+    const agent = defineAgent({ name: 'loose', instructions: 'x', model, tools: [echo] });
     const session = newSystem().spawn(agent, 'turn 0', { id: 'ids-loose' });
     let last = await session.result;
     expectUniqueAnsweredIds(last.history);
@@ -74,6 +83,8 @@ describe('tool-call ids over a session', () => {
       expectUniqueAnsweredIds(last.history);
     }
     expect(toolCallIds(last.history)).toHaveLength(12);
+    // Within each turn too, the provider was never sent an id twice.
+    expect(model.problems).toEqual([]);
   });
 
   it('a model that reuses an id of an earlier turn gets it renamed, in the call and in its answer', async () => {
@@ -97,6 +108,7 @@ describe('tool-call ids over a session', () => {
     expect(answer).toMatchObject({ toolCallId: call?.id, content: 'echo: t2', isError: false });
     const third = await session.send('three');
     expectUniqueAnsweredIds(third.history);
+    expect(model.problems).toEqual([]);
   });
 
   it('a history from run() with placeholder ids starts a session that adds none of them again', async () => {
