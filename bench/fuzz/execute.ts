@@ -7,11 +7,12 @@
  */
 import {
   type Agent,
+  type AgentStep,
+  type ApprovalDecision,
+  ApprovalError,
+  type ApprovalRequest,
   agentTool,
   askHuman,
-  ApprovalError,
-  type ApprovalDecision,
-  type ApprovalRequest,
   ConfigError,
   createAgentSystem,
   defineAgent,
@@ -84,6 +85,13 @@ export interface Outcome {
 export interface ExecuteOptions {
   /** A run (or turn, or the session's shutdown) still pending after this long is a hang. */
   watchdogMs: number;
+  /**
+   * Keep clear of known bugs: run()/stream()'s onApproval only gives decisions of the request's kind (an approval
+   * for a question, or an answer to an approval, makes the run wait forever; test/run/approval-decisions.test.ts),
+   * and a session turn that never started is not held to its historyDelta (it reports the running turn's;
+   * test/system/session-queued-turns.test.ts).
+   */
+  avoidKnownBugs?: boolean | undefined;
 }
 
 /** In an `apiKey` argument: redacted by its name wherever it appears, whatever the tool. */
@@ -261,15 +269,20 @@ function argsFor(name: string, kind: ArgsKind, pick: number): unknown {
       return cyclic;
     }
     case 'nonjson':
-      return [{ text: 'n', n: Number.NaN }, { text: 'b', b: 10n }, { text: 'f', f: () => 1 }, { text: 'd', d: new Date(0) }][
-        pick % 4
-      ];
+      return [
+        { text: 'n', n: Number.NaN },
+        { text: 'b', b: 10n },
+        { text: 'f', f: () => 1 },
+        { text: 'd', d: new Date(0) },
+      ][pick % 4];
     case 'missing':
       return undefined;
     case 'null':
       return null;
     case 'proto':
-      return JSON.parse('{"text":"p","__proto__":{"polluted":"yes"},"constructor":{"prototype":{"polluted":"yes"}}}');
+      return JSON.parse(
+        '{"text":"p","__proto__":{"polluted":"yes"},"constructor":{"prototype":{"polluted":"yes"}}}',
+      );
     case 'valid':
       break;
   }
@@ -330,6 +343,9 @@ function callsOf(turn: TurnSpec, request: ModelRequest, model: FuzzModel): ToolC
       case 'fixed':
         id = 'call_fixed';
         break;
+      case 'suffixed':
+        id = `call_fixed_${1 + (spec.pick % 4)}`;
+        break;
       case 'dup':
         id = calls.at(-1)?.id ?? 'call_fixed';
         break;
@@ -352,7 +368,16 @@ function callsOf(turn: TurnSpec, request: ModelRequest, model: FuzzModel): ToolC
   return calls;
 }
 
-const errorKinds: ModelErrorKind[] = ['rate_limited', 'overloaded', 'server', 'timeout', 'network', 'truncated_stream', 'bad_request', 'unknown'];
+const errorKinds: ModelErrorKind[] = [
+  'rate_limited',
+  'overloaded',
+  'server',
+  'timeout',
+  'network',
+  'truncated_stream',
+  'bad_request',
+  'unknown',
+];
 
 function stopReasonOf(turn: TurnSpec, natural: ModelResponse['stopReason']): ModelResponse['stopReason'] {
   switch (turn.stopReason) {
@@ -414,7 +439,13 @@ function fuzzModel(spec: AgentSpec): FuzzModel {
             usage,
           };
         case 'refusal':
-          return { text: '', refusal: 'I cannot help with that', toolCalls: [], stopReason: 'refusal', usage };
+          return {
+            text: '',
+            refusal: 'I cannot help with that',
+            toolCalls: [],
+            stopReason: 'refusal',
+            usage,
+          };
         case 'content_filter':
           return { text: '', toolCalls: [], stopReason: 'content_filter', usage };
         case 'max_tokens':
@@ -422,9 +453,13 @@ function fuzzModel(spec: AgentSpec): FuzzModel {
         case 'max_tokens_empty':
           return { text: '', toolCalls: [], stopReason: 'max_tokens', usage };
         case 'model_error':
-          throw new ModelError(errorKinds[turn.pick % errorKinds.length] as ModelErrorKind, 'the model failed', {
-            retryable: turn.pick % 2 === 0,
-          });
+          throw new ModelError(
+            errorKinds[turn.pick % errorKinds.length] as ModelErrorKind,
+            'the model failed',
+            {
+              retryable: turn.pick % 2 === 0,
+            },
+          );
         case 'throw': {
           const thrown = ['a string', undefined, null, { code: 42 }, 42][turn.pick % 5];
           throw thrown;
@@ -439,7 +474,12 @@ function fuzzModel(spec: AgentSpec): FuzzModel {
         case 'nothing':
           return undefined as unknown as ModelResponse;
         default:
-          return { text: `answer ${index}`, toolCalls: [], stopReason: stopReasonOf(turn, 'end_turn'), usage };
+          return {
+            text: `answer ${index}`,
+            toolCalls: [],
+            stopReason: stopReasonOf(turn, 'end_turn'),
+            usage,
+          };
       }
     },
   };
@@ -463,7 +503,8 @@ interface Built {
 function build(scenario: Scenario): Built {
   const specs = scenario.agents;
   const names: string[] = [];
-  for (const [i, spec] of specs.entries()) names.push(names.includes(spec.name) ? `${spec.name}_${i}` : spec.name);
+  for (const [i, spec] of specs.entries())
+    names.push(names.includes(spec.name) ? `${spec.name}_${i}` : spec.name);
   const agents: Agent<unknown>[] = new Array(specs.length);
   const models: FuzzModel[] = [];
   let asksPeople = false;
@@ -589,8 +630,10 @@ function badHistory(spec: HistorySpec): unknown {
   }
 }
 
-function approvalHandler(mode: ApprovalMode) {
-  return async (_request: ApprovalRequest): Promise<ApprovalDecision> => {
+function approvalHandler(mode: ApprovalMode, fitKind: boolean) {
+  return async (request: ApprovalRequest): Promise<ApprovalDecision> => {
+    if (fitKind && (mode === 'answer' || mode === 'approve' || mode === 'slow'))
+      return request.kind === 'question' ? { type: 'answer', text: '42' } : { type: 'approve' };
     switch (mode) {
       case 'reject':
         return { type: 'reject', reason: 'no' };
@@ -629,14 +672,20 @@ function idProblems(history: readonly Message[]): string[] {
       }
     if (message.role === 'tool') answers.set(message.toolCallId, (answers.get(message.toolCallId) ?? 0) + 1);
   }
-  for (const id of seen) if (answers.get(id) !== 1) problems.push(`call ${id} answered ${answers.get(id) ?? 0} times`);
+  for (const id of seen)
+    if (answers.get(id) !== 1) problems.push(`call ${id} answered ${answers.get(id) ?? 0} times`);
   return problems;
 }
 
 const statuses = new Set(['completed', 'stopped', 'failed']);
 
 /** Checks one result; `given` is the history the run was given (its prefix). */
-function checkResult(result: RunResult<unknown>, given: readonly Message[], where: string, problems: Problem[]): void {
+function checkResult(
+  result: RunResult<unknown>,
+  given: readonly Message[],
+  where: string,
+  problems: Problem[],
+): void {
   const add = (kind: ProblemKind, detail: string) => problems.push({ kind, detail: `${where}: ${detail}` });
   if (typeof result !== 'object' || result === null) {
     add('bad_result', `not a result: ${String(result)}`);
@@ -661,6 +710,68 @@ function checkResult(result: RunResult<unknown>, given: readonly Message[], wher
     JSON.stringify(result.history.slice(0, given.length)) !== JSON.stringify(given)
   )
     add('history_not_extended', `the result's history does not start with the history given`);
+  else if (
+    !Array.isArray(result.historyDelta) ||
+    JSON.stringify(result.historyDelta) !== JSON.stringify(result.history.slice(given.length))
+  )
+    add('bad_result', 'historyDelta is not what the run added to the history');
+  for (const [key, value] of Object.entries(result.usage ?? {}))
+    if (typeof value !== 'number' || !Number.isFinite(value) || value < 0)
+      add('bad_result', `usage.${key} is ${value}`);
+  if (
+    result.status === 'stopped' &&
+    result.stopReason !== 'max_steps' &&
+    result.error?.code !== result.stopReason
+  )
+    add('bad_result', `stopped (${result.stopReason}) with error code ${String(result.error?.code)}`);
+  const answered = new Set(result.history.flatMap((m) => (m.role === 'tool' ? [m.toolCallId] : [])));
+  for (const step of result.steps ?? [])
+    for (const call of step.toolCalls)
+      if (!answered.has(call.id))
+        add('bad_result', `step ${step.index} lists call ${call.id}, absent from the history`);
+}
+
+/** A single agent (no handoffs, no nested agent) makes at most maxSteps + maxDecodeRetries + 1 model calls. */
+function checkBounds(
+  scenario: Scenario,
+  result: RunResult<unknown>,
+  where: string,
+  problems: Problem[],
+): void {
+  const [only] = scenario.agents;
+  if (!only || scenario.agents.length > 1 || only.nested !== null) return;
+  const bound = only.limits.maxSteps + only.limits.maxDecodeRetries + 1;
+  if (result.iterationsUsed > bound)
+    problems.push({
+      kind: 'bad_result',
+      detail: `${where}: ${result.iterationsUsed} model calls, bound ${bound}`,
+    });
+}
+
+/** steps(): each tool call followed by its result, in call order; a final response iff the run completed. */
+function checkSteps(
+  steps: readonly AgentStep[],
+  result: RunResult<unknown>,
+  where: string,
+  problems: Problem[],
+): void {
+  const add = (detail: string) =>
+    problems.push({ kind: 'event_order', detail: `${where}: steps(): ${detail}` });
+  for (const [i, step] of steps.entries()) {
+    if (step.type === 'tool_call') {
+      const next = steps[i + 1];
+      if (next?.type !== 'tool_result' || next.id !== step.id) {
+        add(`call ${step.id} is not followed by its result`);
+        return;
+      }
+    }
+  }
+  const finals = steps.filter((step) => step.type === 'final_response');
+  if (
+    finals.length !== (result.status === 'completed' ? 1 : 0) ||
+    (finals.length === 1 && steps.at(-1) !== finals[0])
+  )
+    add(`${finals.length} final responses for a run that ended ${result.status}`);
 }
 
 /** Events of each session in order: seq without gaps, and nothing of a turn once its run_end went out. */
@@ -673,14 +784,22 @@ function checkEvents(
   const add = (kind: ProblemKind, detail: string) => problems.push({ kind, detail: `${where}: ${detail}` });
   const bySession = new Map<string, RunEvent[]>();
   for (const event of events) {
-    let list = bySession.get(event.sessionId);
-    if (!list) bySession.set(event.sessionId, (list = []));
+    const list = bySession.get(event.sessionId) ?? [];
+    if (list.length === 0) bySession.set(event.sessionId, list);
     list.push(event);
     const json = JSON.stringify(event.data, (_k, v) => (typeof v === 'bigint' ? String(v) : v)) ?? '';
     if (json.includes(SECRET) || (json.includes(TOKEN) && declaresToken(event.agent)))
       add('secret_leak', `a ${event.type} event of ${event.agent} shows a secret: ${json.slice(0, 300)}`);
   }
-  const afterEnd = new Set(['delta', 'reasoning_delta', 'tool_call_delta', 'model_response', 'tool_call', 'tool_response', 'usage']);
+  const afterEnd = new Set([
+    'delta',
+    'reasoning_delta',
+    'tool_call_delta',
+    'model_response',
+    'tool_call',
+    'tool_response',
+    'usage',
+  ]);
   for (const [session, list] of bySession) {
     let inTurn = false;
     for (const [i, event] of list.entries()) {
@@ -721,7 +840,13 @@ function inspectionLeaks(value: unknown): boolean {
 // Execution
 
 export async function execute(scenario: Scenario, options: ExecuteOptions): Promise<Outcome> {
-  const outcome: Outcome = { results: 0, typedRejections: 0, rejections: [], unexpectedRejections: [], problems: [] };
+  const outcome: Outcome = {
+    results: 0,
+    typedRejections: 0,
+    rejections: [],
+    unexpectedRejections: [],
+    problems: [],
+  };
   const tag = `case ${++scenarioCounter}`;
   let built: Built;
   try {
@@ -729,7 +854,11 @@ export async function execute(scenario: Scenario, options: ExecuteOptions): Prom
   } catch (error) {
     // Agent names and tool names of JavaScript's prototypes may be refused at definition time, typed.
     if (isTyped(error)) rejected(outcome, error);
-    else outcome.problems.push({ kind: 'untyped_rejection', detail: `${tag}: defining agents: ${describe(error)}` });
+    else
+      outcome.problems.push({
+        kind: 'untyped_rejection',
+        detail: `${tag}: defining agents: ${describe(error)}`,
+      });
     return outcome;
   }
   if (scenario.entry === 'session') await executeSession(scenario, built, options, outcome, tag);
@@ -757,94 +886,131 @@ async function executeRuns(
 ): Promise<void> {
   let previous: Message[] | undefined;
   const inspectLeaks = { count: 0 };
+  const side: Promise<void>[] = [];
   for (const [t, turn] of scenario.turns.entries()) {
-    const where = `${tag} ${scenario.entry} #${t}`;
-    const { input, bad: badInput } = inputOf(scenario.inputs[t] as InputSpec, t);
     const corrupt = t === 0 ? badHistory(scenario.history) : undefined;
     const history = corrupt ?? (scenario.history === 'chain' ? previous : undefined);
-    const givenJson = JSON.stringify(history ?? null);
-    const runOptions: Record<string, unknown> = { sessionId: `fuzz-${tag.slice(5)}-${t}` };
-    if (history !== undefined) runOptions.history = history;
-    if (scenario.budgetTokens !== null) runOptions.budget = { tokens: scenario.budgetTokens };
-    if (scenario.approval !== 'none') runOptions.onApproval = approvalHandler(scenario.approval);
-    if (scenario.badOption) runOptions.sesionId = 'typo';
-    if (t % 4 === 3)
-      runOptions.inspect = (event: { event?: unknown; snapshot?: unknown }) => {
-        if (inspectionLeaks(event.event) || inspectionLeaks(event.snapshot)) inspectLeaks.count += 1;
-      };
-    const controller = new AbortController();
-    let timer: NodeJS.Timeout | undefined;
-    if (turn.abortAfterMs !== null) {
-      if (turn.abortAfterMs < 0) controller.abort();
-      else timer = setTimeout(() => controller.abort(new Error('fuzz abort')), turn.abortAfterMs);
-      runOptions.signal = controller.signal;
-    }
-    const expectReject =
-      badInput ||
-      corrupt !== undefined ||
-      scenario.badOption ||
-      unresolvedHandoffName(scenario) ||
-      (built.asksPeople && scenario.approval === 'none' && needsPeopleAtTop(scenario));
-    const before = modelCalls(built);
-    let result: RunResult<unknown> | undefined;
-    const events: RunEvent[] = [];
-    try {
-      if (scenario.entry === 'run') {
-        result = await watchdog(run(built.entry, input as RunInput, runOptions), options.watchdogMs, 'run()');
-      } else {
-        const s = stream(built.entry, input as RunInput, runOptions);
-        await watchdog(
-          (async () => {
-            for await (const event of s) events.push(event);
-          })(),
-          options.watchdogMs,
-          'stream() events',
-        );
-        result = await watchdog(s.result, options.watchdogMs, 'stream().result');
-      }
-    } catch (error) {
-      if (error instanceof Hang) {
-        outcome.problems.push({ kind: 'hang', detail: `${where}: ${error.message}` });
-        clearTimeout(timer);
-        return;
-      }
-      if (isTyped(error)) {
-        rejected(outcome, error);
-        if (modelCalls(built) !== before)
-          outcome.problems.push({ kind: 'rejected_after_running', detail: `${where}: ${describe(error)}` });
-        if (!expectReject) outcome.unexpectedRejections.push(`${where}: ${describe(error)}`);
-      } else outcome.problems.push({ kind: 'untyped_rejection', detail: `${where}: ${describe(error)}` });
-      clearTimeout(timer);
+    const running = runOnce(scenario, built, options, outcome, `${tag} ${scenario.entry} #${t}`, {
+      t,
+      turn,
+      history,
+      corrupt: corrupt !== undefined,
+      inspectLeaks,
+    });
+    // Runs side by side with the next one, or one after the other (the history passed on).
+    if (turn.sendEarly && scenario.history !== 'chain') {
+      side.push(running.then(() => undefined));
       continue;
     }
-    clearTimeout(timer);
-    outcome.results += 1;
-    if (expectReject)
-      outcome.problems.push({ kind: 'accepted_bad_input', detail: `${where}: input or history should be refused` });
-    if (JSON.stringify(history ?? null) !== givenJson)
-      outcome.problems.push({ kind: 'caller_history_mutated', detail: where });
-    checkResult(result, (history as Message[] | undefined) ?? [], where, outcome.problems);
-    if (scenario.entry === 'stream') {
-      checkEvents(events, built.declaresToken, where, outcome.problems);
-      const ends = events.filter((e) => e.type === 'run_end' && e.depth === 0);
-      if (events[0]?.type !== 'run_start' || ends.length !== 1 || events.at(-1) !== ends[0])
-        outcome.problems.push({
-          kind: 'event_order',
-          detail: `${where}: a stream goes from one run_start to one run_end (${events[0]?.type} … ${events.at(-1)?.type}, ${ends.length} ends)`,
-        });
-    }
-    if (Array.isArray(result.history)) previous = result.history;
+    const result = await running;
+    if (result === 'hang') break;
+    if (result && Array.isArray(result.history)) previous = result.history;
   }
-  // The last history starts one more run (a fresh agent would do; the same one keeps it simple).
-  if (previous && previous.length > 0) {
-    try {
-      validateHistory(previous);
-    } catch (error) {
-      outcome.problems.push({ kind: 'next_run_refused', detail: `${tag}: ${describe(error)}` });
-    }
-  }
+  await Promise.all(side);
   if (inspectLeaks.count > 0)
-    outcome.problems.push({ kind: 'secret_leak', detail: `${tag}: ${inspectLeaks.count} inspection frame(s) show a secret` });
+    outcome.problems.push({
+      kind: 'secret_leak',
+      detail: `${tag}: ${inspectLeaks.count} inspection frame(s) show a secret`,
+    });
+}
+
+/** One run() or stream() and its checks; its result, undefined when it was refused, 'hang' when it never ended. */
+async function runOnce(
+  scenario: Scenario,
+  built: Built,
+  options: ExecuteOptions,
+  outcome: Outcome,
+  where: string,
+  run_: {
+    t: number;
+    turn: Scenario['turns'][number];
+    history: unknown;
+    corrupt: boolean;
+    inspectLeaks: { count: number };
+  },
+): Promise<RunResult<unknown> | undefined | 'hang'> {
+  const { t, turn, history } = run_;
+  const { input, bad: badInput } = inputOf(scenario.inputs[t] as InputSpec, t);
+  const givenJson = JSON.stringify(history ?? null);
+  const runOptions: Record<string, unknown> = { sessionId: `fuzz-${where.split(' ')[1]}-${t}` };
+  if (history !== undefined) runOptions.history = history;
+  if (scenario.budgetTokens !== null) runOptions.budget = { tokens: scenario.budgetTokens };
+  if (scenario.approval !== 'none')
+    runOptions.onApproval = approvalHandler(scenario.approval, options.avoidKnownBugs === true);
+  if (scenario.badOption) runOptions.sesionId = 'typo';
+  if (t % 4 === 3)
+    runOptions.inspect = (event: { event?: unknown; snapshot?: unknown }) => {
+      if (inspectionLeaks(event.event) || inspectionLeaks(event.snapshot)) run_.inspectLeaks.count += 1;
+    };
+  const controller = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  if (turn.abortAfterMs !== null) {
+    if (turn.abortAfterMs < 0) controller.abort();
+    else timer = setTimeout(() => controller.abort(new Error('fuzz abort')), turn.abortAfterMs);
+    runOptions.signal = controller.signal;
+  }
+  const expectReject =
+    badInput ||
+    run_.corrupt ||
+    scenario.badOption ||
+    unresolvedHandoffName(scenario) ||
+    (built.asksPeople && scenario.approval === 'none' && needsPeopleAtTop(scenario));
+  const before = modelCalls(built);
+  let result: RunResult<unknown>;
+  const events: RunEvent[] = [];
+  const steps: AgentStep[] = [];
+  try {
+    if (scenario.entry === 'run') {
+      result = await watchdog(run(built.entry, input as RunInput, runOptions), options.watchdogMs, 'run()');
+    } else {
+      const s = stream(built.entry, input as RunInput, runOptions);
+      await watchdog(
+        (async () => {
+          if (turn.steps) for await (const step of s.steps()) steps.push(step);
+          else for await (const event of s) events.push(event);
+        })(),
+        options.watchdogMs,
+        turn.steps ? 'stream().steps()' : 'stream() events',
+      );
+      result = await watchdog(s.result, options.watchdogMs, 'stream().result');
+    }
+  } catch (error) {
+    clearTimeout(timer);
+    if (error instanceof Hang) {
+      outcome.problems.push({ kind: 'hang', detail: `${where}: ${error.message}` });
+      return 'hang';
+    }
+    if (isTyped(error)) {
+      rejected(outcome, error);
+      // Side-by-side runs of the same agents may have called the models meanwhile.
+      if (modelCalls(built) !== before && !turn.sendEarly && !scenario.turns[t - 1]?.sendEarly)
+        outcome.problems.push({ kind: 'rejected_after_running', detail: `${where}: ${describe(error)}` });
+      if (!expectReject) outcome.unexpectedRejections.push(`${where}: ${describe(error)}`);
+    } else outcome.problems.push({ kind: 'untyped_rejection', detail: `${where}: ${describe(error)}` });
+    return undefined;
+  }
+  clearTimeout(timer);
+  outcome.results += 1;
+  if (expectReject)
+    outcome.problems.push({
+      kind: 'accepted_bad_input',
+      detail: `${where}: input or history should be refused`,
+    });
+  if (JSON.stringify(history ?? null) !== givenJson)
+    outcome.problems.push({ kind: 'caller_history_mutated', detail: where });
+  checkResult(result, (history as Message[] | undefined) ?? [], where, outcome.problems);
+  checkBounds(scenario, result, where, outcome.problems);
+  if (scenario.entry === 'stream' && !turn.steps) {
+    checkEvents(events, built.declaresToken, where, outcome.problems);
+    const ends = events.filter((e) => e.type === 'run_end' && e.depth === 0);
+    if (events[0]?.type !== 'run_start' || ends.length !== 1 || events.at(-1) !== ends[0])
+      outcome.problems.push({
+        kind: 'event_order',
+        detail: `${where}: a stream goes from one run_start to one run_end (${events[0]?.type} … ${events.at(-1)?.type}, ${ends.length} ends)`,
+      });
+  }
+  if (scenario.entry === 'stream' && turn.steps) checkSteps(steps, result, where, outcome.problems);
+  return result;
 }
 
 /**
@@ -908,10 +1074,16 @@ async function executeSession(
     decisions.push(
       decision.catch((error: unknown) => {
         if (!isSessionTyped(error))
-          outcome.problems.push({ kind: 'untyped_rejection', detail: `${tag}: deciding: ${describe(error)}` });
+          outcome.problems.push({
+            kind: 'untyped_rejection',
+            detail: `${tag}: deciding: ${describe(error)}`,
+          });
         return session.reject(request.callId, 'fallback').catch((again: unknown) => {
           if (!isSessionTyped(again))
-            outcome.problems.push({ kind: 'untyped_rejection', detail: `${tag}: deciding: ${describe(again)}` });
+            outcome.problems.push({
+              kind: 'untyped_rejection',
+              detail: `${tag}: deciding: ${describe(again)}`,
+            });
         });
       }),
     );
@@ -954,7 +1126,10 @@ async function executeSession(
     return;
   }
   if (expectReject)
-    outcome.problems.push({ kind: 'accepted_bad_input', detail: `${tag} spawn: input or history should be refused` });
+    outcome.problems.push({
+      kind: 'accepted_bad_input',
+      detail: `${tag} spawn: input or history should be refused`,
+    });
 
   if (scenario.stopAfterMs !== null) {
     const stopAfter = scenario.stopAfterMs;
@@ -966,12 +1141,18 @@ async function executeSession(
     );
   }
 
-  const results: { turn: number; promise: Promise<RunResult<unknown>> }[] = [{ turn: 0, promise: session.result }];
+  const results: { turn: number; promise: Promise<RunResult<unknown>> }[] = [
+    { turn: 0, promise: session.result },
+  ];
   for (let t = 1; t < scenario.turns.length; t++) {
     const previousTurn = scenario.turns[t - 1];
     if (!previousTurn?.sendEarly) {
       try {
-        await watchdog((results.at(-1) as { promise: Promise<unknown> }).promise, options.watchdogMs, `turn ${t - 1}`);
+        await watchdog(
+          (results.at(-1) as { promise: Promise<unknown> }).promise,
+          options.watchdogMs,
+          `turn ${t - 1}`,
+        );
       } catch (error) {
         // Checked with the other results below; a hang ends the sends.
         if (error instanceof Hang) break;
@@ -992,43 +1173,69 @@ async function executeSession(
     if (next.bad) {
       try {
         await watchdog(sent, options.watchdogMs, `send #${t}`);
-        outcome.problems.push({ kind: 'accepted_bad_input', detail: `${tag} send #${t}: input should be refused` });
+        outcome.problems.push({
+          kind: 'accepted_bad_input',
+          detail: `${tag} send #${t}: input should be refused`,
+        });
       } catch (error) {
         if (error instanceof ConfigError) rejected(outcome, error);
-        else outcome.problems.push({ kind: 'untyped_rejection', detail: `${tag} send #${t}: ${describe(error)}` });
+        else
+          outcome.problems.push({
+            kind: 'untyped_rejection',
+            detail: `${tag} send #${t}: ${describe(error)}`,
+          });
       }
       results.pop();
     }
   }
 
-  let previousHistory: Message[] | undefined;
+  const settled: { turn: number; result: RunResult<unknown> }[] = [];
   for (const { turn, promise } of results) {
     const where = `${tag} session turn #${turn}`;
-    let result: RunResult<unknown>;
     try {
-      result = await watchdog(promise, options.watchdogMs, `turn ${turn}`);
+      settled.push({ turn, result: await watchdog(promise, options.watchdogMs, `turn ${turn}`) });
     } catch (error) {
-      if (error instanceof Hang) outcome.problems.push({ kind: 'hang', detail: `${where}: ${error.message}` });
+      if (error instanceof Hang)
+        outcome.problems.push({ kind: 'hang', detail: `${where}: ${error.message}` });
       else if (isSessionTyped(error)) rejected(outcome, error);
       else outcome.problems.push({ kind: 'untyped_rejection', detail: `${where}: ${describe(error)}` });
-      continue;
     }
-    outcome.results += 1;
-    checkResult(result, previousHistory ?? ((corrupt as Message[] | undefined) ?? []), where, outcome.problems);
-    if (Array.isArray(result.history)) previousHistory = result.history;
   }
   for (const timer of timers) clearTimeout(timer);
   await finish();
   checkEvents(events, built.declaresToken, `${tag} session`, outcome.problems);
+  // Turns start in order: the k-th result's turn started if the session emitted k + 1 run_starts.
+  const starts = events.filter((e) => e.type === 'run_start' && e.depth === 0).length;
+  let previousHistory: Message[] = (corrupt as Message[] | undefined) ?? [];
+  for (const [k, { turn, result }] of settled.entries()) {
+    outcome.results += 1;
+    const where = `${tag} session turn #${turn}`;
+    if (options.avoidKnownBugs && k >= starts) {
+      // A queued turn ended before it started reports the running turn's delta and spend as its own
+      // (test/system/session-queued-turns.test.ts): only its history is checked.
+      checkResult(
+        { ...result, historyDelta: result.history.slice(previousHistory.length) },
+        previousHistory,
+        where,
+        outcome.problems,
+      );
+    } else checkResult(result, previousHistory, where, outcome.problems);
+    if (Array.isArray(result.history)) previousHistory = result.history;
+  }
 
   async function finish() {
     try {
-      await watchdog(system.shutdown({ mode: scenario.shutdownMode, timeoutMs: 100 }), options.watchdogMs, 'shutdown');
+      await watchdog(
+        system.shutdown({ mode: scenario.shutdownMode, timeoutMs: 100 }),
+        options.watchdogMs,
+        'shutdown',
+      );
       await watchdog(reading, options.watchdogMs, 'system.events() after shutdown');
       await watchdog(Promise.all(decisions), options.watchdogMs, 'approval decisions');
     } catch (error) {
       if (error instanceof Hang) outcome.problems.push({ kind: 'hang', detail: `${tag}: ${error.message}` });
-      else outcome.problems.push({ kind: 'untyped_rejection', detail: `${tag} shutdown: ${describe(error)}` });
+      else
+        outcome.problems.push({ kind: 'untyped_rejection', detail: `${tag} shutdown: ${describe(error)}` });
     }
   }
 }

@@ -6,6 +6,7 @@
  * that produced them (replay one with --replay '<json>').
  *
  *   npx tsx bench/fuzz/fuzz.ts --runs 100000 --seed 1 [--concurrency 32] [--watchdog 10000] [--profile test]
+ *     [--avoid-known-bugs]   (onApproval decisions always of the request's kind: see execute.ts)
  *
  * (tsx resolves `troupe` to src/ through tsconfig.json's paths; no build needed.)
  */
@@ -25,11 +26,14 @@ const concurrency = Number(option('concurrency', '32'));
 const watchdogMs = Number(option('watchdog', '10000'));
 const profile = option('profile', 'cli') === 'test' ? testProfile : cliProfile;
 const replay = option('replay', '');
+const avoidKnownBugs = args.includes('--avoid-known-bugs');
 const batch = 1_000;
 
 const crashes: string[] = [];
 process.on('unhandledRejection', (reason) => {
-  crashes.push(`unhandled rejection: ${reason instanceof Error ? (reason.stack ?? reason.message) : String(reason)}`);
+  crashes.push(
+    `unhandled rejection: ${reason instanceof Error ? (reason.stack ?? reason.message) : String(reason)}`,
+  );
 });
 process.on('uncaughtException', (error) => {
   crashes.push(`uncaught exception: ${error.stack ?? error.message}`);
@@ -55,7 +59,10 @@ function record(scenario: Scenario, outcome: Outcome): void {
   if (unexpected.length < 5) unexpected.push(...outcome.unexpectedRejections.slice(0, 5 - unexpected.length));
   if (outcome.problems.length > 0) totals.casesWithBreaks += 1;
   for (const message of outcome.rejections) {
-    const kind = message.replace(/"[^"]*"/g, '"…"').replace(/\d+/g, 'N').slice(0, 90);
+    const kind = message
+      .replace(/"[^"]*"/g, '"…"')
+      .replace(/\d+/g, 'N')
+      .slice(0, 90);
     rejectionKinds.set(kind, (rejectionKinds.get(kind) ?? 0) + 1);
   }
   for (const problem of outcome.problems) {
@@ -69,16 +76,19 @@ function record(scenario: Scenario, outcome: Outcome): void {
 const started = performance.now();
 if (replay !== '') {
   const scenario = JSON.parse(replay) as Scenario;
-  record(scenario, await execute(scenario, { watchdogMs }));
+  record(scenario, await execute(scenario, { watchdogMs, avoidKnownBugs }));
 } else {
   const arbitrary = scenarios(profile);
   for (let done = 0; done < runs; done += batch) {
-    const cases = fc.sample(arbitrary, { seed: seed * 1_000_003 + done, numRuns: Math.min(batch, runs - done) });
+    const cases = fc.sample(arbitrary, {
+      seed: seed * 1_000_003 + done,
+      numRuns: Math.min(batch, runs - done),
+    });
     let next = 0;
     const worker = async () => {
       while (next < cases.length) {
         const scenario = cases[next++] as Scenario;
-        record(scenario, await execute(scenario, { watchdogMs }));
+        record(scenario, await execute(scenario, { watchdogMs, avoidKnownBugs }));
       }
     };
     await Promise.all(Array.from({ length: concurrency }, worker));
@@ -94,14 +104,18 @@ await new Promise((resolve) => setTimeout(resolve, 200));
 const hangs = byKind.get('hang') ?? 0;
 const breaks = [...byKind.entries()].filter(([kind]) => kind !== 'hang').reduce((sum, [, n]) => sum + n, 0);
 const leaked = activeRuntimeCount();
-console.log(`fuzz: seed ${seed}, profile ${profile === cliProfile ? 'cli' : 'test'}, concurrency ${concurrency}`);
+console.log(
+  `fuzz: seed ${seed}, profile ${profile === cliProfile ? 'cli' : 'test'}, concurrency ${concurrency}${avoidKnownBugs ? ', avoiding known bugs' : ''}`,
+);
 console.log(`  cases (runs)             ${totals.cases}`);
 console.log(`  results checked          ${totals.results}  (one per run, stream or session turn)`);
 console.log(`  invariant breaks         ${breaks}  (in ${totals.casesWithBreaks} cases, hangs included)`);
 for (const [kind, n] of [...byKind.entries()].sort()) console.log(`    ${kind.padEnd(24)} ${n}`);
 console.log(`  crashes                  ${crashes.length}  (unhandled rejections + uncaught exceptions)`);
 console.log(`  hangs                    ${hangs}  (watchdog ${watchdogMs} ms)`);
-console.log(`  typed rejections         ${totals.typedRejections}  (${totals.unexpectedRejections} of input not made bad on purpose)`);
+console.log(
+  `  typed rejections         ${totals.typedRejections}  (${totals.unexpectedRejections} of input not made bad on purpose)`,
+);
 for (const [kind, n] of [...rejectionKinds.entries()].sort((a, b) => b[1] - a[1]).slice(0, 12))
   console.log(`    ${String(n).padStart(7)}  ${kind}`);
 console.log(`  runtimes left registered ${leaked}`);

@@ -12,6 +12,7 @@ export type Entry = 'run' | 'stream' | 'session';
 export type IdKind =
   | 'fresh' // a new random-looking id
   | 'fixed' // the same literal every time ("call_fixed")
+  | 'suffixed' // "call_fixed_2" and the like: what a renamed id looks like
   | 'dup' // the id of the previous call of the same response
   | 'empty' // ""
   | 'zero' // "0"
@@ -157,8 +158,13 @@ export interface TurnOptionsSpec {
   abortAfterMs: number | null;
   /** A per-turn timeout (sessions only). */
   turnTimeoutMs: number | null;
-  /** Send the next message before this turn ended (sessions only: it is queued). */
+  /**
+   * Start the next run before this one ended: a session queues the message; run() and stream() run side by side
+   * with the same agents (without passing the history on).
+   */
   sendEarly: boolean;
+  /** stream(): read it through steps() instead of its events. */
+  steps: boolean;
 }
 
 export interface Scenario {
@@ -182,10 +188,12 @@ export interface Profile {
   maxTurns: number;
   maxDelayMs: number;
   maxScript: number;
+  /** The longest timeout, abort delay or stop delay, in milliseconds. */
+  maxWaitMs: number;
 }
 
-export const cliProfile: Profile = { maxAgents: 3, maxTurns: 4, maxDelayMs: 8, maxScript: 5 };
-export const testProfile: Profile = { maxAgents: 3, maxTurns: 3, maxDelayMs: 2, maxScript: 4 };
+export const cliProfile: Profile = { maxAgents: 3, maxTurns: 4, maxDelayMs: 8, maxScript: 5, maxWaitMs: 40 };
+export const testProfile: Profile = { maxAgents: 3, maxTurns: 3, maxDelayMs: 2, maxScript: 4, maxWaitMs: 12 };
 
 /** Mostly plain names; now and then one of Object.prototype's, which must be refused or work like any other. */
 const agentName = fc.oneof(
@@ -194,7 +202,18 @@ const agentName = fc.oneof(
 );
 
 const callSpec: fc.Arbitrary<CallSpec> = fc.record({
-  id: fc.constantFrom<IdKind>('fresh', 'fresh', 'fixed', 'dup', 'empty', 'zero', 'missing', 'reuse', 'reuse'),
+  id: fc.constantFrom<IdKind>(
+    'fresh',
+    'fresh',
+    'fixed',
+    'suffixed',
+    'dup',
+    'empty',
+    'zero',
+    'missing',
+    'reuse',
+    'reuse',
+  ),
   name: fc.oneof(
     { weight: 6, arbitrary: fc.constantFrom<CallName>('echo', 'add', 'slow', 'secret', 'handoff', 'nested') },
     {
@@ -247,7 +266,14 @@ function turnSpec(profile: Profile): fc.Arbitrary<TurnSpec> {
       { weight: 2, arbitrary: fc.constantFrom<TurnKind>('badjson', 'refusal', 'max_tokens', 'model_error') },
       {
         weight: 2,
-        arbitrary: fc.constantFrom<TurnKind>('content_filter', 'max_tokens_empty', 'throw', 'loose', 'nothing', 'hang'),
+        arbitrary: fc.constantFrom<TurnKind>(
+          'content_filter',
+          'max_tokens_empty',
+          'throw',
+          'loose',
+          'nothing',
+          'hang',
+        ),
       },
     ),
     calls: fc.array(callSpec, { minLength: 1, maxLength: 4 }),
@@ -259,7 +285,15 @@ function turnSpec(profile: Profile): fc.Arbitrary<TurnSpec> {
     ),
     honorAbort: fc.boolean(),
     streamAfterAbort: fc.boolean(),
-    stopReason: fc.constantFrom<TurnSpec['stopReason']>('natural', 'natural', 'natural', 'none', 'end_turn', 'tool_use', 'bogus'),
+    stopReason: fc.constantFrom<TurnSpec['stopReason']>(
+      'natural',
+      'natural',
+      'natural',
+      'none',
+      'end_turn',
+      'tool_use',
+      'bogus',
+    ),
     usage: fc.nat({ max: 400 }),
     pick: fc.nat({ max: 1000 }),
   });
@@ -272,13 +306,25 @@ function agentSpec(profile: Profile, index: number, count: number): fc.Arbitrary
     tools: fc.uniqueArray(
       fc.oneof(
         { weight: 5, arbitrary: fc.constantFrom<ToolKind>('echo', 'add', 'slow', 'secret', 'weird') },
-        { weight: 2, arbitrary: fc.constantFrom<ToolKind>('hang', 'thrower', 'fatal', 'guarded', 'ask_human') },
+        {
+          weight: 2,
+          arbitrary: fc.constantFrom<ToolKind>('hang', 'thrower', 'fatal', 'guarded', 'ask_human'),
+        },
       ),
       { maxLength: 6 },
     ),
     output: fc.boolean(),
-    handoffs: others.length === 0 ? fc.constant([]) : fc.uniqueArray(fc.constantFrom(...others), { maxLength: 2 }),
-    filter: fc.constantFrom<AgentSpec['filter']>('none', 'none', 'none', 'lastUser', 'empty', 'throws', 'garbage'),
+    handoffs:
+      others.length === 0 ? fc.constant([]) : fc.uniqueArray(fc.constantFrom(...others), { maxLength: 2 }),
+    filter: fc.constantFrom<AgentSpec['filter']>(
+      'none',
+      'none',
+      'none',
+      'lastUser',
+      'empty',
+      'throws',
+      'garbage',
+    ),
     nested:
       index + 1 < count
         ? fc.option(fc.integer({ min: index + 1, max: count - 1 }), { freq: 2 })
@@ -289,8 +335,8 @@ function agentSpec(profile: Profile, index: number, count: number): fc.Arbitrary
       toolRetries: fc.integer({ min: 0, max: 2 }),
       maxDuplicateToolCalls: fc.integer({ min: 1, max: 3 }),
       maxToolCallsPerTool: fc.option(fc.integer({ min: 1, max: 5 }), { freq: 4 }),
-      toolTimeoutMs: fc.option(fc.integer({ min: 1, max: 20 }), { freq: 2 }),
-      timeoutMs: fc.option(fc.integer({ min: 1, max: 40 }), { freq: 3 }),
+      toolTimeoutMs: fc.option(fc.integer({ min: 1, max: profile.maxWaitMs >> 1 }), { freq: 2 }),
+      timeoutMs: fc.option(fc.integer({ min: 1, max: profile.maxWaitMs }), { freq: 3 }),
       finalAnswerOnMaxSteps: fc.boolean(),
       toolConcurrency: fc.integer({ min: 1, max: 8 }),
     }),
@@ -329,9 +375,10 @@ export function scenarios(profile: Profile): fc.Arbitrary<Scenario> {
         ),
         turns: fc.array(
           fc.record({
-            abortAfterMs: fc.option(fc.integer({ min: -1, max: 30 }), { freq: 4 }),
-            turnTimeoutMs: fc.option(fc.integer({ min: 1, max: 30 }), { freq: 4 }),
+            abortAfterMs: fc.option(fc.integer({ min: -1, max: profile.maxWaitMs }), { freq: 4 }),
+            turnTimeoutMs: fc.option(fc.integer({ min: 1, max: profile.maxWaitMs }), { freq: 4 }),
             sendEarly: fc.boolean(),
+            steps: fc.boolean(),
           }),
           { minLength: turnCount, maxLength: turnCount },
         ),
@@ -349,9 +396,18 @@ export function scenarios(profile: Profile): fc.Arbitrary<Scenario> {
           },
         ),
         budgetTokens: fc.option(fc.integer({ min: 1, max: 2_000 }), { freq: 4 }),
-        approval: fc.constantFrom<ApprovalMode>('approve', 'approve', 'reject', 'answer', 'throws', 'garbage', 'slow', 'none'),
+        approval: fc.constantFrom<ApprovalMode>(
+          'approve',
+          'approve',
+          'reject',
+          'answer',
+          'throws',
+          'garbage',
+          'slow',
+          'none',
+        ),
         badOption: fc.integer({ min: 0, max: 39 }).map((roll) => roll === 0),
-        stopAfterMs: fc.option(fc.integer({ min: 0, max: 40 }), { freq: 3 }),
+        stopAfterMs: fc.option(fc.integer({ min: 0, max: profile.maxWaitMs }), { freq: 3 }),
         shutdownMode: fc.constantFrom<Scenario['shutdownMode']>('suspend', 'drain', 'abort'),
       }),
     );
