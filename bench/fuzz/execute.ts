@@ -807,9 +807,16 @@ function checkEvents(
         add('event_order', `session ${session}: seq ${event.seq} after ${(list[i - 1] as RunEvent).seq}`);
         break;
       }
-      if (event.depth === 0 && event.type === 'run_start') inTurn = true;
-      else if (event.depth === 0 && event.type === 'run_end') inTurn = false;
-      else if (!inTurn && afterEnd.has(event.type)) {
+      if (event.depth === 0 && (event.type === 'run_start' || event.type === 'run_end')) {
+        if (inTurn === (event.type === 'run_start')) {
+          add(
+            'event_order',
+            `session ${session}: ${event.type} ${inTurn ? 'within' : 'outside'} a turn (seq ${event.seq})`,
+          );
+          break;
+        }
+        inTurn = event.type === 'run_start';
+      } else if (!inTurn && afterEnd.has(event.type)) {
         add('event_order', `session ${session}: ${event.type} of ${event.route} after the turn's run_end`);
         break;
       }
@@ -887,6 +894,7 @@ async function executeRuns(
   let previous: Message[] | undefined;
   const inspectLeaks = { count: 0 };
   const side: Promise<void>[] = [];
+  const inFlight = { count: 0 };
   for (const [t, turn] of scenario.turns.entries()) {
     const corrupt = t === 0 ? badHistory(scenario.history) : undefined;
     const history = corrupt ?? (scenario.history === 'chain' ? previous : undefined);
@@ -896,6 +904,7 @@ async function executeRuns(
       history,
       corrupt: corrupt !== undefined,
       inspectLeaks,
+      inFlight,
     });
     // Runs side by side with the next one, or one after the other (the history passed on).
     if (turn.sendEarly && scenario.history !== 'chain') {
@@ -927,6 +936,8 @@ async function runOnce(
     history: unknown;
     corrupt: boolean;
     inspectLeaks: { count: number };
+    /** Runs of these agents going on (this one included): the others call the models too. */
+    inFlight: { count: number };
   },
 ): Promise<RunResult<unknown> | undefined | 'hang'> {
   const { t, turn, history } = run_;
@@ -956,61 +967,72 @@ async function runOnce(
     unresolvedHandoffName(scenario) ||
     (built.asksPeople && scenario.approval === 'none' && needsPeopleAtTop(scenario));
   const before = modelCalls(built);
-  let result: RunResult<unknown>;
-  const events: RunEvent[] = [];
-  const steps: AgentStep[] = [];
+  const besideAtStart = run_.inFlight.count;
+  run_.inFlight.count += 1;
   try {
-    if (scenario.entry === 'run') {
-      result = await watchdog(run(built.entry, input as RunInput, runOptions), options.watchdogMs, 'run()');
-    } else {
-      const s = stream(built.entry, input as RunInput, runOptions);
-      await watchdog(
-        (async () => {
-          if (turn.steps) for await (const step of s.steps()) steps.push(step);
-          else for await (const event of s) events.push(event);
-        })(),
-        options.watchdogMs,
-        turn.steps ? 'stream().steps()' : 'stream() events',
-      );
-      result = await watchdog(s.result, options.watchdogMs, 'stream().result');
+    return await runChecked();
+  } finally {
+    run_.inFlight.count -= 1;
+  }
+
+  async function runChecked(): Promise<RunResult<unknown> | undefined | 'hang'> {
+    let result: RunResult<unknown>;
+    const events: RunEvent[] = [];
+    const steps: AgentStep[] = [];
+    try {
+      if (scenario.entry === 'run') {
+        result = await watchdog(run(built.entry, input as RunInput, runOptions), options.watchdogMs, 'run()');
+      } else {
+        const s = stream(built.entry, input as RunInput, runOptions);
+        await watchdog(
+          (async () => {
+            if (turn.steps) for await (const step of s.steps()) steps.push(step);
+            else for await (const event of s) events.push(event);
+          })(),
+          options.watchdogMs,
+          turn.steps ? 'stream().steps()' : 'stream() events',
+        );
+        result = await watchdog(s.result, options.watchdogMs, 'stream().result');
+      }
+    } catch (error) {
+      clearTimeout(timer);
+      if (error instanceof Hang) {
+        outcome.problems.push({ kind: 'hang', detail: `${where}: ${error.message}` });
+        return 'hang';
+      }
+      if (isTyped(error)) {
+        rejected(outcome, error);
+        // Side-by-side runs of the same agents may have called the models meanwhile.
+        const alone = besideAtStart === 0 && run_.inFlight.count === 1;
+        if (modelCalls(built) !== before && alone)
+          outcome.problems.push({ kind: 'rejected_after_running', detail: `${where}: ${describe(error)}` });
+        if (!expectReject) outcome.unexpectedRejections.push(`${where}: ${describe(error)}`);
+      } else outcome.problems.push({ kind: 'untyped_rejection', detail: `${where}: ${describe(error)}` });
+      return undefined;
     }
-  } catch (error) {
     clearTimeout(timer);
-    if (error instanceof Hang) {
-      outcome.problems.push({ kind: 'hang', detail: `${where}: ${error.message}` });
-      return 'hang';
-    }
-    if (isTyped(error)) {
-      rejected(outcome, error);
-      // Side-by-side runs of the same agents may have called the models meanwhile.
-      if (modelCalls(built) !== before && !turn.sendEarly && !scenario.turns[t - 1]?.sendEarly)
-        outcome.problems.push({ kind: 'rejected_after_running', detail: `${where}: ${describe(error)}` });
-      if (!expectReject) outcome.unexpectedRejections.push(`${where}: ${describe(error)}`);
-    } else outcome.problems.push({ kind: 'untyped_rejection', detail: `${where}: ${describe(error)}` });
-    return undefined;
-  }
-  clearTimeout(timer);
-  outcome.results += 1;
-  if (expectReject)
-    outcome.problems.push({
-      kind: 'accepted_bad_input',
-      detail: `${where}: input or history should be refused`,
-    });
-  if (JSON.stringify(history ?? null) !== givenJson)
-    outcome.problems.push({ kind: 'caller_history_mutated', detail: where });
-  checkResult(result, (history as Message[] | undefined) ?? [], where, outcome.problems);
-  checkBounds(scenario, result, where, outcome.problems);
-  if (scenario.entry === 'stream' && !turn.steps) {
-    checkEvents(events, built.declaresToken, where, outcome.problems);
-    const ends = events.filter((e) => e.type === 'run_end' && e.depth === 0);
-    if (events[0]?.type !== 'run_start' || ends.length !== 1 || events.at(-1) !== ends[0])
+    outcome.results += 1;
+    if (expectReject)
       outcome.problems.push({
-        kind: 'event_order',
-        detail: `${where}: a stream goes from one run_start to one run_end (${events[0]?.type} … ${events.at(-1)?.type}, ${ends.length} ends)`,
+        kind: 'accepted_bad_input',
+        detail: `${where}: input or history should be refused`,
       });
+    if (JSON.stringify(history ?? null) !== givenJson)
+      outcome.problems.push({ kind: 'caller_history_mutated', detail: where });
+    checkResult(result, (history as Message[] | undefined) ?? [], where, outcome.problems);
+    checkBounds(scenario, result, where, outcome.problems);
+    if (scenario.entry === 'stream' && !turn.steps) {
+      checkEvents(events, built.declaresToken, where, outcome.problems);
+      const ends = events.filter((e) => e.type === 'run_end' && e.depth === 0);
+      if (events[0]?.type !== 'run_start' || ends.length !== 1 || events.at(-1) !== ends[0])
+        outcome.problems.push({
+          kind: 'event_order',
+          detail: `${where}: a stream goes from one run_start to one run_end (${events[0]?.type} … ${events.at(-1)?.type}, ${ends.length} ends)`,
+        });
+    }
+    if (scenario.entry === 'stream' && turn.steps) checkSteps(steps, result, where, outcome.problems);
+    return result;
   }
-  if (scenario.entry === 'stream' && turn.steps) checkSteps(steps, result, where, outcome.problems);
-  return result;
 }
 
 /**
@@ -1058,6 +1080,7 @@ async function executeSession(
   const id = `fuzz-session-${tag.slice(5)}`;
   const mode = scenario.approval === 'none' ? 'approve' : scenario.approval;
   const decisions: Promise<unknown>[] = [];
+  const turnReaders: Promise<void>[] = [];
   const decide = (request: ApprovalRequest) => {
     const session = system.get(request.sessionId);
     if (!session) return;
@@ -1144,6 +1167,35 @@ async function executeSession(
   const results: { turn: number; promise: Promise<RunResult<unknown>> }[] = [
     { turn: 0, promise: session.result },
   ];
+  // Each turn's events, read from the tick it was sent: from its own run_start to its run_end.
+  turnReaders.push(readTurn(0, first.input, session.result));
+  function readTurn(t: number, input: unknown, sent: Promise<unknown>): Promise<void> {
+    const seen: RunEvent[] = [];
+    const where = `${tag} session turn #${t} events()`;
+    return (async () => {
+      for await (const event of session.events()) seen.push(event);
+      // A message the session refused (it had closed) has no turn to read.
+      const accepted = await sent.then(
+        () => true,
+        () => false,
+      );
+      if (seen.length === 0 || !accepted) return; // it never started: the session closed first
+      const [head] = seen;
+      const last = seen.at(-1);
+      if (head?.type !== 'run_start' || JSON.stringify(head.data.input) !== JSON.stringify(input))
+        outcome.problems.push({
+          kind: 'event_order',
+          detail: `${where}: starts with ${head?.type} ${JSON.stringify(head?.data).slice(0, 80)}, not this turn's run_start`,
+        });
+      if (last?.type !== 'run_end' || last.depth !== 0)
+        outcome.problems.push({
+          kind: 'event_order',
+          detail: `${where}: ends with ${last?.type}, not its run_end`,
+        });
+    })().catch((error: unknown) => {
+      outcome.problems.push({ kind: 'untyped_rejection', detail: `${where}: ${describe(error)}` });
+    });
+  }
   for (let t = 1; t < scenario.turns.length; t++) {
     const previousTurn = scenario.turns[t - 1];
     if (!previousTurn?.sendEarly) {
@@ -1170,6 +1222,7 @@ async function executeSession(
     if (turn.turnTimeoutMs !== null) turnOptions.timeoutMs = turn.turnTimeoutMs;
     const sent = session.send(next.input as RunInput, turnOptions);
     results.push({ turn: t, promise: sent });
+    if (!next.bad) turnReaders.push(readTurn(t, next.input, sent));
     if (next.bad) {
       try {
         await watchdog(sent, options.watchdogMs, `send #${t}`);
@@ -1232,6 +1285,7 @@ async function executeSession(
       );
       await watchdog(reading, options.watchdogMs, 'system.events() after shutdown');
       await watchdog(Promise.all(decisions), options.watchdogMs, 'approval decisions');
+      await watchdog(Promise.all(turnReaders), options.watchdogMs, 'session.events() of the turns');
     } catch (error) {
       if (error instanceof Hang) outcome.problems.push({ kind: 'hang', detail: `${tag}: ${error.message}` });
       else

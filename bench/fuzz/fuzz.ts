@@ -50,6 +50,8 @@ const byKind = new Map<ProblemKind, number>();
 const samples = new Map<ProblemKind, { detail: string; scenario: Scenario }[]>();
 const unexpected: string[] = [];
 const rejectionKinds = new Map<string, number>();
+/** Breaks grouped by what they say (case numbers and counts left out). */
+const breakKinds = new Map<string, number>();
 
 function record(scenario: Scenario, outcome: Outcome): void {
   totals.cases += 1;
@@ -67,6 +69,11 @@ function record(scenario: Scenario, outcome: Outcome): void {
   }
   for (const problem of outcome.problems) {
     byKind.set(problem.kind, (byKind.get(problem.kind) ?? 0) + 1);
+    const said = problem.detail
+      .replace(/^case \d+[^:]*: /, '')
+      .replace(/\d+/g, 'N')
+      .slice(0, 100);
+    breakKinds.set(`${problem.kind}: ${said}`, (breakKinds.get(`${problem.kind}: ${said}`) ?? 0) + 1);
     const list = samples.get(problem.kind) ?? [];
     if (list.length < 3) list.push({ detail: problem.detail, scenario });
     samples.set(problem.kind, list);
@@ -109,8 +116,12 @@ console.log(
 );
 console.log(`  cases (runs)             ${totals.cases}`);
 console.log(`  results checked          ${totals.results}  (one per run, stream or session turn)`);
-console.log(`  invariant breaks         ${breaks}  (in ${totals.casesWithBreaks} cases, hangs included)`);
+console.log(
+  `  invariant breaks         ${breaks}  (hangs apart; ${totals.casesWithBreaks} cases with a break or a hang)`,
+);
 for (const [kind, n] of [...byKind.entries()].sort()) console.log(`    ${kind.padEnd(24)} ${n}`);
+for (const [said, n] of [...breakKinds.entries()].sort((a, b) => b[1] - a[1]).slice(0, 12))
+  console.log(`      ${String(n).padStart(6)}  ${said}`);
 console.log(`  crashes                  ${crashes.length}  (unhandled rejections + uncaught exceptions)`);
 console.log(`  hangs                    ${hangs}  (watchdog ${watchdogMs} ms)`);
 console.log(

@@ -319,7 +319,7 @@ function agentSpec(profile: Profile, index: number, count: number): fc.Arbitrary
     filter: fc.constantFrom<AgentSpec['filter']>(
       'none',
       'none',
-      'none',
+      'lastUser',
       'lastUser',
       'empty',
       'throws',
