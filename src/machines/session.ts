@@ -269,8 +269,11 @@ export function appendDelta(transcript: Message[], delta: readonly Message[]): M
   const out: Message[] = [...transcript];
   for (const message of delta) {
     if (message.role === 'assistant' && message.toolCalls?.some((call) => used.has(call.id))) {
+      const clashing = new Set(message.toolCalls.filter((call) => used.has(call.id)).map((call) => call.id));
+      // The calls that keep their id hold it before any new id is chosen, so no new id takes a sibling's.
+      for (const call of message.toolCalls) used.add(call.id);
       const toolCalls = message.toolCalls.map((call) => {
-        if (!used.has(call.id)) return call;
+        if (!clashing.has(call.id)) return call;
         let id = `${call.id}_${used.size}`;
         for (let n = 1; used.has(id); n++) id = `${call.id}_${used.size + n}`;
         renamed.set(call.id, id);

@@ -30,10 +30,8 @@ export class PhaseReporter {
   }
 
   observe(snapshot: AgentSnapshot): void {
-    // The compiled machine shares one state value object per configuration: an unchanged value is no new phase.
-    if (snapshot.value === this.#lastValue) return;
-    this.#lastValue = snapshot.value;
     const { context } = snapshot;
+    // Checked before the phase: a retry goes from callingModel back to callingModel, the same state value.
     if (context.retryCount > this.#retries) {
       this.#retries = context.retryCount;
       this.#emit('decode_retry', {
@@ -41,6 +39,9 @@ export class PhaseReporter {
         error: context.answer.decodeError ?? 'the answer did not decode',
       });
     }
+    // The compiled machine shares one state value object per configuration: an unchanged value is no new phase.
+    if (snapshot.value === this.#lastValue) return;
+    this.#lastValue = snapshot.value;
     const [phase, state] = phaseOf(snapshot.value);
     const key = `${phase}.${state}`;
     if (key === this.#lastPhase) return;

@@ -4,7 +4,7 @@ import type { Agent } from '../agent/define-agent.ts';
 import { AsyncQueue } from '../core/async-queue.ts';
 import { type Clock, systemClock } from '../core/clock.ts';
 import { ConfigError } from '../core/errors.ts';
-import { EventBus } from '../core/event-bus.ts';
+import { EventBus, type EventOrigin } from '../core/event-bus.ts';
 import type { RunEvent } from '../core/events.ts';
 import type { JsonValue } from '../core/json.ts';
 import { type Message, type RunInput, userMessage } from '../core/messages.ts';
@@ -25,7 +25,7 @@ import { setScope, stopOrphans } from './run-hooks.ts';
 import { runHost } from './run-host.ts';
 import { checkRunArguments } from './run-options.ts';
 import { buildRunResult, failedBeforeAnyStep, runEndData } from './run-result.ts';
-import { deltaForwarder, registerRuntime, unregisterRuntime } from './run-runtime.ts';
+import { deltaForwarder, type RunRuntime, registerRuntime, unregisterRuntime } from './run-runtime.ts';
 import { runtimeAgentMachine } from './runtime-agent-machine.ts';
 
 export interface RunOptions {
@@ -62,6 +62,16 @@ export interface RunOptions {
   onApproval?: ApprovalHandler | undefined;
 }
 
+/**
+ * Where a nested run (an agent used as a tool by a plain run) sits in its caller's session: the session id and route
+ * its tools see, the ids of the calls that started it, and the route and depth its events carry.
+ */
+export type NestedPlacement = Required<Pick<RunRuntime, 'sessionId' | 'route' | 'callPath'>> & {
+  origin: EventOrigin;
+  /** The caller's session turn: part of the nested tools' idempotency keys. */
+  turn: number;
+};
+
 interface StartedRun<TOutput> {
   sessionId: string;
   bus: EventBus;
@@ -77,6 +87,7 @@ function startRun<TOutput>(
   input: RunInput,
   options: RunOptions,
   beforeStart?: (bus: EventBus) => void,
+  placement?: NestedPlacement,
 ): StartedRun<TOutput> {
   if (agent?.kind !== 'agent')
     throw new ConfigError('run(): the first argument must be an agent from defineAgent().');
@@ -94,12 +105,15 @@ function startRun<TOutput>(
     bus,
   });
   beforeStart?.(bus);
-  registerRuntime(sessionId, {
+  const origin = placement?.origin;
+  const runtime: RunRuntime = {
     agent: agent as Agent<unknown>,
     bus,
     clock,
-    onDelta: deltaForwarder(bus, agent.name),
-  });
+    onDelta: deltaForwarder(bus, agent.name, origin),
+  };
+  if (placement) Object.assign(runtime, placement);
+  registerRuntime(sessionId, runtime);
 
   const actor = createActor(runtimeAgentMachine, {
     input: {
@@ -119,7 +133,7 @@ function startRun<TOutput>(
   } as Parameters<typeof createActor<AgentMachine>>[1]);
 
   const result = new Promise<RunResult<TOutput>>((resolve) => {
-    const phases = new PhaseReporter((type, data) => bus.emit(agent.name, type, data));
+    const phases = new PhaseReporter((type, data) => bus.emit(agent.name, type, data, origin));
     let lastContext: AgentContext | undefined;
     let timer: unknown;
     let finished = false;
@@ -147,7 +161,7 @@ function startRun<TOutput>(
             code: 'internal',
             message: internalError instanceof Error ? internalError.message : String(internalError),
           });
-      if (bus.listening) bus.emit(agent.name, 'run_end', runEndData(runResult));
+      if (bus.listening) bus.emit(agent.name, 'run_end', runEndData(runResult), origin);
       detachResources?.();
       unregisterRuntime(sessionId);
       resolve(runResult);
@@ -168,12 +182,17 @@ function startRun<TOutput>(
     });
 
     if (bus.listening)
-      bus.emit(agent.name, 'run_start', {
-        input: input as JsonValue,
-        historyLength: callerHistory.length,
-        model: agent.model.model,
-        provider: agent.model.provider,
-      });
+      bus.emit(
+        agent.name,
+        'run_start',
+        {
+          input: input as JsonValue,
+          historyLength: callerHistory.length,
+          model: agent.model.model,
+          provider: agent.model.provider,
+        },
+        origin,
+      );
     if (agent.limits.timeoutMs !== null) {
       timer = clock.setTimeout(() => actor.send({ type: 'timeout' }), agent.limits.timeoutMs);
     }
@@ -225,9 +244,19 @@ export function stream<TOutput>(
   input: RunInput,
   options: RunOptions = {},
 ): RunStream<TOutput> {
+  return streamPlaced(agent, input, options);
+}
+
+/** `stream()`, for a nested run placed in its caller's session (`placement`) when the run needs no session. */
+export function streamPlaced<TOutput>(
+  agent: Agent<TOutput>,
+  input: RunInput,
+  options: RunOptions,
+  placement?: NestedPlacement,
+): RunStream<TOutput> {
   checkRunArguments(agent, input, options, 'stream()');
   if (agent?.kind === 'agent' && needsSession(agent as Agent<unknown>)) {
-    const session = runInSession(agent, input, options);
+    const session = runInSession(agent, input, options, placement);
     const events = session.events;
     return {
       sessionId: session.sessionId,
@@ -237,12 +266,20 @@ export function stream<TOutput>(
     };
   }
   const queue = new AsyncQueue<RunEvent>();
-  const started = startRun(agent, input, options, (bus) => {
-    bus.subscribe((event) => {
-      queue.push(event);
-      if (event.type === 'run_end') queue.end();
-    });
-  });
+  const depth = placement?.origin.depth ?? 0;
+  const started = startRun(
+    agent,
+    input,
+    options,
+    (bus) => {
+      bus.subscribe((event) => {
+        queue.push(event);
+        // The run_end of an agent it used as a tool (one level deeper) is not this run's end.
+        if (event.type === 'run_end' && event.depth === depth) queue.end();
+      });
+    },
+    placement,
+  );
   return {
     sessionId: started.sessionId,
     result: started.result,

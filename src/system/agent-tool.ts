@@ -2,11 +2,11 @@ import { z } from 'zod';
 import type { Agent } from '../agent/define-agent.ts';
 import { ConfigError } from '../core/errors.ts';
 import type { RunResult } from '../core/result.ts';
-import { type RunOptions, stream } from '../run/run.ts';
+import { type NestedPlacement, type RunOptions, streamPlaced } from '../run/run.ts';
 import { addNestedSteps, delegatorOf, scopeOf } from '../run/run-hooks.ts';
 import { runtimeKeyOf, runtimeOf } from '../run/run-runtime.ts';
 import { type Tool, type ToolContext, tool } from '../tools/tool.ts';
-import { needsSupervisor } from './session-run.ts';
+import { needsSession, needsSupervisor } from './session-run.ts';
 
 export interface AgentToolOptions {
   /** The tool name the model sees; default: the agent's name (characters tools may not hold become `_`). */
@@ -99,10 +99,29 @@ async function runApart(
     runOptions.clock = caller.clock;
   }
   if (scope?.inspect) runOptions.inspect = scope.inspect;
-  const sub = stream(nested, input, runOptions);
+  // The sub-run sits in the caller's session: its tools see the caller's session id and their route, and its
+  // events (its own run_start and run_end too) carry that route, one level deeper than the caller's.
+  const callerRoute = caller?.route ?? caller?.agent.name ?? '';
+  const callerDepth = caller?.origin?.depth ?? 0;
+  const placement: NestedPlacement = {
+    sessionId: caller?.sessionId ?? caller?.bus.sessionId ?? ctx.sessionId,
+    route: `${callerRoute}>${ctx.callId}/${nested.name}`,
+    callPath: caller?.callPath ? `${caller.callPath}/${ctx.callId}` : ctx.callId,
+    origin: { route: `${callerRoute}>${ctx.callId}/${nested.name}`, depth: callerDepth + 1 },
+    turn: ctx.turn,
+  };
+  // A sub-agent that needs a session (handoffs) runs in a private one: its tools are placed like the others', its
+  // events relative to it (placed here).
+  const inSession = needsSession(nested);
+  const sub = streamPlaced(nested, input, runOptions, placement);
   for await (const event of sub) {
-    if (event.type !== 'run_start' && event.type !== 'run_end')
-      caller?.bus.emit(event.agent, event.type, event.data as never);
+    if (!caller) continue;
+    const origin = inSession
+      ? { route: `${callerRoute}>${ctx.callId}/${event.route}`, depth: callerDepth + 1 + event.depth }
+      : event.depth === 0
+        ? placement.origin
+        : { route: event.route, depth: event.depth };
+    caller.bus.emit(event.agent, event.type, event.data as never, origin);
   }
   return sub.result;
 }

@@ -8,6 +8,7 @@ import type { RunResult } from '../core/result.ts';
 import type { AgentMachine, AgentMachineInput, AgentMachineOutput } from '../machines/agent.ts';
 import type { SessionMachine } from '../machines/session.ts';
 import type { InspectObserver } from '../run/inspect.ts';
+import { PhaseReporter } from '../run/phase-events.ts';
 import { type Delegator, onFatal, setDelegator, setScope, stopOrphans } from '../run/run-hooks.ts';
 import { buildRunResult, runEndData } from '../run/run-result.ts';
 import { deltaForwarder, registerRuntime, runtimeOf, unregisterRuntime } from '../run/run-runtime.ts';
@@ -136,8 +137,11 @@ export function delegatorFor(host: DelegationHost, callerKey: string): Delegator
       if (!child) return settle(undefined, 'the session is not running');
       const started = child;
       host.routes.set(route, started);
+      // Its phases and decode retries, like those of the agent holding the conversation, at its depth.
+      const phases = new PhaseReporter((type, data) => bus.emit(agent.name, type, data, origin));
       subscription = started.subscribe({
         next: (snapshot: SnapshotFrom<AgentMachine>) => {
+          if (bus.listening) phases.observe(snapshot);
           if (snapshot.status === 'done') settle(snapshot.output);
           else if (snapshot.context.approvals) host.applyStoredDecisions();
         },

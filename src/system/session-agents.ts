@@ -4,6 +4,7 @@ import type { Clock } from '../core/clock.ts';
 import type { ErrorInfo } from '../core/errors.ts';
 import type { EventBus } from '../core/event-bus.ts';
 import type { AgentDescriptor, SessionMachine } from '../machines/session.ts';
+import type { NestedPlacement } from '../run/run.ts';
 import { onFatal, setDelegator } from '../run/run-hooks.ts';
 import { deltaForwarder, registerRuntime, unregisterRuntime } from '../run/run-runtime.ts';
 import { type DelegationHost, delegatorFor } from './delegation.ts';
@@ -29,8 +30,13 @@ export function registerSessionAgents(options: {
   onFatal: (name: string, error: ErrorInfo) => void;
   /** The budget scope model calls reserve from now (the turn's, or the session's). */
   resourceScope: () => string;
+  /** Where the session sits in a caller's session, when it runs an agent used as a tool. */
+  placement?: NestedPlacement | undefined;
 }): { descriptors: Record<string, AgentDescriptor>; dispose: () => void } {
-  const { sessionId, agents, bus, clock, durability, actor } = options;
+  const { sessionId, agents, bus, clock, durability, actor, placement } = options;
+  // In a caller's session, every agent of this one sits where the called agent does: `caller>callId/<name>`.
+  const entryName = placement ? placement.route.slice(placement.route.lastIndexOf('/') + 1) : '';
+  const routePrefix = placement ? placement.route.slice(0, placement.route.length - entryName.length) : '';
   const undo: (() => void)[] = [];
   registerSessionRuntime({
     agents,
@@ -47,12 +53,12 @@ export function registerSessionAgents(options: {
       bus,
       clock,
       onDelta: deltaForwarder(bus, name),
-      sessionId,
-      route: name,
+      sessionId: placement?.sessionId ?? sessionId,
+      route: `${routePrefix}${name}`,
       get turn() {
-        return actor().getSnapshot().context.turns + 1;
+        return placement?.turn ?? actor().getSnapshot().context.turns + 1;
       },
-      callPath: '',
+      callPath: placement?.callPath ?? '',
       durable: durability.runFor({ route: name, nested: false }),
       resourceScope: options.resourceScope,
     });

@@ -6,6 +6,7 @@ import type { RunEvent } from '../core/events.ts';
 import type { RunInput } from '../core/messages.ts';
 import type { RunResult } from '../core/result.ts';
 import type { InspectObserver } from '../run/inspect.ts';
+import type { NestedPlacement } from '../run/run.ts';
 import { defaultEnvironment, type Session, type SessionOptions, startSession } from './session.ts';
 
 const supervised = new WeakMap<object, boolean>();
@@ -77,6 +78,7 @@ export function runInSession<TOutput>(
   agent: Agent<TOutput>,
   input: RunInput,
   options: SessionRunOptions,
+  placement?: NestedPlacement,
 ): { sessionId: string; result: Promise<RunResult<TOutput>>; events: AsyncIterable<RunEvent> } {
   const asker = toolAskingPeople(agent as Agent<unknown>);
   if (asker !== null && options.onApproval === undefined)
@@ -85,6 +87,7 @@ export function runInSession<TOutput>(
     );
   const environment = defaultEnvironment(options.clock ?? systemClock);
   if (options.inspect) environment.inspect = options.inspect;
+  if (placement) environment.placement = placement;
   const sessionOptions: SessionOptions = {};
   if (options.sessionId !== undefined) sessionOptions.id = options.sessionId;
   if (options.history !== undefined) sessionOptions.history = options.history;

@@ -153,6 +153,7 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
       delegation: this.#delegationHost(),
       onFatal: (name, error) => this.#crash(name, error),
       resourceScope: () => this.#controls.scope ?? this.id,
+      placement: environment.placement,
     });
     this.#disposers.push(agents.dispose);
     this.#actor = this.#createActor(agents.descriptors);

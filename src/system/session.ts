@@ -11,6 +11,7 @@ import type { SessionStore, StoredSessionState } from '../persistence/store.ts';
 import type { ResourceManager } from '../resources/resource-manager.ts';
 import type { RunResourceOptions } from '../resources/resource-run.ts';
 import type { InspectObserver } from '../run/inspect.ts';
+import type { NestedPlacement } from '../run/run.ts';
 import { planSession } from './session-plan.ts';
 import { SessionRuntime } from './session-runtime.ts';
 import type { TurnOptions } from './session-turns.ts';
@@ -76,6 +77,11 @@ export interface SessionEnvironment {
   keepRecords?: boolean | undefined;
   /** How often a session waiting for approvals looks for decisions other processes stored. Default 1,000 ms. */
   approvalPollMs?: number | undefined;
+  /**
+   * For a private session running an agent used as a tool by another run: where its agents sit in the caller's
+   * session (the session id, route and turn their tools see).
+   */
+  placement?: NestedPlacement | undefined;
   /** False once the system drains or shuts down: sessions take no new messages. */
   accepting?: (() => boolean) | undefined;
 }

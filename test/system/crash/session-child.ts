@@ -282,7 +282,7 @@ async function decideMode(): Promise<void> {
 async function approveLoop(): Promise<void> {
   writeSync(1, 'ready\n');
   // With kills, only the top agents' calls: a decision stored for a nested agent's call while its session is down
-  // is not applied on recovery (the known bug kept as it.fails in crash-matrix.test.ts).
+  // is not applied on recovery.
   startApprover(new Set(), plan.approver === 'other-all' ? 'all' : 'top');
   await new Promise(() => undefined);
 }
