@@ -225,6 +225,8 @@ describe('actor system: random agent graphs', () => {
             ),
           ],
           [example([[], []], [[crash], []], 'escalate')],
+          // A handoff chain one longer than maxDepth: the turn ends with handoff_limit.
+          [{ ...example([[1], [2], []], [[handoff], [handoff], [text]], 'restart'), maxDepth: 1 }],
         ],
       },
     );
