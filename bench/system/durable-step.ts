@@ -4,9 +4,12 @@
  * agent as the floor. Rounds are interleaved (each round runs every subject, the order rotating) and the figure per
  * subject is the median over rounds of µs per tool step (turn wall / N), with its range and its ratio to the memory
  * store. Each turn is a fresh session (spawn → result); stopping and deleting it afterwards is not timed.
+ * With `concurrent` > 1, that many sessions (or runs) run their turn at once and the figure is the batch's wall over
+ * all their steps (throughput, not latency); the group-commit prototype (bench/persistence/group-commit-store.ts)
+ * joins the subjects then, since it only pays off when sessions commit in the same event-loop turn.
  * A last pass counts what the turn commits (commits and JSON bytes per step, by kind).
  *
- *   npm run build && node bench/system/durable-step.ts [steps=10] [rounds=7] [directory for the files=os.tmpdir()]
+ *   npm run build && node bench/system/durable-step.ts [steps=10] [rounds=7] [concurrent=1] [directory=os.tmpdir()]
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -22,7 +25,8 @@ import { answerAfter, median, openStore, type StoreKind, spread, stepAgent } fro
 
 const steps = Number(process.argv[2] ?? 10);
 const rounds = Number(process.argv[3] ?? 7);
-const directory = mkdtempSync(join(process.argv[4] ?? tmpdir(), 'troupe-bench-durable-'));
+const concurrent = Number(process.argv[4] ?? 1);
+const directory = mkdtempSync(join(process.argv[5] ?? tmpdir(), 'troupe-bench-durable-'));
 const roundMs = 400;
 const minTurns = 5;
 
@@ -45,15 +49,16 @@ function sessionSubject(name: string, kind: StoreKind): Subject {
     name,
     samples: [],
     async turn() {
-      const id = `s${n++}`;
+      const ids = Array.from({ length: concurrent }, () => `s${n++}`);
       const start = performance.now();
-      const session = system.spawn(agent, 'Do the task.', { id });
-      const result = await session.result;
+      const sessions = ids.map((id) => system.spawn(agent, 'Do the task.', { id }));
+      const results = await Promise.all(sessions.map((session) => session.result));
       const elapsed = performance.now() - start;
-      if (result.status !== 'completed' || result.text !== expected)
-        throw new Error(`${name}: the turn ended ${result.stopReason}: ${result.text}`);
-      await session.stop();
-      await store.delete(id);
+      for (const result of results)
+        if (result.status !== 'completed' || result.text !== expected)
+          throw new Error(`${name}: the turn ended ${result.stopReason}: ${result.text}`);
+      for (const session of sessions) await session.stop();
+      for (const id of ids) await store.delete(id);
       return elapsed * 1000;
     },
     close: () => {
@@ -69,10 +74,11 @@ const subjects: Subject[] = [
     samples: [],
     async turn() {
       const start = performance.now();
-      const result = await run(agent, 'Do the task.');
+      const results = await Promise.all(Array.from({ length: concurrent }, () => run(agent, 'Do the task.')));
       const elapsed = performance.now() - start;
-      if (result.status !== 'completed' || result.text !== expected)
-        throw new Error(`run(): ended ${result.stopReason}`);
+      for (const result of results)
+        if (result.status !== 'completed' || result.text !== expected)
+          throw new Error(`run(): ended ${result.stopReason}`);
       return elapsed * 1000;
     },
     close() {},
@@ -80,6 +86,7 @@ const subjects: Subject[] = [
   sessionSubject('session, memory store', 'memory'),
   sessionSubject('session, SQLite NORMAL', 'sqlite-normal'),
   sessionSubject('session, SQLite FULL', 'sqlite-full'),
+  ...(concurrent > 1 ? [sessionSubject('session, SQLite group commit', 'sqlite-group')] : []),
 ];
 
 /** µs per step over one round of at least `roundMs` and `minTurns`. */
@@ -91,7 +98,7 @@ async function measure(subject: Subject): Promise<number> {
     spent += await subject.turn();
     turns++;
   }
-  return spent / turns / steps;
+  return spent / turns / steps / concurrent;
 }
 
 /** What one turn commits, through a counting wrapper around a memory store (JSON sizes as SQLite would write). */
@@ -148,13 +155,13 @@ try {
   const memory = median(subjects[1]?.samples ?? []);
   const floor = median(subjects[0]?.samples ?? []);
   console.log(
-    `node ${process.version}, ${steps} tool steps per turn, ${rounds} interleaved rounds of >= ${roundMs} ms, files in ${directory}`,
+    `node ${process.version}, ${steps} tool steps per turn, ${concurrent} turn(s) at once, ${rounds} interleaved rounds of >= ${roundMs} ms, files in ${directory}`,
   );
-  console.log(`${'subject'.padEnd(26)} ${'µs per step: median (range)'.padEnd(30)} × memory   × run()`);
+  console.log(`${'subject'.padEnd(30)} ${'µs per step: median (range)'.padEnd(30)} × memory   × run()`);
   for (const subject of subjects) {
     const mid = median(subject.samples);
     console.log(
-      `${subject.name.padEnd(26)} ${spread(subject.samples).padEnd(30)} ${(mid / memory).toFixed(2).padStart(7)}  ${(mid / floor).toFixed(2).padStart(7)}`,
+      `${subject.name.padEnd(30)} ${spread(subject.samples).padEnd(30)} ${(mid / memory).toFixed(2).padStart(7)}  ${(mid / floor).toFixed(2).padStart(7)}`,
     );
   }
   for (const line of await commitProfile()) console.log(line);

@@ -13,6 +13,7 @@ import {
   type SessionStore,
   tool,
 } from '../../dist/index.js';
+import { createGroupCommitStore } from '../persistence/group-commit-store.ts';
 
 export const usage = { input: 10, output: 5, cached: 0, reasoning: 0 };
 
@@ -106,10 +107,12 @@ export function stepAgent(options: StepAgentOptions) {
   });
 }
 
-export type StoreKind = 'memory' | 'sqlite-normal' | 'sqlite-full';
+/** The stores compared; `sqlite-group` is the group-commit prototype (bench/persistence/group-commit-store.ts). */
+export type StoreKind = 'memory' | 'sqlite-normal' | 'sqlite-full' | 'sqlite-group';
 
 export function openStore(kind: StoreKind, path: string): SessionStore {
   if (kind === 'memory') return createMemoryStore();
+  if (kind === 'sqlite-group') return createGroupCommitStore(path);
   return createSqliteStore(path, { synchronous: kind === 'sqlite-full' ? 'full' : 'normal' });
 }
 

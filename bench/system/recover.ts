@@ -13,14 +13,16 @@
  *      and, before both, reading alone: `store.list()` and `store.load()` of every interrupted session.
  * Per K, the median over rounds (and range) of sessions/s, and recover's ratio to fresh spawns of the same run.
  *
- *   npm run build && node bench/system/recover.ts [K=100,1000] [rounds=3] [full|normal] [directory=os.tmpdir()]
+ * `group` opens the file with the group-commit prototype (bench/persistence/group-commit-store.ts) instead.
+ *
+ *   npm run build && node bench/system/recover.ts [K=100,1000] [rounds=3] [full|normal|group] [directory=os.tmpdir()]
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createAgentSystem, createSqliteStore, type Message, type RunResult } from '../../dist/index.js';
-import { answerAfter, median, spread, stepAgent } from './durable-workload.ts';
+import { answerAfter, median, openStore, spread, stepAgent } from './durable-workload.ts';
 
 const paragraph = 'The order #4411 shipped on Monday from the Rotterdam warehouse and is due on Thursday. ';
 
@@ -71,14 +73,15 @@ if (role === 'create') {
     gate: () => gate,
   });
   const expected = answerAfter(1);
-  const store = createSqliteStore(file as string, {
-    synchronous: synchronous === 'normal' ? 'normal' : 'full',
-  });
+  const store = openStore(
+    synchronous === 'normal' ? 'sqlite-normal' : synchronous === 'group' ? 'sqlite-group' : 'sqlite-full',
+    file as string,
+  );
   const metrics: Record<string, number> = {};
 
   const begin = performance.now();
-  const listed = store.list({ status: ['running', 'awaiting', 'suspended'] });
-  for (const summary of listed) store.load(summary.id);
+  const listed = await store.list({ status: ['running', 'awaiting', 'suspended'] });
+  for (const summary of listed) await store.load(summary.id);
   metrics.readMs = performance.now() - begin;
   if (listed.length !== k)
     throw new Error(`measure: the store lists ${listed.length} interrupted sessions, not ${k}`);
@@ -128,13 +131,13 @@ if (role === 'create') {
     await spawnFresh();
   }
   await system.shutdown();
-  store.close();
+  await store.close();
   console.log(JSON.stringify(metrics));
 } else {
   // The orchestrator.
   const ks = (process.argv[2] ?? '100,1000').split(',').map(Number);
   const rounds = Number(process.argv[3] ?? 3);
-  const synchronous = process.argv[4] === 'normal' ? 'normal' : 'full';
+  const synchronous = process.argv[4] === 'normal' || process.argv[4] === 'group' ? process.argv[4] : 'full';
   const directory = mkdtempSync(join(process.argv[5] ?? tmpdir(), 'troupe-bench-recover-'));
   const script = import.meta.filename;
 
@@ -182,7 +185,7 @@ if (role === 'create') {
         rmSync(file, { force: true });
       }
     console.log(
-      `\nnode ${process.version}, SQLite ${synchronous.toUpperCase()}, ${rounds} rounds; sessions/s: median (range) over rounds`,
+      `\nnode ${process.version}, SQLite ${synchronous === 'group' ? 'group commit' : synchronous.toUpperCase()}, ${rounds} rounds; sessions/s: median (range) over rounds`,
     );
     console.log(
       '| K | read alone (list + load) | recover(): returned | recover(): all running again | recover(): all finished | fresh: spawn() returned | fresh: all running | fresh: all finished | recover / fresh, running | recover / fresh, finished |',

@@ -7,7 +7,9 @@
  * SQLite FULL an fsync of its own. 'sync' pacing (every delta in one go) shows the same turn when they coalesce.
  * Rounds are interleaved; per subject the median over rounds of deltas/s, its range, and the ratio to the memory
  * store. Each turn is a fresh session; stopping and deleting it is not timed. With `concurrent` > 1, that many
- * sessions (or stream()s) stream at once and the figure is all their deltas over the wall of the batch.
+ * sessions (or stream()s) stream at once and the figure is all their deltas over the wall of the batch; the
+ * group-commit prototype (bench/persistence/group-commit-store.ts: one fsync per event-loop turn for every session
+ * that committed in it) joins the subjects then.
  *
  *   npm run build && node bench/system/stream-deltas.ts [deltas=2000] [rounds=5] [macrotask|sync] [concurrent=1] [directory]
  */
@@ -95,6 +97,7 @@ const subjects: Subject[] = [
   sessionSubject('session, memory store', 'memory'),
   sessionSubject('session, SQLite NORMAL', 'sqlite-normal'),
   sessionSubject('session, SQLite FULL', 'sqlite-full'),
+  ...(concurrent > 1 ? [sessionSubject('session, SQLite group commit', 'sqlite-group')] : []),
 ];
 
 /** Deltas per second over one round of at least `roundMs` and `minTurns`. */
@@ -120,11 +123,11 @@ try {
   console.log(
     `node ${process.version}, ${concurrent} session(s) at once, each one answer of ${deltas} deltas (${pacing} pacing), ${rounds} interleaved rounds of >= ${roundMs} ms, files in ${directory}`,
   );
-  console.log(`${'subject'.padEnd(26)} ${'deltas/s: median (range)'.padEnd(30)} × memory   µs per delta`);
+  console.log(`${'subject'.padEnd(30)} ${'deltas/s: median (range)'.padEnd(30)} × memory   µs per delta`);
   for (const subject of subjects) {
     const mid = median(subject.samples);
     console.log(
-      `${subject.name.padEnd(26)} ${spread(subject.samples).padEnd(30)} ${(mid / memory).toFixed(3).padStart(7)}  ${(1e6 / mid).toFixed(1).padStart(10)}`,
+      `${subject.name.padEnd(30)} ${spread(subject.samples).padEnd(30)} ${(mid / memory).toFixed(3).padStart(7)}  ${(1e6 / mid).toFixed(1).padStart(10)}`,
     );
   }
 } finally {
