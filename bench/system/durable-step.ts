@@ -21,7 +21,15 @@ import {
   run,
   type SessionStore,
 } from '../../dist/index.js';
-import { answerAfter, median, openStore, type StoreKind, spread, stepAgent } from './durable-workload.ts';
+import {
+  answerAfter,
+  fsyncProbe,
+  median,
+  openStore,
+  type StoreKind,
+  spread,
+  stepAgent,
+} from './durable-workload.ts';
 
 const steps = Number(process.argv[2] ?? 10);
 const rounds = Number(process.argv[3] ?? 7);
@@ -35,8 +43,8 @@ const expected = answerAfter(steps);
 
 interface Subject {
   name: string;
-  /** One turn; resolves with the µs it took (only the part that counts). */
-  turn: () => Promise<number>;
+  /** One turn (or probe); resolves with the µs it took (only the part that counts) and the steps it made. */
+  turn: () => Promise<{ us: number; units: number }>;
   samples: number[];
   close: () => void;
 }
@@ -59,7 +67,7 @@ function sessionSubject(name: string, kind: StoreKind): Subject {
           throw new Error(`${name}: the turn ended ${result.stopReason}: ${result.text}`);
       for (const session of sessions) await session.stop();
       for (const id of ids) await store.delete(id);
-      return elapsed * 1000;
+      return { us: elapsed * 1000, units: steps * concurrent };
     },
     close: () => {
       void system.shutdown();
@@ -79,7 +87,7 @@ const subjects: Subject[] = [
       for (const result of results)
         if (result.status !== 'completed' || result.text !== expected)
           throw new Error(`run(): ended ${result.stopReason}`);
-      return elapsed * 1000;
+      return { us: elapsed * 1000, units: steps * concurrent };
     },
     close() {},
   },
@@ -87,18 +95,37 @@ const subjects: Subject[] = [
   sessionSubject('session, SQLite NORMAL', 'sqlite-normal'),
   sessionSubject('session, SQLite FULL', 'sqlite-full'),
   ...(concurrent > 1 ? [sessionSubject('session, SQLite group commit', 'sqlite-group')] : []),
+  probeSubject(),
 ];
 
-/** µs per step over one round of at least `roundMs` and `minTurns`. */
+/** The fsync probe as a subject: µs per tiny FULL commit, in the same rounds. */
+function probeSubject(): Subject {
+  const probe = fsyncProbe(join(directory, 'probe.db'));
+  return {
+    name: 'fsync probe: 1 tiny FULL commit',
+    samples: [],
+    turn: async () => {
+      let us = 0;
+      for (let i = 0; i < 10; i++) us += probe.commit();
+      return { us, units: 10 };
+    },
+    close: probe.close,
+  };
+}
+
+/** µs per step (per commit for the probe) over one round of at least `roundMs` and `minTurns`. */
 async function measure(subject: Subject): Promise<number> {
   let spent = 0;
+  let units = 0;
   let turns = 0;
   const start = performance.now();
   while (turns < minTurns || performance.now() - start < roundMs) {
-    spent += await subject.turn();
+    const { us, units: made } = await subject.turn();
+    spent += us;
+    units += made;
     turns++;
   }
-  return spent / turns / steps / concurrent;
+  return spent / units;
 }
 
 /** What one turn commits, through a counting wrapper around a memory store (JSON sizes as SQLite would write). */
@@ -157,13 +184,17 @@ try {
   console.log(
     `node ${process.version}, ${steps} tool steps per turn, ${concurrent} turn(s) at once, ${rounds} interleaved rounds of >= ${roundMs} ms, files in ${directory}`,
   );
-  console.log(`${'subject'.padEnd(30)} ${'µs per step: median (range)'.padEnd(30)} × memory   × run()`);
+  const fsync = median(subjects.at(-1)?.samples ?? []);
+  console.log(
+    `${'subject'.padEnd(32)} ${'µs per step: median (range)'.padEnd(30)} × memory   × run()   ÷ probe`,
+  );
   for (const subject of subjects) {
     const mid = median(subject.samples);
     console.log(
-      `${subject.name.padEnd(30)} ${spread(subject.samples).padEnd(30)} ${(mid / memory).toFixed(2).padStart(7)}  ${(mid / floor).toFixed(2).padStart(7)}`,
+      `${subject.name.padEnd(32)} ${spread(subject.samples).padEnd(30)} ${(mid / memory).toFixed(2).padStart(7)}  ${(mid / floor).toFixed(2).padStart(7)}  ${(mid / fsync).toFixed(2).padStart(7)}`,
     );
   }
+  console.log('(the probe row is µs per commit; ÷ probe: a step as a number of tiny FULL commits)');
   for (const line of await commitProfile()) console.log(line);
 } finally {
   for (const subject of subjects) subject.close();

@@ -136,3 +136,61 @@ export function spread(values: readonly number[]): string {
           : value.toFixed(2);
   return `${f(median(values))} (${f(Math.min(...values))}–${f(Math.max(...values))})`;
 }
+
+/**
+ * The disk's price of one durable commit, measured beside the subjects: a tiny commit (one event) on a SQLite store
+ * with synchronous FULL is one fsync of the write-ahead log and little else. On a shared VM it moves by 10x within
+ * minutes; a FULL figure divided by it is a count of fsyncs, which does not.
+ */
+export function fsyncProbe(path: string): { commit: () => number; close: () => void } {
+  const store = createSqliteStore(path);
+  const id = 'probe';
+  store.commit(id, {
+    session: {
+      id,
+      status: 'idle',
+      entry: 'probe',
+      agent: 'probe',
+      turns: 0,
+      transcript: [],
+      turn: null,
+      queued: [],
+      options: {
+        maxHandoffDepth: 0,
+        maxHandoffRevisits: 0,
+        supervision: {
+          strategy: 'stop',
+          maxRestarts: 0,
+          onExhausted: 'escalate',
+          backoffMs: 0,
+          backoffFactor: 1,
+          maxBackoffMs: 0,
+        },
+      },
+      updatedAt: 0,
+    },
+  });
+  let seq = 0;
+  return {
+    /** One tiny commit; returns the µs it took. */
+    commit() {
+      const start = performance.now();
+      store.commit(id, {
+        events: [
+          {
+            time: 0,
+            agent: 'probe',
+            sessionId: id,
+            route: 'probe',
+            depth: 0,
+            seq: seq++,
+            type: 'run_end',
+            data: {},
+          },
+        ] as never,
+      });
+      return (performance.now() - start) * 1000;
+    },
+    close: () => store.close(),
+  };
+}

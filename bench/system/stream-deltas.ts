@@ -17,7 +17,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createAgentSystem, stream } from '../../dist/index.js';
-import { median, openStore, type StoreKind, spread, stepAgent } from './durable-workload.ts';
+import { fsyncProbe, median, openStore, type StoreKind, spread, stepAgent } from './durable-workload.ts';
 
 const deltas = Number(process.argv[2] ?? 2000);
 const rounds = Number(process.argv[3] ?? 5);
@@ -31,8 +31,8 @@ const agent = stepAgent({ steps: 0, deltas, deltaPacing: pacing });
 
 interface Subject {
   name: string;
-  /** One turn; resolves with its wall in ms. */
-  turn: () => Promise<number>;
+  /** One turn; resolves with its wall in ms and the deltas it carried. */
+  turn: () => Promise<{ ms: number; deltas: number }>;
   samples: number[];
   close: () => void;
 }
@@ -65,7 +65,7 @@ function sessionSubject(name: string, kind: StoreKind): Subject {
       for (const [i, result] of results.entries()) check(name, seen[i] ?? 0, result.status);
       for (const session of sessions) await session.stop();
       for (const id of ids) await store.delete(id);
-      return elapsed;
+      return { ms: elapsed, deltas: deltas * concurrent };
     },
     close: () => {
       void system.shutdown();
@@ -90,7 +90,7 @@ const subjects: Subject[] = [
       );
       const elapsed = performance.now() - start;
       for (const { seen, status } of outcomes) check('stream()', seen, status);
-      return elapsed;
+      return { ms: elapsed, deltas: deltas * concurrent };
     },
     close() {},
   },
@@ -98,18 +98,37 @@ const subjects: Subject[] = [
   sessionSubject('session, SQLite NORMAL', 'sqlite-normal'),
   sessionSubject('session, SQLite FULL', 'sqlite-full'),
   ...(concurrent > 1 ? [sessionSubject('session, SQLite group commit', 'sqlite-group')] : []),
+  probeSubject(),
 ];
 
-/** Deltas per second over one round of at least `roundMs` and `minTurns`. */
+/** The fsync probe as a subject: tiny FULL commits per second, in the same rounds. */
+function probeSubject(): Subject {
+  const probe = fsyncProbe(join(directory, 'probe.db'));
+  return {
+    name: 'fsync probe: tiny FULL commits',
+    samples: [],
+    turn: async () => {
+      let us = 0;
+      for (let i = 0; i < 10; i++) us += probe.commit();
+      return { ms: us / 1000, deltas: 10 };
+    },
+    close: probe.close,
+  };
+}
+
+/** Deltas per second (commits per second for the probe) over one round of at least `roundMs` and `minTurns`. */
 async function measure(subject: Subject): Promise<number> {
   let spent = 0;
+  let carried = 0;
   let turns = 0;
   const start = performance.now();
   while (turns < minTurns || performance.now() - start < roundMs) {
-    spent += await subject.turn();
+    const { ms, deltas: made } = await subject.turn();
+    spent += ms;
+    carried += made;
     turns++;
   }
-  return (deltas * concurrent * turns * 1000) / spent;
+  return (carried * 1000) / spent;
 }
 
 try {
@@ -123,13 +142,17 @@ try {
   console.log(
     `node ${process.version}, ${concurrent} session(s) at once, each one answer of ${deltas} deltas (${pacing} pacing), ${rounds} interleaved rounds of >= ${roundMs} ms, files in ${directory}`,
   );
-  console.log(`${'subject'.padEnd(30)} ${'deltas/s: median (range)'.padEnd(30)} × memory   µs per delta`);
+  const fsyncs = median(subjects.at(-1)?.samples ?? []);
+  console.log(
+    `${'subject'.padEnd(32)} ${'deltas/s: median (range)'.padEnd(30)} × memory   µs per delta   × probe`,
+  );
   for (const subject of subjects) {
     const mid = median(subject.samples);
     console.log(
-      `${subject.name.padEnd(30)} ${spread(subject.samples).padEnd(30)} ${(mid / memory).toFixed(3).padStart(7)}  ${(1e6 / mid).toFixed(1).padStart(10)}`,
+      `${subject.name.padEnd(32)} ${spread(subject.samples).padEnd(30)} ${(mid / memory).toFixed(3).padStart(7)}  ${(1e6 / mid).toFixed(1).padStart(10)}  ${(mid / fsyncs).toFixed(2).padStart(8)}`,
     );
   }
+  console.log('(the probe row is tiny FULL commits per second; × probe: deltas per tiny FULL commit)');
 } finally {
   for (const subject of subjects) subject.close();
   rmSync(directory, { recursive: true, force: true });
