@@ -13,16 +13,17 @@
  *      and, before both, reading alone: `store.list()` and `store.load()` of every interrupted session.
  * Per K, the median over rounds (and range) of sessions/s, and recover's ratio to fresh spawns of the same run.
  *
- * `group` opens the file with the group-commit prototype (bench/persistence/group-commit-store.ts) instead.
+ * The stores (each its own file, created the same way): `full` (the default), `normal`, and `group`, the
+ * group-commit prototype (bench/persistence/group-commit-store.ts); several are measured in a rotating order.
  *
- *   npm run build && node bench/system/recover.ts [K=100,1000] [rounds=3] [full|normal|group] [directory=os.tmpdir()]
+ *   npm run build && node bench/system/recover.ts [K=100,1000] [rounds=3] [stores=full|normal|group,...] [directory]
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createAgentSystem, createSqliteStore, type Message, type RunResult } from '../../dist/index.js';
-import { answerAfter, median, openStore, spread, stepAgent } from './durable-workload.ts';
+import { answerAfter, fsyncProbe, median, openStore, spread, stepAgent } from './durable-workload.ts';
 
 const paragraph = 'The order #4411 shipped on Monday from the Rotterdam warehouse and is due on Thursday. ';
 
@@ -38,6 +39,11 @@ function conversation(): Message[] {
 }
 
 const role = process.argv[2];
+const storeNames: Record<string, string> = {
+  full: 'SQLite FULL',
+  normal: 'SQLite NORMAL',
+  group: 'group commit',
+};
 
 if (role === 'create') {
   // Child 1: K sessions parked in a tool call that never answers; the parent kills this process.
@@ -85,6 +91,12 @@ if (role === 'create') {
   metrics.readMs = performance.now() - begin;
   if (listed.length !== k)
     throw new Error(`measure: the store lists ${listed.length} interrupted sessions, not ${k}`);
+
+  const probe = fsyncProbe(`${file}.probe`);
+  const probes: number[] = [];
+  for (let i = 0; i < 30; i++) probes.push(probe.commit());
+  probe.close();
+  metrics.fsyncUs = median(probes);
 
   const system = createAgentSystem({ store, agents: [agent] });
   const check = (what: string, results: { status: string; text: string }[]) => {
@@ -137,7 +149,10 @@ if (role === 'create') {
   // The orchestrator.
   const ks = (process.argv[2] ?? '100,1000').split(',').map(Number);
   const rounds = Number(process.argv[3] ?? 3);
-  const synchronous = process.argv[4] === 'normal' || process.argv[4] === 'group' ? process.argv[4] : 'full';
+  const modes = (process.argv[4] ?? 'full').split(',');
+  for (const mode of modes)
+    if (!Object.hasOwn(storeNames, mode))
+      throw new Error(`recover: unknown store ${mode} (full, normal, group)`);
   const directory = mkdtempSync(join(process.argv[5] ?? tmpdir(), 'troupe-bench-recover-'));
   const script = import.meta.filename;
 
@@ -160,58 +175,64 @@ if (role === 'create') {
       });
     });
 
-  const samples = new Map<number, Record<string, number>[]>();
+  const samples = new Map<string, Record<string, number>[]>();
   try {
     for (let round = 0; round < rounds; round++)
+      for (const k of ks)
+        for (let index = 0; index < modes.length; index++) {
+          // The modes' order rotates each round, like recover's and fresh's order within a measurement.
+          const store = modes[(index + round) % modes.length] as string;
+          const file = join(directory, `k${k}-r${round}-${store}.db`);
+          const createStart = performance.now();
+          let killedAt = 0;
+          await child(['create', file, String(k)], (line, kill) => {
+            if (line === 'ready' && killedAt === 0) {
+              killedAt = performance.now();
+              kill();
+            }
+          });
+          if (killedAt === 0) throw new Error(`create: the child ended before ${k} sessions were parked`);
+          const order = round % 2 === 0 ? 'recover-first' : 'fresh-first';
+          const out = await child(['measure', file, String(k), order, store]);
+          const metrics = JSON.parse(out.split('\n').pop() ?? '{}') as Record<string, number>;
+          metrics.createMs = killedAt - createStart;
+          const key = `${store}|${k}`;
+          samples.set(key, [...(samples.get(key) ?? []), metrics]);
+          console.log(`round ${round + 1}, K = ${k}, ${store}, ${order}: ${JSON.stringify(metrics)}`);
+          rmSync(file, { force: true });
+        }
+    console.log(
+      `\nnode ${process.version}, ${rounds} rounds; sessions/s: median (range) over rounds; the last column is a tiny FULL commit measured in the same process (the disk's fsync price)`,
+    );
+    console.log(
+      '| store | K | read alone (list + load) | recover(): returned | recover(): all running again | recover(): all finished | fresh: spawn() returned | fresh: all running | fresh: all finished | recover / fresh, running | recover / fresh, finished | µs per tiny FULL commit |',
+    );
+    console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+    for (const mode of modes)
       for (const k of ks) {
-        const file = join(directory, `k${k}-r${round}.db`);
-        const createStart = performance.now();
-        let killedAt = 0;
-        await child(['create', file, String(k)], (line, kill) => {
-          if (line === 'ready' && killedAt === 0) {
-            killedAt = performance.now();
-            kill();
-          }
-        });
-        if (killedAt === 0) throw new Error(`create: the child ended before ${k} sessions were parked`);
-        const order = round % 2 === 0 ? 'recover-first' : 'fresh-first';
-        const out = await child(['measure', file, String(k), order, synchronous]);
-        const metrics = JSON.parse(out.split('\n').pop() ?? '{}') as Record<string, number>;
-        metrics.createMs = killedAt - createStart;
-        const list = samples.get(k) ?? [];
-        list.push(metrics);
-        samples.set(k, list);
-        console.log(`round ${round + 1}, K = ${k}, ${order}: ${JSON.stringify(metrics)}`);
-        rmSync(file, { force: true });
+        const list = samples.get(`${mode}|${k}`) ?? [];
+        const rate = (key: string) => spread(list.map((m) => (k * 1000) / (m[key] as number)));
+        // Sessions/s of recover over sessions/s of fresh spawns, per round, then the median.
+        const ratio = (what: string) =>
+          median(
+            list.map((m) => (m[`fresh${what}Ms`] as number) / (m[`recover${what}Ms`] as number)),
+          ).toFixed(2);
+        const cells = [
+          storeNames[mode] ?? mode,
+          k.toLocaleString('en-US'),
+          rate('readMs'),
+          rate('recoverReturnedMs'),
+          rate('recoverRunningMs'),
+          rate('recoverFinishedMs'),
+          rate('freshReturnedMs'),
+          rate('freshRunningMs'),
+          rate('freshFinishedMs'),
+          ratio('Running'),
+          ratio('Finished'),
+          spread(list.map((m) => m.fsyncUs as number)),
+        ];
+        console.log(`| ${cells.join(' | ')} |`);
       }
-    console.log(
-      `\nnode ${process.version}, SQLite ${synchronous === 'group' ? 'group commit' : synchronous.toUpperCase()}, ${rounds} rounds; sessions/s: median (range) over rounds`,
-    );
-    console.log(
-      '| K | read alone (list + load) | recover(): returned | recover(): all running again | recover(): all finished | fresh: spawn() returned | fresh: all running | fresh: all finished | recover / fresh, running | recover / fresh, finished |',
-    );
-    console.log('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
-    for (const k of ks) {
-      const list = samples.get(k) ?? [];
-      const rate = (key: string) => spread(list.map((m) => (k * 1000) / (m[key] as number)));
-      // Sessions/s of recover over sessions/s of fresh spawns, per round, then the median.
-      const ratio = (what: string) =>
-        median(list.map((m) => (m[`fresh${what}Ms`] as number) / (m[`recover${what}Ms`] as number))).toFixed(
-          2,
-        );
-      const cells = [
-        rate('readMs'),
-        rate('recoverReturnedMs'),
-        rate('recoverRunningMs'),
-        rate('recoverFinishedMs'),
-        rate('freshReturnedMs'),
-        rate('freshRunningMs'),
-        rate('freshFinishedMs'),
-        ratio('Running'),
-        ratio('Finished'),
-      ];
-      console.log(`| ${k.toLocaleString('en-US')} | ${cells.join(' | ')} |`);
-    }
   } finally {
     rmSync(directory, { recursive: true, force: true });
   }
