@@ -5,8 +5,8 @@
  * subject is the median over rounds of µs per tool step (turn wall / N), with its range and its ratio to the memory
  * store. Each turn is a fresh session (spawn → result); stopping and deleting it afterwards is not timed.
  * With `concurrent` > 1, that many sessions (or runs) run their turn at once and the figure is the batch's wall over
- * all their steps (throughput, not latency); the group-commit prototype (bench/persistence/group-commit-store.ts)
- * joins the subjects then, since it only pays off when sessions commit in the same event-loop turn.
+ * all their steps (throughput, not latency). The group-commit prototype (bench/persistence/group-commit-store.ts)
+ * pays off only when sessions commit in the same event-loop turn; alone, it shows what its extra hop costs.
  * A last pass counts what the turn commits (commits and JSON bytes per step, by kind).
  *
  *   npm run build && node bench/system/durable-step.ts [steps=10] [rounds=7] [concurrent=1] [directory=os.tmpdir()]
@@ -94,7 +94,7 @@ const subjects: Subject[] = [
   sessionSubject('session, memory store', 'memory'),
   sessionSubject('session, SQLite NORMAL', 'sqlite-normal'),
   sessionSubject('session, SQLite FULL', 'sqlite-full'),
-  ...(concurrent > 1 ? [sessionSubject('session, SQLite group commit', 'sqlite-group')] : []),
+  sessionSubject('session, SQLite group commit', 'sqlite-group'),
   probeSubject(),
 ];
 
