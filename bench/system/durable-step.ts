@@ -46,7 +46,7 @@ interface Subject {
   /** One turn (or probe); resolves with the µs it took (only the part that counts) and the steps it made. */
   turn: () => Promise<{ us: number; units: number }>;
   samples: number[];
-  close: () => void;
+  close: () => void | Promise<void>;
 }
 
 function sessionSubject(name: string, kind: StoreKind): Subject {
@@ -69,9 +69,9 @@ function sessionSubject(name: string, kind: StoreKind): Subject {
       for (const id of ids) await store.delete(id);
       return { us: elapsed * 1000, units: steps * concurrent };
     },
-    close: () => {
-      void system.shutdown();
-      void store.close();
+    close: async () => {
+      await system.shutdown();
+      await store.close();
     },
   };
 }
@@ -197,6 +197,6 @@ try {
   console.log('(the probe row is µs per commit; ÷ probe: a step as a number of tiny FULL commits)');
   for (const line of await commitProfile()) console.log(line);
 } finally {
-  for (const subject of subjects) subject.close();
+  for (const subject of subjects) await subject.close();
   rmSync(directory, { recursive: true, force: true });
 }

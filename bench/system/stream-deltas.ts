@@ -34,7 +34,7 @@ interface Subject {
   /** One turn; resolves with its wall in ms and the deltas it carried. */
   turn: () => Promise<{ ms: number; deltas: number }>;
   samples: number[];
-  close: () => void;
+  close: () => void | Promise<void>;
 }
 
 function check(name: string, seen: number, status: string): void {
@@ -67,9 +67,9 @@ function sessionSubject(name: string, kind: StoreKind): Subject {
       for (const id of ids) await store.delete(id);
       return { ms: elapsed, deltas: deltas * concurrent };
     },
-    close: () => {
-      void system.shutdown();
-      void store.close();
+    close: async () => {
+      await system.shutdown();
+      await store.close();
     },
   };
 }
@@ -154,6 +154,6 @@ try {
   }
   console.log('(the probe row is tiny FULL commits per second; × probe: deltas per tiny FULL commit)');
 } finally {
-  for (const subject of subjects) subject.close();
+  for (const subject of subjects) await subject.close();
   rmSync(directory, { recursive: true, force: true });
 }
