@@ -1,0 +1,196 @@
+/**
+ * The workload the durable-session benchmarks share: one agent whose scripted model asks for `steps` tool calls, one
+ * at a time, then answers; a trivial tool; the stores they compare; and the small statistics they print.
+ * The model's turn is a function of the tool results in the conversation it is sent, so one model object serves
+ * any number of sessions at once.
+ */
+import { z } from 'zod';
+import {
+  createMemoryStore,
+  createSqliteStore,
+  defineAgent,
+  type ModelProvider,
+  type SessionStore,
+  tool,
+} from '../../dist/index.js';
+import { createGroupCommitStore } from '../persistence/group-commit-store.ts';
+
+export const usage = { input: 10, output: 5, cached: 0, reasoning: 0 };
+
+/** The final text of a turn that saw `results` tool results (the bench checks it). */
+export const answerAfter = (results: number): string => `done after ${results} tool results`;
+
+export interface StepAgentOptions {
+  /** Tool steps per turn (counted from the last user message, so later turns of a session do as many). */
+  steps: number;
+  /** Characters of every tool result (default: a few, `ok 3`). */
+  resultChars?: number;
+  /** Text deltas of the final answer (0: one whole text, no delta events). */
+  deltas?: number;
+  /** How the model paces its deltas: 'macrotask' yields to the event loop before each one, as a network stream
+   * does; 'sync' emits them all in one go. */
+  deltaPacing?: 'macrotask' | 'sync';
+  /** The tool never answers (its promise ends only with the run's abort signal): for interrupted sessions. */
+  hang?: boolean;
+  /** Called as each tool call starts (after its checkpoint is committed). */
+  onExecute?: () => void;
+  /** The tool answers once the promise this returns (if any) resolves. */
+  gate?: () => Promise<void> | undefined;
+  name?: string;
+}
+
+const yieldToLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+export function stepModel(options: StepAgentOptions): ModelProvider {
+  const { steps } = options;
+  const deltas = options.deltas ?? 0;
+  const pacing = options.deltaPacing ?? 'macrotask';
+  return {
+    provider: 'bench',
+    model: 'bench',
+    async generate(request) {
+      // Tool results since the last user message: this turn's steps.
+      let results = 0;
+      const messages = request.messages;
+      for (let i = messages.length - 1; i >= 0; i--) {
+        const role = messages[i]?.role;
+        if (role === 'user') break;
+        if (role === 'tool') results++;
+      }
+      if (results < steps)
+        return {
+          text: '',
+          toolCalls: [{ id: `call_${results}`, name: 'step', args: { step: results } }],
+          stopReason: 'tool_use',
+          usage,
+        };
+      const text = answerAfter(results);
+      const onDelta = request.onDelta;
+      if (deltas > 0 && onDelta) {
+        for (let i = 0; i < deltas; i++) {
+          if (pacing === 'macrotask') await yieldToLoop();
+          onDelta({ type: 'text', text: 'tok ' });
+        }
+        return { text: 'tok '.repeat(deltas), toolCalls: [], stopReason: 'end_turn', usage };
+      }
+      return { text, toolCalls: [], stopReason: 'end_turn', usage };
+    },
+  };
+}
+
+export function stepAgent(options: StepAgentOptions) {
+  const filler = options.resultChars && options.resultChars > 8 ? 'x'.repeat(options.resultChars - 8) : '';
+  const hang = options.hang === true;
+  const onExecute = options.onExecute;
+  const gate = options.gate;
+  return defineAgent({
+    name: options.name ?? 'stepper',
+    instructions: 'Call the step tool until the task is done, then answer.',
+    model: stepModel(options),
+    tools: [
+      tool({
+        name: 'step',
+        description: 'Performs one step of the task.',
+        input: z.object({ step: z.number() }),
+        execute: ({ step }, context) => {
+          onExecute?.();
+          if (hang)
+            return new Promise<string>((_, reject) =>
+              context.signal.addEventListener('abort', () => reject(new Error('aborted')), { once: true }),
+            );
+          const wait = gate?.();
+          return wait ? wait.then(() => `ok ${step} ${filler}`) : `ok ${step} ${filler}`;
+        },
+      }),
+    ],
+    limits: { maxSteps: options.steps + 1, maxToolCallsPerTool: null },
+  });
+}
+
+/** The stores compared; `sqlite-group` is the group-commit prototype (bench/persistence/group-commit-store.ts). */
+export type StoreKind = 'memory' | 'sqlite-normal' | 'sqlite-full' | 'sqlite-group';
+
+export function openStore(kind: StoreKind, path: string): SessionStore {
+  if (kind === 'memory') return createMemoryStore();
+  if (kind === 'sqlite-group') return createGroupCommitStore(path);
+  return createSqliteStore(path, { synchronous: kind === 'sqlite-full' ? 'full' : 'normal' });
+}
+
+export const median = (values: readonly number[]): number => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = sorted.length >> 1;
+  return sorted.length % 2 === 1
+    ? (sorted[middle] as number)
+    : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
+};
+
+/** `median (min–max)` with a precision that suits the size. */
+export function spread(values: readonly number[]): string {
+  const f = (value: number) =>
+    value >= 1000
+      ? Math.round(value).toLocaleString('en-US')
+      : value >= 100
+        ? value.toFixed(0)
+        : value >= 10
+          ? value.toFixed(1)
+          : value.toFixed(2);
+  return `${f(median(values))} (${f(Math.min(...values))}–${f(Math.max(...values))})`;
+}
+
+/**
+ * The disk's price of one durable commit, measured beside the subjects: a tiny commit (one event) on a SQLite store
+ * with synchronous FULL is one fsync of the write-ahead log and little else. On a shared VM it moves by 10x within
+ * minutes; a FULL figure divided by it is a count of fsyncs, which does not.
+ */
+export function fsyncProbe(path: string): { commit: () => number; close: () => void } {
+  const store = createSqliteStore(path);
+  const id = 'probe';
+  store.commit(id, {
+    session: {
+      id,
+      status: 'idle',
+      entry: 'probe',
+      agent: 'probe',
+      turns: 0,
+      transcript: [],
+      turn: null,
+      queued: [],
+      options: {
+        maxHandoffDepth: 0,
+        maxHandoffRevisits: 0,
+        supervision: {
+          strategy: 'stop',
+          maxRestarts: 0,
+          onExhausted: 'escalate',
+          backoffMs: 0,
+          backoffFactor: 1,
+          maxBackoffMs: 0,
+        },
+      },
+      updatedAt: 0,
+    },
+  });
+  let seq = 0;
+  return {
+    /** One tiny commit; returns the µs it took. */
+    commit() {
+      const start = performance.now();
+      store.commit(id, {
+        events: [
+          {
+            time: 0,
+            agent: 'probe',
+            sessionId: id,
+            route: 'probe',
+            depth: 0,
+            seq: seq++,
+            type: 'run_end',
+            data: {},
+          },
+        ] as never,
+      });
+      return (performance.now() - start) * 1000;
+    },
+    close: () => store.close(),
+  };
+}
