@@ -177,9 +177,15 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
     commit(sessionId, batch) {
       const s = open();
       const rows = serialize(sessionId, batch);
+      // A relaxed commit (events only) skips the fsync a FULL store makes: WAL mode keeps it through a process crash,
+      // and the next FULL commit's fsync takes it to the disk along with its own.
+      const relax = batch.relaxed === true && synchronous === 'full';
+      // (A PRAGMA takes effect when it is prepared: these run as plain statements, never kept prepared.)
+      if (relax) db.exec('PRAGMA synchronous = NORMAL');
       try {
         s.beginWrite.run();
       } catch (error) {
+        if (relax) db.exec('PRAGMA synchronous = FULL');
         throw storeErrorOf(error, path, `could not commit session "${sessionId}"`);
       }
       try {
@@ -234,6 +240,8 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
       } catch (error) {
         rollback();
         throw commitErrorOf(error, path, sessionId);
+      } finally {
+        if (relax) db.exec('PRAGMA synchronous = FULL');
       }
     },
 

@@ -129,6 +129,12 @@ export interface CommitBatch {
   events?: readonly RunEvent[];
   /** Approval records, created or replaced by call id. */
   approvals?: readonly ApprovalRecord[];
+  /**
+   * The commit need not wait for the disk: it survives a crash of the process but a power loss may drop it until the
+   * next commit that is not relaxed. The runtime relaxes commits that only carry events (streamed text, mostly):
+   * what decides effects (checkpoints, results, decisions) is never relaxed.
+   */
+  relaxed?: boolean;
 }
 
 /** What `load` returns: the session row and what belongs to its turn in progress. */

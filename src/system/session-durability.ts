@@ -20,6 +20,9 @@ import type { DurableRun } from '../run/durable-run.ts';
 import { checkpointOf, phaseOfCommand, restoreOf } from './checkpoints.ts';
 import type { SessionLog } from './session-log.ts';
 
+/** The shortest time between two events-only commits of a session: a streaming session commits its deltas in batches. */
+const minFlushIntervalMs = 5;
+
 /** Where an agent of the session runs, for its checkpoints and journal keys. */
 export interface RunPlace {
   /** `name` for the agent holding the conversation, `parent>callId/name` for a nested one. */
@@ -148,26 +151,44 @@ export class SessionDurability {
     if (events.length > 0) this.#log.committed(events);
   }
 
-  /** Events were emitted: commit them soon (they reach readers once committed). */
+  /**
+   * Events were emitted: commit them soon (they reach readers once committed). Events emitted in one turn of the
+   * event loop go in one commit, and a session that streams commits at most every few milliseconds; a commit that
+   * decides an effect takes the pending events with it anyway. Events-only commits are relaxed (no fsync).
+   */
   scheduleFlush(): void {
     if (this.#flushScheduled || this.#closed) return;
     this.#flushScheduled = true;
-    queueMicrotask(() => {
-      this.#flushScheduled = false;
-      if (!this.#log.hasPending || this.#closed) return;
-      try {
-        const result = this.commit({});
-        if (result instanceof Promise) result.catch(this.#onFlushError);
-      } catch (error) {
-        this.#onFlushError(error);
-      }
-    });
+    const wait = this.#lastFlush + minFlushIntervalMs - performance.now();
+    this.#flushTimer = wait > 0 ? setTimeout(this.#flush, wait) : setImmediate(this.#flush);
   }
+
+  #lastFlush = Number.NEGATIVE_INFINITY;
+  #flushTimer: ReturnType<typeof setTimeout> | ReturnType<typeof setImmediate> | undefined;
+
+  readonly #flush = (): void => {
+    this.#flushScheduled = false;
+    this.#flushTimer = undefined;
+    if (!this.#log.hasPending || this.#closed) return;
+    this.#lastFlush = performance.now();
+    try {
+      const result = this.commit({ relaxed: true });
+      if (result instanceof Promise) result.catch(this.#onFlushError);
+    } catch (error) {
+      this.#onFlushError(error);
+    }
+  };
 
   /** Commits what is pending and stops committing (the session has closed or was suspended). */
   close(final?: CommitBatch): MaybePromise<void> {
     const result = final || this.#log.hasPending ? this.commit(final ?? {}) : undefined;
     this.#closed = true;
+    // The pending events went with this commit: no flush is left waiting (and no timer holds the process).
+    if (this.#flushTimer !== undefined) {
+      clearTimeout(this.#flushTimer as ReturnType<typeof setTimeout>);
+      clearImmediate(this.#flushTimer as ReturnType<typeof setImmediate>);
+      this.#flushTimer = undefined;
+    }
     return result;
   }
 

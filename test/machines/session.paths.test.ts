@@ -205,8 +205,7 @@ describe("the agent machine's session-only transitions, on the real system runti
     void (async () => {
       for await (const event of session.events()) seen.push(event);
     })();
-    for (let i = 0; i < 100 && !seen.some((e) => e.type === 'supervisor'); i++)
-      await new Promise((resolve) => setImmediate(resolve));
+    await untilTrue(() => seen.some((e) => e.type === 'supervisor'));
     clock.increment(100);
     expect((await session.result).text).toBe('done');
     await system.shutdown();
@@ -228,10 +227,10 @@ describe("the agent machine's session-only transitions, on the real system runti
         });
       const first = createAgentSystem({ inspect, clock, store: dying.store });
       first.spawn(agent(scriptedModel([{ text: 'not json' }, { delayMs: 1e9 }])), 'go', { id: 'limit' });
-      for (let i = 0; i < 100; i++) {
+      for (let i = 0; i < 1000; i++) {
         const stored = await store.load('limit');
         if (stored?.session.turn?.agent?.checkpoint.step === 1) break;
-        await new Promise((resolve) => setImmediate(resolve));
+        await new Promise((resolve) => setTimeout(resolve, 2));
       }
       dying.kill();
       await first.shutdown();

@@ -26,7 +26,7 @@ async function collect(events: AsyncIterable<RunEvent>): Promise<RunEvent[]> {
 
 /** Waits (a few event-loop turns at most) until `predicate` holds. */
 async function until(predicate: () => boolean): Promise<void> {
-  for (let i = 0; i < 1000 && !predicate(); i++) await new Promise((resolve) => setImmediate(resolve));
+  for (let i = 0; i < 1000 && !predicate(); i++) await new Promise((resolve) => setTimeout(resolve, 2));
   expect(predicate()).toBe(true);
 }
 

@@ -19,7 +19,7 @@ import { z } from 'zod';
 const echo = tool({ name: 'echo', description: 'echoes', input: z.object({}), execute: () => 'echoed' });
 
 async function until(predicate: () => boolean): Promise<void> {
-  for (let i = 0; i < 1000 && !predicate(); i++) await new Promise((resolve) => setImmediate(resolve));
+  for (let i = 0; i < 1000 && !predicate(); i++) await new Promise((resolve) => setTimeout(resolve, 2));
   expect(predicate()).toBe(true);
 }
 

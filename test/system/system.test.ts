@@ -18,6 +18,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { type InspectionEvent, SimulatedClock } from 'xstate';
 import { z } from 'zod';
 import { dyingStore } from '../support/dying-store.ts';
+import { until } from '../support/until.ts';
 
 /**
  * Arguments carrying this key make the loop's call-signature hash throw inside a machine action: an exception from
@@ -46,12 +47,6 @@ async function collect(events: AsyncIterable<RunEvent>): Promise<RunEvent[]> {
   const seen: RunEvent[] = [];
   for await (const event of events) seen.push(event);
   return seen;
-}
-
-/** Waits (on real time, a few ms at most) until `predicate` holds; for events that arrive from promises. */
-async function until(predicate: () => boolean): Promise<void> {
-  for (let i = 0; i < 1000 && !predicate(); i++) await new Promise((resolve) => setImmediate(resolve));
-  expect(predicate()).toBe(true);
 }
 
 describe('createAgentSystem: sessions', () => {
