@@ -123,32 +123,6 @@ function storedOnce(row: StoredSession): StoredSession {
   } as unknown as StoredSession;
 }
 
-/** The row with every copy written as its length, and the messages the step added as separate entries. */
-function appendOnly(row: StoredSession, previous: StoredSession): CommitBatch {
-  const turn = row.turn;
-  const agent = turn?.agent;
-  if (!turn || !agent) return { session: row };
-  const history = agent.checkpoint.history;
-  const before = previous.turn?.agent?.checkpoint.history.length ?? 0;
-  const length = (copy: readonly Message[]) => ({ messages: copy.length });
-  return {
-    session: {
-      ...row,
-      transcript: length(row.transcript),
-      turn: {
-        ...turn,
-        session: {
-          ...turn.session,
-          transcript: length(turn.session.transcript),
-          agentHistory: length(turn.session.agentHistory),
-        },
-        agent: { ...agent, checkpoint: { ...agent.checkpoint, history: length(history) } },
-      },
-    } as unknown as StoredSession,
-    journal: history.slice(before).map((message, i) => [`message ${before + i}`, message as never]),
-  };
-}
-
 function breakdown(row: StoredSession): string[] {
   const turn = row.turn;
   const agent = turn?.agent;
@@ -183,17 +157,9 @@ let sink = 0;
 
 function subjectsFor(label: string, rows: StoredSession[], stores: [string, SyncSessionStore][]): Subject[] {
   const row = rowAfter(rows, 50);
-  const previous = rows[rows.indexOf(row) - 1] ?? row;
   const forms: [string, (clock: number) => CommitBatch][] = [
+    // The store writes the conversation once per row itself (src/persistence/row-encoding.ts).
     ['as today', (clock) => ({ session: { ...row, updatedAt: clock } })],
-    ['stored once', (clock) => ({ session: { ...storedOnce(row), updatedAt: clock } })],
-    [
-      'append-only',
-      (clock) => {
-        const batch = appendOnly(row, previous);
-        return { ...batch, session: { ...(batch.session as StoredSession), updatedAt: clock } };
-      },
-    ],
   ];
   const subjects: Subject[] = [];
   for (const [formName, form] of forms) {

@@ -7,6 +7,7 @@ import type { RunEvent } from '../core/events.ts';
 import type { JsonValue } from '../core/json.ts';
 import type { AgentCheckpoint } from '../machines/agent.ts';
 import { checkBatch, checkEventLimit } from './commit-rules.ts';
+import { decodeRow, encodeRow } from './row-encoding.ts';
 import type { CommitBatch, SessionSummary, StoredSessionState } from './store.ts';
 import { storedSessionStatuses, storeLayoutVersion } from './store.ts';
 import {
@@ -140,7 +141,7 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
           if (row === undefined) return undefined;
           const session = validateStoredSession(
             sessionId,
-            parseStoredJson(sessionId, 'the session row', row.doc),
+            decodeRow(sessionId, parseStoredJson(sessionId, 'the session row', row.doc)),
           );
           const runs = new Map<string, AgentCheckpoint>();
           for (const run of s.selectRuns.all(sessionId)) {
@@ -530,7 +531,8 @@ function serialize(sessionId: string, batch: CommitBatch): SerializedBatch {
     return text;
   };
   return {
-    session: batch.session === undefined ? undefined : json(batch.session, 'the session row'),
+    // The conversation the row holds several times is written once (row-encoding.ts).
+    session: batch.session === undefined ? undefined : json(encodeRow(batch.session), 'the session row'),
     runs: (batch.runs ?? []).map(([route, checkpoint]) => [
       route,
       checkpoint === null ? null : json(checkpoint, `the checkpoint of nested run "${route}"`),

@@ -269,9 +269,23 @@ describe('createSqliteStore: damaged records', () => {
     notArray.turn.agent.checkpoint = { ...notArray.turn.agent.checkpoint, history: { 0: 'hi' } };
     raw()
       .prepare('UPDATE sessions SET doc = ? WHERE id = ?')
-      .run(JSON.stringify({ ...notArray, id: 's1' }), 's1');
+      .run(JSON.stringify({ row: { ...notArray, id: 's1' }, messages: [] }), 's1');
     error = corruptOf(() => sessions.load('s1'));
     expect(error.message).toContain('turn.agent.checkpoint.history must be an array');
+    // A row that refers to a message it does not have.
+    raw()
+      .prepare('UPDATE sessions SET doc = ? WHERE id = ?')
+      .run(
+        JSON.stringify({ row: { ...sessionRow('s1'), transcript: { $messages: [7] } }, messages: [] }),
+        's1',
+      );
+    error = corruptOf(() => sessions.load('s1'));
+    expect(error.message).toContain('refers to message 7');
+    // A row written by an older version (no message list).
+    raw()
+      .prepare('UPDATE sessions SET doc = ? WHERE id = ?')
+      .run(JSON.stringify(sessionRow('s1')), 's1');
+    expect(corruptOf(() => sessions.load('s1')).message).toContain('no message list');
   });
 
   it('refuses a row with a status it does not know in list(), naming the session', () => {
@@ -362,5 +376,28 @@ describe('createSqliteStore: commits', () => {
     sessions.commit('s1', { session: idleRow('s1'), events: events('s1', 0, 3) });
     sessions.close();
     expect(readdirSync(directory)).toEqual(['sessions.db']);
+  });
+});
+
+describe('createSqliteStore: the conversation is written once per row', () => {
+  it('stores each shared message once and gives every list back, sharing message objects again', () => {
+    const sessions = store();
+    const row = sessionRow('s1');
+    sessions.commit('s1', { session: row });
+    const text = raw().prepare('SELECT doc FROM sessions WHERE id = ?').get('s1') as { doc: string };
+    const doc = JSON.parse(text.doc) as { messages: unknown[] };
+    const lists = [
+      row.transcript,
+      row.turn?.session.transcript,
+      row.turn?.session.agentHistory,
+      row.turn?.agent?.checkpoint.history,
+    ];
+    const distinct = new Set(lists.flatMap((list) => list ?? []));
+    expect(doc.messages).toHaveLength(distinct.size);
+    const loaded = sessions.load('s1');
+    expect(loaded?.session).toEqual(row);
+    // Lists that shared messages share them again (not copies of each other's text).
+    const back = loaded?.session;
+    expect(back?.turn?.session.transcript[0]).toBe(back?.transcript[0]);
   });
 });
