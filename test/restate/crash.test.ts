@@ -132,7 +132,11 @@ describe.skipIf(unavailable !== undefined)('troupe/restate: crashes', () => {
     await supervisor;
     service = undefined;
 
-    const report = checkEffects(readEffects(effectsLog));
+    const lines = readEffects(effectsLog);
+    const report = checkEffects(lines);
+    console.log(
+      `restate crash matrix (CRASH_SEED=${seed}): ${report.kills} service kills, ${new Set(lines.filter((line) => line.phase === 'start').map((line) => line.key)).size} effects, ${report.rerunAfterCompletion.length} re-runs of completed effects, ${report.interruptedAndRerun} in-flight re-runs (same key: ${report.idempotencyKeyChanged.length === 0})`,
+    );
     expect(report.kills).toBeGreaterThanOrEqual(target);
     expect(report.rerunAfterCompletion).toEqual([]);
     expect(report.twiceInOneEpoch).toEqual([]);
@@ -171,7 +175,11 @@ describe.skipIf(unavailable !== undefined)('troupe/restate: crashes', () => {
     }
     await expectIntact(await running, 3);
     expect(serverKills).toBe(3);
-    const report = checkEffects(readEffects(effectsLog));
+    const lines = readEffects(effectsLog);
+    const report = checkEffects(lines);
+    console.log(
+      `restate server kills: ${serverKills} server SIGKILLs mid-run, ${new Set(lines.filter((line) => line.phase === 'start').map((line) => line.key)).size} effects, ${report.rerunAfterCompletion.length} re-runs of completed effects, ${report.interruptedAndRerun} in-flight re-runs`,
+    );
     expect(report.rerunAfterCompletion).toEqual([]);
     expect(report.twiceInOneEpoch).toEqual([]);
     expect(report.idempotencyKeyChanged).toEqual([]);
