@@ -1,6 +1,6 @@
 import { abortError } from '../core/abort.ts';
 import { ModelError, type ModelErrorKind } from '../core/errors.ts';
-import { retryAfterMs } from './retry-after.ts';
+import { apiStatusError } from './api-status-error.ts';
 import type { OpenAISdk } from './sdk-loader.ts';
 
 /**
@@ -30,15 +30,7 @@ export function chatModelError(error: unknown, label: string, sdk: OpenAISdk, mi
   if (error instanceof APIError) {
     const status = typeof error.status === 'number' ? error.status : undefined;
     const code = typeof error.code === 'string' ? error.code : undefined;
-    const kind = kindOf(status, code, error.type ?? undefined);
-    const options: { status?: number; retryable: boolean; retryAfterMs?: number; cause: unknown } = {
-      retryable: kind === 'rate_limited' || kind === 'server' || kind === 'timeout' || kind === 'overloaded',
-      cause: error,
-    };
-    if (status !== undefined) options.status = status;
-    const retryAfter = retryAfterMs(error.headers);
-    if (retryAfter !== undefined) options.retryAfterMs = retryAfter;
-    return new ModelError(kind, `${label} API error${status ? ` ${status}` : ''}: ${error.message}`, options);
+    return apiStatusError(error, label, kindOf(status, code, error.type ?? undefined));
   }
   // The SDK's SSE parser meets half a JSON line when the connection is cut in the middle of an event.
   if (error instanceof SyntaxError) {

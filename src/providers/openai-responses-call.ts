@@ -3,10 +3,10 @@ import type { ResponseStreamEvent } from 'openai/resources/responses/responses';
 import { abortError } from '../core/abort.ts';
 import { ModelError, type ModelErrorKind } from '../core/errors.ts';
 import type { ModelRequest, ModelResponse } from '../core/model.ts';
+import { apiStatusError } from './api-status-error.ts';
 import type { ResponsesRequestOptions } from './openai-responses.ts';
 import { toResponsesRequest } from './openai-responses-format.ts';
 import { ResponsesStreamReducer } from './openai-responses-stream.ts';
-import { retryAfterMs } from './retry-after.ts';
 import type { OpenAISdk } from './sdk-loader.ts';
 
 /** One streamed call, no retries. */
@@ -79,15 +79,7 @@ export function responsesModelError(error: unknown, sdk: OpenAISdk, midStream = 
   if (error instanceof APIError) {
     const status = typeof error.status === 'number' ? error.status : undefined;
     const code = typeof error.code === 'string' ? error.code : undefined;
-    const kind = kindOf(status, code);
-    const options: { status?: number; retryable: boolean; retryAfterMs?: number; cause: unknown } = {
-      retryable: kind === 'rate_limited' || kind === 'server' || kind === 'timeout' || kind === 'overloaded',
-      cause: error,
-    };
-    if (status !== undefined) options.status = status;
-    const retryAfter = retryAfterMs(error.headers);
-    if (retryAfter !== undefined) options.retryAfterMs = retryAfter;
-    return new ModelError(kind, `OpenAI API error${status ? ` ${status}` : ''}: ${error.message}`, options);
+    return apiStatusError(error, 'OpenAI', kindOf(status, code));
   }
   // The SDK's SSE parser met half a JSON line: the connection was cut in the middle of an event.
   if (error instanceof SyntaxError) {
