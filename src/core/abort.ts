@@ -95,3 +95,12 @@ export function onAbort(signal: AbortSignal, callback: () => void): () => void {
 function wakeOnAbort(waiters: AbortWaiters): () => void {
   return () => waiters.wakeAll();
 }
+
+/** Why an aborted signal ended a run, a turn or a session, in words: its reason when it gave one. */
+export function abortReason(signal: AbortSignal | undefined, what: 'run' | 'turn' | 'session'): string {
+  const reason: unknown = signal?.reason;
+  if (reason instanceof Error && reason.name !== 'AbortError')
+    return `the ${what} was aborted: ${reason.message}`;
+  if (typeof reason === 'string') return `the ${what} was aborted: ${reason}`;
+  return `the ${what} was aborted`;
+}

@@ -193,34 +193,32 @@ class EffectsInstance {
 
   #runTools(runtime: RunRuntime, command: Extract<EffectCommand, { type: 'tools.run' }>): void {
     const durable = runtime.durable;
-    // Calls people decided on are answered from the decision; undecided calls that need a person wait.
-    const classified = classifyCalls(runtime.agent.tools, command.calls, command.decisions, {
-      sessionId: runtime.sessionId ?? runtime.bus.sessionId,
-      route: runtime.route ?? runtime.agent.name,
-      turn: runtime.turn ?? 1,
-      step: command.step,
-      agent: runtime.agent.name,
-      replayed: (call) => durable?.replayTool(command.step, call.id),
-    });
-    if (classified instanceof Promise)
-      void classified.then((sorted) => this.#runBatch(runtime, command, sorted));
-    else this.#runBatch(runtime, command, classified);
-  }
-
-  #runBatch(
-    runtime: RunRuntime,
-    command: Extract<EffectCommand, { type: 'tools.run' }>,
-    classified: ClassifiedCalls,
-  ): void {
-    const key = this.#key;
-    const durable = runtime.durable;
-    const signal = this.#controller.signal;
-    const where = {
+    const where: BatchPlace = {
       sessionId: runtime.sessionId ?? runtime.bus.sessionId,
       route: runtime.route ?? runtime.agent.name,
       turn: runtime.turn ?? 1,
       step: command.step,
     };
+    // Calls people decided on are answered from the decision; undecided calls that need a person wait.
+    const classified = classifyCalls(runtime.agent.tools, command.calls, command.decisions, {
+      ...where,
+      agent: runtime.agent.name,
+      replayed: (call) => durable?.replayTool(command.step, call.id),
+    });
+    if (classified instanceof Promise)
+      void classified.then((sorted) => this.#runBatch(runtime, command, where, sorted));
+    else this.#runBatch(runtime, command, where, classified);
+  }
+
+  #runBatch(
+    runtime: RunRuntime,
+    command: Extract<EffectCommand, { type: 'tools.run' }>,
+    where: BatchPlace,
+    classified: ClassifiedCalls,
+  ): void {
+    const key = this.#key;
+    const durable = runtime.durable;
+    const signal = this.#controller.signal;
     if (this.#closed) return;
     emitDecided(runtime, classified.decided);
     void runToolBatch({
@@ -272,6 +270,14 @@ class EffectsInstance {
       this.#answer(event);
     });
   }
+}
+
+/** Where a batch of tool calls sits: what its calls' contexts and idempotency keys are made of. */
+interface BatchPlace {
+  sessionId: string;
+  route: string;
+  turn: number;
+  step: number;
 }
 
 /** The requests of an `approval.wait` command, for the store and the events. */

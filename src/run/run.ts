@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createActor, type InspectionEvent, type Observer, type SnapshotFrom } from 'xstate';
 import type { Agent } from '../agent/define-agent.ts';
+import { abortReason } from '../core/abort.ts';
 import { AsyncQueue } from '../core/async-queue.ts';
 import { type Clock, systemClock } from '../core/clock.ts';
 import { ConfigError } from '../core/errors.ts';
@@ -145,7 +146,7 @@ function startRun<TOutput>(
             ...(options.inspect ? { inspect: options.inspect } : {}),
           })
         : undefined;
-    const onAbort = () => actor.send({ type: 'abort', reason: abortReason(options.signal) });
+    const onAbort = () => actor.send({ type: 'abort', reason: abortReason(options.signal, 'run') });
 
     const finish = (output: AgentMachineOutput | undefined, internalError?: unknown) => {
       if (finished) return;
@@ -338,14 +339,6 @@ async function* stepsFrom(
   }
   const final = await result;
   if (final.status === 'completed') yield { type: 'final_response', agent: final.agent, text: final.text };
-}
-
-function abortReason(signal: AbortSignal | undefined): string {
-  const reason: unknown = signal?.reason;
-  if (reason instanceof Error && reason.name !== 'AbortError')
-    return `the run was aborted: ${reason.message}`;
-  if (typeof reason === 'string') return `the run was aborted: ${reason}`;
-  return 'the run was aborted';
 }
 
 /** A machine that errored (a bug of ours) still yields an honest failed result with the transcript so far. */

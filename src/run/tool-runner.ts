@@ -113,14 +113,21 @@ export function runToolBatch(batch: ToolBatch): Promise<ToolOutcome[]> {
             execute,
           )
         : execute();
-      void running.then(async (outcome) => {
+      void running.then((outcome) => {
         if (batch.signal.aborted) return;
+        // A durable run commits the outcome here first; a plain run goes on in the same tick.
+        let settling: void | Promise<void> | undefined;
         try {
-          await batch.onSettled(call, outcome, batch.clock.now() - started);
+          settling = batch.onSettled(call, outcome, batch.clock.now() - started);
         } catch {
           // onSettled reports its own failures; the outcome still answers the call.
         }
-        done(index, outcome);
+        if (settling instanceof Promise)
+          settling.then(
+            () => done(index, outcome),
+            () => done(index, outcome),
+          );
+        else done(index, outcome);
       });
     };
     for (let i = 0; i < Math.min(batch.concurrency, calls.length); i++) startNext();

@@ -1,5 +1,6 @@
 import { type Actor, type AnyActorRef, createActor, type SnapshotFrom } from 'xstate';
 import type { Agent } from '../agent/define-agent.ts';
+import { abortReason } from '../core/abort.ts';
 import type { Clock } from '../core/clock.ts';
 import { ConfigError, type ErrorInfo, toErrorInfo } from '../core/errors.ts';
 import { EventBus } from '../core/event-bus.ts';
@@ -41,7 +42,7 @@ import { SessionLog } from './session-log.ts';
 import type { SessionPlan } from './session-plan.ts';
 import { interruptedTurnResult, turnResult, unstartedTurnResult } from './session-result.ts';
 import { Turn, type TurnOptions } from './session-turns.ts';
-import { abortReason, TurnControls } from './turn-controls.ts';
+import { TurnControls } from './turn-controls.ts';
 
 /** The session machine with the real agent runtime and effects; built once (provide() is not free). */
 const runtimeSessionMachine: SessionMachine = compileMachine(

@@ -1,4 +1,5 @@
 import type { AnyActorRef } from 'xstate';
+import { abortReason } from '../core/abort.ts';
 import type { Clock } from '../core/clock.ts';
 import type { TurnOptions } from './session-turns.ts';
 
@@ -39,7 +40,7 @@ export class TurnControls {
       });
     }
     if (signal) {
-      const onAbort = () => this.#activeAgent()?.send({ type: 'abort', reason: abortReason(signal) });
+      const onAbort = () => this.#activeAgent()?.send({ type: 'abort', reason: abortReason(signal, 'turn') });
       signal.addEventListener('abort', onAbort, { once: true });
       this.#undo.push(() => signal.removeEventListener('abort', onAbort));
       if (signal.aborted) queueMicrotask(onAbort);
@@ -70,12 +71,3 @@ export type OpenTurnBudget = (
   budget: NonNullable<TurnOptions['budget']>,
   turn: number,
 ) => { scope: string; close: () => void };
-
-/** Why an aborted signal ended something, in words: its reason when it gave one. */
-export function abortReason(signal: AbortSignal | undefined, what: 'session' | 'turn' = 'turn'): string {
-  const reason: unknown = signal?.reason;
-  if (reason instanceof Error && reason.name !== 'AbortError')
-    return `the ${what} was aborted: ${reason.message}`;
-  if (typeof reason === 'string') return `the ${what} was aborted: ${reason}`;
-  return `the ${what} was aborted`;
-}
