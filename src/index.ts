@@ -31,7 +31,10 @@ export {
   UnknownToolError,
 } from './core/errors.ts';
 export {
+  type GuardrailDecisionKind,
+  type GuardrailStage,
   type Phase,
+  type RedactionTarget,
   type RunEvent,
   type RunEventData,
   type RunEventOf,

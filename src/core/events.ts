@@ -115,7 +115,45 @@ export interface RunEventData {
     /** Back-off before the restart, in milliseconds. */
     delayMs?: number;
   };
+  /**
+   * A guardrail's decision on the run's input, its final answer (whole, or streamed text as it arrives), or one tool
+   * call's arguments or result. `block` ends the run with guardrail_blocked; `warn` lets it go on.
+   */
+  guardrail: {
+    guardrail: string;
+    stage: GuardrailStage;
+    decision: GuardrailDecisionKind;
+    message?: string;
+    /** The tool call checked, for the tool_input and tool_output stages. */
+    toolCallId?: string;
+    tool?: string;
+  };
+  /**
+   * A tool-permission policy decided on one call: it runs, it is denied (the model gets an error result saying so)
+   * or a person is asked (the run waits as for an approval).
+   */
+  permission: { tool: string; callId: string; decision: 'allow' | 'deny' | 'ask'; reason?: string };
+  /**
+   * Personal data or secrets were masked before text reached `target`: how many of each kind, never the values.
+   */
+  redaction: { target: RedactionTarget; counts: Record<string, number> };
+  /** A circuit breaker of a model or a tool changed state: open calls fail fast, half-open lets one probe through. */
+  breaker: {
+    breaker: string;
+    scope: 'model' | 'tool';
+    state: 'open' | 'half_open' | 'closed';
+    reason?: string;
+  };
 }
+
+/** Where a guardrail looks: the run's input, its final answer, a tool call's arguments, a tool's result. */
+export type GuardrailStage = 'input' | 'output' | 'tool_input' | 'tool_output';
+
+/** What a guardrail decided: go on, go on with a warning event, or end the run with guardrail_blocked. */
+export type GuardrailDecisionKind = 'allow' | 'warn' | 'block';
+
+/** Where masked text was going. */
+export type RedactionTarget = 'events' | 'model' | 'store' | 'inspector' | 'trace' | 'audit';
 
 export type RunEventType = keyof RunEventData;
 
