@@ -1,7 +1,27 @@
 import { fileURLToPath } from 'node:url';
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
 
 const src = (path: string): string => fileURLToPath(new URL(`./src/${path}`, import.meta.url));
+
+/**
+ * Tests that the second run on XState's interpreter would not tell anything new: the compiled interpreter's own
+ * differential tests (they run both interpreters themselves), pure functions, stores, provider wire formats, source
+ * text, the resource manager's machine (never compiled), and the Restate crash matrix (minutes of killed servers;
+ * the other Restate tests run its service on both). Every other test runs twice, once per interpreter; the switch
+ * test of test/engine runs in both projects.
+ */
+const notBehavioural = [
+  'test/engine/!(interpreter-switch).test.ts',
+  'test/machines/resources*.test.ts',
+  'test/properties/resources.test.ts',
+  'test/restate/crash.test.ts',
+  'test/core/**',
+  'test/docs/**',
+  'test/persistence/**',
+  'test/policies/**',
+  'test/providers/**',
+  'test/support/**',
+];
 
 export default defineConfig({
   resolve: {
@@ -12,7 +32,20 @@ export default defineConfig({
     ],
   },
   test: {
-    include: ['test/**/*.test.ts'],
     testTimeout: 30_000,
+    // Troupe's machines run on the compiled interpreter (src/engine); the behavioural tests also run on XState's
+    // own (TROUPE_INTERPRETER=xstate), so that an interpreter difference fails a test that shows what it changed.
+    projects: [
+      { extends: true, test: { name: 'compiled', include: ['test/**/*.test.ts'] } },
+      {
+        extends: true,
+        test: {
+          name: 'xstate',
+          include: ['test/**/*.test.ts'],
+          exclude: [...configDefaults.exclude, ...notBehavioural],
+          env: { TROUPE_INTERPRETER: 'xstate' },
+        },
+      },
+    ],
   },
 });
