@@ -20,7 +20,8 @@ function machineWatcher() {
   const machines = new Map<string, boolean>();
   const inspect = (event: InspectionEvent) => {
     if (event.type !== '@xstate.actor') return;
-    const logic = event.actorRef.logic as AnyActorLogic & { id?: string; root?: unknown };
+    // Inspection hands out the actor itself (ActorRefLike in XState's types), and the actor holds its logic.
+    const { logic } = event.actorRef as unknown as { logic: AnyActorLogic & { id?: string; root?: unknown } };
     if (logic.root !== undefined && typeof logic.id === 'string')
       machines.set(logic.id, isCompiledMachine(logic));
   };
