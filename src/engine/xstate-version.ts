@@ -18,14 +18,14 @@ interface PackageManifest {
 
 /**
  * The version of the xstate package that `import 'xstate'` loads from here, read from that package's own
- * package.json (resolved from this module, as the import is). Undefined when it cannot be read: e.g. in a bundle
- * that inlined xstate and ships without it, where resolving from the bundle's location finds no package, or an
- * unrelated one.
+ * package.json (resolved from this module, as the import is; `from` resolves it from another file). Undefined when
+ * it cannot be read: e.g. in a bundle that inlined xstate and ships without it, where resolving from the bundle's
+ * location finds no package.
  */
-export function installedXStateVersion(): string | undefined {
+export function installedXStateVersion(from: string | URL = import.meta.url): string | undefined {
   let require: NodeJS.Require;
   try {
-    require = createRequire(import.meta.url);
+    require = createRequire(from);
   } catch {
     return undefined;
   }

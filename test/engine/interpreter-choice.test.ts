@@ -1,5 +1,8 @@
-import { readFileSync } from 'node:fs';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createMachine } from 'xstate';
 import { chooseInterpreter } from '../../src/engine/interpreter-choice.ts';
 import { installedXStateVersion, verifiedXStateVersions } from '../../src/engine/xstate-version.ts';
@@ -128,5 +131,44 @@ describe('compileMachine on an unverified xstate', () => {
     const compiled = engine.compileMachine(machine('verified'));
     expect(engine.isCompiledMachine(compiled)).toBe(true);
     expect(emitted).not.toHaveBeenCalled();
+  });
+});
+
+describe('installedXStateVersion(from) on installed layouts', () => {
+  let project: string;
+  beforeEach(() => {
+    project = mkdtempSync(join(tmpdir(), 'troupe-xstate-version-'));
+    writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'app', version: '1.0.0' }));
+  });
+  afterEach(() => rmSync(project, { recursive: true, force: true }));
+
+  /** An installed xstate package of this version, with these exports. */
+  function installXState(version: string, exports: Record<string, string>): void {
+    const dist = join(project, 'node_modules', 'xstate', 'dist');
+    mkdirSync(dist, { recursive: true });
+    writeFileSync(join(dist, 'xstate.cjs.js'), 'module.exports = {};');
+    // A nameless package.json inside the package (it only sets the module type) is not the package's own.
+    writeFileSync(join(dist, 'package.json'), JSON.stringify({ type: 'commonjs' }));
+    writeFileSync(
+      join(project, 'node_modules', 'xstate', 'package.json'),
+      JSON.stringify({ name: 'xstate', version, main: './dist/xstate.cjs.js', exports }),
+    );
+  }
+
+  const from = () => pathToFileURL(join(project, 'index.js'));
+
+  it('reads the version from the package.json xstate exports', () => {
+    installXState('5.33.2', { '.': './dist/xstate.cjs.js', './package.json': './package.json' });
+    expect(installedXStateVersion(from())).toBe('5.33.2');
+  });
+
+  it("finds it from xstate's entry point when xstate does not export its package.json", () => {
+    installXState('5.40.1', { '.': './dist/xstate.cjs.js' });
+    expect(installedXStateVersion(from())).toBe('5.40.1');
+  });
+
+  it('is undefined when no xstate can be resolved (a bundle that inlined it)', () => {
+    expect(installedXStateVersion(from())).toBeUndefined();
+    expect(chooseInterpreter(undefined, installedXStateVersion(from())).interpreter).toBe('xstate');
   });
 });
