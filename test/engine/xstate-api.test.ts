@@ -6,6 +6,7 @@ import {
   assign,
   createActor,
   createMachine,
+  initialTransition,
   raise,
   setup,
 } from 'xstate';
@@ -173,6 +174,15 @@ describe('a machine whose initial state does not exist', () => {
     const stock = await expectSameBehaviour(nested, {}, [{ type: 'GO' }]);
     expect(stock[0]?.status).toBe('active');
     expect(stock[1]?.status).toBe('error');
+  });
+
+  it('provide() builds it too; the pure initialTransition() throws the same error as on XState', () => {
+    const provided = compileMachine(broken).provide({});
+    expect(isCompiledMachine(provided)).toBe(true);
+    const message = 'Initial state node "nowhere" not found on parent state node #broken';
+    expect(() => initialTransition(broken)).toThrow(message);
+    expect(() => initialTransition(compileMachine(broken))).toThrow(message);
+    expect(() => initialTransition(provided)).toThrow(message);
   });
 
   it('an unstarted actor already holds the error snapshot', () => {
