@@ -2,7 +2,7 @@ import { AssertionError } from 'node:assert';
 import { decodeOutput } from '../agent/decode-output.ts';
 import type { Agent } from '../agent/define-agent.ts';
 import { ConfigError, ModelError } from '../core/errors.ts';
-import { type AgentLimits, resolveLimits } from '../core/limits.ts';
+import { type AgentLimits, type ResolvedLimits, resolveLimits } from '../core/limits.ts';
 import type { RunInput } from '../core/messages.ts';
 import type { ModelResponse } from '../core/model.ts';
 import type { RunResult } from '../core/result.ts';
@@ -46,10 +46,12 @@ export interface AgentPath<TOutput> {
 
 export interface AgentPathsOptions {
   /**
-   * Limits for the paths and their runs instead of the agent's own (merged over them). Smaller limits give fewer,
-   * shorter paths; the agent's own limits are what it runs with in production.
+   * The limits the paths are generated for and run with. By default the agent's own, made small so that every
+   * ending is a few steps away (at most 3 steps, 2 identical calls, 3 calls per tool, 1 decode retry); `'agent'`
+   * keeps them exactly (large limits mean long paths, and generating them takes seconds); an object is merged over
+   * the agent's own.
    */
-  limits?: AgentLimits | undefined;
+  limits?: AgentLimits | 'agent' | undefined;
   /** The tool the paths call. Default: the agent's first tool (handoff tools aside). */
   tool?: string | undefined;
   /** What each run is asked. Default 'Go.' */
@@ -75,25 +77,14 @@ export function agentPaths<TOutput>(
   options: AgentPathsOptions = {},
 ): AgentPath<TOutput>[] {
   const where = `agentPaths(${JSON.stringify(agent.name)})`;
-  const own = agent.limits;
-  const limits = options.limits
-    ? resolveLimits(
-        {
-          ...own,
-          toolTimeoutMs: own.toolTimeoutMs ?? undefined,
-          timeoutMs: own.timeoutMs ?? undefined,
-          ...options.limits,
-        },
-        where,
-      )
-    : own;
+  const limits = pathLimits(agent.limits, options.limits, where);
   const ownTools = agent.tools.names.filter((name) => !Object.hasOwn(agent.handoffTools, name));
   const toolName = options.tool ?? ownTools[0];
   if (toolName !== undefined && !ownTools.includes(toolName))
     throw new ConfigError(
       `${where}: the agent has no tool "${toolName}" (it has ${ownTools.join(', ') || 'none'}).`,
     );
-  const events = pathEvents(agent, toolName);
+  const events = pathEvents(agent as Agent<unknown>, toolName, limits);
   const graphPaths = shortestAgentPaths(
     {
       sessionId: 'paths',
@@ -166,6 +157,31 @@ export function expectPath(
     });
 }
 
+function pathLimits(
+  own: ResolvedLimits,
+  given: AgentLimits | 'agent' | undefined,
+  where: string,
+): ResolvedLimits {
+  if (given === 'agent') return own;
+  if (given === undefined)
+    return {
+      ...own,
+      maxSteps: Math.min(own.maxSteps, 3),
+      maxDuplicateToolCalls: Math.min(own.maxDuplicateToolCalls, 2),
+      maxToolCallsPerTool: own.maxToolCallsPerTool === null ? null : Math.min(own.maxToolCallsPerTool, 3),
+      maxDecodeRetries: Math.min(own.maxDecodeRetries, 1),
+    };
+  return resolveLimits(
+    {
+      ...own,
+      toolTimeoutMs: own.toolTimeoutMs ?? undefined,
+      timeoutMs: own.timeoutMs ?? undefined,
+      ...given,
+    },
+    where,
+  );
+}
+
 interface PathEvent {
   event: AgentEvent;
   step: PathStep;
@@ -185,7 +201,11 @@ function turnOf(r: ModelResponse): ScriptedTurn {
 }
 
 /** The events the traversal may send, each with the step that plays it on the real runtime. */
-function pathEvents(agent: Agent<unknown>, toolName: string | undefined): PathEvent[] {
+function pathEvents(
+  agent: Agent<unknown>,
+  toolName: string | undefined,
+  limits: Agent<unknown>['limits'],
+): PathEvent[] {
   const schema = agent.outputSchema;
   const decoded = (text: string) => (schema ? { decoded: decodeOutput(text, schema) } : {});
   const model = (r: ModelResponse, description: string): PathEvent => ({
@@ -195,7 +215,9 @@ function pathEvents(agent: Agent<unknown>, toolName: string | undefined): PathEv
   const events: PathEvent[] = [];
   if (toolName !== undefined) {
     const parameters = agent.tools.get(toolName).parameters;
-    for (const variant of [0, 1]) {
+    // Enough distinct calls to reach the step limit before duplicate detection ends the run (two at least, four at most).
+    const variants = Math.min(4, Math.max(2, Math.ceil(limits.maxSteps / limits.maxDuplicateToolCalls)));
+    for (let variant = 0; variant < variants; variant++) {
       const call = {
         id: `call_${variant + 1}`,
         name: toolName,

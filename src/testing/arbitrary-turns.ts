@@ -95,7 +95,7 @@ export function arbitraryModelTurns(options: ModelTurnsOptions = {}): Arbitrary<
 
   const validCall = fc.oneof(
     ...tools.map((shape) =>
-      arbitraryFromSchema(fc, shape.parameters).map((args) => ({ name: shape.name, args })),
+      arbitraryFromSchema(shape.parameters).map((args) => ({ name: shape.name, args })),
     ),
   );
   const invalidCall = fc.oneof(
@@ -111,7 +111,7 @@ export function arbitraryModelTurns(options: ModelTurnsOptions = {}): Arbitrary<
   const toolStop = fc.constantFrom<ScriptedTurn['stopReason']>('tool_use', undefined);
   const answerText = outputSchema
     ? fc.oneof(
-        { arbitrary: arbitraryFromSchema(fc, outputSchema).map((value) => JSON.stringify(value)), weight: 3 },
+        { arbitrary: arbitraryFromSchema(outputSchema).map((value) => JSON.stringify(value)), weight: 3 },
         { arbitrary: fc.constantFrom('not json', '{"unexpected": true}', '```json\n{}\n```'), weight: 1 },
       )
     : fc.constantFrom('Done.', 'Here is what I found.', '42');

@@ -1,6 +1,6 @@
 import type { Arbitrary } from 'fast-check';
 import type { JsonObject, JsonValue } from '../core/json.ts';
-import type { FastCheck } from './fast-check.ts';
+import { type FastCheck, fastCheck } from './fast-check.ts';
 
 /**
  * Values for a JSON Schema (the subset tool and output schemas use): `type` (one or several), `enum`, `const`,
@@ -9,11 +9,11 @@ import type { FastCheck } from './fast-check.ts';
  * (`minimum`, `maximum` and their exclusive forms), booleans and null. A schema it does not understand gets any
  * small JSON value.
  */
-export function arbitraryFromSchema(
-  fc: FastCheck,
-  schema: JsonValue | undefined,
-  depth = 0,
-): Arbitrary<JsonValue> {
+export function arbitraryFromSchema(schema: JsonValue | undefined): Arbitrary<JsonValue> {
+  return schemaArbitrary(fastCheck('arbitraryFromSchema()'), schema, 0);
+}
+
+function schemaArbitrary(fc: FastCheck, schema: JsonValue | undefined, depth: number): Arbitrary<JsonValue> {
   if (typeof schema !== 'object' || schema === null || Array.isArray(schema) || depth > 6)
     return fc.jsonValue({ maxDepth: 1 }) as Arbitrary<JsonValue>;
   if (Object.hasOwn(schema, 'const')) return fc.constant(schema.const as JsonValue);
@@ -24,14 +24,14 @@ export function arbitraryFromSchema(
       ? schema.oneOf
       : undefined;
   if (choices && choices.length > 0)
-    return fc.oneof(...choices.map((choice) => arbitraryFromSchema(fc, choice, depth + 1)));
+    return fc.oneof(...choices.map((choice) => schemaArbitrary(fc, choice, depth + 1)));
   const type = Array.isArray(schema.type)
     ? schema.type
     : schema.type === undefined
       ? undefined
       : [schema.type];
   if (type && type.length > 1)
-    return fc.oneof(...type.map((one) => arbitraryFromSchema(fc, { ...schema, type: one }, depth + 1)));
+    return fc.oneof(...type.map((one) => schemaArbitrary(fc, { ...schema, type: one }, depth + 1)));
   const number = (key: string): number | undefined =>
     typeof schema[key] === 'number' ? (schema[key] as number) : undefined;
   switch (type?.[0] ?? (schema.properties ? 'object' : undefined)) {
@@ -42,7 +42,7 @@ export function arbitraryFromSchema(
         : [];
       const model: Record<string, Arbitrary<JsonValue>> = {};
       for (const [key, child] of Object.entries(properties))
-        model[key] = arbitraryFromSchema(fc, child, depth + 1);
+        model[key] = schemaArbitrary(fc, child, depth + 1);
       return fc.record(model, {
         requiredKeys: required.filter((key) => Object.hasOwn(model, key)),
       }) as Arbitrary<JsonValue>;
@@ -50,7 +50,7 @@ export function arbitraryFromSchema(
     case 'array': {
       const minLength = number('minItems') ?? 0;
       const maxLength = Math.max(minLength, Math.min(number('maxItems') ?? 3, minLength + 3));
-      return fc.array(arbitraryFromSchema(fc, schema.items, depth + 1), { minLength, maxLength });
+      return fc.array(schemaArbitrary(fc, schema.items, depth + 1), { minLength, maxLength });
     }
     case 'string': {
       if (typeof schema.pattern === 'string') return fc.stringMatching(new RegExp(schema.pattern));
