@@ -93,10 +93,8 @@ export function arbitraryModelTurns(options: ModelTurnsOptions = {}): Arbitrary<
     { arbitrary: fc.integer({ min: 1, max: Math.max(1, maxDelay) }), weight: maxDelay > 0 ? 1 : 0 },
   );
 
-  const validCall = fc.oneof(
-    ...tools.map((shape) =>
-      arbitraryFromSchema(shape.parameters).map((args) => ({ name: shape.name, args })),
-    ),
+  const validCalls = tools.map((shape) =>
+    arbitraryFromSchema(shape.parameters).map((args) => ({ name: shape.name, args })),
   );
   const invalidCall = fc.oneof(
     fc.constant({ name: 'no_such_tool', args: {} as JsonValue }),
@@ -121,7 +119,10 @@ export function arbitraryModelTurns(options: ModelTurnsOptions = {}): Arbitrary<
       weight: weights.toolCalls,
       arbitrary: fc
         .record({
-          calls: fc.array(validCall, { minLength: 1, maxLength: 3 }),
+          calls: fc.array(validCalls.length > 0 ? fc.oneof(...validCalls) : invalidCall, {
+            minLength: 1,
+            maxLength: 3,
+          }),
           stopReason: toolStop,
           delayMs: delay,
         })
@@ -131,7 +132,7 @@ export function arbitraryModelTurns(options: ModelTurnsOptions = {}): Arbitrary<
       weight: weights.invalidToolCalls,
       arbitrary: fc
         .record({
-          calls: fc.array(fc.oneof(invalidCall, ...(tools.length > 0 ? [validCall] : [])), {
+          calls: fc.array(fc.oneof(invalidCall, ...validCalls), {
             minLength: 1,
             maxLength: 2,
           }),
