@@ -107,6 +107,9 @@ export function replayModel(cassette: string | Cassette, options: ReplayModelOpt
         if (error instanceof CassetteMismatchError) mismatches.push(error);
         throw error;
       }
+      // A real provider answers after the network does: events published when the call starts come first.
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      if (request.signal.aborted) throw request.signal.reason ?? new Error('aborted');
       for (const delta of interaction.deltas) request.onDelta?.(structuredClone(delta));
       if (interaction.error !== undefined) throw errorFromCassette(interaction.error);
       return structuredClone(interaction.response) as unknown as ModelResponse;
