@@ -12,7 +12,8 @@ export default defineConfig({
     ],
   },
   test: {
-    include: ['test/**/*.test.ts'],
+    // The examples of docs/testing.md are tests themselves: they run here, as users would run them.
+    include: ['test/**/*.test.ts', 'examples/testing/**/*.test.ts'],
     testTimeout: 30_000,
   },
 });
