@@ -1,3 +1,4 @@
+import { setOwn } from '../core/records.ts';
 import { normalizeSecretKey, redacted, secretKeySet } from '../run/secrets.ts';
 
 /**
@@ -48,7 +49,7 @@ export function stripSecrets(value: unknown, options: SecretStripOptions = {}, b
       const copy: Record<string, unknown> = {};
       for (const [key, child] of Object.entries(current)) {
         if (child === undefined) continue;
-        copy[key] = keys.has(normalizeSecretKey(key)) ? redacted : strip(child);
+        setOwn(copy, key, keys.has(normalizeSecretKey(key)) ? redacted : strip(child));
       }
       return copy;
     }

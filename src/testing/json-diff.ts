@@ -28,7 +28,7 @@ export function jsonDifferences(
     }
     if (isRecord(left) && isRecord(right)) {
       const keys = [...Object.keys(left), ...Object.keys(right).filter((key) => !Object.hasOwn(left, key))];
-      for (const key of keys) visit(joinKey(path, key), left[key], right[key]);
+      for (const key of keys) visit(joinKey(path, key), own(left, key), own(right, key));
       return;
     }
     if (!Object.is(left, right))
@@ -55,6 +55,11 @@ function show(value: unknown): string {
   if (text.length <= maxShown) return text;
   const half = Math.floor((maxShown - 1) / 2);
   return `${text.slice(0, half)}…${text.slice(-half)}`;
+}
+
+/** A key's own value: keys come from the compared JSON, and `__proto__` must not reach the prototype. */
+function own(record: Record<string, unknown>, key: string): unknown {
+  return Object.hasOwn(record, key) ? record[key] : undefined;
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

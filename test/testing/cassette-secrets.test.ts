@@ -78,3 +78,11 @@ describe('stripSecrets', () => {
     expect(Object.keys(stored).sort()).toEqual(['messages', 'output', 'settings', 'tools']);
   });
 });
+
+describe('stripSecrets on hostile keys', () => {
+  it('copies a __proto__ key as a plain field', () => {
+    const copy = stripSecrets(JSON.parse('{"__proto__": {"polluted": true}}')) as Record<string, unknown>;
+    expect(Object.hasOwn(copy, '__proto__')).toBe(true);
+    expect((copy as { polluted?: boolean }).polluted).toBeUndefined();
+  });
+});

@@ -53,3 +53,12 @@ describe('jsonDifferences', () => {
     expect(formatDifferences(many).split('\n').at(-1)).toBe('  ... and 2 more difference(s)');
   });
 });
+
+describe('keys from the compared JSON', () => {
+  it('are read as own properties only, __proto__ included', () => {
+    const withProto = JSON.parse('{"__proto__": {"x": 1}, "a": 1}') as unknown;
+    expect(jsonDifferences(withProto, { a: 1 })).toEqual([
+      { path: '__proto__', expected: { x: 1 }, actual: undefined },
+    ]);
+  });
+});
