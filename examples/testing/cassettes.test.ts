@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url';
 import { defineAgent, run, tool } from 'troupe';
 import { openai } from 'troupe/providers';
 import { cassetteModel, expectRun } from 'troupe/testing';
@@ -15,7 +16,7 @@ const weather = tool({
 // replays the file offline otherwise, as CI does. A request that differs from the recording fails the call
 // with a CassetteMismatchError listing the differences by path.
 const model = cassetteModel(
-  new URL('./cassettes/weather.json', import.meta.url).pathname,
+  fileURLToPath(new URL('./cassettes/weather.json', import.meta.url)),
   process.env.OPENAI_API_KEY ? openai('gpt-4o-mini') : undefined,
 );
 

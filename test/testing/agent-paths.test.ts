@@ -117,3 +117,25 @@ describe('pathCoverage', () => {
     expect(ignored.complete).toBe(true);
   });
 });
+
+describe('agentPaths of an agent with handoffs', () => {
+  it('runs the paths of its own loop through the session a handoff agent runs in (no path hands off)', async () => {
+    const billing = defineAgent({ name: 'billing', instructions: '', model: scriptedModel([]) });
+    const triage = defineAgent({
+      name: 'triage',
+      instructions: '',
+      model: scriptedModel([]),
+      tools: [search],
+      handoffs: [billing],
+    });
+    const paths = agentPaths(triage);
+    expect(paths.length).toBeGreaterThan(5);
+    expect(
+      paths
+        .flatMap((path) => path.script)
+        .flatMap((turn) => turn.toolCalls ?? [])
+        .every((call) => call.name === 'search'),
+    ).toBe(true);
+    for (const path of paths) expectPath(await path.run(), path);
+  });
+});
