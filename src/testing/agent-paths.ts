@@ -115,8 +115,9 @@ export function agentPaths<TOutput>(
     .map((path): AgentPath<TOutput> => {
       const steps = path.steps.slice(1).map((step) => described.get(JSON.stringify(step.event)) as PathStep);
       const stopReason = path.state.context.stopReason as StopReason;
-      let name = `${steps.map((step) => step.description).join(' → ')} ⇒ ${stopReason}`;
-      for (let n = 2; names.has(name); n++) name = `${name} (${n})`;
+      const story = `${steps.map((step) => step.description).join(' → ')} ⇒ ${stopReason}`;
+      let name = story;
+      for (let n = 2; names.has(name); n++) name = `${story} (${n})`;
       names.add(name);
       return {
         name,
@@ -194,7 +195,9 @@ function response(partial: Partial<ModelResponse>): ModelResponse {
 }
 
 function turnOf(r: ModelResponse): ScriptedTurn {
-  const turn: ScriptedTurn = { text: r.text, toolCalls: r.toolCalls, usage: r.usage };
+  // Without ids: the scripted model numbers each call, so a repeated call gets an id of its own, as from a real model.
+  const toolCalls = r.toolCalls.map(({ name, args }) => ({ name, args }));
+  const turn: ScriptedTurn = { text: r.text, toolCalls, usage: r.usage };
   if (r.stopReason !== undefined && r.stopReason !== 'unknown') turn.stopReason = r.stopReason;
   if (r.refusal !== undefined) turn.refusal = r.refusal;
   return turn;

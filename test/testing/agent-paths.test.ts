@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineAgent, run, tool } from '../../src/index.ts';
 import { agentPaths, expectPath } from '../../src/testing/agent-paths.ts';
+import { expectRun } from '../../src/testing/expect-run.ts';
 import { pathCoverage } from '../../src/testing/path-coverage.ts';
 import { scriptedModel } from '../../src/testing/scripted-model.ts';
 
@@ -55,7 +56,11 @@ describe('agentPaths', () => {
   it('every path runs on the real runtime and ends as the statechart predicts, covering the statechart', async () => {
     const coverage = pathCoverage();
     const covered = agentPaths(withSchema, { coverage });
-    for (const path of covered) expectPath(await path.run(), path);
+    for (const path of covered) {
+      const result = await path.run();
+      expectPath(result, path);
+      expectRun(result).toHaveValidHistory();
+    }
     expect(coverage.runs).toBe(covered.length);
     const report = coverage.report();
     expect(report.transitions.taken.length).toBeGreaterThan(report.transitions.total / 2);
