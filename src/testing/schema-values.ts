@@ -53,7 +53,10 @@ function schemaArbitrary(fc: FastCheck, schema: JsonValue | undefined, depth: nu
       return fc.array(schemaArbitrary(fc, schema.items, depth + 1), { minLength, maxLength });
     }
     case 'string': {
-      if (typeof schema.pattern === 'string') return fc.stringMatching(new RegExp(schema.pattern));
+      if (typeof schema.pattern === 'string') {
+        const matching = stringsMatching(fc, schema.pattern);
+        if (matching) return matching;
+      }
       switch (schema.format) {
         case 'email':
           return fc.emailAddress();
@@ -166,6 +169,15 @@ export function wrongArguments(schema: JsonValue | undefined): JsonObject | unde
     ...valid,
     [key]: typeof value === 'string' ? 12345 : `not a ${Array.isArray(value) ? 'array' : typeof value}`,
   };
+}
+
+/** Strings for a `pattern`, or undefined when it is not a regular expression fast-check can generate from. */
+function stringsMatching(fc: FastCheck, pattern: string): Arbitrary<JsonValue> | undefined {
+  try {
+    return fc.stringMatching(new RegExp(pattern, 'u'));
+  } catch {
+    return undefined;
+  }
 }
 
 function isObject(value: unknown): value is JsonObject {

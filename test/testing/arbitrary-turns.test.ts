@@ -112,3 +112,12 @@ function hasRepeat(script: ScriptedTurn[]): boolean {
   }
   return false;
 }
+
+describe('arbitraryFromSchema on patterns', () => {
+  it('generates strings matching a pattern, and plain strings for a pattern it cannot use', () => {
+    for (const value of fc.sample(arbitraryFromSchema({ type: 'string', pattern: '^[A-Z]-\\d{2}$' }), 50))
+      expect(value).toMatch(/^[A-Z]-\d{2}$/);
+    for (const value of fc.sample(arbitraryFromSchema({ type: 'string', pattern: '(unclosed' }), 10))
+      expect(typeof value).toBe('string');
+  });
+});
