@@ -23,6 +23,9 @@ const notBehavioural = [
   'test/support/**',
 ];
 
+/** Every test file: the suite, and the examples of docs/testing.md, which run as users would run them. */
+const tests = ['test/**/*.test.ts', 'examples/testing/**/*.test.ts'];
+
 export default defineConfig({
   resolve: {
     alias: [
@@ -36,12 +39,12 @@ export default defineConfig({
     // Troupe's machines run on the compiled interpreter (src/engine); the behavioural tests also run on XState's
     // own (TROUPE_INTERPRETER=xstate), so that an interpreter difference fails a test that shows what it changed.
     projects: [
-      { extends: true, test: { name: 'compiled', include: ['test/**/*.test.ts'] } },
+      { extends: true, test: { name: 'compiled', include: tests } },
       {
         extends: true,
         test: {
           name: 'xstate',
-          include: ['test/**/*.test.ts'],
+          include: tests,
           exclude: [...configDefaults.exclude, ...notBehavioural],
           env: { TROUPE_INTERPRETER: 'xstate' },
         },

@@ -1,16 +1,16 @@
-import type { AnyStateNode, SnapshotFrom } from 'xstate';
-import { getShortestPaths, type StatePath } from 'xstate/graph';
+import type { SnapshotFrom } from 'xstate';
+import type { StatePath } from 'xstate/graph';
 import type { Clock } from '../../src/core/clock.ts';
 import { defaultLimits, type ResolvedLimits } from '../../src/core/limits.ts';
 import type { ModelResponse } from '../../src/core/model.ts';
-import {
-  type AgentCheckpoint,
-  type AgentEvent,
-  type AgentMachine,
-  type AgentMachineInput,
-  agentMachine,
+import type {
+  AgentCheckpoint,
+  AgentEvent,
+  AgentMachine,
+  AgentMachineInput,
 } from '../../src/machines/agent.ts';
 import { createResourceManager, type ResourceManager } from '../../src/resources/resource-manager.ts';
+import { shortestAgentPaths } from '../../src/testing/agent-graph.ts';
 
 /**
  * Model-based test support for the agent statechart: the events the traversal may send (with payloads, since the
@@ -163,46 +163,16 @@ export function machineInput(config: PathConfig): AgentMachineInput {
   };
 }
 
-type AgentSnapshot = SnapshotFrom<AgentMachine>;
-
-/** State identity for the traversal: the state value and the counters the guards read (not the history text). */
-function stateKey(snapshot: AgentSnapshot): string {
-  const c = snapshot.context;
-  return JSON.stringify({
-    value: snapshot.value,
-    step: c.step,
-    calls: c.modelCalls,
-    retry: c.retryCount,
-    counts: c.toolCallCounts,
-    sigs: c.callSignatures,
-    degraded: c.degradedTools,
-    decision: c.decision?.kind ?? null,
-    open: c.openCalls.map((call) => call.id),
-    decoded: c.answer.outputDecoded,
-    forced: c.forcedFinalAnswer,
-    stop: c.stopReason,
-  });
-}
-
-function eventKey(event: AgentEvent | undefined): string {
-  return event ? JSON.stringify(event) : 'init';
-}
-
 /**
  * Shortest paths to every (state, incoming transition) pair, so that every event edge the machine can take is the
- * last step of some path (as createTestModel does by appending the transition to the state key).
+ * last step of some path (the traversal is the one `agentPaths` of troupe/testing uses).
  */
-export function generatePaths(config: PathConfig): StatePath<AgentSnapshot, AgentEvent>[] {
-  const events = [...modelEvents(config.schema), ...toolEvents, ...controlEvents];
-  return getShortestPaths(agentMachine, {
-    input: machineInput(config),
-    events,
-    serializeState: (state, event, prev) =>
-      `${stateKey(state)} via ${eventKey(event)} from ${prev ? stateKey(prev) : 'start'}`,
-    // Events the state does not handle would only add self-loops that the runtime can never produce.
-    filterEvents: (snapshot, event) => snapshot.can(event),
-    limit: 200_000,
-  });
+export function generatePaths(config: PathConfig): StatePath<SnapshotFrom<AgentMachine>, AgentEvent>[] {
+  return shortestAgentPaths(machineInput(config), [
+    ...modelEvents(config.schema),
+    ...toolEvents,
+    ...controlEvents,
+  ]);
 }
 
 /**
@@ -238,59 +208,10 @@ export function agentCheckpoint({
   };
 }
 
-/** A stable name for a transition of the definition: source state, event, position among its siblings. */
-export function transitionName(source: AnyStateNode, eventType: string, index: number): string {
-  return `${source.id} --${eventType}[${index}]`;
-}
-
-/**
- * Guards of the transitions only a session takes (a handoff, a resume from a checkpoint: with open calls, in the
- * final-output phase, at the step limit or waiting for people; calls that wait for people and their decisions), and
- * the states only those reach: `run()` of a plain agent never takes them, so
- * test/machines/session.paths.test.ts replays them on the real system runtime and checks their coverage there.
- */
-export const sessionOnlyGuards = [
-  'decidedToHandOff',
-  'resumingTools',
-  'resumedAtStepLimit',
-  'resumingFinalOutput',
-  'resumingApproval',
-  'waitsForPeople',
-  'decidesPendingCall',
-];
-export const sessionOnlyStates = ['agent.handingOff', 'agent.running.toolUse.awaitingApproval'];
-/** Events only a session sends its agents: people's decisions, and a failed write-ahead commit. */
-export const sessionOnlyEvents = ['approval.decided', 'effects.failed'];
-
-/** The named guards a transition's guard is made of (`and([...])` guards are functions holding their parts). */
-function guardNames(guard: unknown): string[] {
-  if (typeof guard === 'string') return [guard];
-  if (typeof guard === 'function' && 'guards' in guard && Array.isArray(guard.guards))
-    return guard.guards.flatMap(guardNames);
-  if (typeof guard === 'object' && guard !== null && 'type' in guard) return [String(guard.type)];
-  return [];
-}
-
-/** Every transition of the machine definition (event-driven and eventless), by name. */
-export function allTransitions(
-  root: AnyStateNode = agentMachine.root,
-  scope: 'run' | 'session' = 'run',
-): string[] {
-  const names: string[] = [];
-  const wanted = (transition: { guard?: unknown; eventType?: string }) =>
-    (guardNames(transition.guard).some((name) => sessionOnlyGuards.includes(name)) ||
-      sessionOnlyEvents.includes(transition.eventType ?? '')) ===
-    (scope === 'session');
-  const visit = (node: AnyStateNode) => {
-    for (const [eventType, list] of node.transitions) {
-      for (let index = 0; index < list.length; index++)
-        if (wanted(list[index] as { guard?: unknown })) names.push(transitionName(node, eventType, index));
-    }
-    const always = node.always ?? [];
-    for (let index = 0; index < always.length; index++)
-      if (wanted(always[index] as { guard?: unknown })) names.push(transitionName(node, '', index));
-    for (const child of Object.values(node.states)) visit(child);
-  };
-  visit(root);
-  return names;
-}
+export {
+  allTransitions,
+  sessionOnlyEvents,
+  sessionOnlyGuards,
+  sessionOnlyStates,
+  transitionName,
+} from '../../src/testing/agent-graph.ts';

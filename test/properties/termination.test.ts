@@ -7,11 +7,11 @@ import {
   type JsonValue,
   type Message,
   run,
-  statusOf,
   stopReasons,
   tool,
   validateHistory,
 } from '../../src/index.ts';
+import { runInvariantViolations } from '../../src/testing/run-invariants.ts';
 import { type ScriptedTurn, scriptedModel } from '../../src/testing/scripted-model.ts';
 
 /**
@@ -136,28 +136,18 @@ describe('termination, whatever the model does', () => {
           const before = structuredClone(history);
           const result = await run(agent, 'go', { history });
 
-          expect(stopReasons).toContain(result.stopReason);
-          expect(result.status).toBe(statusOf(result.stopReason));
-          expect(model.calls).toBeLessThanOrEqual(agentLimits.maxSteps + agentLimits.maxDecodeRetries + 1);
-          expect(result.iterationsUsed).toBe(model.calls);
-          expect(() => validateHistory(result.history)).not.toThrow();
-          expect(history).toEqual(before);
-          expect(result.history).toEqual([...history, ...result.historyDelta]);
+          expect(
+            runInvariantViolations(result, {
+              limits: agent.limits,
+              modelCalls: model.calls,
+              history,
+              historyBefore: before,
+              hasOutputSchema: withSchema,
+              checkNoActiveRuns: true,
+            }),
+          ).toEqual([]);
           if (result.stopReason === 'completed' && withSchema)
             expect(result.output).toMatchObject({ x: expect.any(Number) });
-          if (agentLimits.maxToolCallsPerTool !== null) {
-            const counts = new Map<string, number>();
-            for (const step of result.steps) {
-              for (const call of step.toolCalls) {
-                // Calls a policy refused are answered "Not run: ..."; the cap bounds the ones that were handled.
-                if (!call.result?.startsWith('Not run:'))
-                  counts.set(call.name, (counts.get(call.name) ?? 0) + 1);
-              }
-            }
-            for (const count of counts.values())
-              expect(count).toBeLessThanOrEqual(agentLimits.maxToolCallsPerTool);
-          }
-          expect(activeRuntimeCount()).toBe(0);
         },
       ),
       { numRuns },
