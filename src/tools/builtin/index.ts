@@ -1,0 +1,7 @@
+export {
+  type CalculatorLimits,
+  type CalculatorOptions,
+  calculator,
+  defaultCalculatorLimits,
+  evaluateArithmetic,
+} from './calculator.ts';
