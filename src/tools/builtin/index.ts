@@ -5,3 +5,6 @@ export {
   defaultCalculatorLimits,
   evaluateArithmetic,
 } from './calculator.ts';
+export { type SqlQueryOptions, type SqlQueryResult, type SqlQueryTool, sqlQuery } from './sql-query.ts';
+export type { QueryCell } from './sql-readonly-query.ts';
+export type { SqlTableSchema } from './sql-schema.ts';
