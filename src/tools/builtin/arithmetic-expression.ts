@@ -29,7 +29,12 @@ const operatorAliases = new Map<string, BinaryOperator>([
   ['−', '-'],
 ]);
 
-const numberPattern = /(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?/y;
+/** Python's decimal literals: digits may be grouped with single underscores (1_000_000). */
+const digits = '[0-9](?:_?[0-9])*';
+const numberPattern = new RegExp(
+  `(?:${digits}(?:\\.(?:${digits})?)?|\\.${digits})(?:[eE][+-]?${digits})?`,
+  'y',
+);
 
 function isSpace(char: string): boolean {
   return char === ' ' || char === '\t' || char === '\n' || char === '\r';
@@ -75,7 +80,11 @@ function tokenize(source: string): Token[] {
     numberPattern.lastIndex = at;
     const number = numberPattern.exec(source);
     if (number !== null) {
-      tokens.push({ kind: 'number', text: number[0], at });
+      if (/^0[0-9_]*[1-9]/.test(number[0]) && /^[0-9_]+$/.test(number[0]))
+        throw syntaxError(
+          `leading zeros in decimal integer literals are not permitted (position ${at + 1}); write ${number[0].replace(/^[0_]+/, '')}`,
+        );
+      tokens.push({ kind: 'number', text: number[0].replaceAll('_', ''), at });
       at += number[0].length;
       const next = source[at];
       if (next !== undefined && /[0-9A-Za-z_.]/.test(next))

@@ -1,4 +1,5 @@
 import { ToolInputError } from '../../core/errors.ts';
+import { roundedQuotient } from './exact-rounding.ts';
 
 /**
  * Numbers with Python's arithmetic: an `int` is a bigint (exact, of any size up to a bound), a `float` is a
@@ -139,32 +140,10 @@ function intTrueDivide(a: bigint, b: bigint): number {
   const n = a < 0n ? -a : a;
   const d = b < 0n ? -b : b;
   if (n <= exactDoubleBound && d <= exactDoubleBound) return Number(a) / Number(b);
-  // Scale so the quotient has about 66 bits, append a sticky bit for an inexact remainder, and let the conversion
-  // to a double round once (to nearest, ties to even).
-  const shift = 66 + bitLength(d) - bitLength(n);
-  const scaledN = shift >= 0 ? n << BigInt(shift) : n;
-  const scaledD = shift >= 0 ? d : d << BigInt(-shift);
-  const quotient = scaledN / scaledD;
-  const sticky = scaledN % scaledD === 0n ? 0n : 1n;
-  const magnitude = scaleByPowerOfTwo(Number((quotient << 1n) | sticky), -(shift + 1));
+  const magnitude = roundedQuotient(n, d, 0);
   if (!Number.isFinite(magnitude))
     throw new ToolInputError('OverflowError: integer division result too large for a float.');
   return negative ? -magnitude : magnitude;
-}
-
-/** x * 2**exponent, in steps that neither overflow nor underflow on the way. */
-function scaleByPowerOfTwo(x: number, exponent: number): number {
-  let result = x;
-  let remaining = exponent;
-  while (remaining > 1000) {
-    result *= 2 ** 1000;
-    remaining -= 1000;
-  }
-  while (remaining < -1000) {
-    result *= 2 ** -1000;
-    remaining += 1000;
-  }
-  return result * 2 ** remaining;
 }
 
 function intPower(base: bigint, exponent: bigint, limits: NumberLimits): PyNumber {
@@ -216,6 +195,7 @@ function floatPower(base: number, exponent: number): number {
     magnitude = -base;
     negativeResult = isOddInteger(exponent);
   }
+  // V8's ** and the C library's pow (which CPython calls) are both within an ulp; they can differ in the last digit.
   const result = magnitude ** exponent;
   if (!Number.isFinite(result))
     throw new ToolInputError("OverflowError: (34, 'Numerical result out of range').");

@@ -58,6 +58,16 @@ const pythonTable: readonly [expression: string, python: string][] = [
   ['(-2)**-3', '-0.125'],
   ['2**62*4', '18446744073709551616'],
   ['12345678901234567890*1.0', '1.2345678901234567e+19'],
+  // int / int is correctly rounded, subnormals and the edge of overflow included
+  ['1/10**320', '1e-320'],
+  ['3/10**323', '3e-323'],
+  ['7/10**324', '5e-324'],
+  ['(10**400+1)/10**100', '1e+300'],
+  ['2**1074/2**2148', '5e-324'],
+  ['(2**53+1)/1', '9007199254740992.0'],
+  ['(2**54+3)/2', '9007199254740994.0'],
+  ['-(10**30)/3', '-3.333333333333333e+29'],
+  ['(2**1024-2**971)/1', '1.7976931348623157e+308'],
   ['2**1023*2.0', 'inf'],
   ['1e300*1e300', 'inf'],
   ['0**0', '1'],
@@ -77,6 +87,14 @@ const pythonTable: readonly [expression: string, python: string][] = [
   ['-0', '0'],
   ['1e-320/2', '5e-321'],
   ['1e999', 'inf'],
+  // Python's literal forms
+  ['1_000_000', '1000000'],
+  ['1_0.5_0', '10.5'],
+  ['00', '0'],
+  ['00.5', '0.5'],
+  ['01e3', '1000.0'],
+  ['1e1_0', '10000000000.0'],
+  ['.5_5', '0.55'],
   // the Unicode operator signs
   ['7 × 3 ÷ 2 − 1', '9.5'],
 ];
@@ -93,6 +111,7 @@ const pythonErrors: readonly [expression: string, message: RegExp][] = [
   ['10.0**400', /OverflowError/],
   ['10**400*1.0', /OverflowError: int too large to convert to float/],
   ['10**400/3', /OverflowError: integer division result too large for a float/],
+  ['(2**1024-2**970)/1', /OverflowError: integer division result too large for a float/],
   ['(-8)**(1/3)', /complex/],
 ];
 
@@ -293,7 +312,11 @@ describe('injection and resource-exhaustion payloads', () => {
     '1 + 1 // comment',
     '1 /* c */ + 1',
     '0x10',
-    '1_000',
+    '007', // Python: leading zeros in decimal integer literals are not permitted
+    '0_7',
+    '1__000',
+    '1_',
+    '_1',
     '1n',
     'Infinity',
     'NaN',
