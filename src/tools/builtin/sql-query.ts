@@ -206,7 +206,7 @@ function runInChildProcess(
     child.stdin.on('error', () => {
       // The process died before reading its request; 'close' reports it.
     });
-    child.stdin.end(JSON.stringify(request));
+    child.stdin.end(JSON.stringify({ ...request, timeoutMs }));
   });
 }
 
