@@ -60,8 +60,8 @@ const heapLimitBytes = 256 * 1024 * 1024;
 const maxAnswerBytes = 16 * 1024 * 1024;
 
 /**
- * A tool that answers one read-only SQL query on a SQLite file (node:sqlite, built into Node 22.13+; the walls below
- * need Node 24.10+ for the authorizer). The schema (tables, columns, types) is read when the tool is made and put in
+ * A tool that answers one read-only SQL query on a SQLite file (node:sqlite; Node.js 24.10 or newer, whose
+ * node:sqlite has the authorizer this tool relies on). The schema (tables, columns, types) is read when the tool is made and put in
  * its description, so the model can write its first query without exploring.
  *
  * Four walls keep the database unchanged: the query must be a single SELECT or WITH ... SELECT with no comments and
@@ -217,9 +217,10 @@ function sqliteModule(): typeof Sqlite {
   } catch {
     module = undefined;
   }
-  if (module === undefined)
+  // The authorizer (24.10) is one of the walls; array rows (24.4) and the defensive flag come with it.
+  if (module === undefined || typeof module.DatabaseSync.prototype.setAuthorizer !== 'function')
     throw new ConfigError(
-      'sqlQuery() needs node:sqlite, built into Node.js 22.13 and newer (24.10 or newer adds the authorizer it also uses).',
+      `sqlQuery() needs Node.js 24.10 or newer (node:sqlite with its authorizer); this is Node.js ${process.versions.node}.`,
     );
   return module;
 }

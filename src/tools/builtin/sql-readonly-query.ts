@@ -71,21 +71,19 @@ export function runReadOnlyQuery(request: ReadOnlyQueryRequest): ReadOnlyQueryOu
   try {
     db.prepare(`PRAGMA hard_heap_limit = ${Math.floor(request.heapLimitBytes)}`).get();
     const denied: string[] = [];
-    if (typeof db.setAuthorizer === 'function') {
-      const { constants } = sqlite;
-      db.setAuthorizer((action, first, second) => {
-        if (
-          action === constants.SQLITE_SELECT ||
-          action === constants.SQLITE_READ ||
-          action === constants.SQLITE_RECURSIVE
-        )
-          return constants.SQLITE_OK;
-        if (action === constants.SQLITE_FUNCTION && !deniedFunctions.has((second ?? '').toLowerCase()))
-          return constants.SQLITE_OK;
-        denied.push(describeAction(constants, action, first, second));
-        return constants.SQLITE_DENY;
-      });
-    }
+    const { constants } = sqlite;
+    db.setAuthorizer((action, first, second) => {
+      if (
+        action === constants.SQLITE_SELECT ||
+        action === constants.SQLITE_READ ||
+        action === constants.SQLITE_RECURSIVE
+      )
+        return constants.SQLITE_OK;
+      if (action === constants.SQLITE_FUNCTION && !deniedFunctions.has((second ?? '').toLowerCase()))
+        return constants.SQLITE_OK;
+      denied.push(describeAction(constants, action, first, second));
+      return constants.SQLITE_DENY;
+    });
     let statement: Sqlite.StatementSync;
     try {
       statement = db.prepare(request.sql);
