@@ -85,9 +85,20 @@ export function parseNumberLiteral(text: string, limits: NumberLimits): PyNumber
 }
 
 function checkedInt(value: bigint, limits: NumberLimits): bigint {
-  if (bitLength(value) > maxBits(limits) - 4 && digitCount(value) > limits.maxDigits)
+  if (bitLength(value) > maxBits(limits) - 4 && (value < 0n ? -value : value) >= digitBound(limits.maxDigits))
     throw tooManyDigits(limits);
   return value;
+}
+
+/** 10 ** maxDigits, the smallest integer with one digit too many; computed once per limit. */
+const digitBounds = new Map<number, bigint>();
+function digitBound(maxDigits: number): bigint {
+  let bound = digitBounds.get(maxDigits);
+  if (bound === undefined) {
+    bound = 10n ** BigInt(maxDigits);
+    digitBounds.set(maxDigits, bound);
+  }
+  return bound;
 }
 
 function tooManyDigits(limits: NumberLimits): ToolInputError {
@@ -104,10 +115,6 @@ function maxBits(limits: NumberLimits): number {
 function bitLength(value: bigint): number {
   if (value === 0n) return 0;
   return (value < 0n ? -value : value).toString(16).length * 4;
-}
-
-function digitCount(value: bigint): number {
-  return (value < 0n ? -value : value).toString().length;
 }
 
 /** Python's float(int): exact when it can be, an OverflowError past the largest double. */
