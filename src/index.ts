@@ -26,6 +26,7 @@ export {
   type ModelErrorKind,
   RunStopped,
   type RunStoppedInfo,
+  ToolInputError,
   ToolTimeoutError,
   TroupeError,
   UnknownToolError,

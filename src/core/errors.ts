@@ -181,3 +181,15 @@ function safeString(value: unknown): string {
     return String(value);
   }
 }
+
+/**
+ * Thrown by a tool whose arguments were well-formed but cannot be acted on: an expression that divides by zero, a
+ * query that writes or runs too long. The model reads the message as the call's error result and can correct itself:
+ * the call is not retried (the same arguments would fail the same way) and the tool stays available for the rest of
+ * the run, unlike a tool that keeps failing.
+ */
+export class ToolInputError extends TroupeError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('tool_input_rejected', message, options);
+  }
+}

@@ -1,6 +1,6 @@
 import { abortError, onAbort as whenAborted } from '../core/abort.ts';
 import type { Clock } from '../core/clock.ts';
-import { ToolTimeoutError } from '../core/errors.ts';
+import { ToolInputError, ToolTimeoutError } from '../core/errors.ts';
 import type { JsonValue } from '../core/json.ts';
 import type { ToolCall } from '../core/messages.ts';
 import { reactInvalidReplyTool } from '../core/model.ts';
@@ -186,6 +186,18 @@ async function runToolCall(call: ToolCall, batch: ToolBatch): Promise<ToolOutcom
         attempts: attempt,
       };
     } catch (error) {
+      // The tool refused these arguments: the model reads why, and retrying them would fail the same way.
+      if (error instanceof ToolInputError && !batch.signal.aborted) {
+        return {
+          callId: call.id,
+          name: call.name,
+          content: `Error: ${error.message}`,
+          isError: true,
+          executed: true,
+          degraded: false,
+          attempts: attempt,
+        };
+      }
       lastError = error instanceof Error ? error.message : String(error);
       if (attempt < attempts && !batch.signal.aborted) batch.onRetry(call, attempt, lastError);
     }
