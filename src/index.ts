@@ -161,3 +161,6 @@ export {
 export { type AskHumanOptions, askHuman } from './tools/ask-human.ts';
 export { ToolRegistry } from './tools/registry.ts';
 export { type Tool, type ToolContext, type ToolOptions, tool } from './tools/tool.ts';
+export { type PiiKind, piiKinds } from './pii/pii-detectors.ts';
+export { type PiiCounts, PiiMasker } from './pii/pii-masker.ts';
+export type { PiiOptions } from './pii/pii-options.ts';

@@ -17,6 +17,7 @@ import {
   sessionMachine,
 } from '../machines/session.ts';
 import type { MaybePromise, StoredSessionStatus } from '../persistence/store.ts';
+import { attachPii, piiOf } from '../pii/pii-run.ts';
 import { checkReachablePrices } from '../resources/priced-agents.ts';
 import { attachResources, type RunResourceOptions } from '../resources/resource-run.ts';
 import { redactingInspector, secretArguments } from '../run/inspect.ts';
@@ -103,6 +104,7 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
     this.#current = plan.startAgent;
     const { store } = environment;
     this.#bus = new EventBus(this.id, this.#clock, plan.lastSeq + 1);
+    attachPii(this.#bus, environment.pii);
     this.#log = new SessionLog(plan.lastSeq, environment.maxBufferedEvents ?? 10_000, (after) =>
       store.readEvents(this.id, after),
     );
@@ -220,6 +222,12 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
     };
   }
 
+  /** What the inspector's strings go through when the system masks personal data there. */
+  #maskText(): ((text: string) => string) | undefined {
+    const pii = piiOf(this.#bus);
+    return pii?.options.inspector ? (text) => pii.masker.mask(text) : undefined;
+  }
+
   #createActor(descriptors: SessionMachineInput['agents']): Actor<SessionMachine> {
     const plan = this.#plan;
     const input: SessionMachineInput = {
@@ -239,7 +247,7 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
       id: this.id,
       input,
       clock: this.#clock,
-      ...(inspect ? { inspect: redactingInspector(inspect, secretKeys) } : {}),
+      ...(inspect ? { inspect: redactingInspector(inspect, secretKeys, this.#maskText()) } : {}),
     });
     actor.subscribe({
       next: (snapshot) => this.#onSnapshot(snapshot.context, snapshot.status === 'done'),
