@@ -114,6 +114,9 @@ export {
   StoreLayoutError,
 } from './persistence/store-errors.ts';
 export type { SyncSessionStore } from './persistence/sync-store.ts';
+export { type PiiKind, piiKinds } from './pii/pii-detectors.ts';
+export { type PiiCounts, PiiMasker } from './pii/pii-masker.ts';
+export type { PiiOptions } from './pii/pii-options.ts';
 export * from './policies/index.ts';
 export {
   type BudgetsConfig,
@@ -161,6 +164,3 @@ export {
 export { type AskHumanOptions, askHuman } from './tools/ask-human.ts';
 export { ToolRegistry } from './tools/registry.ts';
 export { type Tool, type ToolContext, type ToolOptions, tool } from './tools/tool.ts';
-export { type PiiKind, piiKinds } from './pii/pii-detectors.ts';
-export { type PiiCounts, PiiMasker } from './pii/pii-masker.ts';
-export type { PiiOptions } from './pii/pii-options.ts';

@@ -163,9 +163,15 @@ function findIbans(text: string, found: PiiMatch[]): void {
   }
 }
 
+/** A character that glues a number to an identifier (`INV-2024-000123`, `#4155552671`, `id_2125550199`). */
+const identifierGlue = /[\w#/-]/;
+
 function findPhones(text: string, defaultCountry: string | undefined, found: PiiMatch[]): void {
   const options = defaultCountry ? { defaultCountry } : {};
   for (const match of phoneLibrary().findPhoneNumbersInText(text, options)) {
+    const before = text[match.startsAt - 1];
+    const after = text[match.endsAt];
+    if ((before && identifierGlue.test(before)) || (after && identifierGlue.test(after))) continue;
     found.push({ kind: 'phone', start: match.startsAt, end: match.endsAt });
   }
 }
