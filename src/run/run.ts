@@ -17,7 +17,7 @@ import {
   agentOutputOf,
 } from '../machines/agent.ts';
 import { type PiiOptions, resolvePii } from '../pii/pii-options.ts';
-import { attachPii } from '../pii/pii-run.ts';
+import { attachLentPii, attachPii } from '../pii/pii-run.ts';
 import { checkReachablePrices } from '../resources/priced-agents.ts';
 import type { ResourceManager } from '../resources/resource-manager.ts';
 import { attachResources } from '../resources/resource-run.ts';
@@ -103,7 +103,7 @@ function startRun<TOutput>(
   const sessionId = options.sessionId ?? randomUUID();
   const clock = options.clock ?? systemClock;
   const bus = new EventBus(sessionId, clock);
-  const pii = attachPii(bus, resolvePii(options.pii, 'run()'));
+  const pii = attachPii(bus, resolvePii(options.pii, 'run()')) ?? attachLentPii(bus);
   checkReachablePrices([agent as Agent<unknown>], options, { sessionId });
   const detachResources = attachResources(options, {
     sessionId,

@@ -1,4 +1,5 @@
 import {
+  agentTool,
   createAgentSystem,
   createMemoryStore,
   defineAgent,
@@ -180,6 +181,35 @@ describe('PII masking towards the model', () => {
     expect(leaks(JSON.stringify(events))).toEqual([]);
     // The conversation holds real values: a resumed run masks it again the same way.
     expect(JSON.stringify(result.history)).toContain(email);
+  });
+
+  it("an agent used as a tool shares its caller's placeholders", async () => {
+    const innerRequests: ModelRequest[] = [];
+    const inner = defineAgent({
+      name: 'helper',
+      description: 'checks an address',
+      instructions: '',
+      model: scriptedModel((request) => {
+        innerRequests.push(request);
+        return { text: 'checked <EMAIL_1>' };
+      }),
+    });
+    const outer = defineAgent({
+      name: 'outer',
+      instructions: '',
+      tools: [agentTool(inner)],
+      model: scriptedModel((_request, index) =>
+        index === 0
+          ? { toolCalls: [{ id: 'c1', name: 'helper', args: { input: 'check <EMAIL_1>' } }] }
+          : { text: 'all good' },
+      ),
+    });
+    const events = await collect(stream(outer, `is ${email} ok?`, { pii: { model: true } }));
+    expect(JSON.stringify(innerRequests[0]?.messages)).toContain('check <EMAIL_1>');
+    expect(leaks(JSON.stringify(innerRequests))).toEqual([]);
+    expect(leaks(JSON.stringify(events))).toEqual([]);
+    const helperResult = events.find((event) => event.type === 'tool_response');
+    expect(helperResult?.data).toMatchObject({ content: 'checked <EMAIL_1>' });
   });
 
   it('rejects unknown options with a clear error', async () => {
