@@ -257,6 +257,9 @@ class EffectsInstance {
           this.#fail(error);
         }
       },
+      onBreaker: (change) => {
+        if (runtime.bus.listening) emitFrom(runtime, 'breaker', change);
+      },
       onRetry: (call, attempt, error) =>
         emitFrom(runtime, 'tool_retry', {
           tool_call_id: call.id,
@@ -393,6 +396,10 @@ async function callModel(
       else if (shown !== '' || delta.id !== undefined || delta.name !== undefined)
         onDelta({ ...delta, argsDelta: shown });
     },
+  };
+  // A circuit breaker the call goes through reports its changes of state on this run's bus.
+  request.onBreaker = (change) => {
+    if (bus.listening && !signal.aborted) emitFrom(runtime, 'breaker', change);
   };
   if (command.schemaEnabled && agent.outputSpec) request.output = agent.outputSpec;
   // A run with a resource manager reserves an estimate first; a spent budget stops the run (budget_exhausted).
