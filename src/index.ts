@@ -7,6 +7,12 @@ export {
   type OutputOf,
 } from './agent/define-agent.ts';
 export type { HandoffInputFilter, HandoffTarget } from './agent/handoff.ts';
+export {
+  type BreakerChange,
+  type BreakerOptions,
+  breakerState,
+  resetBreakers,
+} from './breakers/circuit-breaker.ts';
 export type {
   ApprovalDecision,
   ApprovalRecord,
