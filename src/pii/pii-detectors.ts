@@ -139,7 +139,31 @@ function isCardNumber(candidate: string): boolean {
   if (digits.length < 13 || digits.length > 19) return false;
   // Grouping must be regular: one kind of separator, or none.
   if (candidate.includes(' ') && candidate.includes('-')) return false;
-  return cardLibrary().number(digits, { luhnValidateUnionPay: true }).isValid;
+  // Luhn first: it rules out nine numbers in ten for a fraction of card-validator's cost (about 40 µs a call).
+  if (!luhn(digits)) return false;
+  let valid = cardVerdicts.get(digits);
+  if (valid === undefined) {
+    valid = cardLibrary().number(digits, { luhnValidateUnionPay: true }).isValid;
+    if (cardVerdicts.size >= 2_048) cardVerdicts.clear();
+    cardVerdicts.set(digits, valid);
+  }
+  return valid;
+}
+
+/** Card numbers already judged by card-validator. */
+const cardVerdicts = new Map<string, boolean>();
+
+function luhn(digits: string): boolean {
+  let sum = 0;
+  for (let i = digits.length - 1, double = false; i >= 0; i--, double = !double) {
+    let digit = digits.charCodeAt(i) - 48;
+    if (double) {
+      digit *= 2;
+      if (digit > 9) digit -= 9;
+    }
+    sum += digit;
+  }
+  return sum % 10 === 0;
 }
 
 /**
@@ -166,12 +190,61 @@ function findIbans(text: string, found: PiiMatch[]): void {
 /** A character that glues a number to an identifier (`INV-2024-000123`, `#4155552671`, `id_2125550199`). */
 const identifierGlue = /[\w#/-]/;
 
+/**
+ * Where a phone number may be: digits with the separators phone numbers use, 7 or more of them. Only these runs
+ * are handed to libphonenumber (about 50 µs a call), and only when no other value claimed them (a card number).
+ */
+const phoneCandidate = /(?<![\w#/+.-])[+(]?\d[\d ().-]{5,30}\d/g;
+
+/** Phone candidates already judged (the same number tends to come back): text to the spans found in it. */
+const phoneVerdicts = new Map<string, readonly { start: number; end: number }[]>();
+const maxVerdicts = 2_048;
+
 function findPhones(text: string, defaultCountry: string | undefined, found: PiiMatch[]): void {
-  const options = defaultCountry ? { defaultCountry } : {};
-  for (const match of phoneLibrary().findPhoneNumbersInText(text, options)) {
-    const before = text[match.startsAt - 1];
-    const after = text[match.endsAt];
-    if ((before && identifierGlue.test(before)) || (after && identifierGlue.test(after))) continue;
-    found.push({ kind: 'phone', start: match.startsAt, end: match.endsAt });
+  const claimed = found.length;
+  for (const candidate of text.matchAll(phoneCandidate)) {
+    const at = candidate.index;
+    const run = candidate[0];
+    if (countDigits(run) < 7) continue;
+    let overlaps = false;
+    for (let i = 0; i < claimed; i++) {
+      const other = found[i] as PiiMatch;
+      if (at < other.end && other.start < at + run.length) overlaps = true;
+    }
+    if (overlaps) continue;
+    for (const span of phonesIn(run, defaultCountry)) {
+      const start = at + span.start;
+      const end = at + span.end;
+      const before = text[start - 1];
+      const after = text[end];
+      if ((before && identifierGlue.test(before)) || (after && identifierGlue.test(after))) continue;
+      found.push({ kind: 'phone', start, end });
+    }
   }
+}
+
+function phonesIn(
+  run: string,
+  defaultCountry: string | undefined,
+): readonly { start: number; end: number }[] {
+  const key = `${defaultCountry ?? ''}\u0000${run}`;
+  let spans = phoneVerdicts.get(key);
+  if (spans === undefined) {
+    const options = defaultCountry ? { defaultCountry } : {};
+    spans = phoneLibrary()
+      .findPhoneNumbersInText(run, options)
+      .map((match) => ({ start: match.startsAt, end: match.endsAt }));
+    if (phoneVerdicts.size >= maxVerdicts) phoneVerdicts.clear();
+    phoneVerdicts.set(key, spans);
+  }
+  return spans;
+}
+
+function countDigits(text: string): number {
+  let digits = 0;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code >= 48 && code <= 57) digits++;
+  }
+  return digits;
 }
