@@ -12,7 +12,7 @@ export interface BreakerOptions {
   /** Consecutive failures that open the breaker. Default 5. */
   threshold?: number | undefined;
   /**
-   * Open on a failure ratio instead: more than `ratio` (0 to 1) of the calls in the last `windowMs` failed, with at
+   * Open on a failure ratio instead: more than `ratio` (between 0 and 1, exclusive) of the calls in the last `windowMs` failed, with at
    * least `minimumRps` calls per second (default 0: any rate). Replaces `threshold`.
    */
   sampling?: { ratio: number; windowMs: number; minimumRps?: number | undefined } | undefined;
@@ -182,7 +182,8 @@ export class CircuitBreaker {
         ? new cockatiel.SamplingBreaker({
             threshold: sampling.ratio,
             duration: sampling.windowMs,
-            minimumRps: sampling.minimumRps,
+            // cockatiel reads 0 as "its own guess" (5 failures a second); 0 here means any rate.
+            minimumRps: sampling.minimumRps > 0 ? sampling.minimumRps : Number.EPSILON,
           })
         : new cockatiel.ConsecutiveBreaker(threshold);
       const policy = cockatiel.circuitBreaker(cockatiel.handleAll, {

@@ -1,6 +1,11 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { breakerState, resetBreakers } from '../../src/breakers/circuit-breaker.ts';
+import {
+  breakerState,
+  checkBreakerOptions,
+  resetBreakers,
+  sharedBreaker,
+} from '../../src/breakers/circuit-breaker.ts';
 import { ModelError } from '../../src/core/errors.ts';
 import type { RunEvent } from '../../src/core/events.ts';
 import { defineAgent, stream, tool } from '../../src/index.ts';
@@ -156,6 +161,30 @@ describe('model circuit breaker', () => {
     expect(() => make({ threshold: 0 })).toThrow(/threshold must be an integer >= 1/);
     expect(() => make({ treshold: 3 })).toThrow(/unknown breaker option "treshold"/);
     expect(() => make({ sampling: { ratio: 2, windowMs: 1000 } })).toThrow(/ratio/);
+  });
+});
+
+describe('sampling breaker', () => {
+  it('opens once failures pass the ratio over the window, not before', async () => {
+    const breaker = sharedBreaker(
+      'tool',
+      'sampled',
+      checkBreakerOptions({ sampling: { ratio: 0.5, windowMs: 10_000 } }, 'test'),
+    );
+    const changes: string[] = [];
+    const call = (ok: boolean) =>
+      breaker.run(
+        async () => ok,
+        (result) => (result ? undefined : 'failed'),
+        (change) => changes.push(change.state),
+      );
+    for (let i = 0; i < 3; i++) await call(true);
+    for (let i = 0; i < 3; i++) await call(false);
+    expect(breaker.state).toBe('closed'); // 3 of 6 failed: not more than half
+    await call(false); // 4 of 7
+    expect(breaker.state).toBe('open');
+    expect(changes).toEqual(['open']);
+    expect(await call(true)).toEqual({ open: true });
   });
 });
 
