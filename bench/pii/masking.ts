@@ -3,6 +3,9 @@
  * (`pii: {}`) and with model masking too (`pii: { model: true }`), interleaved round by round, read with
  * `for await (const event of stream(...))`.
  *
+ * Wall and CPU time (this process's user + system) are both reported: on a machine shared with other work the CPU
+ * time is the steadier figure.
+ *
  * - deltas: one answer streamed as D text deltas (prose of 3 to 12 words per delta; one delta in ten carries an
  *   email, a phone number or a card number, some split across two deltas). Figure: µs per delta (the run's wall
  *   over its deltas) and the ratio to no masking.
@@ -10,15 +13,15 @@
  *   model_response... event is masked. Figure: µs per event and the ratio to no masking.
  * - pieces: the masker alone on a delta-sized text without personal data, with one, and on 400 characters.
  *
- *   npm run build && node bench/pii/masking.ts [deltas=2000] [steps=50] [rounds=7]
+ *   npm run build && node bench/pii/masking.ts [deltas=4000] [steps=100] [rounds=9]
  */
 import { z } from 'zod';
 import { defineAgent, PiiMasker, type PiiOptions, piiKinds, stream, tool } from '../../dist/index.js';
 import { scriptedModel } from '../../dist/testing/index.js';
 
-const deltaCount = Number(process.argv[2] ?? 2000);
-const steps = Number(process.argv[3] ?? 50);
-const rounds = Number(process.argv[4] ?? 7);
+const deltaCount = Number(process.argv[2] ?? 4000);
+const steps = Number(process.argv[3] ?? 100);
+const rounds = Number(process.argv[4] ?? 9);
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[values.length >> 1] as number;
 
 const words =
@@ -68,6 +71,7 @@ const toolAgent = defineAgent({
 });
 
 async function timed(agent: typeof deltaAgent, pii: PiiOptions | undefined) {
+  const cpu = process.cpuUsage();
   const started = performance.now();
   let deltas = 0;
   let events = 0;
@@ -78,7 +82,8 @@ async function timed(agent: typeof deltaAgent, pii: PiiOptions | undefined) {
   }
   const result = await s.result;
   if (result.status !== 'completed') throw new Error(`run ${result.status}: ${result.stopReason}`);
-  return { ms: performance.now() - started, deltas, events };
+  const used = process.cpuUsage(cpu);
+  return { ms: performance.now() - started, cpuMs: (used.user + used.system) / 1000, deltas, events };
 }
 
 const subjects: { name: string; pii: PiiOptions | undefined }[] = [
@@ -89,22 +94,32 @@ const subjects: { name: string; pii: PiiOptions | undefined }[] = [
 
 async function workload(name: string, agent: typeof deltaAgent, per: 'deltas' | 'events') {
   const samples = new Map<string, number[]>(subjects.map((subject) => [subject.name, []]));
+  const cpuSamples = new Map<string, number[]>(subjects.map((subject) => [subject.name, []]));
   for (const subject of subjects) await timed(agent, subject.pii); // warm-up
   for (let round = 0; round < rounds; round++) {
     const order = subjects.map((_, i) => subjects[(i + round) % subjects.length] as (typeof subjects)[0]);
     for (const subject of order) {
-      const { ms, deltas, events } = await timed(agent, subject.pii);
-      samples.get(subject.name)?.push((ms * 1000) / (per === 'deltas' ? deltas : events));
+      const { ms, cpuMs, deltas, events } = await timed(agent, subject.pii);
+      const count = per === 'deltas' ? deltas : events;
+      samples.get(subject.name)?.push((ms * 1000) / count);
+      cpuSamples.get(subject.name)?.push((cpuMs * 1000) / count);
     }
   }
-  const base = median(samples.get('no masking') as number[]);
-  console.log(`\n${name}: µs per ${per === 'deltas' ? 'delta' : 'event'} (median of ${rounds} rounds)`);
-  for (const subject of subjects) {
-    const values = samples.get(subject.name) as number[];
-    const m = median(values);
+  for (const [what, table] of [
+    ['wall', samples],
+    ['CPU', cpuSamples],
+  ] as const) {
+    const base = median(table.get('no masking') as number[]);
     console.log(
-      `  ${subject.name.padEnd(24)} ${m.toFixed(2).padStart(8)} µs  [${Math.min(...values).toFixed(2)}–${Math.max(...values).toFixed(2)}]  ×${(m / base).toFixed(2)}`,
+      `\n${name}: ${what} µs per ${per === 'deltas' ? 'delta' : 'event'} (median of ${rounds} rounds)`,
     );
+    for (const subject of subjects) {
+      const values = table.get(subject.name) as number[];
+      const m = median(values);
+      console.log(
+        `  ${subject.name.padEnd(24)} ${m.toFixed(2).padStart(8)} µs  [${Math.min(...values).toFixed(2)}–${Math.max(...values).toFixed(2)}]  ×${(m / base).toFixed(2)}`,
+      );
+    }
   }
 }
 

@@ -20,11 +20,55 @@ export interface DetectorSettings {
 }
 
 /**
- * An email address: a local part and a domain with a letter TLD. Every quantifier is bounded, and a candidate
- * starts only where no address character precedes it, so a long run of letters costs one pass.
+ * An email address, checked once its bounds are known: a local part and a domain of labels with a letter TLD.
+ * Addresses are found from their `@` outwards (a pattern scanning the whole text costs about 60 ns a character).
  */
-const emailPattern =
-  /(?<![\w.%+-])[A-Za-z0-9_%+-](?:[A-Za-z0-9._%+-]{0,63})@[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}\.){1,8}[A-Za-z]{2,24}(?![\w-]|\.[A-Za-z0-9])/g;
+const emailShape =
+  /^[A-Za-z0-9_%+-][A-Za-z0-9._%+-]{0,63}@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.){1,8}[A-Za-z]{2,24}$/;
+
+function isLocalChar(code: number): boolean {
+  return (
+    (code >= 97 && code <= 122) ||
+    (code >= 65 && code <= 90) ||
+    (code >= 48 && code <= 57) ||
+    code === 46 || // .
+    code === 95 || // _
+    code === 37 || // %
+    code === 43 || // +
+    code === 45 // -
+  );
+}
+
+function isDomainChar(code: number): boolean {
+  return (
+    (code >= 97 && code <= 122) ||
+    (code >= 65 && code <= 90) ||
+    (code >= 48 && code <= 57) ||
+    code === 46 ||
+    code === 45
+  );
+}
+
+function findEmails(text: string, found: PiiMatch[]): void {
+  let at = text.indexOf('@');
+  while (at !== -1) {
+    let start = at;
+    while (start > 0 && at - start < 64 && isLocalChar(text.charCodeAt(start - 1))) start--;
+    // A local part does not start with a dot ("see.bob@x.io" is bob's, after a sentence's dot).
+    while (start < at && text.charCodeAt(start) === 46) start++;
+    let end = at + 1;
+    while (end < text.length && end - at < 254 && isDomainChar(text.charCodeAt(end))) end++;
+    // A sentence's full stop or a dash after the address is not part of it.
+    while (end > at + 1 && (text.charCodeAt(end - 1) === 46 || text.charCodeAt(end - 1) === 45)) end--;
+    const before = start > 0 ? text.charCodeAt(start - 1) : 0;
+    const after = end < text.length ? text.charCodeAt(end) : 0;
+    // Part of a longer token (a URL's user info, `@scope/pkg@1.2.3`) does not count.
+    const glued = before === 64 || after === 64 || after === 95;
+    if (start < at && !glued && emailShape.test(text.slice(start, end)))
+      found.push({ kind: 'email', start, end });
+    at = text.indexOf('@', Math.max(at + 1, end));
+  }
+}
 
 /** 13 to 19 digits, optionally grouped by single spaces or dashes; checked by card-validator afterwards. */
 const cardPattern = /(?<![\w.,/-])\d(?:[ -]?\d){12,18}(?![\w/-]|[.,]\d)/g;
@@ -76,9 +120,13 @@ const secretPatterns: readonly { pattern: RegExp; group: number; check?: (value:
   },
 ];
 
-/** Cheap tests that rule a text out before any pattern runs (most text has no personal data). */
+/**
+ * A cheap test that rules a text out before the key patterns run (most text holds no key): one alternation of
+ * their prefixes, which V8 scans faster than a list of `includes`.
+ */
 const secretHint =
   /sk-|[sr]k_|A[KSBCGIRNP][IPCSAIOV]A|gh[pousr]_|github_pat_|glpat-|AIza|xox|xapp-|hooks\.slack|hf_|npm_|SG\.|eyJ|[Bb]earer|PRIVATE KEY/;
+
 const sevenDigits = /\d(?:\D{0,3}\d){6}/;
 const ibanHint = /[A-Za-z]{2}\d{2}/;
 
@@ -95,7 +143,7 @@ export function findPii(text: string, settings: DetectorSettings): PiiMatch[] {
   const { kinds } = settings;
   const found: PiiMatch[] = [];
   if (kinds.has('secret') && secretHint.test(text)) findSecrets(text, found);
-  if (kinds.has('email') && text.includes('@')) findAll(text, emailPattern, 'email', found);
+  if (kinds.has('email') && text.includes('@')) findEmails(text, found);
   const digits = sevenDigits.test(text);
   if (kinds.has('iban') && digits && ibanHint.test(text)) findIbans(text, found);
   if (kinds.has('card') && digits) findAll(text, cardPattern, 'card', found, isCardNumber);
