@@ -126,6 +126,14 @@ describe('PII detection', () => {
     for (const text of lookAlikes) expect(m.mask(`see ${text} here`), text).toBe(`see ${text} here`);
   });
 
+  it('takes an email address without the punctuation around it', () => {
+    const m = masker();
+    expect(m.mask('Mail: bob@example.com.')).toBe('Mail: <EMAIL_1>.');
+    expect(m.mask('<bob@example.com>, mailto:bob@example.com')).toBe('<<EMAIL_1>>, mailto:<EMAIL_1>');
+    expect(m.mask('(ann.lee@example.co.uk)')).toBe('(<EMAIL_2>)');
+    expect(m.mask('user@localhost and a@b.c and x@@y.com')).toBe('user@localhost and a@b.c and x@@y.com');
+  });
+
   it('without a default country finds only international phone numbers', () => {
     const m = new PiiMasker({ kinds: new Set(['phone']) });
     expect(m.mask('call (415) 555-2671')).toBe('call (415) 555-2671');
