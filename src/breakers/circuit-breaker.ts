@@ -114,6 +114,21 @@ class CountedFailure<T> extends Error {
   }
 }
 
+/** An outcome the breaker must not count either way (the caller aborted): carried out of the policy. */
+class Uncounted<T> extends Error {
+  readonly result: T;
+  constructor(result: T) {
+    super('not counted');
+    this.result = result;
+  }
+}
+
+/**
+ * How an attempt's result counts: a failure (with its reason), a success, or not at all (an aborted call says
+ * nothing about the provider or the tool).
+ */
+export type BreakerVerdict = { failure: string } | 'success' | 'uncounted';
+
 /** What a guarded call gives: the attempt's result, or `open` when the breaker refused to run it. */
 export type Guarded<T> = { open: false; result: T } | { open: true };
 
@@ -142,13 +157,12 @@ export class CircuitBreaker {
   }
 
   /**
-   * Runs `attempt` through the breaker. `failure` says whether its result counts as a failure (a reason) or not
-   * (undefined); an attempt should not throw, but if it does, that counts as a failure and is rethrown. When the
-   * breaker is open the attempt does not run.
+   * Runs `attempt` through the breaker; `judge` says how its result counts. An attempt should not throw; if it
+   * does, that counts as a failure and is rethrown. When the breaker is open the attempt does not run.
    */
   async run<T>(
     attempt: () => Promise<T>,
-    failure: (result: T) => string | undefined,
+    judge: (result: T) => BreakerVerdict,
     report: BreakerReporter | undefined,
   ): Promise<Guarded<T>> {
     const policy = this.#policy ?? (await this.#make());
@@ -156,16 +170,18 @@ export class CircuitBreaker {
     try {
       const result = await policy.execute(async () => {
         const result = await attempt();
-        const reason = failure(result);
-        if (reason !== undefined) {
-          this.#lastFailure = reason;
-          throw new CountedFailure(result, reason);
+        const verdict = judge(result);
+        if (verdict === 'uncounted') throw new Uncounted(result);
+        if (verdict !== 'success') {
+          this.#lastFailure = verdict.failure;
+          throw new CountedFailure(result, verdict.failure);
         }
         return result;
       });
       return { open: false, result };
     } catch (error) {
-      if (error instanceof CountedFailure) return { open: false, result: error.result as T };
+      if (error instanceof CountedFailure || error instanceof Uncounted)
+        return { open: false, result: error.result as T };
       if (error instanceof cockatiel.BrokenCircuitError) return { open: true };
       throw error;
     } finally {
@@ -186,10 +202,9 @@ export class CircuitBreaker {
             minimumRps: sampling.minimumRps > 0 ? sampling.minimumRps : Number.EPSILON,
           })
         : new cockatiel.ConsecutiveBreaker(threshold);
-      const policy = cockatiel.circuitBreaker(cockatiel.handleAll, {
-        halfOpenAfter: halfOpenAfterMs,
-        breaker,
-      });
+      // Everything but an uncounted outcome is a failure; that one passes through the policy unrecorded.
+      const failures = cockatiel.handleWhen((error) => !(error instanceof Uncounted));
+      const policy = cockatiel.circuitBreaker(failures, { halfOpenAfter: halfOpenAfterMs, breaker });
       policy.onStateChange((state) => {
         const name = stateNames[state] ?? 'open';
         const change: BreakerChange = { breaker: this.name, scope: this.scope, state: name };

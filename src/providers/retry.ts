@@ -1,4 +1,9 @@
-import { type BreakerOptions, checkBreakerOptions, sharedBreaker } from '../breakers/circuit-breaker.ts';
+import {
+  type BreakerOptions,
+  type BreakerVerdict,
+  checkBreakerOptions,
+  sharedBreaker,
+} from '../breakers/circuit-breaker.ts';
 import { sleep as abortableSleep, abortError } from '../core/abort.ts';
 import { type Clock, systemClock } from '../core/clock.ts';
 import { ModelError } from '../core/errors.ts';
@@ -78,7 +83,7 @@ export function withRetries(inner: ModelProvider, options: RetryOptions = {}): M
     if (!breaker) return attemptOnce(inner, request, options.timeoutMs, clock);
     const guarded = await breaker.run(
       () => attemptOnce(inner, request, options.timeoutMs, clock),
-      (attempt) => (attempt.ok || request.signal.aborted ? undefined : providerFault(attempt.error)),
+      (attempt) => verdictOf(attempt, request.signal),
       request.onBreaker,
     );
     return guarded.open ? undefined : guarded.result;
@@ -202,10 +207,15 @@ function exhaustedError(error: ModelError, retries: number, refusedWaitMs: numbe
   return new ModelError(error.kind, `${error.message} (${why})`, options);
 }
 
-/** Why a failed attempt counts against the breaker: a fault of the provider, not of the request. */
-function providerFault(error: unknown): string | undefined {
-  if (error instanceof ModelError) return error.retryable ? error.message : undefined;
-  return undefined;
+/**
+ * How an attempt counts for the breaker: a fault of the provider (a retryable error) is a failure; an answer, or an
+ * error of the request itself (400, authentication), shows the provider is up; an aborted call says nothing.
+ */
+function verdictOf(attempt: Attempt, signal: AbortSignal): BreakerVerdict {
+  if (attempt.ok) return 'success';
+  if (signal.aborted) return 'uncounted';
+  const error = attempt.error;
+  return error instanceof ModelError && error.retryable ? { failure: error.message } : 'success';
 }
 
 function circuitOpenError(inner: ModelProvider, halfOpenAfterMs: number): ModelError {

@@ -223,11 +223,11 @@ async function throughBreaker(
         (error: unknown): { ok: false; error: unknown } => ({ ok: false, error }),
       ),
     (settled) =>
-      settled.ok || batch.signal.aborted
-        ? undefined
-        : settled.error instanceof Error
-          ? settled.error.message
-          : String(settled.error),
+      settled.ok
+        ? 'success'
+        : batch.signal.aborted
+          ? 'uncounted'
+          : { failure: settled.error instanceof Error ? settled.error.message : String(settled.error) },
     batch.onBreaker,
   );
   if (guarded.open) return breakerOpen;

@@ -175,7 +175,7 @@ describe('sampling breaker', () => {
     const call = (ok: boolean) =>
       breaker.run(
         async () => ok,
-        (result) => (result ? undefined : 'failed'),
+        (result) => (result ? 'success' : { failure: 'failed' }),
         (change) => changes.push(change.state),
       );
     for (let i = 0; i < 3; i++) await call(true);
@@ -185,6 +185,32 @@ describe('sampling breaker', () => {
     expect(breaker.state).toBe('open');
     expect(changes).toEqual(['open']);
     expect(await call(true)).toEqual({ open: true });
+  });
+});
+
+describe('what counts', () => {
+  it('an uncounted outcome (an aborted call) neither opens nor resets a breaker; a thrown error counts', async () => {
+    const breaker = sharedBreaker('tool', 'counted', checkBreakerOptions({ threshold: 2 }, 'test'));
+    const judged = (verdict: 'success' | 'uncounted' | { failure: string }) =>
+      breaker.run(
+        async () => verdict,
+        (result) => result,
+        undefined,
+      );
+    await judged({ failure: 'one' });
+    await judged('uncounted');
+    await judged('uncounted');
+    expect(breaker.state).toBe('closed');
+    await expect(
+      breaker.run(
+        async () => {
+          throw new Error('two');
+        },
+        () => 'success',
+        undefined,
+      ),
+    ).rejects.toThrow('two');
+    expect(breaker.state).toBe('open');
   });
 });
 
