@@ -112,3 +112,22 @@ export function attachLentPii(bus: EventBus): PiiRun | undefined {
   runs.set(bus, run);
   return run;
 }
+
+/**
+ * The masking function for the inspector: every string of every snapshot goes through it, and a snapshot repeats
+ * the conversation, so results are remembered (a bounded cache; the masker keeps placeholders stable anyway).
+ */
+export function inspectorMasking(run: PiiRun | undefined): ((text: string) => string) | undefined {
+  if (!run?.options.inspector) return undefined;
+  const seen = new Map<string, string>();
+  return (text) => {
+    if (text.length < 6) return text;
+    let masked = seen.get(text);
+    if (masked === undefined) {
+      masked = run.masker.mask(text);
+      if (seen.size >= 10_000) seen.clear();
+      seen.set(text, masked);
+    }
+    return masked;
+  };
+}

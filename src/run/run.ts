@@ -17,7 +17,7 @@ import {
   agentOutputOf,
 } from '../machines/agent.ts';
 import { type PiiOptions, resolvePii } from '../pii/pii-options.ts';
-import { attachLentPii, attachPii } from '../pii/pii-run.ts';
+import { attachLentPii, attachPii, inspectorMasking } from '../pii/pii-run.ts';
 import { checkReachablePrices } from '../resources/priced-agents.ts';
 import type { ResourceManager } from '../resources/resource-manager.ts';
 import { attachResources } from '../resources/resource-run.ts';
@@ -138,11 +138,7 @@ function startRun<TOutput>(
     // An inspected run is a root actor (inspection is per actor system); the others share the run host's system.
     ...(options.inspect
       ? {
-          inspect: redactingInspector(
-            options.inspect,
-            secretArguments(agent),
-            pii?.options.inspector ? (text) => pii.masker.mask(text) : undefined,
-          ),
+          inspect: redactingInspector(options.inspect, secretArguments(agent), inspectorMasking(pii)),
         }
       : { parent: runHost() }),
   } as Parameters<typeof createActor<AgentMachine>>[1]);

@@ -17,7 +17,7 @@ import {
   sessionMachine,
 } from '../machines/session.ts';
 import type { MaybePromise, StoredSessionStatus } from '../persistence/store.ts';
-import { attachPii, piiOf } from '../pii/pii-run.ts';
+import { attachPii, inspectorMasking, piiOf } from '../pii/pii-run.ts';
 import { checkReachablePrices } from '../resources/priced-agents.ts';
 import { attachResources, type RunResourceOptions } from '../resources/resource-run.ts';
 import { redactingInspector, secretArguments } from '../run/inspect.ts';
@@ -222,12 +222,6 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
     };
   }
 
-  /** What the inspector's strings go through when the system masks personal data there. */
-  #maskText(): ((text: string) => string) | undefined {
-    const pii = piiOf(this.#bus);
-    return pii?.options.inspector ? (text) => pii.masker.mask(text) : undefined;
-  }
-
   #createActor(descriptors: SessionMachineInput['agents']): Actor<SessionMachine> {
     const plan = this.#plan;
     const input: SessionMachineInput = {
@@ -247,7 +241,9 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
       id: this.id,
       input,
       clock: this.#clock,
-      ...(inspect ? { inspect: redactingInspector(inspect, secretKeys, this.#maskText()) } : {}),
+      ...(inspect
+        ? { inspect: redactingInspector(inspect, secretKeys, inspectorMasking(piiOf(this.#bus))) }
+        : {}),
     });
     actor.subscribe({
       next: (snapshot) => this.#onSnapshot(snapshot.context, snapshot.status === 'done'),

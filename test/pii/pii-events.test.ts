@@ -128,6 +128,25 @@ describe('PII masking in events', () => {
     expect(leaks(all)).toEqual([]);
   });
 
+  it("masks a session's inspector frames", async () => {
+    const frames: string[] = [];
+    const system = createAgentSystem({
+      pii: {},
+      inspect: (event: InspectionEvent) => {
+        const frame = event as InspectionEvent & { snapshot?: { context?: unknown }; event?: unknown };
+        frames.push(JSON.stringify({ context: frame.snapshot?.context ?? null, event: frame.event ?? null }));
+      },
+    });
+    const model = scriptedModel([{ text: `Card ${card} noted` }]);
+    const session = system.spawn(defineAgent({ name: 'a', instructions: '', model }), `I am ${email}`);
+    expect((await session.result).text).toBe(`Card ${card} noted`);
+    const all = frames.join('\n');
+    expect(all).toContain('<EMAIL_1>');
+    expect(all).toContain('<CARD_1>');
+    expect(leaks(all)).toEqual([]);
+    await system.shutdown();
+  });
+
   it("masks a session's stored event log; the stored conversation keeps what a resume needs", async () => {
     const store = createMemoryStore();
     const system = createAgentSystem({ store, pii: {} });
