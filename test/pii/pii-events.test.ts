@@ -13,6 +13,7 @@ import { scriptedModel } from 'troupe/testing';
 import { describe, expect, it } from 'vitest';
 import type { InspectionEvent } from 'xstate';
 import { z } from 'zod';
+import { lookAlikes, positives } from './pii-samples.ts';
 
 const email = 'bob@example.com';
 const card = '4111 1111 1111 1111';
@@ -107,6 +108,58 @@ describe('PII masking in events', () => {
     expect(final?.data).toMatchObject({
       text: 'Released v2.4.1 on 2024-05-17, uuid 123e4567-e89b-12d3-a456-426614174000',
     });
+  });
+
+  it('lets look-alikes through events and inspector frames unchanged, and masks every positive', async () => {
+    const harmless = lookAlikes.join(' | ');
+    const frames: string[] = [];
+    const model = scriptedModel([{ text: harmless }]);
+    const agent = defineAgent({ name: 'a', instructions: '', model });
+    const events: RunEvent[] = [];
+    const s = stream(agent, harmless, {
+      pii: { defaultCountry: 'US' },
+      inspect: (event: InspectionEvent) => {
+        const frame = event as InspectionEvent & { snapshot?: { context?: unknown } };
+        if (frame.snapshot?.context) frames.push(JSON.stringify(frame.snapshot.context));
+      },
+    });
+    for await (const event of s) events.push(event);
+    expect(events.find((event) => event.type === 'run_start')?.data).toMatchObject({ input: harmless });
+    expect(
+      events
+        .filter((event) => event.type === 'delta')
+        .map((event) => event.data.content)
+        .join(''),
+    ).toBe(harmless);
+    expect(events.find((event) => event.type === 'model_response')?.data).toMatchObject({ text: harmless });
+    expect(events.some((event) => event.type === 'redaction')).toBe(false);
+    expect(frames.at(-1)).toContain(JSON.stringify(harmless).slice(1, -1));
+
+    const values = Object.values(positives).flat();
+    const sensitive = values.join(' | ');
+    const masked = await collect(
+      stream(
+        defineAgent({ name: 'b', instructions: '', model: scriptedModel([{ text: sensitive }]) }),
+        sensitive,
+        {
+          pii: { defaultCountry: 'US' },
+        },
+      ),
+    );
+    const shown = JSON.stringify(masked);
+    for (const value of values) expect(shown, value).not.toContain(value);
+
+    // The harshest split: three characters per delta.
+    const pieces = sensitive.match(/[\s\S]{1,3}/g) ?? [];
+    const tiny = await collect(
+      stream(defineAgent({ name: 'c', instructions: '', model: scriptedModel([{ deltas: pieces }]) }), 'go', {
+        pii: { defaultCountry: 'US' },
+      }),
+    );
+    const streamed = tiny.flatMap((event) => (event.type === 'delta' ? [event.data.content] : [])).join('');
+    for (const value of values) expect(streamed, value).not.toContain(value);
+    const modelText = tiny.find((event) => event.type === 'model_response');
+    expect(modelText?.data).toMatchObject({ text: streamed });
   });
 
   it('masks inspector frames (snapshots and events)', async () => {
