@@ -7,6 +7,12 @@ export {
   type OutputOf,
 } from './agent/define-agent.ts';
 export type { HandoffInputFilter, HandoffTarget } from './agent/handoff.ts';
+export {
+  type BreakerChange,
+  type BreakerOptions,
+  breakerState,
+  resetBreakers,
+} from './breakers/circuit-breaker.ts';
 export type {
   ApprovalDecision,
   ApprovalRecord,
@@ -115,6 +121,9 @@ export {
   StoreLayoutError,
 } from './persistence/store-errors.ts';
 export type { SyncSessionStore } from './persistence/sync-store.ts';
+export { type PiiKind, piiKinds } from './pii/pii-detectors.ts';
+export { type PiiCounts, PiiMasker } from './pii/pii-masker.ts';
+export type { PiiOptions } from './pii/pii-options.ts';
 export * from './policies/index.ts';
 export {
   type BudgetsConfig,

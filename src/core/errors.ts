@@ -76,7 +76,9 @@ export type ModelErrorKind =
   | 'invalid_response'
   /** A scripted model (troupe/testing) was called past its last turn. */
   | 'script_exhausted'
-  | 'unknown';
+  | 'unknown'
+  /** The model's circuit breaker is open after repeated failures: the call failed at once, without being sent. */
+  | 'circuit_open';
 
 /** A model call failed after the provider's own retries. */
 export class ModelError extends TroupeError {

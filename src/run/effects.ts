@@ -7,6 +7,8 @@ import type { Message, ToolCall } from '../core/messages.ts';
 import type { ModelRequest } from '../core/model.ts';
 import { addUsage, emptyUsage, totalTokens, type Usage } from '../core/usage.ts';
 import type { AgentContext, AgentEvent, EffectCommand, ToolOutcome } from '../machines/agent.ts';
+import { hasCounts, type PiiCounts } from '../pii/pii-masker.ts';
+import { maskMessages, piiOf, revealResponse } from '../pii/pii-run.ts';
 import { denialError } from '../resources/denial-error.ts';
 import { estimateRequest, resourcesOf } from '../resources/resource-binding.ts';
 import type { Grant } from '../resources/resource-manager.ts';
@@ -255,6 +257,9 @@ class EffectsInstance {
           this.#fail(error);
         }
       },
+      onBreaker: (change) => {
+        if (runtime.bus.listening) emitFrom(runtime, 'breaker', change);
+      },
       onRetry: (call, attempt, error) =>
         emitFrom(runtime, 'tool_retry', {
           tool_call_id: call.id,
@@ -363,8 +368,16 @@ async function callModel(
   signal: AbortSignal,
 ): Promise<AgentEvent> {
   const { agent, bus } = runtime;
-  const messages: Message[] =
+  let messages: Message[] =
     agent.instructions === '' ? (command.history as Message[]) : [systemMessageOf(agent), ...command.history];
+  // With model masking the provider sees placeholders; what it writes back is revealed below.
+  const pii = piiOf(bus);
+  const maskForModel = pii?.options.model ? pii : undefined;
+  if (maskForModel) {
+    const counts: PiiCounts = {};
+    messages = maskMessages(maskForModel, messages, counts);
+    if (hasCounts(counts) && bus.listening) emitFrom(runtime, 'redaction', { target: 'model', counts });
+  }
   const onDelta = runtime.onDelta;
   let guard: ((index: number, text: string) => string) | undefined;
   const request: ModelRequest = {
@@ -383,6 +396,10 @@ async function callModel(
       else if (shown !== '' || delta.id !== undefined || delta.name !== undefined)
         onDelta({ ...delta, argsDelta: shown });
     },
+  };
+  // A circuit breaker the call goes through reports its changes of state on this run's bus.
+  request.onBreaker = (change) => {
+    if (bus.listening && !signal.aborted) emitFrom(runtime, 'breaker', change);
   };
   if (command.schemaEnabled && agent.outputSpec) request.output = agent.outputSpec;
   // A run with a resource manager reserves an estimate first; a spent budget stops the run (budget_exhausted).
@@ -409,7 +426,12 @@ async function callModel(
     grant = outcome.grant;
   }
   try {
-    const response = normalizeResponse(await agent.model.generate(request), command.call, command.history);
+    const answer = await agent.model.generate(request);
+    const response = normalizeResponse(
+      maskForModel ? revealResponse(maskForModel, answer) : answer,
+      command.call,
+      command.history,
+    );
     if (resources && grant) resources.settle(grant, response.usage);
     if (signal.aborted) return abortedEvent();
     if (bus.listening) {

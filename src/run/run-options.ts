@@ -104,6 +104,13 @@ const anyInput: FieldCheck = (value, where, key) => {
   checkRunInput(value, `${where}: ${key}`);
 };
 
+/** Masking options: an object; resolvePii checks its fields where the run or system is made. */
+const piiOptions: FieldCheck = (value, where, key) => {
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    wrong(where, key, "an object such as { kinds: ['email', 'card'] }", value);
+  checkOptionObject(value, ['kinds', 'defaultCountry', 'events', 'inspector', 'model'], `${where}: ${key}`);
+};
+
 /** What each option of each entry point must be. */
 const runChecks = {
   history,
@@ -116,6 +123,7 @@ const runChecks = {
   tenant: nonEmptyString,
   parentScope: nonEmptyString,
   onApproval: listener,
+  pii: piiOptions,
 } satisfies Record<string, FieldCheck>;
 
 const sessionChecks = {
@@ -180,6 +188,7 @@ const systemChecks = {
   supervision,
   clock,
   resources: resourcesOrConfig,
+  pii: piiOptions,
 } satisfies Record<string, FieldCheck>;
 
 function checkOptions(options: unknown, checks: Record<string, FieldCheck>, where: string): void {

@@ -16,6 +16,8 @@ import {
   type AgentMachineOutput,
   agentOutputOf,
 } from '../machines/agent.ts';
+import { type PiiOptions, resolvePii } from '../pii/pii-options.ts';
+import { attachLentPii, attachPii, inspectorMasking } from '../pii/pii-run.ts';
 import { checkReachablePrices } from '../resources/priced-agents.ts';
 import type { ResourceManager } from '../resources/resource-manager.ts';
 import { attachResources } from '../resources/resource-run.ts';
@@ -61,6 +63,11 @@ export interface RunOptions {
    * promise of one). Required when the agent has such tools; in a session, decide with `session.approve()` instead.
    */
   onApproval?: ApprovalHandler | undefined;
+  /**
+   * Masks emails, phone numbers, payment cards, IBANs and API keys in this run's events and inspector frames, and
+   * optionally in what the model sees (see PiiOptions).
+   */
+  pii?: PiiOptions | undefined;
 }
 
 /**
@@ -96,6 +103,7 @@ function startRun<TOutput>(
   const sessionId = options.sessionId ?? randomUUID();
   const clock = options.clock ?? systemClock;
   const bus = new EventBus(sessionId, clock);
+  const pii = attachPii(bus, resolvePii(options.pii, 'run()')) ?? attachLentPii(bus);
   checkReachablePrices([agent as Agent<unknown>], options, { sessionId });
   const detachResources = attachResources(options, {
     sessionId,
@@ -129,7 +137,9 @@ function startRun<TOutput>(
     // Secrets (tool arguments marked secret, API-key-like fields) are redacted before the observer sees anything.
     // An inspected run is a root actor (inspection is per actor system); the others share the run host's system.
     ...(options.inspect
-      ? { inspect: redactingInspector(options.inspect, secretArguments(agent)) }
+      ? {
+          inspect: redactingInspector(options.inspect, secretArguments(agent), inspectorMasking(pii)),
+        }
       : { parent: runHost() }),
   } as Parameters<typeof createActor<AgentMachine>>[1]);
 

@@ -1,3 +1,4 @@
+import { type BreakerReporter, type CircuitBreaker, sharedBreaker } from '../breakers/circuit-breaker.ts';
 import { abortError, onAbort as whenAborted } from '../core/abort.ts';
 import type { Clock } from '../core/clock.ts';
 import { ToolInputError, ToolTimeoutError } from '../core/errors.ts';
@@ -63,6 +64,8 @@ export interface ToolBatch {
    */
   onSettled: (call: ToolCall, outcome: ToolOutcome, durationMs: number) => void | Promise<void>;
   onRetry: (call: ToolCall, attempt: number, error: string) => void;
+  /** A tool's circuit breaker changed state during one of this batch's calls. */
+  onBreaker?: BreakerReporter | undefined;
   /** Runs each call (all its attempts) through a durable executor; see RunRuntime.runEffect. */
   executor?: EffectExecutor;
 }
@@ -172,10 +175,13 @@ async function runToolCall(call: ToolCall, batch: ToolBatch): Promise<ToolOutcom
   const attempts = 1 + (found.retries ?? batch.retries);
   const timeoutMs = found.timeoutMs ?? batch.timeoutMs;
   let lastError = '';
+  const breaker = found.breaker ? sharedBreaker('tool', found.name, found.breaker) : undefined;
   for (let attempt = 1; attempt <= attempts; attempt++) {
     if (batch.signal.aborted) return refused(call, 'Not run: the run was aborted.');
     try {
-      const value = await attemptTool(found, parsed.data, call, batch, attempt, timeoutMs);
+      const run = () => attemptTool(found, parsed.data, call, batch, attempt, timeoutMs);
+      const value = breaker ? await throughBreaker(breaker, run, batch) : await run();
+      if (value === breakerOpen) return refused(call, openBreakerAnswer(call.name, breaker));
       return {
         callId: call.id,
         name: call.name,
@@ -211,6 +217,39 @@ async function runToolCall(call: ToolCall, batch: ToolBatch): Promise<ToolOutcom
     degraded: true,
     attempts,
   };
+}
+
+/** What an attempt gives when the tool's breaker is open and the tool was not run. */
+const breakerOpen: unique symbol = Symbol('breaker open');
+
+/** One attempt through the tool's breaker: a failed attempt counts (unless the run was aborted meanwhile). */
+async function throughBreaker(
+  breaker: CircuitBreaker,
+  run: () => Promise<unknown>,
+  batch: ToolBatch,
+): Promise<unknown> {
+  const guarded = await breaker.run(
+    () =>
+      run().then(
+        (value): { ok: true; value: unknown } => ({ ok: true, value }),
+        (error: unknown): { ok: false; error: unknown } => ({ ok: false, error }),
+      ),
+    (settled) =>
+      settled.ok
+        ? 'success'
+        : batch.signal.aborted
+          ? 'uncounted'
+          : { failure: settled.error instanceof Error ? settled.error.message : String(settled.error) },
+    batch.onBreaker,
+  );
+  if (guarded.open) return breakerOpen;
+  if (!guarded.result.ok) throw guarded.result.error;
+  return guarded.result.value;
+}
+
+function openBreakerAnswer(name: string, breaker: CircuitBreaker | undefined): string {
+  const seconds = Math.ceil((breaker?.options.halfOpenAfterMs ?? 0) / 1000);
+  return `Error: tool "${name}" is unavailable right now: it failed repeatedly, so its circuit breaker is open and the call was not run. It will be tried again in about ${seconds} s; answer without it or try later.`;
 }
 
 /** One attempt, with its own AbortSignal: aborted by the timeout or by the run. Rejects on failure or timeout. */

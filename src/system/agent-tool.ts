@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { Agent } from '../agent/define-agent.ts';
 import { ConfigError } from '../core/errors.ts';
 import type { RunResult } from '../core/result.ts';
+import { lendPii, piiOf } from '../pii/pii-run.ts';
 import { type NestedPlacement, type RunOptions, streamPlaced } from '../run/run.ts';
 import { addNestedSteps, delegatorOf, scopeOf } from '../run/run-hooks.ts';
 import { runtimeKeyOf, runtimeOf } from '../run/run-runtime.ts';
@@ -113,7 +114,14 @@ async function runApart(
   // A sub-agent that needs a session (handoffs) runs in a private one: its tools are placed like the others', its
   // events relative to it (placed here).
   const inSession = needsSession(nested);
-  const sub = streamPlaced(nested, input, runOptions, placement);
+  const callerPii = caller && !inSession ? piiOf(caller.bus) : undefined;
+  const returnLoan = callerPii && runOptions.sessionId ? lendPii(runOptions.sessionId, callerPii) : undefined;
+  let sub: ReturnType<typeof streamPlaced>;
+  try {
+    sub = streamPlaced(nested, input, runOptions, placement);
+  } finally {
+    returnLoan?.();
+  }
   for await (const event of sub) {
     if (!caller) continue;
     const origin = inSession

@@ -5,6 +5,7 @@ import { ConfigError } from '../core/errors.ts';
 import type { RunEvent } from '../core/events.ts';
 import type { RunInput } from '../core/messages.ts';
 import type { RunResult } from '../core/result.ts';
+import { resolvePii } from '../pii/pii-options.ts';
 import type { InspectObserver } from '../run/inspect.ts';
 import type { NestedPlacement } from '../run/run.ts';
 import { defaultEnvironment, type Session, type SessionOptions, startSession } from './session.ts';
@@ -68,6 +69,7 @@ export interface SessionRunOptions
   clock?: import('../core/clock.ts').Clock | undefined;
   inspect?: InspectObserver | undefined;
   onApproval?: ApprovalHandler | undefined;
+  pii?: import('../pii/pii-options.ts').PiiOptions | undefined;
 }
 
 /**
@@ -87,6 +89,7 @@ export function runInSession<TOutput>(
     );
   const environment = defaultEnvironment(options.clock ?? systemClock);
   if (options.inspect) environment.inspect = options.inspect;
+  if (options.pii) environment.pii = resolvePii(options.pii, 'run()');
   if (placement) environment.placement = placement;
   const sessionOptions: SessionOptions = {};
   if (options.sessionId !== undefined) sessionOptions.id = options.sessionId;

@@ -17,6 +17,7 @@ import {
   sessionMachine,
 } from '../machines/session.ts';
 import type { MaybePromise, StoredSessionStatus } from '../persistence/store.ts';
+import { attachPii, inspectorMasking, piiOf } from '../pii/pii-run.ts';
 import { checkReachablePrices } from '../resources/priced-agents.ts';
 import { attachResources, type RunResourceOptions } from '../resources/resource-run.ts';
 import { redactingInspector, secretArguments } from '../run/inspect.ts';
@@ -103,6 +104,7 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
     this.#current = plan.startAgent;
     const { store } = environment;
     this.#bus = new EventBus(this.id, this.#clock, plan.lastSeq + 1);
+    attachPii(this.#bus, environment.pii);
     this.#log = new SessionLog(plan.lastSeq, environment.maxBufferedEvents ?? 10_000, (after) =>
       store.readEvents(this.id, after),
     );
@@ -239,7 +241,9 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
       id: this.id,
       input,
       clock: this.#clock,
-      ...(inspect ? { inspect: redactingInspector(inspect, secretKeys) } : {}),
+      ...(inspect
+        ? { inspect: redactingInspector(inspect, secretKeys, inspectorMasking(piiOf(this.#bus))) }
+        : {}),
     });
     actor.subscribe({
       next: (snapshot) => this.#onSnapshot(snapshot.context, snapshot.status === 'done'),

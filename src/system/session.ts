@@ -8,6 +8,7 @@ import type { RunResult } from '../core/result.ts';
 import { defaultSupervision, type SupervisionOptions, type SupervisionPolicy } from '../machines/session.ts';
 import { createMemoryStore } from '../persistence/memory-store.ts';
 import type { SessionStore, StoredSessionState } from '../persistence/store.ts';
+import type { ResolvedPii } from '../pii/pii-options.ts';
 import type { ResourceManager } from '../resources/resource-manager.ts';
 import type { RunResourceOptions } from '../resources/resource-run.ts';
 import type { InspectObserver } from '../run/inspect.ts';
@@ -84,6 +85,8 @@ export interface SessionEnvironment {
   placement?: NestedPlacement | undefined;
   /** False once the system drains or shuts down: sessions take no new messages. */
   accepting?: (() => boolean) | undefined;
+  /** Masking of personal data in every session's events, inspector frames and (optionally) model requests. */
+  pii?: ResolvedPii | undefined;
 }
 
 /** A conversation held by a session supervisor actor: one turn at a time, follow-ups continue the history. */

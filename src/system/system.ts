@@ -15,6 +15,7 @@ import {
   type SessionSummary,
   type StoredSessionState,
 } from '../persistence/store.ts';
+import { type PiiOptions, resolvePii } from '../pii/pii-options.ts';
 import {
   createResourceManager,
   type ResourceManager,
@@ -55,6 +56,12 @@ export interface AgentSystemOptions {
   approvalPollMs?: number | undefined;
   /** Committed events each session keeps in memory for readers (older ones come from the store). Default 10,000. */
   maxBufferedEvents?: number | undefined;
+  /**
+   * Masks emails, phone numbers, payment cards, IBANs and API keys in every session's events (and so in the event
+   * log the store keeps), inspector frames and, optionally, model requests (see PiiOptions). The stored conversation
+   * keeps the real values: a resumed session needs them, and its model requests are masked again.
+   */
+  pii?: PiiOptions | undefined;
 }
 
 /** How `shutdown()` treats the turns in flight. */
@@ -167,6 +174,7 @@ export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem
     approvalPollMs: options.approvalPollMs,
     maxBufferedEvents: options.maxBufferedEvents,
     accepting: () => accepting,
+    pii: resolvePii(options.pii, 'createAgentSystem()'),
   };
   let accepting = true;
   let shuttingDown = false;

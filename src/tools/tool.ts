@@ -1,4 +1,9 @@
 import { z } from 'zod';
+import {
+  type BreakerOptions,
+  checkBreakerOptions,
+  type ResolvedBreaker,
+} from '../breakers/circuit-breaker.ts';
 import { ConfigError } from '../core/errors.ts';
 import type { JsonObject } from '../core/json.ts';
 import { checkOptionObject, describeValue, isPlainObject } from '../core/options.ts';
@@ -48,6 +53,8 @@ export interface Tool<TArgs = unknown, TResult = unknown> {
   readonly retries: number | undefined;
   /** A failure of this tool fails the agent actor (supervision decides: restart, stop or escalate); no retries. */
   readonly fatal: boolean;
+  /** The tool's circuit breaker (shared by every run of the process), when it has one; see ToolOptions.breaker. */
+  readonly breaker?: ResolvedBreaker | undefined;
   /** Argument names whose values never reach the inspector or traces (API keys, tokens, passwords). */
   readonly secret: readonly string[];
   /** Whether a call must be approved by a person before it runs (see ToolOptions.needsApproval). */
@@ -84,6 +91,12 @@ export interface ToolOptions<TSchema extends z.ZodType, TResult> {
    * call's reason goes back to the model. A function that throws counts as "needs approval".
    */
   needsApproval?: boolean | ApprovalPredicate<z.output<TSchema>> | undefined;
+  /**
+   * A circuit breaker for this tool, shared by every run of the process (by tool name): each failed attempt counts;
+   * once it opens, calls are answered at once with an error result the model reads ("unavailable, try later"),
+   * without running the tool, until a probe call after the cool-down succeeds. State changes are `breaker` events.
+   */
+  breaker?: BreakerOptions | undefined;
 }
 
 /** Decides whether one call needs a person's approval. */
@@ -115,6 +128,7 @@ const toolOptionKeys: readonly string[] = [
   'retries',
   'fatal',
   'secret',
+  'breaker',
 ];
 
 /**
@@ -169,6 +183,7 @@ export function tool<TSchema extends z.ZodType, TResult>(
     throw new ConfigError(
       `${where}: timeoutMs must be a positive number of milliseconds, got ${describeValue(timeoutMs)}.`,
     );
+  const breaker = options.breaker === undefined ? undefined : checkBreakerOptions(options.breaker, where);
   return {
     kind: 'tool',
     name: options.name,
@@ -181,6 +196,7 @@ export function tool<TSchema extends z.ZodType, TResult>(
     secret: Object.freeze([...(options.secret ?? [])]),
     needsApproval: options.needsApproval ?? false,
     execute: options.execute,
+    ...(breaker ? { breaker } : {}),
   };
 }
 
