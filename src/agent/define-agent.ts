@@ -5,6 +5,11 @@ import { isModelProvider, type ModelProvider, type ModelSettings, type OutputSpe
 import { checkModelSettings } from '../core/model-settings.ts';
 import { checkOptionObject, isPlainObject } from '../core/options.ts';
 import { isPrototypeName } from '../core/records.ts';
+import {
+  type AgentGuardrailOptions,
+  type AgentGuardrails,
+  resolveGuardrails,
+} from '../guardrails/guardrail.ts';
 import { ToolRegistry } from '../tools/registry.ts';
 import { type Tool, toJsonSchema } from '../tools/tool.ts';
 import {
@@ -46,6 +51,11 @@ export interface AgentOptions<
   maxHandoffDepth?: number | undefined;
   /** How often an agent already on the handoff path may be handed to again; beyond, it is refused. Default 1. */
   maxHandoffRevisits?: number | undefined;
+  /**
+   * Checks of the run's input, its final answer, tool calls' arguments and tools' results, each deciding allow, warn
+   * or block (the run ends with guardrail_blocked). See `guardrail()`.
+   */
+  guardrails?: AgentGuardrailOptions | undefined;
 }
 
 /**
@@ -71,6 +81,8 @@ export interface Agent<TOutput = undefined> {
   readonly handoffInputFilter: HandoffInputFilter | undefined;
   readonly maxHandoffDepth: number;
   readonly maxHandoffRevisits: number;
+  /** The agent's guardrails by when they run; undefined when it has none. */
+  readonly guardrails: AgentGuardrails | undefined;
 }
 
 export type OutputOf<TSchema> = TSchema extends z.ZodType ? z.output<TSchema> : undefined;
@@ -98,6 +110,7 @@ const agentOptionKeys: readonly string[] = [
   'handoffInputFilter',
   'maxHandoffDepth',
   'maxHandoffRevisits',
+  'guardrails',
 ];
 
 /**
@@ -163,6 +176,7 @@ export function defineAgent<
     handoffInputFilter: options.handoffInputFilter,
     maxHandoffDepth: count('maxHandoffDepth', defaultMaxHandoffDepth),
     maxHandoffRevisits: count('maxHandoffRevisits', defaultMaxHandoffRevisits),
+    guardrails: resolveGuardrails(options.guardrails, where),
   });
 }
 

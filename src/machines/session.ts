@@ -12,6 +12,7 @@ import {
   type AgentMachineInput,
   type AgentMachineOutput,
   agentMachine,
+  type GuardrailPlan,
 } from './agent.ts';
 
 /**
@@ -40,6 +41,8 @@ export interface AgentDescriptor {
   toolNames: readonly string[];
   hasOutputSchema: boolean;
   handoffTools: Record<string, string>;
+  /** Which guardrail states the agent's runs enter; absent without guardrails. */
+  guardrails?: GuardrailPlan;
 }
 
 export type SupervisionStrategy = 'restart' | 'stop' | 'escalate';
@@ -453,6 +456,7 @@ export const sessionMachine = setup({
         baseLength: agentBase,
         handoffTools: descriptor.handoffTools,
       };
+      if (descriptor.guardrails) input.guardrails = descriptor.guardrails;
       if (resume) input.resume = resume;
       enqueue.assign({
         activeId: id,

@@ -3,19 +3,23 @@ import { decodeOutput } from '../agent/decode-output.ts';
 import { AbortWaiters, stacklessError } from '../core/abort.ts';
 import type { ApprovalRequest } from '../core/approvals.ts';
 import { ModelError, toErrorInfo } from '../core/errors.ts';
-import type { Message, ToolCall } from '../core/messages.ts';
-import type { ModelRequest } from '../core/model.ts';
+import type { GuardrailBlock } from '../core/guardrail-block.ts';
+import { lastUserText, type Message, type ToolCall } from '../core/messages.ts';
+import type { ModelDelta, ModelRequest } from '../core/model.ts';
 import { addUsage, emptyUsage, totalTokens, type Usage } from '../core/usage.ts';
+import type { AgentGuardrails } from '../guardrails/guardrail.ts';
 import type { AgentContext, AgentEvent, EffectCommand, ToolOutcome } from '../machines/agent.ts';
 import { denialError } from '../resources/denial-error.ts';
 import { estimateRequest, resourcesOf } from '../resources/resource-binding.ts';
 import type { Grant } from '../resources/resource-manager.ts';
 import { type ClassifiedCalls, classifyCalls, type DecidedOutcomes } from './approval-check.ts';
+import { checkGuardrails, type GuardrailPlace } from './guardrail-checks.ts';
 import { normalizeResponse } from './normalize-response.ts';
 import { reportFatal, takeNestedSteps } from './run-hooks.ts';
 import { emitFrom, type RunRuntime, runtimeOf } from './run-runtime.ts';
 import { redactArgs, secretKeysOf, streamedArgumentsGuard, toolCallEventData } from './secrets.ts';
-import { runToolBatch } from './tool-runner.ts';
+import { StreamGate } from './stream-gate.ts';
+import { runToolBatch, type ToolGuardrails } from './tool-runner.ts';
 
 /** What the effects actor's snapshot holds: a callback actor's (status and input: serializable). */
 export type EffectsSnapshot = CallbackSnapshot<{ sessionId: string }>;
@@ -124,7 +128,9 @@ class EffectsInstance {
       return;
     }
     const durable = runtime.durable;
-    if (!durable) {
+    // A guardrail check decides nothing new to commit: the state that asked for it follows a committed effect (the
+    // run's start, or a model call recorded in the journal), so after a crash the check simply runs again.
+    if (!durable || command.type === 'guardrails.check') {
       this.#start(runtime, command);
       return;
     }
@@ -155,6 +161,7 @@ class EffectsInstance {
   #start(runtime: RunRuntime, command: EffectCommand): void {
     if (command.type === 'model.call') this.#callModel(runtime, command);
     else if (command.type === 'tools.run') void this.#runTools(runtime, command);
+    else if (command.type === 'guardrails.check') this.#checkGuardrails(runtime, command);
     // approval.wait: nothing to start; people's decisions come back as approval.decided events.
   }
 
@@ -165,6 +172,14 @@ class EffectsInstance {
       if (replayed.type === 'model.response')
         this.#cumulative = addUsage(this.#cumulative, replayed.response.usage);
       this.#answer(replayed);
+      return;
+    }
+    const guardrails = runtime.agent.guardrails;
+    if (
+      guardrails &&
+      ((command.checkInput && guardrails.parallelInput.length > 0) || guardrails.streamingOutput.length > 0)
+    ) {
+      this.#callModelGuarded(runtime, command, guardrails);
       return;
     }
     const signal = this.#controller.signal;
@@ -188,6 +203,127 @@ class EffectsInstance {
         }
       }
       this.#answer(event);
+    });
+  }
+
+  /** Where this run's guardrails check: for their info, their events and their timers. */
+  #guardrailPlace(runtime: RunRuntime, stage: GuardrailPlace['stage']): GuardrailPlace {
+    return {
+      stage,
+      agent: runtime.agent.name,
+      sessionId: runtime.sessionId ?? runtime.bus.sessionId,
+      runtimeKey: this.#key,
+      clock: runtime.clock,
+      emit: runtime.bus.listening ? (data) => emitFrom(runtime, 'guardrail', data) : undefined,
+    };
+  }
+
+  /** The input or output guardrails of a `guardrails.check`: answered by one `guardrails.done`. */
+  #checkGuardrails(runtime: RunRuntime, command: Extract<EffectCommand, { type: 'guardrails.check' }>): void {
+    const guardrails = runtime.agent.guardrails;
+    const list = (command.stage === 'input' ? guardrails?.input : guardrails?.output) ?? [];
+    const place = this.#guardrailPlace(runtime, command.stage);
+    const check = () => checkGuardrails(list, command.value, command.text, place, this.#controller.signal);
+    // A durable executor records the decision, so a replay decides the same way (a judge model may not).
+    const outcome = runtime.runEffect
+      ? runtime.runEffect(
+          `${runtime.route ?? runtime.agent.name}/guardrails/${command.stage}/${command.call}`,
+          'tool',
+          async () => check(),
+        )
+      : check();
+    if (outcome instanceof Promise) void outcome.then((block) => this.#answer(doneEvent(block)));
+    else this.#answer(doneEvent(outcome));
+  }
+
+  /**
+   * A model call with guardrails beside it: the parallel input guardrails (first call only) and the streaming output
+   * guardrails. The call gets its own AbortSignal (also aborted when the run ends); a block aborts it and answers
+   * `guardrail.blocked` instead of the response. A response is answered only once the input checks passed.
+   */
+  #callModelGuarded(
+    runtime: RunRuntime,
+    command: Extract<EffectCommand, { type: 'model.call' }>,
+    guardrails: AgentGuardrails,
+  ): void {
+    const durable = runtime.durable;
+    const controller = new AbortController();
+    const stopWaiting = this.#abortWaiters.add(() => controller.abort(this.#controller.signal.reason));
+    const signal = controller.signal;
+    let settled = false;
+    let modelCalled = false;
+    const settle = (event: AgentEvent) => {
+      if (settled) return;
+      settled = true;
+      stopWaiting();
+      this.#answer(event);
+    };
+    const block = (found: GuardrailBlock, usage?: Usage) => {
+      if (settled) return;
+      controller.abort(stacklessError(`Guardrail "${found.name}" blocked this call.`));
+      const event: AgentEvent = { type: 'guardrail.blocked', block: found, modelCalled };
+      if (usage) event.usage = usage;
+      settle(event);
+    };
+    // Parallel input guardrails first: when they answer at once, a block means the model is never asked.
+    let input: GuardrailBlock | null | Promise<GuardrailBlock | null> = null;
+    if (command.checkInput && guardrails.parallelInput.length > 0) {
+      const text = lastUserText(command.history);
+      input = checkGuardrails(
+        guardrails.parallelInput,
+        text,
+        text,
+        this.#guardrailPlace(runtime, 'input'),
+        signal,
+      );
+      if (input instanceof Promise) input.then((found) => found && block(found));
+      else if (input) return block(input);
+    }
+    let gate: StreamGate | undefined;
+    if (guardrails.streamingOutput.length > 0) {
+      const place = this.#guardrailPlace(runtime, 'output');
+      gate = new StreamGate(
+        (text, partial) =>
+          checkGuardrails(guardrails.streamingOutput, text, text, { ...place, partial }, signal),
+        (delta) => {
+          if (!signal.aborted) runtime.onDelta(delta);
+        },
+        (found) => block(found),
+      );
+    }
+    const hooks: CallHooks = { onGenerate: () => (modelCalled = true) };
+    if (gate) hooks.textGate = (delta) => gate.push(delta);
+    const called = runtime.runEffect
+      ? runtime.runEffect(`${runtime.route ?? runtime.agent.name}/model/${command.call}`, 'model', () =>
+          callModel(runtime, command, signal, hooks),
+        )
+      : callModel(runtime, command, signal, hooks);
+    void called.then(async (event) => {
+      if (settled || this.#closed) return;
+      const usage = event.type === 'model.response' ? event.response.usage : undefined;
+      if (gate && event.type === 'model.response') {
+        const found = await gate.finish(event.response.text);
+        if (found) return block(found, usage);
+      }
+      // The input checks decide before the response (or the failure) is let through.
+      const inputBlock = await input;
+      if (inputBlock) return block(inputBlock, usage);
+      if (settled || this.#closed) return;
+      if (event.type === 'model.response') {
+        this.#cumulative = addUsage(this.#cumulative, event.response.usage);
+        if (runtime.bus.listening) emitUsage(runtime, event.response.usage, this.#cumulative);
+        if (durable) {
+          try {
+            await durable.recordModel(command.call, event);
+          } catch (error) {
+            settled = true;
+            stopWaiting();
+            this.#fail(error);
+            return;
+          }
+        }
+      }
+      settle(event);
     });
   }
 
@@ -236,6 +372,9 @@ class EffectsInstance {
       whenAborted: this.#whenAborted,
       clock: runtime.clock,
       ...(runtime.runEffect ? { executor: runtime.runEffect } : {}),
+      ...(runtime.agent.guardrails
+        ? toolGuardrailsOf(runtime.agent.guardrails, (stage) => this.#guardrailPlace(runtime, stage), signal)
+        : {}),
       known: (call) => classified.decided.get(call.id) ?? durable?.replayTool(command.step, call.id),
       onStart: (call) => {
         // Listeners see secret arguments redacted; the tool itself gets the real values.
@@ -357,16 +496,52 @@ function preview(content: string): string {
   return content.length > 200 ? `${content.slice(0, 200)}…` : content;
 }
 
+/** The tool guardrails of a batch, checked with the run's signal; none when the agent has no tool guardrails. */
+function toolGuardrailsOf(
+  guardrails: AgentGuardrails,
+  placeOf: (stage: GuardrailPlace['stage']) => GuardrailPlace,
+  signal: AbortSignal,
+): { guardrails?: ToolGuardrails } {
+  if (guardrails.toolInput.length === 0 && guardrails.toolOutput.length === 0) return {};
+  return {
+    guardrails: {
+      input: guardrails.toolInput,
+      output: guardrails.toolOutput,
+      check: (list, stage, value, text, call) =>
+        checkGuardrails(
+          list,
+          value,
+          text,
+          { ...placeOf(stage), tool: call.name, toolCallId: call.id },
+          signal,
+        ),
+    },
+  };
+}
+
+/** The answer to a `guardrails.check`. */
+function doneEvent(block: GuardrailBlock | null): AgentEvent {
+  return block ? { type: 'guardrails.done', blocked: block } : { type: 'guardrails.done' };
+}
+
+/** What a guarded model call adds: text deltas through a gate, and word of the moment the model is asked. */
+interface CallHooks {
+  textGate?: (delta: Extract<ModelDelta, { type: 'text' }>) => void;
+  onGenerate?: () => void;
+}
+
 async function callModel(
   runtime: RunRuntime,
   command: Extract<EffectCommand, { type: 'model.call' }>,
   signal: AbortSignal,
+  hooks?: CallHooks,
 ): Promise<AgentEvent> {
   const { agent, bus } = runtime;
   const messages: Message[] =
     agent.instructions === '' ? (command.history as Message[]) : [systemMessageOf(agent), ...command.history];
   const onDelta = runtime.onDelta;
   let guard: ((index: number, text: string) => string) | undefined;
+  const textGate = hooks?.textGate;
   const request: ModelRequest = {
     messages,
     tools: command.toolsEnabled ? agent.tools.specs(command.disabledTools) : [],
@@ -376,6 +551,7 @@ async function callModel(
     // tool arguments stop showing once a secret key appears in them.
     onDelta: (delta) => {
       if (signal.aborted) return;
+      if (textGate && delta.type === 'text') return textGate(delta);
       if (delta.type !== 'tool_call' || !bus.listening) return onDelta(delta);
       guard ??= streamedArgumentsGuard(secretKeysOf(agent));
       const shown = guard(delta.index, delta.argsDelta);
@@ -409,6 +585,7 @@ async function callModel(
     grant = outcome.grant;
   }
   try {
+    hooks?.onGenerate?.();
     const response = normalizeResponse(await agent.model.generate(request), command.call, command.history);
     if (resources && grant) resources.settle(grant, response.usage);
     if (signal.aborted) return abortedEvent();

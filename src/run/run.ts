@@ -10,6 +10,7 @@ import type { RunEvent } from '../core/events.ts';
 import type { JsonValue } from '../core/json.ts';
 import { type Message, type RunInput, userMessage } from '../core/messages.ts';
 import type { RunResult } from '../core/result.ts';
+import { guardrailInput } from '../guardrails/guardrail-plan.ts';
 import {
   type AgentContext,
   type AgentMachine,
@@ -125,6 +126,7 @@ function startRun<TOutput>(
       hasOutputSchema: agent.outputSchema !== undefined,
       history: [...callerHistory, userMessage(input)],
       baseLength: callerHistory.length,
+      ...guardrailInput(agent.guardrails),
     },
     // Secrets (tool arguments marked secret, API-key-like fields) are redacted before the observer sees anything.
     // An inspected run is a root actor (inspection is per actor system); the others share the run host's system.

@@ -1,9 +1,11 @@
 import { abortError, onAbort as whenAborted } from '../core/abort.ts';
 import type { Clock } from '../core/clock.ts';
 import { ToolTimeoutError } from '../core/errors.ts';
+import type { GuardrailBlock } from '../core/guardrail-block.ts';
 import type { JsonValue } from '../core/json.ts';
 import type { ToolCall } from '../core/messages.ts';
 import { reactInvalidReplyTool } from '../core/model.ts';
+import type { Guardrail } from '../guardrails/guardrail.ts';
 import type { ToolOutcome } from '../machines/agent.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
 import type { Tool, ToolContext } from '../tools/tool.ts';
@@ -65,6 +67,22 @@ export interface ToolBatch {
   onRetry: (call: ToolCall, attempt: number, error: string) => void;
   /** Runs each call (all its attempts) through a durable executor; see RunRuntime.runEffect. */
   executor?: EffectExecutor;
+  /** The agent's tool guardrails; absent when it has none. */
+  guardrails?: ToolGuardrails;
+}
+
+/** Tool guardrails: checked on a call's validated arguments before it runs, and on its result before the model. */
+export interface ToolGuardrails {
+  input: readonly Guardrail[];
+  output: readonly Guardrail[];
+  /** Runs `guardrails` on one value of `call`; resolves with the block, if one blocked. */
+  check(
+    guardrails: readonly Guardrail[],
+    stage: 'tool_input' | 'tool_output',
+    value: unknown,
+    text: string,
+    call: ToolCall,
+  ): GuardrailBlock | null | Promise<GuardrailBlock | null>;
 }
 
 /**
@@ -169,6 +187,17 @@ async function runToolCall(call: ToolCall, batch: ToolBatch): Promise<ToolOutcom
         .join('; ')}. Arguments received: ${safeJson(redactArgs(call.args, secretKeysOfTool(found)))}`,
     );
   }
+  const guardrails = batch.guardrails;
+  if (guardrails && guardrails.input.length > 0) {
+    const block = await guardrails.check(
+      guardrails.input,
+      'tool_input',
+      parsed.data,
+      safeJson(call.args),
+      call,
+    );
+    if (block) return blockedOutcome(call, block, guardrails.input, 0);
+  }
   const attempts = 1 + (found.retries ?? batch.retries);
   const timeoutMs = found.timeoutMs ?? batch.timeoutMs;
   let lastError = '';
@@ -176,6 +205,10 @@ async function runToolCall(call: ToolCall, batch: ToolBatch): Promise<ToolOutcom
     if (batch.signal.aborted) return refused(call, 'Not run: the run was aborted.');
     try {
       const value = await attemptTool(found, parsed.data, call, batch, attempt, timeoutMs);
+      if (guardrails && guardrails.output.length > 0) {
+        const block = await guardrails.check(guardrails.output, 'tool_output', value, toContent(value), call);
+        if (block) return blockedOutcome(call, block, guardrails.output, attempt);
+      }
       return {
         callId: call.id,
         name: call.name,
@@ -277,6 +310,30 @@ function refused(call: ToolCall, content: string): ToolOutcome {
     degraded: false,
     attempts: 0,
   };
+}
+
+/**
+ * The outcome of a call a tool guardrail blocked: the model reads that it was blocked (never the blocked result).
+ * With the guardrail's `onBlock: 'stop'` (the default) the outcome carries the block and the run stops.
+ */
+function blockedOutcome(
+  call: ToolCall,
+  block: GuardrailBlock,
+  guardrails: readonly Guardrail[],
+  attempts: number,
+): ToolOutcome {
+  const outcome: ToolOutcome = {
+    callId: call.id,
+    name: call.name,
+    content: `Error: blocked by guardrail "${block.name}": ${block.message}`,
+    isError: true,
+    executed: attempts > 0,
+    degraded: false,
+    attempts,
+  };
+  const blocking = guardrails.find((guardrail) => guardrail.name === block.name);
+  if (blocking?.onBlock !== 'answer') outcome.blocked = block;
+  return outcome;
 }
 
 /** Each tool's secret names (its declared ones and the defaults), built once per tool. */

@@ -12,6 +12,7 @@ import { addCount, countOf } from '../core/records.ts';
 import type { RunResult } from '../core/result.ts';
 import type { RunStatus } from '../core/stop-reason.ts';
 import { compileMachine } from '../engine/compiled-machine.ts';
+import { guardrailInput } from '../guardrails/guardrail-plan.ts';
 import {
   type GroupContext,
   type GroupMachine,
@@ -174,6 +175,7 @@ function runGroup(
         hasOutputSchema: agent.outputSchema !== undefined,
         history: [...history, userMessage(input)],
         baseLength: history.length,
+        ...guardrailInput(agent.guardrails),
       },
     };
   });
