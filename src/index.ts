@@ -41,6 +41,7 @@ export {
   type RunEventType,
   toSSE,
 } from './core/events.ts';
+export type { GuardrailBlock } from './core/guardrail-block.ts';
 export { answerUnrunCalls, findHistoryIssues, validateHistory } from './core/history.ts';
 export type { JsonObject, JsonValue } from './core/json.ts';
 export { type AgentLimits, defaultLimits, type ResolvedLimits } from './core/limits.ts';
@@ -70,6 +71,17 @@ export { cost, defaultPrices, findPrice, type ModelPrice, type PriceTable } from
 export type { RunResult, RunStep, StepToolCall } from './core/result.ts';
 export { type RunStatus, type StopReason, statusOf, stopReasons } from './core/stop-reason.ts';
 export { addUsage, emptyUsage, type Usage } from './core/usage.ts';
+export { type BlockedPatternsOptions, blockedPatterns } from './guardrails/blocked-patterns.ts';
+export {
+  type AgentGuardrailOptions,
+  type Guardrail,
+  type GuardrailCheck,
+  type GuardrailCheckInfo,
+  type GuardrailOptions,
+  guardrail,
+} from './guardrails/guardrail.ts';
+export { type LlmJudgeOptions, llmJudge } from './guardrails/llm-judge.ts';
+export { type TokenEncoding, type TokenLimitOptions, tokenLimit } from './guardrails/token-limit.ts';
 export {
   type AgentAnswer,
   type AgentContext,
@@ -114,6 +126,7 @@ export {
   StoreLayoutError,
 } from './persistence/store-errors.ts';
 export type { SyncSessionStore } from './persistence/sync-store.ts';
+export type { GuardrailVerdict } from './policies/guardrail-verdict.ts';
 export * from './policies/index.ts';
 export {
   type BudgetsConfig,

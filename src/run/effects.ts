@@ -277,7 +277,10 @@ class EffectsInstance {
         signal,
       );
       if (input instanceof Promise) input.then((found) => found && block(found));
-      else if (input) return block(input);
+      else if (input) {
+        block(input);
+        return;
+      }
     }
     let gate: StreamGate | undefined;
     if (guardrails.streamingOutput.length > 0) {
@@ -303,11 +306,17 @@ class EffectsInstance {
       const usage = event.type === 'model.response' ? event.response.usage : undefined;
       if (gate && event.type === 'model.response') {
         const found = await gate.finish(event.response.text);
-        if (found) return block(found, usage);
+        if (found) {
+          block(found, usage);
+          return;
+        }
       }
       // The input checks decide before the response (or the failure) is let through.
       const inputBlock = await input;
-      if (inputBlock) return block(inputBlock, usage);
+      if (inputBlock) {
+        block(inputBlock, usage);
+        return;
+      }
       if (settled || this.#closed) return;
       if (event.type === 'model.response') {
         this.#cumulative = addUsage(this.#cumulative, event.response.usage);
