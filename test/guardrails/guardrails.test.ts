@@ -259,7 +259,14 @@ describe('tool guardrails', () => {
     expect(result.steps[0]?.toolCalls[0]?.result).toBe('echo: hi');
     expect(guardrailEvents(events)).toEqual([
       { guardrail: 'ok', stage: 'tool_input', decision: 'allow', toolCallId: 'c1', tool: 'echo' },
-      { guardrail: 'hm', stage: 'tool_input', decision: 'warn', message: 'odd', toolCallId: 'c1', tool: 'echo' },
+      {
+        guardrail: 'hm',
+        stage: 'tool_input',
+        decision: 'warn',
+        message: 'odd',
+        toolCallId: 'c1',
+        tool: 'echo',
+      },
     ]);
   });
 
@@ -387,7 +394,11 @@ describe('failing checks', () => {
   });
 
   it('a check that times out blocks; a rejected promise too; onError warn lets the run go on', async () => {
-    const never: GuardrailOptions = { name: 'hangs', timeoutMs: 20, check: () => new Promise(() => undefined) };
+    const never: GuardrailOptions = {
+      name: 'hangs',
+      timeoutMs: 20,
+      check: () => new Promise(() => undefined),
+    };
     const timedOut = await run(
       defineAgent({
         name: 'a',
@@ -421,7 +432,12 @@ describe('failing checks', () => {
     const events = await collect(s);
     expect((await s.result).stopReason).toBe('completed');
     expect(guardrailEvents(events)).toEqual([
-      { guardrail: 'hangs', stage: 'output', decision: 'warn', message: 'the check did not answer within 20 ms' },
+      {
+        guardrail: 'hangs',
+        stage: 'output',
+        decision: 'warn',
+        message: 'the check did not answer within 20 ms',
+      },
     ]);
   });
 
