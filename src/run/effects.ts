@@ -232,7 +232,19 @@ class EffectsInstance {
           async () => check(),
         )
       : check();
-    if (outcome instanceof Promise) void outcome.then((block) => this.#answer(doneEvent(block)));
+    if (outcome instanceof Promise)
+      void outcome.then(
+        (block) => this.#answer(doneEvent(block)),
+        // The executor could not run or record the check: fail closed, as for a check that failed.
+        (error: unknown) =>
+          this.#answer(
+            doneEvent({
+              name: list[0]?.name ?? 'guardrails',
+              stage: command.stage,
+              message: `the check could not be run: ${error instanceof Error ? error.message : String(error)}`,
+            }),
+          ),
+      );
     else this.#answer(doneEvent(outcome));
   }
 

@@ -64,6 +64,8 @@ export function checkGuardrails(
     const block = settle(guardrail, result, place);
     if (block) {
       controller.abort(blockedReason);
+      // Checks already waited on are not wanted any more; their failures must not go unhandled.
+      for (const entry of waiting ?? []) entry.result.catch(ignore);
       return block;
     }
   }
@@ -93,8 +95,6 @@ function awaitChecks(
       resolve(outcome);
     };
     const onAbort = () => finish(null);
-    if (signal.aborted) return finish(null);
-    signal.addEventListener('abort', onAbort, { once: true });
     for (const { guardrail, result } of waiting) {
       let answered = false;
       const answer = (verdict: unknown) => {
@@ -115,8 +115,12 @@ function awaitChecks(
       }
       result.then(answer, (error: unknown) => answer(failure(guardrail, error)));
     }
+    if (signal.aborted) finish(null);
+    else if (!done) signal.addEventListener('abort', onAbort, { once: true });
   });
 }
+
+function ignore(): void {}
 
 /** The verdict of a check that threw or rejected. */
 function failure(guardrail: Guardrail, error: unknown): GuardrailVerdict {

@@ -441,6 +441,26 @@ describe('failing checks', () => {
     ]);
   });
 
+  it('a block leaves no check unhandled: a slower check that rejects later is ignored', async () => {
+    const agent = defineAgent({
+      name: 'a',
+      instructions: '',
+      model: scriptedModel([{ text: 'x' }]),
+      guardrails: {
+        input: [
+          {
+            name: 'late-failure',
+            check: () => new Promise((_resolve, reject) => setTimeout(() => reject(new Error('late')), 5)),
+          },
+          { name: 'quick-block', check: decide('block', 'no') },
+        ],
+      },
+    });
+    const result = await run(agent, 'hi');
+    expect(result.guardrail?.name).toBe('quick-block');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  });
+
   it('a check that returns no verdict blocks', async () => {
     const agent = defineAgent({
       name: 'a',
