@@ -1,6 +1,7 @@
 import { and, assign, emit, enqueueActions, fromCallback, not, sendTo, setup } from 'xstate';
 import type { ErrorInfo } from '../core/errors.ts';
 import type { RunEventData } from '../core/events.ts';
+import type { GuardrailBlock } from '../core/guardrail-block.ts';
 import type { JsonValue } from '../core/json.ts';
 import type { ResolvedLimits } from '../core/limits.ts';
 import type { Message, ToolMessage } from '../core/messages.ts';
@@ -93,6 +94,8 @@ export interface TurnOutcome {
   path: string[];
   /** Index in the transcript of this turn's user message. */
   turnStart: number;
+  /** The guardrail that blocked the turn, when one did. */
+  guardrail?: GuardrailBlock;
 }
 
 interface Spent {
@@ -323,6 +326,7 @@ function outcomeOf(
     toolCallsRun: spent.toolCallsRun,
     path: context.path,
     turnStart: context.turnStart,
+    ...(output?.guardrail ? { guardrail: output.guardrail } : {}),
   };
 }
 
