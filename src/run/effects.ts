@@ -13,7 +13,7 @@ import type { Grant } from '../resources/resource-manager.ts';
 import { type ClassifiedCalls, classifyCalls, type DecidedOutcomes } from './approval-check.ts';
 import { normalizeResponse } from './normalize-response.ts';
 import { reportFatal, takeNestedSteps } from './run-hooks.ts';
-import { emitFrom, type RunRuntime, runtimeOf } from './run-runtime.ts';
+import { contextInfoOf, emitFrom, type RunRuntime, runtimeOf } from './run-runtime.ts';
 import { redactArgs, secretKeysOf, streamedArgumentsGuard, toolCallEventData } from './secrets.ts';
 import { runToolBatch } from './tool-runner.ts';
 
@@ -232,6 +232,7 @@ class EffectsInstance {
       callPath: runtime.callPath ?? '',
       runtimeKey: key,
       agent: runtime.agent.name,
+      context: runtime.context,
       signal,
       whenAborted: this.#whenAborted,
       clock: runtime.clock,
@@ -363,8 +364,21 @@ async function callModel(
   signal: AbortSignal,
 ): Promise<AgentEvent> {
   const { agent, bus } = runtime;
+  let system: Message | undefined;
+  try {
+    // Fixed instructions stay synchronous: no extra microtask per model call.
+    const built = systemMessageOf(runtime);
+    system = built instanceof Promise ? await built : built;
+  } catch (error) {
+    // The user's instruction function failed: the run fails with its error, before anything is spent.
+    const info = toErrorInfo(error);
+    const failure = { ...info, code: 'instructions_failed', message: `instructions: ${info.message}` };
+    emitFrom(runtime, 'error', { message: failure.message, type: failure.name, code: failure.code });
+    return { type: 'model.error', error: failure };
+  }
+  if (signal.aborted) return abortedEvent();
   const messages: Message[] =
-    agent.instructions === '' ? (command.history as Message[]) : [systemMessageOf(agent), ...command.history];
+    system === undefined ? (command.history as Message[]) : [system, ...command.history];
   const onDelta = runtime.onDelta;
   let guard: ((index: number, text: string) => string) | undefined;
   const request: ModelRequest = {
@@ -451,10 +465,26 @@ async function callModel(
 /** The system message of an agent's requests: one object per agent, not one per call (messages are never mutated). */
 const systemMessages = new WeakMap<object, Message>();
 
-function systemMessageOf(agent: RunRuntime['agent']): Message {
+/**
+ * The system message of a request: fixed instructions give one cached message per agent; an instruction function is
+ * called before each model call with the run context, so a turn with another context gets its own prompt.
+ */
+function systemMessageOf(runtime: RunRuntime): Message | undefined | Promise<Message | undefined> {
+  const { agent } = runtime;
+  const instructions = agent.instructions;
+  if (typeof instructions === 'function') {
+    const built = instructions(contextInfoOf(runtime));
+    const toMessage = (content: string): Message | undefined => {
+      if (typeof content !== 'string')
+        throw new TypeError(`the instruction function of "${agent.name}" must return a string.`);
+      return content === '' ? undefined : { role: 'system', content };
+    };
+    return built instanceof Promise ? built.then(toMessage) : toMessage(built);
+  }
+  if (instructions === '') return undefined;
   let message = systemMessages.get(agent);
   if (!message) {
-    message = { role: 'system', content: agent.instructions };
+    message = { role: 'system', content: instructions };
     systemMessages.set(agent, message);
   }
   return message;
