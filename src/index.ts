@@ -144,6 +144,13 @@ export {
 } from './resources/resource-manager.ts';
 export { type InspectObserver, redact, redactingInspector } from './run/inspect.ts';
 export { type AgentStep, type RunOptions, type RunStream, run, stream } from './run/run.ts';
+export {
+  type ContextType,
+  contextType,
+  type Instructions,
+  type OptionsWithContext,
+  type RunContextInfo,
+} from './run/run-context.ts';
 export { activeRuntimeCount } from './run/run-runtime.ts';
 export { type AgentTool, type AgentToolOptions, agentTool, SubAgentError } from './system/agent-tool.ts';
 export { ApprovalError } from './system/approval-error.ts';
@@ -164,6 +171,7 @@ export {
   type TurnOptions,
 } from './system/session.ts';
 export type { ApprovalHandler } from './system/session-run.ts';
+export type { RecoverOptions, RestoreOptions } from './system/system.ts';
 export {
   type AgentSystem,
   type AgentSystemOptions,

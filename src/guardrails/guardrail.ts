@@ -2,9 +2,13 @@ import { ConfigError } from '../core/errors.ts';
 import type { GuardrailStage } from '../core/events.ts';
 import { checkOptionObject, isPlainObject } from '../core/options.ts';
 import type { GuardrailVerdict } from '../policies/guardrail-verdict.ts';
+import type { RunContextInfo } from '../run/run-context.ts';
 
-/** What a check learns besides the value: where it runs, the text it reads, and a signal to stop early. */
-export interface GuardrailCheckInfo {
+/**
+ * What a check learns besides the value: the run's context and place (RunContextInfo: `context`, `sessionId`,
+ * `agent`, `route`, `turn`), the stage, the text it reads, and a signal to stop early.
+ */
+export interface GuardrailCheckInfo<TContext = unknown> extends RunContextInfo<TContext> {
   stage: GuardrailStage;
   /** The value as text (structured output and tool arguments as JSON). */
   text: string;
@@ -13,10 +17,6 @@ export interface GuardrailCheckInfo {
    * check timed out. Pass it to anything slow the check does.
    */
   signal: AbortSignal;
-  /** The agent being guarded. */
-  agent: string;
-  /** The run's session id. */
-  sessionId: string;
   /** For the streaming checks of an output guardrail: true while the text is a part of a reply still arriving. */
   partial: boolean;
   /** The tool and call checked, for the tool_input and tool_output stages. */
@@ -29,15 +29,15 @@ export interface GuardrailCheckInfo {
  * output schema, its decoded value (output stage), a tool call's validated arguments (tool_input) or a tool's
  * result as the model would read it (tool_output).
  */
-export type GuardrailCheck = (
+export type GuardrailCheck<TContext = unknown> = (
   value: unknown,
-  info: GuardrailCheckInfo,
+  info: GuardrailCheckInfo<TContext>,
 ) => GuardrailVerdict | Promise<GuardrailVerdict>;
 
-export interface GuardrailOptions {
+export interface GuardrailOptions<TContext = unknown> {
   /** Shown on guardrail events and in a blocked run's result. 1-64 letters, digits, `_`, `-` or `.`. */
   name: string;
-  check: GuardrailCheck;
+  check: GuardrailCheck<TContext>;
   /**
    * Input guardrails only. `blocking` (default): checked before the first model call. `parallel`: checked while the
    * first model call runs; a block cancels that call (through its AbortSignal). Text the call streamed before the
@@ -62,11 +62,14 @@ export interface GuardrailOptions {
   onBlock?: 'stop' | 'answer' | undefined;
 }
 
-/** A checked guardrail, from `guardrail()`: usable on any stage of any number of agents. */
-export interface Guardrail {
+/**
+ * A checked guardrail, from `guardrail()`: usable on any stage of any number of agents whose context type gives it
+ * the context it reads (one reading no context fits every agent).
+ */
+export interface Guardrail<TContext = unknown> {
   readonly kind: 'guardrail';
   readonly name: string;
-  readonly check: GuardrailCheck;
+  readonly check: GuardrailCheck<TContext>;
   readonly mode: 'blocking' | 'parallel';
   readonly streaming: boolean;
   readonly timeoutMs: number | null;
@@ -75,11 +78,11 @@ export interface Guardrail {
 }
 
 /** The guardrails of an agent, by stage; each is a `guardrail(...)` or its options. */
-export interface AgentGuardrailOptions {
-  input?: readonly (Guardrail | GuardrailOptions)[] | undefined;
-  output?: readonly (Guardrail | GuardrailOptions)[] | undefined;
-  toolInput?: readonly (Guardrail | GuardrailOptions)[] | undefined;
-  toolOutput?: readonly (Guardrail | GuardrailOptions)[] | undefined;
+export interface AgentGuardrailOptions<TContext = unknown> {
+  input?: readonly (Guardrail<TContext> | GuardrailOptions<TContext>)[] | undefined;
+  output?: readonly (Guardrail<TContext> | GuardrailOptions<TContext>)[] | undefined;
+  toolInput?: readonly (Guardrail<TContext> | GuardrailOptions<TContext>)[] | undefined;
+  toolOutput?: readonly (Guardrail<TContext> | GuardrailOptions<TContext>)[] | undefined;
 }
 
 /** An agent's guardrails sorted by when they run. Absent on an agent without any (its runs pay nothing). */
@@ -111,7 +114,7 @@ const optionKeys = ['name', 'check', 'mode', 'streaming', 'timeoutMs', 'onError'
  *       check: (_value, { text }) => (text.includes('sk-') ? { decision: 'block', message: 'an API key' } : { decision: 'allow' }),
  *     });
  */
-export function guardrail(options: GuardrailOptions): Guardrail {
+export function guardrail<TContext = unknown>(options: GuardrailOptions<TContext>): Guardrail<TContext> {
   const where = `guardrail(${isPlainObject(options) ? JSON.stringify(options.name) : ''})`;
   checkOptionObject(options, optionKeys, where);
   if (typeof options.name !== 'string' || !namePattern.test(options.name))
@@ -132,7 +135,7 @@ export function guardrail(options: GuardrailOptions): Guardrail {
     (typeof timeoutMs !== 'number' || !(timeoutMs > 0) || !Number.isFinite(timeoutMs))
   )
     throw new ConfigError(`${where}: timeoutMs must be a positive number of milliseconds, or null.`);
-  const created: Guardrail = Object.freeze({
+  const created: Guardrail<TContext> = Object.freeze({
     kind: 'guardrail',
     name: options.name,
     check: options.check,
@@ -149,7 +152,9 @@ export function guardrail(options: GuardrailOptions): Guardrail {
 /** Guardrails made by `guardrail()`: only these skip the checks (an object that merely looks like one does not). */
 const made = new WeakSet<object>();
 
-function isGuardrail(value: unknown): value is Guardrail {
+function isGuardrail<TContext>(
+  value: Guardrail<TContext> | GuardrailOptions<TContext>,
+): value is Guardrail<TContext> {
   return typeof value === 'object' && value !== null && made.has(value);
 }
 
@@ -159,8 +164,8 @@ const stageKeys = ['input', 'output', 'toolInput', 'toolOutput'] as const;
  * Checks an agent's `guardrails` option and sorts the guardrails by when they run; undefined when there are none.
  * Throws ConfigError for a bad entry, a name used twice in one stage, or an option that does not apply to its stage.
  */
-export function resolveGuardrails(
-  options: AgentGuardrailOptions | undefined,
+export function resolveGuardrails<TContext>(
+  options: AgentGuardrailOptions<TContext> | undefined,
   where: string,
 ): AgentGuardrails | undefined {
   if (options === undefined) return undefined;
@@ -171,8 +176,9 @@ export function resolveGuardrails(
     if (!Array.isArray(given))
       throw new ConfigError(`${where}: guardrails.${key} must be an array of guardrail(...) definitions.`);
     const seen = new Set<string>();
-    stages[key] = given.map((entry: Guardrail | GuardrailOptions) => {
-      const resolved = isGuardrail(entry) ? entry : guardrail(entry);
+    stages[key] = given.map((entry: Guardrail<TContext> | GuardrailOptions<TContext>) => {
+      // The run hands each check its own context: stored as reading an unknown one.
+      const resolved = (isGuardrail(entry) ? entry : guardrail(entry)) as unknown as Guardrail;
       if (seen.has(resolved.name))
         throw new ConfigError(`${where}: guardrails.${key} lists "${resolved.name}" twice.`);
       seen.add(resolved.name);

@@ -16,7 +16,7 @@ import { type ClassifiedCalls, classifyCalls, type DecidedOutcomes } from './app
 import { checkGuardrails, type GuardrailPlace } from './guardrail-checks.ts';
 import { normalizeResponse } from './normalize-response.ts';
 import { reportFatal, takeNestedSteps } from './run-hooks.ts';
-import { emitFrom, type RunRuntime, runtimeOf } from './run-runtime.ts';
+import { contextInfoOf, emitFrom, type RunRuntime, runtimeOf } from './run-runtime.ts';
 import { redactArgs, secretKeysOf, streamedArgumentsGuard, toolCallEventData } from './secrets.ts';
 import { StreamGate } from './stream-gate.ts';
 import { runToolBatch, type ToolGuardrails } from './tool-runner.ts';
@@ -210,8 +210,7 @@ class EffectsInstance {
   #guardrailPlace(runtime: RunRuntime, stage: GuardrailPlace['stage']): GuardrailPlace {
     return {
       stage,
-      agent: runtime.agent.name,
-      sessionId: runtime.sessionId ?? runtime.bus.sessionId,
+      run: contextInfoOf(runtime),
       runtimeKey: this.#key,
       clock: runtime.clock,
       emit: runtime.bus.listening ? (data) => emitFrom(runtime, 'guardrail', data) : undefined,
@@ -389,6 +388,7 @@ class EffectsInstance {
       callPath: runtime.callPath ?? '',
       runtimeKey: key,
       agent: runtime.agent.name,
+      context: runtime.context,
       signal,
       whenAborted: this.#whenAborted,
       clock: runtime.clock,
@@ -558,8 +558,21 @@ async function callModel(
   hooks?: CallHooks,
 ): Promise<AgentEvent> {
   const { agent, bus } = runtime;
+  let system: Message | undefined;
+  try {
+    // Fixed instructions stay synchronous: no extra microtask per model call.
+    const built = systemMessageOf(runtime);
+    system = built instanceof Promise ? await built : built;
+  } catch (error) {
+    // The user's instruction function failed: the run fails with its error, before anything is spent.
+    const info = toErrorInfo(error);
+    const failure = { ...info, code: 'instructions_failed', message: `instructions: ${info.message}` };
+    emitFrom(runtime, 'error', { message: failure.message, type: failure.name, code: failure.code });
+    return { type: 'model.error', error: failure };
+  }
+  if (signal.aborted) return abortedEvent();
   const messages: Message[] =
-    agent.instructions === '' ? (command.history as Message[]) : [systemMessageOf(agent), ...command.history];
+    system === undefined ? (command.history as Message[]) : [system, ...command.history];
   const onDelta = runtime.onDelta;
   let guard: ((index: number, text: string) => string) | undefined;
   const textGate = hooks?.textGate;
@@ -649,10 +662,26 @@ async function callModel(
 /** The system message of an agent's requests: one object per agent, not one per call (messages are never mutated). */
 const systemMessages = new WeakMap<object, Message>();
 
-function systemMessageOf(agent: RunRuntime['agent']): Message {
+/**
+ * The system message of a request: fixed instructions give one cached message per agent; an instruction function is
+ * called before each model call with the run context, so a turn with another context gets its own prompt.
+ */
+function systemMessageOf(runtime: RunRuntime): Message | undefined | Promise<Message | undefined> {
+  const { agent } = runtime;
+  const instructions = agent.instructions;
+  if (typeof instructions === 'function') {
+    const built = instructions(contextInfoOf(runtime));
+    const toMessage = (content: string): Message | undefined => {
+      if (typeof content !== 'string')
+        throw new TypeError(`the instruction function of "${agent.name}" must return a string.`);
+      return content === '' ? undefined : { role: 'system', content };
+    };
+    return built instanceof Promise ? built.then(toMessage) : toMessage(built);
+  }
+  if (instructions === '') return undefined;
   let message = systemMessages.get(agent);
   if (!message) {
-    message = { role: 'system', content: agent.instructions };
+    message = { role: 'system', content: instructions };
     systemMessages.set(agent, message);
   }
   return message;

@@ -3,13 +3,14 @@ import type { RunEventData } from '../core/events.ts';
 import type { GuardrailBlock } from '../core/guardrail-block.ts';
 import type { Guardrail, GuardrailCheckInfo } from '../guardrails/guardrail.ts';
 import { failedVerdict, type GuardrailVerdict, verdictOf } from '../policies/guardrail-verdict.ts';
+import type { RunContextInfo } from './run-context.ts';
 import { bindRuntimeKey } from './run-runtime.ts';
 
 /** Where a check runs: what its info says, how its decisions are reported, the clock its timeouts use. */
 export interface GuardrailPlace {
   stage: GuardrailCheckInfo['stage'];
-  agent: string;
-  sessionId: string;
+  /** The run's context and place, as checks read them. */
+  run: RunContextInfo;
   /** The key the run's runtime is registered under: a judge run finds its caller (and its budget) through it. */
   runtimeKey: string;
   clock: Clock;
@@ -37,12 +38,16 @@ export function checkGuardrails(
   signal: AbortSignal,
 ): Outcome | Promise<Outcome> {
   const controller = new AbortController();
+  const { run } = place;
   const info: GuardrailCheckInfo = {
+    context: run.context,
+    sessionId: run.sessionId,
+    agent: run.agent,
+    route: run.route,
+    turn: run.turn,
     stage: place.stage,
     text,
     signal: controller.signal,
-    agent: place.agent,
-    sessionId: place.sessionId,
     partial: place.partial ?? false,
   };
   if (place.tool !== undefined) info.tool = place.tool;

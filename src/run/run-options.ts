@@ -104,8 +104,12 @@ const anyInput: FieldCheck = (value, where, key) => {
   checkRunInput(value, `${where}: ${key}`);
 };
 
+/** Any value: the run context is the caller's own (checked by its type at compile time). */
+const anyValue: FieldCheck = () => undefined;
+
 /** What each option of each entry point must be. */
 const runChecks = {
+  context: anyValue,
   history,
   signal: abortSignal,
   sessionId: nonEmptyString,
@@ -119,6 +123,7 @@ const runChecks = {
 } satisfies Record<string, FieldCheck>;
 
 const sessionChecks = {
+  context: anyValue,
   id: nonEmptyString,
   signal: abortSignal,
   history,
@@ -134,6 +139,7 @@ const { id: _id, history: _history, ...restoreBase } = sessionChecks;
 const restoreChecks = { ...restoreBase, input: anyInput } satisfies Record<string, FieldCheck>;
 
 const parallelChecks = {
+  context: anyValue,
   signal: abortSignal,
   history,
   clock,
@@ -221,7 +227,11 @@ const positiveMilliseconds: FieldCheck = (value, where, key) => {
 
 /** The options of session.send(): a turn's signal, timeout and budget. */
 export function checkTurnOptions(options: unknown, where: string): void {
-  checkOptions(options, { signal: abortSignal, timeoutMs: positiveMilliseconds, budget: turnBudget }, where);
+  checkOptions(
+    options,
+    { context: anyValue, signal: abortSignal, timeoutMs: positiveMilliseconds, budget: turnBudget },
+    where,
+  );
 }
 
 /** The options of a system's restore(). */

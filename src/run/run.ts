@@ -23,6 +23,7 @@ import { attachResources } from '../resources/resource-run.ts';
 import { type ApprovalHandler, needsSession, runInSession } from '../system/session-run.ts';
 import { redactingInspector, secretArguments } from './inspect.ts';
 import { PhaseReporter } from './phase-events.ts';
+import type { OptionsWithContext } from './run-context.ts';
 import { setScope, stopOrphans } from './run-hooks.ts';
 import { runHost } from './run-host.ts';
 import { checkRunArguments } from './run-options.ts';
@@ -31,6 +32,12 @@ import { deltaForwarder, type RunRuntime, registerRuntime, unregisterRuntime } f
 import { runtimeAgentMachine } from './runtime-agent-machine.ts';
 
 export interface RunOptions {
+  /**
+   * The run context (a database client, the user's id and roles...): tools get it as `ctx.context`, instruction
+   * functions, guardrails and permission policies as `info.context`. It never reaches the model, events, the store
+   * or the inspector. Typed by the agent's context type (see contextType); required when the agent declares one.
+   */
+  context?: unknown;
   /** Earlier conversation (for example yesterday's `result.history`). Never mutated. */
   history?: readonly Message[] | undefined;
   /** Aborting it ends the run with stop reason `aborted` and aborts in-flight model and tool calls. */
@@ -113,6 +120,7 @@ function startRun<TOutput>(
     bus,
     clock,
     onDelta: deltaForwarder(bus, agent.name, origin),
+    context: options.context,
   };
   if (placement) Object.assign(runtime, placement);
   registerRuntime(sessionId, runtime);
@@ -211,11 +219,12 @@ function startRun<TOutput>(
  * Runs an agent to the end and resolves with its one typed result. It rejects only for bad input (a ConfigError
  * or HistoryValidationError before anything runs); everything that happens during the run is in the result.
  */
-export async function run<TOutput>(
-  agent: Agent<TOutput>,
+export async function run<TOutput, TContext = unknown>(
+  agent: Agent<TOutput, TContext>,
   input: RunInput,
-  options: RunOptions = {},
+  ...given: OptionsWithContext<RunOptions, NoInfer<TContext>>
 ): Promise<RunResult<TOutput>> {
+  const options: RunOptions = given[0] === undefined ? {} : given[0];
   checkRunArguments(agent, input, options, 'run()');
   // Handoffs and fatal tools need a session supervisor; a plain agent keeps the one-actor hot path.
   if (agent?.kind === 'agent' && needsSession(agent as Agent<unknown>))
@@ -242,12 +251,12 @@ export type AgentStep =
  * Starts a run and returns its events as an AsyncIterable (from run_start to run_end), buffered from the start so
  * nothing is missed, plus the `result` promise. Throws at once for bad input, like `run` rejects.
  */
-export function stream<TOutput>(
-  agent: Agent<TOutput>,
+export function stream<TOutput, TContext = unknown>(
+  agent: Agent<TOutput, TContext>,
   input: RunInput,
-  options: RunOptions = {},
+  ...given: OptionsWithContext<RunOptions, NoInfer<TContext>>
 ): RunStream<TOutput> {
-  return streamPlaced(agent, input, options);
+  return streamPlaced(agent as Agent<TOutput>, input, given[0] === undefined ? {} : given[0]);
 }
 
 /** `stream()`, for a nested run placed in its caller's session (`placement`) when the run needs no session. */

@@ -44,6 +44,8 @@ export interface ToolBatch {
   runtimeKey: string;
   agent: string;
   step: number;
+  /** The caller's run context, handed to every tool as `ctx.context`. */
+  context?: unknown;
   /** Aborted when the run no longer wants the results (abort, timeout, end of run). */
   signal: AbortSignal;
   /**
@@ -244,6 +246,7 @@ function attemptTool(
   timeoutMs: number | null,
 ): Promise<unknown> {
   const context: ToolContext = {
+    context: batch.context,
     signal: batch.signal,
     sessionId: batch.sessionId,
     route: batch.route,

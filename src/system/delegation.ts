@@ -83,6 +83,10 @@ export function delegatorFor(host: DelegationHost, callerKey: string): Delegator
       },
       callPath,
       origin,
+      // A nested agent works for the same caller: it gets the calling agent's context.
+      get context() {
+        return caller?.context;
+      },
       durable: host.durability.runFor({ route, nested: true }),
       resourceScope: host.resourceScope,
     });

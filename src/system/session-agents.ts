@@ -32,6 +32,8 @@ export function registerSessionAgents(options: {
   resourceScope: () => string;
   /** Where the session sits in a caller's session, when it runs an agent used as a tool. */
   placement?: NestedPlacement | undefined;
+  /** The run context of the turn in progress (a turn may replace the session's). */
+  context: () => unknown;
 }): { descriptors: Record<string, AgentDescriptor>; dispose: () => void } {
   const { sessionId, agents, bus, clock, durability, actor, placement } = options;
   // In a caller's session, every agent of this one sits where the called agent does: `caller>callId/<name>`.
@@ -59,6 +61,9 @@ export function registerSessionAgents(options: {
         return placement?.turn ?? actor().getSnapshot().context.turns + 1;
       },
       callPath: placement?.callPath ?? '',
+      get context() {
+        return options.context();
+      },
       durable: durability.runFor({ route: name, nested: false }),
       resourceScope: options.resourceScope,
     });

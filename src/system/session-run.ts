@@ -62,7 +62,7 @@ export function needsSession(agent: Agent<unknown>): boolean {
 export type ApprovalHandler = (request: ApprovalRequest) => ApprovalDecision | Promise<ApprovalDecision>;
 
 export interface SessionRunOptions
-  extends Pick<SessionOptions, 'history' | 'signal' | 'budget' | 'tenant' | 'parentScope'> {
+  extends Pick<SessionOptions, 'context' | 'history' | 'signal' | 'budget' | 'tenant' | 'parentScope'> {
   sessionId?: string | undefined;
   resources?: import('../resources/resource-manager.ts').ResourceManager | undefined;
   clock?: import('../core/clock.ts').Clock | undefined;
@@ -91,6 +91,7 @@ export function runInSession<TOutput>(
   const sessionOptions: SessionOptions = {};
   if (options.sessionId !== undefined) sessionOptions.id = options.sessionId;
   if (options.history !== undefined) sessionOptions.history = options.history;
+  if (options.context !== undefined) sessionOptions.context = options.context;
   if (options.signal !== undefined) sessionOptions.signal = options.signal;
   if (options.budget !== undefined) sessionOptions.budget = options.budget;
   if (options.tenant !== undefined) sessionOptions.tenant = options.tenant;

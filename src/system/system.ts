@@ -6,7 +6,7 @@ import { type Clock, systemClock } from '../core/clock.ts';
 import { ConfigError, TroupeError } from '../core/errors.ts';
 import type { RunEvent } from '../core/events.ts';
 import type { RunInput } from '../core/messages.ts';
-import { definedFields } from '../core/options.ts';
+import { checkOptionObject, definedFields } from '../core/options.ts';
 import { defaultSupervision, type SupervisionOptions } from '../machines/session.ts';
 import { createMemoryStore } from '../persistence/memory-store.ts';
 import {
@@ -22,6 +22,7 @@ import {
   type ResourceUsage,
 } from '../resources/resource-manager.ts';
 import type { InspectObserver } from '../run/inspect.ts';
+import type { OptionsWithContext } from '../run/run-context.ts';
 import { checkRestoreOptions, checkSessionOptions, checkSystemOptions } from '../run/run-options.ts';
 import { ApprovalError } from './approval-error.ts';
 import {
@@ -73,6 +74,19 @@ export interface ShutdownOptions {
   timeoutMs?: number | undefined;
 }
 
+/** The options of `restore()`. */
+export type RestoreOptions = Omit<SessionOptions, 'id' | 'history'> & { input?: RunInput | undefined };
+
+/** The options of `recover()`. */
+export interface RecoverOptions {
+  /** Only these sessions. */
+  ids?: readonly string[] | undefined;
+  /** The run context every recovered session gets (it is never stored). */
+  context?: unknown;
+  /** The run context of each recovered session, from its id and entry agent; wins over `context`. */
+  contextFor?: ((session: { id: string; entry: string }) => unknown) | undefined;
+}
+
 /** What `recover()` did. */
 export interface RecoverResult {
   /** Sessions resumed in this process. */
@@ -83,7 +97,12 @@ export interface RecoverResult {
 
 /** Many agent sessions in one process: each its own root actor, addressable by id. */
 export interface AgentSystem {
-  spawn<TOutput>(agent: Agent<TOutput>, input: RunInput, options?: SessionOptions): Session<TOutput>;
+  /** Starts a session; `context` (typed by the agent's context type, required when it declares one) reaches its tools. */
+  spawn<TOutput, TContext = unknown>(
+    agent: Agent<TOutput, TContext>,
+    input: RunInput,
+    ...options: OptionsWithContext<SessionOptions, NoInfer<TContext>>
+  ): Session<TOutput, TContext>;
   get(id: string): Session | undefined;
   /** The sessions that have not closed yet. */
   list(): Session[];
@@ -95,19 +114,21 @@ export interface AgentSystem {
   /**
    * Resumes every interrupted session (or those named), each from its last committed checkpoint: calls that had
    * finished are not run again, the call that was in flight runs again with the same idempotency key, messages
-   * queued behind a turn are kept. The sessions' entry agents must be known to the system (`agents`).
+   * queued behind a turn are kept. The sessions' entry agents must be known to the system (`agents`). The run
+   * context is never stored: give it again, one for all (`context`) or per session (`contextFor`).
    */
-  recover(options?: { ids?: readonly string[] | undefined }): Promise<RecoverResult>;
+  recover(options?: RecoverOptions): Promise<RecoverResult>;
   /**
    * Brings back one session from the store: an interrupted turn resumes from its last checkpoint (and `input`, if
    * given, is queued as the next turn, never dropped); a session whose last turn had finished continues with
-   * `input` as a new turn, with the agent that answered last. `entry` must reach that agent.
+   * `input` as a new turn, with the agent that answered last. `entry` must reach that agent. The run context is
+   * never stored: give it again (`context`), as when the session was spawned.
    */
-  restore<TOutput>(
+  restore<TOutput, TContext = unknown>(
     id: string,
-    entry: Agent<TOutput>,
-    options?: Omit<SessionOptions, 'id' | 'history'> & { input?: RunInput | undefined },
-  ): Promise<Session<TOutput>>;
+    entry: Agent<TOutput, TContext>,
+    ...options: OptionsWithContext<RestoreOptions, NoInfer<TContext>>
+  ): Promise<Session<TOutput, TContext>>;
   /** Tool calls waiting for people, across every session of the store (and of this process). */
   approvals(query?: { sessionId?: string | undefined }): Promise<ApprovalRecord[]>;
   /**
@@ -238,7 +259,8 @@ export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem
   };
 
   return {
-    spawn(agent, input, spawnOptions = {}) {
+    spawn(agent, input, ...given) {
+      const spawnOptions: SessionOptions = given[0] === undefined ? {} : given[0];
       checkSessionOptions(spawnOptions, 'spawn()');
       refuseWhenClosed('spawn()');
       if (spawnOptions.id !== undefined && sessions.has(spawnOptions.id))
@@ -253,8 +275,8 @@ export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem
       }
       return start(agent, input, spawnOptions, { kind: 'fresh' });
     },
-    async restore(id, entry, restoreOptions = {}) {
-      checkRestoreOptions(restoreOptions, 'restore()');
+    async restore(id, entry, ...given) {
+      const restoreOptions: RestoreOptions = given[0] === undefined ? {} : given[0];
       checkRestoreOptions(restoreOptions, 'restore()');
       if (sessions.has(id)) throw new ConfigError(`restore(): session "${id}" is running already.`);
       refuseWhenClosed('restore()');
@@ -270,6 +292,9 @@ export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem
       return listed.filter((summary) => !sessions.has(summary.id));
     },
     async recover(recoverOptions = {}) {
+      checkOptionObject(recoverOptions as unknown, ['ids', 'context', 'contextFor'], 'recover(): options');
+      if (recoverOptions.contextFor !== undefined && typeof recoverOptions.contextFor !== 'function')
+        throw new ConfigError('recover(): contextFor must be a function of { id, entry }.');
       refuseWhenClosed('recover()');
       const wanted = recoverOptions.ids ? new Set(recoverOptions.ids) : undefined;
       const result: RecoverResult = { sessions: [], failures: [] };
@@ -280,7 +305,13 @@ export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem
         try {
           const stored = await store.load(summary.id);
           if (!stored?.session.turn) continue;
-          result.sessions.push(resumeStored(entryOf(stored.session.entry), stored, undefined, {}));
+          const entry = stored.session.entry;
+          const context = recoverOptions.contextFor
+            ? recoverOptions.contextFor({ id: summary.id, entry })
+            : recoverOptions.context;
+          result.sessions.push(
+            resumeStored(entryOf(entry), stored, undefined, context === undefined ? {} : { context }),
+          );
         } catch (error) {
           result.failures.push({
             id: summary.id,

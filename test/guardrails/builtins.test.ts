@@ -16,8 +16,11 @@ import { describe, expect, it } from 'vitest';
 const info = {
   stage: 'input' as const,
   signal: new AbortController().signal,
+  context: undefined,
   agent: 'a',
   sessionId: 's',
+  route: 'a',
+  turn: 1,
   partial: false,
 };
 
