@@ -83,6 +83,8 @@ function judgeOptions(info: GuardrailCheckInfo): RunOptions {
   const caller = callerKey === undefined ? undefined : runtimeOf(callerKey);
   judgeRuns += 1;
   const options: RunOptions = {
+    // A judge agent of your own may read the caller's context (its tools and instructions too).
+    context: info.context,
     signal: info.signal,
     sessionId: `${callerKey ?? info.sessionId}:guardrail:${judgeRuns}`,
   };
