@@ -11,7 +11,7 @@ import {
   tool,
 } from '../dist/index.js';
 import { benchModel } from './frameworks/troupe.ts';
-import { check, executeStep, type Scenario, toolDescription, toolName } from './scenario.ts';
+import { check, executeStep, expectedAnswer, type Scenario, toolDescription, toolName } from './scenario.ts';
 
 /**
  * W1G: what guardrails add to W1 (10 tool steps + the answer, 0 ms model), Troupe only. Variants, each with one
@@ -93,7 +93,39 @@ function median(values: number[]): number {
   return sorted[sorted.length >> 1] as number;
 }
 
-/** Metrics: `usPerStep@<variant>` and `addedUsPerStep@<variant>` (medians over rounds). */
+/**
+ * One check of a guardrail alone (its `check` called directly on W1's input and answer, awaited when it returns a
+ * promise), in µs: the part of a variant's added cost that is the check itself, without the machine's guardrail
+ * states and events around it.
+ */
+async function usPerCheck(guardrail: Guardrail, ms: number): Promise<number> {
+  const texts = ['task 1', expectedAnswer(scenario)];
+  const info = {
+    context: undefined,
+    sessionId: 'bench',
+    agent: 'bench',
+    route: 'bench',
+    turn: 1,
+    stage: 'input' as const,
+    signal: new AbortController().signal,
+    partial: false,
+  };
+  const started = performance.now();
+  let checks = 0;
+  while (checks < 20 || performance.now() - started < ms) {
+    const text = texts[checks % 2] as string;
+    const verdict = guardrail.check(text, { ...info, text });
+    const decided = verdict instanceof Promise ? await verdict : verdict;
+    if (decided.decision !== 'allow') throw new Error(`W1G: ${guardrail.name} decided ${decided.decision}`);
+    checks++;
+  }
+  return ((performance.now() - started) * 1000) / checks;
+}
+
+/**
+ * Metrics: `usPerStep@<variant>` and `addedUsPerStep@<variant>` (medians over rounds), and `usPerCheck@<kind>`
+ * (one check of that built-in alone).
+ */
 export async function measureW1Guardrails(quick: boolean): Promise<Record<string, number>> {
   const agents = Object.fromEntries(Object.entries(variants).map(([name, kinds]) => [name, agentFor(kinds)]));
   const rounds = quick ? 3 : 5;
@@ -116,6 +148,13 @@ export async function measureW1Guardrails(quick: boolean): Promise<Record<string
     }
   }
   const metrics: Record<string, number> = { rounds };
+  for (const [kind, make] of Object.entries(kinds)) {
+    const guardrail = make('input');
+    await usPerCheck(guardrail, quick ? 100 : 300);
+    const values: number[] = [];
+    for (let round = 0; round < rounds; round++) values.push(await usPerCheck(guardrail, quick ? 150 : 400));
+    metrics[`usPerCheck@${kind}`] = median(values);
+  }
   for (const [name, values] of perStep) metrics[`usPerStep@${name}`] = median(values);
   for (const [name, values] of added) metrics[`addedUsPerStep@${name}`] = median(values);
   return metrics;
