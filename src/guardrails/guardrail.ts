@@ -10,7 +10,10 @@ import type { RunContextInfo } from '../run/run-context.ts';
  */
 export interface GuardrailCheckInfo<TContext = unknown> extends RunContextInfo<TContext> {
   stage: GuardrailStage;
-  /** The value as text (structured output and tool arguments as JSON). */
+  /**
+   * The value as text (structured output and tool arguments as JSON; a tool's secret arguments redacted): what a
+   * text check (patterns, a token count, a judge model) reads.
+   */
   text: string;
   /**
    * Aborted when the check is no longer wanted: the run ended, another guardrail of the same check blocked, or the

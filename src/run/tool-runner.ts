@@ -191,11 +191,12 @@ async function runToolCall(call: ToolCall, batch: ToolBatch): Promise<ToolOutcom
   }
   const guardrails = batch.guardrails;
   if (guardrails && guardrails.input.length > 0) {
+    // The text (what a judge model reads) has the tool's secret arguments redacted; the value is the real one.
     const block = await guardrails.check(
       guardrails.input,
       'tool_input',
       parsed.data,
-      safeJson(call.args),
+      safeJson(redactArgs(call.args, secretKeysOfTool(found))),
       call,
     );
     if (block) return blockedOutcome(call, block, guardrails.input, 0);

@@ -314,6 +314,44 @@ describe('tool guardrails', () => {
     expect(result.steps[0]?.toolCalls[0]?.result).toContain('blocked by guardrail "no-echo"');
   });
 
+  it("tool input: the check gets the real arguments, its text has the tool's secret arguments redacted", async () => {
+    const login = tool({
+      name: 'login',
+      description: 'logs in',
+      input: z.object({ user: z.string(), password: z.string() }),
+      secret: ['password'],
+      execute: () => 'ok',
+    });
+    const seen: unknown[] = [];
+    const agent = defineAgent({
+      name: 'a',
+      instructions: '',
+      model: scriptedModel([
+        {
+          toolCalls: [{ name: 'login', args: { user: 'ann', password: 'hunter2' } }],
+          stopReason: 'tool_use',
+        },
+        { text: 'in' },
+      ]),
+      tools: [login],
+      guardrails: {
+        toolInput: [
+          {
+            name: 'spy',
+            check: (value, info) => {
+              seen.push(value, info.text);
+              return { decision: 'allow' };
+            },
+          },
+        ],
+      },
+    });
+    await run(agent, 'go');
+    expect(seen[0]).toEqual({ user: 'ann', password: 'hunter2' });
+    expect(seen[1]).toContain('ann');
+    expect(seen[1]).not.toContain('hunter2');
+  });
+
   it("tool input block with onBlock 'answer': the model is told and the run goes on", async () => {
     const agent = defineAgent({
       name: 'a',
