@@ -258,8 +258,8 @@ if (workloads.includes('W1G')) {
     w1gLines.push(`W1G (guardrails): not run${w1g[0]?.error ? `: ${w1g[0].error}` : ''}.`);
   } else {
     w1gLines.push(
-      '| one input + one output guardrail of | µs per tool step | added µs per tool step (vs none, same round) | added µs per run (10 steps) | µs per check, alone | reps |',
-      '|---|---:|---:|---:|---:|---:|',
+      '| one input + one output guardrail of | µs per tool step | added µs per tool step (vs none, same round) | CPU µs per tool step | added CPU µs per tool step | added CPU µs per run (10 steps) | µs per check, alone | reps |',
+      '|---|---:|---:|---:|---:|---:|---:|---:|',
     );
     for (const variant of ['none', 'tokenLimit', 'blockedPatterns', 'llmJudge', 'all']) {
       const step = stat('troupe', 'W1G', `usPerStep@${variant}`);
@@ -267,8 +267,10 @@ if (workloads.includes('W1G')) {
       const range = (s: Stat | undefined) =>
         s ? `${format(s.median)} (${format(s.min)} – ${format(s.max)})` : '–';
       const alone = stat('troupe', 'W1G', `usPerCheck@${variant}`);
+      const cpu = stat('troupe', 'W1G', `cpuUsPerStep@${variant}`);
+      const addedCpu = stat('troupe', 'W1G', `addedCpuUsPerStep@${variant}`);
       w1gLines.push(
-        `| ${variant === 'all' ? 'each kind (all three)' : variant} | ${range(step)} | ${variant === 'none' ? '–' : range(added)} | ${added ? format(added.median * 10) : '–'} | ${alone ? range(alone) : '–'} | ${step?.n ?? 0} |`,
+        `| ${variant === 'all' ? 'each kind (all three)' : variant} | ${range(step)} | ${variant === 'none' ? '–' : range(added)} | ${range(cpu)} | ${variant === 'none' ? '–' : range(addedCpu)} | ${addedCpu ? format(addedCpu.median * 10) : '–'} | ${alone ? range(alone) : '–'} | ${step?.n ?? 0} |`,
       );
     }
   }

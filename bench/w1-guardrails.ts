@@ -76,8 +76,17 @@ function agentFor(names: readonly string[]) {
 
 type BenchAgent = ReturnType<typeof agentFor>;
 
-async function usPerStep(agent: BenchAgent, ms: number, minRuns: number): Promise<number> {
+/**
+ * Runs the agent W1-style for `ms`: wall µs per step, and this process's CPU µs per step (user + system), which a
+ * shared machine's load inflates much less than wall time.
+ */
+async function usPerStep(
+  agent: BenchAgent,
+  ms: number,
+  minRuns: number,
+): Promise<{ wall: number; cpu: number }> {
   const started = performance.now();
+  const cpu = process.cpuUsage();
   let runs = 0;
   while (runs < minRuns || performance.now() - started < ms) {
     const result = await run(agent, `task ${runs}`);
@@ -85,7 +94,9 @@ async function usPerStep(agent: BenchAgent, ms: number, minRuns: number): Promis
     check(scenario, { text: result.text, deltas: 0 }, 'troupe');
     runs++;
   }
-  return ((performance.now() - started) * 1000) / (runs * scenario.toolSteps);
+  const used = process.cpuUsage(cpu);
+  const steps = runs * scenario.toolSteps;
+  return { wall: ((performance.now() - started) * 1000) / steps, cpu: (used.user + used.system) / steps };
 }
 
 function median(values: number[]): number {
@@ -123,28 +134,39 @@ async function usPerCheck(guardrail: Guardrail, ms: number): Promise<number> {
 }
 
 /**
- * Metrics: `usPerStep@<variant>` and `addedUsPerStep@<variant>` (medians over rounds), and `usPerCheck@<kind>`
- * (one check of that built-in alone).
+ * Metrics (medians over rounds): `usPerStep@<variant>` and `addedUsPerStep@<variant>` (wall), the same in CPU
+ * time (`cpuUsPerStep@`, `addedCpuUsPerStep@`), and `usPerCheck@<kind>` (one check of that built-in alone).
  */
 export async function measureW1Guardrails(quick: boolean): Promise<Record<string, number>> {
   const agents = Object.fromEntries(Object.entries(variants).map(([name, kinds]) => [name, agentFor(kinds)]));
-  const rounds = quick ? 3 : 5;
-  const ms = quick ? 300 : 700;
+  // Many short rounds: each round's baseline shares its moment's load with the variants.
+  const rounds = quick ? 5 : 15;
+  const ms = quick ? 150 : 250;
   for (const agent of Object.values(agents)) await usPerStep(agent, quick ? 150 : 400, 10);
-  const perStep = new Map<string, number[]>(Object.keys(agents).map((name) => [name, []]));
-  const added = new Map<string, number[]>(
-    Object.keys(agents)
-      .filter((name) => name !== 'none')
-      .map((name) => [name, []]),
-  );
+  const series = (prefix: string, withNone: boolean) =>
+    new Map<string, number[]>(
+      Object.keys(agents)
+        .filter((name) => withNone || name !== 'none')
+        .map((name) => [`${prefix}@${name}`, []]),
+    );
+  const collected = new Map<string, number[]>([
+    ...series('usPerStep', true),
+    ...series('addedUsPerStep', false),
+    ...series('cpuUsPerStep', true),
+    ...series('addedCpuUsPerStep', false),
+  ]);
   for (let round = 0; round < rounds; round++) {
     const names = Object.keys(agents);
     const order = names.map((_, i) => names[(i + round) % names.length] as string);
-    const figures: Record<string, number> = {};
+    const figures: Record<string, { wall: number; cpu: number }> = {};
     for (const name of order) figures[name] = await usPerStep(agents[name] as BenchAgent, ms, 10);
+    const none = figures.none as { wall: number; cpu: number };
     for (const name of names) {
-      perStep.get(name)?.push(figures[name] as number);
-      added.get(name)?.push((figures[name] as number) - (figures.none as number));
+      const { wall, cpu } = figures[name] as { wall: number; cpu: number };
+      collected.get(`usPerStep@${name}`)?.push(wall);
+      collected.get(`addedUsPerStep@${name}`)?.push(wall - none.wall);
+      collected.get(`cpuUsPerStep@${name}`)?.push(cpu);
+      collected.get(`addedCpuUsPerStep@${name}`)?.push(cpu - none.cpu);
     }
   }
   const metrics: Record<string, number> = { rounds };
@@ -155,8 +177,7 @@ export async function measureW1Guardrails(quick: boolean): Promise<Record<string
     for (let round = 0; round < rounds; round++) values.push(await usPerCheck(guardrail, quick ? 150 : 400));
     metrics[`usPerCheck@${kind}`] = median(values);
   }
-  for (const [name, values] of perStep) metrics[`usPerStep@${name}`] = median(values);
-  for (const [name, values] of added) metrics[`addedUsPerStep@${name}`] = median(values);
+  for (const [key, values] of collected) metrics[key] = median(values);
   return metrics;
 }
 
