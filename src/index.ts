@@ -116,6 +116,15 @@ export {
 export type { SyncSessionStore } from './persistence/sync-store.ts';
 export * from './policies/index.ts';
 export {
+  type ByRoleOptions,
+  type PermissionDecision,
+  type PermissionDecisionKind,
+  type PermissionRequest,
+  permissions,
+  type RoleTable,
+  type ToolPermissionPolicy,
+} from './policies/tool-permissions.ts';
+export {
   type BudgetsConfig,
   createResourceManager,
   type Grant,

@@ -5,6 +5,7 @@ import { isModelProvider, type ModelProvider, type ModelSettings, type OutputSpe
 import { checkModelSettings } from '../core/model-settings.ts';
 import { checkOptionObject, isPlainObject } from '../core/options.ts';
 import { isPrototypeName } from '../core/records.ts';
+import type { ToolPermissionPolicy } from '../policies/tool-permissions.ts';
 import type { ContextType, Instructions } from '../run/run-context.ts';
 import { ToolRegistry } from '../tools/registry.ts';
 import { type Tool, toJsonSchema } from '../tools/tool.ts';
@@ -43,6 +44,13 @@ export interface AgentOptions<
    * satisfies; an agent that declares no context takes no such tool.
    */
   tools?: (TTools & ToolsFor<TTools, NoInfer<TContext>>) | undefined;
+  /**
+   * Decides for each tool call, before it runs, whether this caller may make it: `allow`, `deny` (the model gets an
+   * error result; the tool never runs) or `ask` (the call waits for a person, as with `needsApproval`). It gets the
+   * run context, e.g. `permissions.byRole({ admin: ['*'], user: ['search'] }, (context) => context.role)`. A policy
+   * that throws denies. Every decision to deny or ask is a `permission` event.
+   */
+  permissions?: ToolPermissionPolicy<NoInfer<TContext>> | undefined;
   /** A zod schema for a structured final answer; the result's `output` is typed from it. */
   output?: TSchema | undefined;
   limits?: AgentLimits | undefined;
@@ -88,6 +96,8 @@ export interface Agent<TOutput = undefined, TContext = unknown> {
   readonly handoffInputFilter: HandoffInputFilter | undefined;
   readonly maxHandoffDepth: number;
   readonly maxHandoffRevisits: number;
+  /** The tool-permission policy, if any (see AgentOptions.permissions). */
+  readonly permissions: ToolPermissionPolicy<TContext> | undefined;
 }
 
 /** The context an agent's tools get: its own, or `undefined` for an agent that declares none. */
@@ -124,6 +134,7 @@ const agentOptionKeys: readonly string[] = [
   'handoffInputFilter',
   'maxHandoffDepth',
   'maxHandoffRevisits',
+  'permissions',
 ];
 
 /**
@@ -150,6 +161,10 @@ export function defineAgent<
   checkOptionObject(options, agentOptionKeys, where);
   if (typeof options.instructions !== 'string' && typeof options.instructions !== 'function')
     throw new ConfigError(`${where}: instructions must be a string or a function of the run context.`);
+  if (options.permissions !== undefined && typeof options.permissions !== 'function')
+    throw new ConfigError(
+      `${where}: permissions must be a function (call, info) => 'allow' | 'deny' | 'ask', e.g. permissions.byRole(...).`,
+    );
   if (options.contextType !== undefined && options.contextType?.kind !== 'context-type')
     throw new ConfigError(`${where}: contextType must be contextType<YourContext>().`);
   if (!isModelProvider(options.model)) {
@@ -195,6 +210,7 @@ export function defineAgent<
     handoffInputFilter: options.handoffInputFilter,
     maxHandoffDepth: count('maxHandoffDepth', defaultMaxHandoffDepth),
     maxHandoffRevisits: count('maxHandoffRevisits', defaultMaxHandoffRevisits),
+    permissions: options.permissions,
   });
 }
 

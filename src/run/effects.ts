@@ -12,6 +12,7 @@ import { estimateRequest, resourcesOf } from '../resources/resource-binding.ts';
 import type { Grant } from '../resources/resource-manager.ts';
 import { type ClassifiedCalls, classifyCalls, type DecidedOutcomes } from './approval-check.ts';
 import { normalizeResponse } from './normalize-response.ts';
+import { checkPermission } from './permission-check.ts';
 import { reportFatal, takeNestedSteps } from './run-hooks.ts';
 import { contextInfoOf, emitFrom, type RunRuntime, runtimeOf } from './run-runtime.ts';
 import { redactArgs, secretKeysOf, streamedArgumentsGuard, toolCallEventData } from './secrets.ts';
@@ -204,6 +205,7 @@ class EffectsInstance {
       ...where,
       agent: runtime.agent.name,
       replayed: (call) => durable?.replayTool(command.step, call.id),
+      permit: runtime.agent.permissions ? (call) => checkPermission(runtime, call) : undefined,
     });
     if (classified instanceof Promise)
       void classified.then((sorted) => this.#runBatch(runtime, command, where, sorted));
@@ -220,6 +222,7 @@ class EffectsInstance {
     const durable = runtime.durable;
     const signal = this.#controller.signal;
     if (this.#closed) return;
+    for (const verdict of classified.permissions) emitFrom(runtime, 'permission', verdict);
     emitDecided(runtime, classified.decided);
     void runToolBatch({
       calls: classified.runnable,
