@@ -68,6 +68,7 @@ export interface SessionRunOptions
   clock?: import('../core/clock.ts').Clock | undefined;
   inspect?: InspectObserver | undefined;
   onApproval?: ApprovalHandler | undefined;
+  audit?: import('../audit/audit-log.ts').AuditLog | undefined;
 }
 
 /**
@@ -88,6 +89,8 @@ export function runInSession<TOutput>(
   const environment = defaultEnvironment(options.clock ?? systemClock);
   // Without a handler nobody can decide: a permission policy's `ask` then denies instead of waiting forever.
   if (options.onApproval === undefined) environment.peopleCanDecide = false;
+  const audit = options.audit;
+  if (audit) environment.onEvent = (event) => audit.observe(event);
   if (options.inspect) environment.inspect = options.inspect;
   if (placement) environment.placement = placement;
   const sessionOptions: SessionOptions = {};

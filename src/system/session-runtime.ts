@@ -336,6 +336,7 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
         });
       }
     } catch (error) {
+      this.#environment.onConfigError?.('send()', error);
       return Promise.reject(error);
     }
     const status = this.#status;
