@@ -1,8 +1,9 @@
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type AuditRecord, createAuditLog, jsonlAuditSink, memoryAuditSink, verifyAuditLog } from 'troupe';
+import { type AuditRecord, createAuditLog, jsonlAuditSink, verifyAuditLog } from 'troupe';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { hashOfRecord } from '../../src/audit/audit-record.ts';
 
 let directory = '';
 beforeEach(async () => {
@@ -50,20 +51,24 @@ describe('verifyAuditLog', () => {
     });
   });
 
-  it('detects an edited field even when the attacker recomputes that record hash', async () => {
-    const { path, lines } = await fiveRecords();
+  it('detects an edited record whose hash was recomputed, and a rewritten tail given the known head', async () => {
+    const { lines, last } = await fiveRecords();
     const records = lines.map((line) => JSON.parse(line) as AuditRecord);
-    const forged = createAuditLog({ sink: memoryAuditSink() });
-    // A forged record with a valid hash of its own cannot name the real predecessor and keep the successor's link.
-    const fake = forged.record({
-      type: 'permission',
-      sessionId: 's',
-      agent: 'a',
-      route: 'a',
-      data: { i: 9 },
+    const rehash = (record: AuditRecord): AuditRecord => ({ ...record, hash: hashOfRecord(record) });
+    // The edited record is consistent on its own, but the next one names the original's hash.
+    records[1] = rehash({ ...(records[1] as AuditRecord), data: { i: 9 } });
+    expect(verifyAuditLog(records)).toMatchObject({
+      ok: false,
+      at: 3,
+      reason: expect.stringContaining('prevHash'),
     });
-    records[1] = { ...fake, seq: 2, prevHash: (records[0] as AuditRecord).hash };
-    expect(verifyAuditLog(records)).toMatchObject({ ok: false, at: 2 });
+    // Rewriting every record after it makes a consistent chain: only the head kept elsewhere tells.
+    for (let i = 2; i < records.length; i++)
+      records[i] = rehash({ ...(records[i] as AuditRecord), prevHash: (records[i - 1] as AuditRecord).hash });
+    expect(verifyAuditLog(records)).toEqual({ ok: true, count: 5 });
+    expect(verifyAuditLog(records, { head: { seq: last.seq, hash: last.hash } })).toMatchObject({
+      ok: false,
+    });
   });
 
   it('detects a deleted line', async () => {
