@@ -28,7 +28,9 @@ export interface PermissionVerdict {
   reason?: string;
 }
 
-interface CheckPlace extends Omit<ApprovalCheckContext, 'callId'> {
+interface CheckPlace extends Omit<ApprovalCheckContext, 'callId' | 'context'> {
+  /** The run context, for approval predicates. */
+  context?: unknown;
   /** A call's outcome recorded before a restart: it is not asked about again. */
   replayed: (call: ToolCall) => ToolOutcome | undefined;
   /** The agent's permission policy, already bound to the run context; it never throws (see checkPermission). */
@@ -153,6 +155,7 @@ function peopleVerdict(
   if (found.needsApproval === true) return { type: 'wait', kind: 'approval' };
   if (typeof found.needsApproval !== 'function') return run;
   const context: ApprovalCheckContext = {
+    context: place.context,
     sessionId: place.sessionId,
     agent: place.agent,
     callId: call.id,

@@ -204,6 +204,7 @@ class EffectsInstance {
     const classified = classifyCalls(runtime.agent.tools, command.calls, command.decisions, {
       ...where,
       agent: runtime.agent.name,
+      context: runtime.context,
       replayed: (call) => durable?.replayTool(command.step, call.id),
       permit: runtime.agent.permissions ? (call) => checkPermission(runtime, call) : undefined,
     });

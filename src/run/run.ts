@@ -233,14 +233,15 @@ export async function run<TOutput, TContext = unknown>(
   const options: RunOptions = given[0] === undefined ? {} : given[0];
   try {
     checkRunArguments(agent, input, options, 'run()');
+    // Handoffs and fatal tools need a session supervisor; a plain agent keeps the one-actor hot path.
+    if (agent?.kind === 'agent' && needsSession(agent as Agent<unknown>))
+      return await runInSession(agent, input, options).result;
+    return await startRun(agent, input, options).result;
   } catch (error) {
+    // Only bad input rejects (the result promise never does): a ConfigError goes to the audit log.
     auditConfigError(auditOf(options), 'run()', error);
     throw error;
   }
-  // Handoffs and fatal tools need a session supervisor; a plain agent keeps the one-actor hot path.
-  if (agent?.kind === 'agent' && needsSession(agent as Agent<unknown>))
-    return runInSession(agent, input, options).result;
-  return startRun(agent, input, options).result;
 }
 
 /** A streaming run: iterate its events with `for await`, and await `result` for the outcome. */

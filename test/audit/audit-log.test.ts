@@ -251,6 +251,30 @@ describe('the audit log', () => {
     expect(bytes.includes(Buffer.from(contextSecret))).toBe(false);
   });
 
+  it('records the ConfigError of a run() that could never be decided on', async () => {
+    const sink = memoryAuditSink();
+    const audit = createAuditLog({ sink });
+    const asking = defineAgent({
+      name: 'asking',
+      instructions: '',
+      model: scriptedModel([]),
+      tools: [
+        tool({
+          name: 'pay',
+          description: 'Pays.',
+          input: z.object({}),
+          needsApproval: true,
+          execute: () => 'paid',
+        }),
+      ],
+    });
+    await expect(run(asking, 'go', { audit })).rejects.toThrow(ConfigError);
+    await audit.flush();
+    expect(sink.records.map((record) => record.data)).toMatchObject([
+      { where: 'run()', code: 'config_invalid', message: expect.stringContaining('onApproval') },
+    ]);
+  });
+
   it('refuses records once closed, and an option that is not an audit log', async () => {
     const audit = createAuditLog();
     await audit.close();
