@@ -7,6 +7,23 @@ export {
   type OutputOf,
 } from './agent/define-agent.ts';
 export type { HandoffInputFilter, HandoffTarget } from './agent/handoff.ts';
+export {
+  type AuditEntry,
+  type AuditLog,
+  type AuditLogOptions,
+  auditEntryOf,
+  createAuditLog,
+} from './audit/audit-log.ts';
+export type { AuditHead, AuditRecord, AuditRecordType } from './audit/audit-record.ts';
+export type { AuditSink } from './audit/audit-sink.ts';
+export { type JsonlAuditSinkOptions, jsonlAuditSink } from './audit/jsonl-audit-sink.ts';
+export { type MemoryAuditSink, memoryAuditSink } from './audit/memory-audit-sink.ts';
+export { sqliteAuditSink } from './audit/sqlite-audit-sink.ts';
+export {
+  type AuditVerification,
+  type VerifyAuditLogOptions,
+  verifyAuditLog,
+} from './audit/verify-audit-log.ts';
 export type {
   ApprovalDecision,
   ApprovalRecord,
@@ -128,6 +145,15 @@ export {
 export type { SyncSessionStore } from './persistence/sync-store.ts';
 export type { GuardrailVerdict } from './policies/guardrail-verdict.ts';
 export * from './policies/index.ts';
+export {
+  type ByRoleOptions,
+  type PermissionDecision,
+  type PermissionDecisionKind,
+  type PermissionRequest,
+  permissions,
+  type RoleTable,
+  type ToolPermissionPolicy,
+} from './policies/tool-permissions.ts';
 export {
   type BudgetsConfig,
   createResourceManager,

@@ -10,6 +10,7 @@ import {
   type AgentGuardrails,
   resolveGuardrails,
 } from '../guardrails/guardrail.ts';
+import type { ToolPermissionPolicy } from '../policies/tool-permissions.ts';
 import type { ContextType, Instructions } from '../run/run-context.ts';
 import { ToolRegistry } from '../tools/registry.ts';
 import { type Tool, toJsonSchema } from '../tools/tool.ts';
@@ -48,6 +49,13 @@ export interface AgentOptions<
    * satisfies; an agent that declares no context takes no such tool.
    */
   tools?: (TTools & ToolsFor<TTools, NoInfer<TContext>>) | undefined;
+  /**
+   * Decides for each tool call, before it runs, whether this caller may make it: `allow`, `deny` (the model gets an
+   * error result; the tool never runs) or `ask` (the call waits for a person, as with `needsApproval`). It gets the
+   * run context, e.g. `permissions.byRole({ admin: ['*'], user: ['search'] }, (context) => context.role)`. A policy
+   * that throws denies. Every decision to deny or ask is a `permission` event.
+   */
+  permissions?: ToolPermissionPolicy<NoInfer<TContext>> | undefined;
   /** A zod schema for a structured final answer; the result's `output` is typed from it. */
   output?: TSchema | undefined;
   limits?: AgentLimits | undefined;
@@ -100,6 +108,8 @@ export interface Agent<TOutput = undefined, TContext = unknown> {
   readonly maxHandoffRevisits: number;
   /** The agent's guardrails by when they run; undefined when it has none. */
   readonly guardrails: AgentGuardrails | undefined;
+  /** The tool-permission policy, if any (see AgentOptions.permissions). */
+  readonly permissions: ToolPermissionPolicy<TContext> | undefined;
 }
 
 /** The context an agent's tools get: its own, or `undefined` for an agent that declares none. */
@@ -137,6 +147,7 @@ const agentOptionKeys: readonly string[] = [
   'maxHandoffDepth',
   'maxHandoffRevisits',
   'guardrails',
+  'permissions',
 ];
 
 /**
@@ -163,6 +174,10 @@ export function defineAgent<
   checkOptionObject(options, agentOptionKeys, where);
   if (typeof options.instructions !== 'string' && typeof options.instructions !== 'function')
     throw new ConfigError(`${where}: instructions must be a string or a function of the run context.`);
+  if (options.permissions !== undefined && typeof options.permissions !== 'function')
+    throw new ConfigError(
+      `${where}: permissions must be a function (call, info) => 'allow' | 'deny' | 'ask', e.g. permissions.byRole(...).`,
+    );
   if (options.contextType !== undefined && options.contextType?.kind !== 'context-type')
     throw new ConfigError(`${where}: contextType must be contextType<YourContext>().`);
   if (!isModelProvider(options.model)) {
@@ -209,6 +224,7 @@ export function defineAgent<
     maxHandoffDepth: count('maxHandoffDepth', defaultMaxHandoffDepth),
     maxHandoffRevisits: count('maxHandoffRevisits', defaultMaxHandoffRevisits),
     guardrails: resolveGuardrails(options.guardrails, where),
+    permissions: options.permissions,
   });
 }
 

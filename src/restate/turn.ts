@@ -285,6 +285,8 @@ class TurnHost implements PeopleWaitHost, CheckpointSource {
       sessionId: this.ctx.key,
       route: name,
       turn: this.#turn.number,
+      // Restate sessions wait for approvals durably: a permission policy may ask a person.
+      peopleCanDecide: true,
       durable: this.#durableFor(name),
       runEffect,
     };

@@ -15,6 +15,7 @@ import type { Grant } from '../resources/resource-manager.ts';
 import { type ClassifiedCalls, classifyCalls, type DecidedOutcomes } from './approval-check.ts';
 import { checkGuardrails, type GuardrailPlace } from './guardrail-checks.ts';
 import { normalizeResponse } from './normalize-response.ts';
+import { checkPermission } from './permission-check.ts';
 import { reportFatal, takeNestedSteps } from './run-hooks.ts';
 import { contextInfoOf, emitFrom, type RunRuntime, runtimeOf } from './run-runtime.ts';
 import { redactArgs, secretKeysOf, streamedArgumentsGuard, toolCallEventData } from './secrets.ts';
@@ -359,7 +360,9 @@ class EffectsInstance {
     const classified = classifyCalls(runtime.agent.tools, command.calls, command.decisions, {
       ...where,
       agent: runtime.agent.name,
+      context: runtime.context,
       replayed: (call) => durable?.replayTool(command.step, call.id),
+      permit: runtime.agent.permissions ? (call) => checkPermission(runtime, call) : undefined,
     });
     if (classified instanceof Promise)
       void classified.then((sorted) => this.#runBatch(runtime, command, where, sorted));
@@ -376,6 +379,7 @@ class EffectsInstance {
     const durable = runtime.durable;
     const signal = this.#controller.signal;
     if (this.#closed) return;
+    for (const verdict of classified.permissions) emitFrom(runtime, 'permission', verdict);
     emitDecided(runtime, classified.decided);
     void runToolBatch({
       calls: classified.runnable,

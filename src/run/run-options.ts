@@ -104,6 +104,11 @@ const anyInput: FieldCheck = (value, where, key) => {
   checkRunInput(value, `${where}: ${key}`);
 };
 
+const auditLog: FieldCheck = (value, where, key) => {
+  if ((value as { kind?: unknown } | null)?.kind !== 'audit-log')
+    wrong(where, key, 'an audit log from createAuditLog()', value);
+};
+
 /** Any value: the run context is the caller's own (checked by its type at compile time). */
 const anyValue: FieldCheck = () => undefined;
 
@@ -120,6 +125,7 @@ const runChecks = {
   tenant: nonEmptyString,
   parentScope: nonEmptyString,
   onApproval: listener,
+  audit: auditLog,
 } satisfies Record<string, FieldCheck>;
 
 const sessionChecks = {
@@ -186,6 +192,7 @@ const systemChecks = {
   supervision,
   clock,
   resources: resourcesOrConfig,
+  audit: auditLog,
 } satisfies Record<string, FieldCheck>;
 
 function checkOptions(options: unknown, checks: Record<string, FieldCheck>, where: string): void {

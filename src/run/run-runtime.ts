@@ -34,6 +34,11 @@ export interface RunRuntime {
    * the model, events, the store or the inspector. A session's agents read it through a getter (a turn may replace it).
    */
   context?: unknown;
+  /**
+   * Whether a person can decide on calls that wait (a session, or a run with onApproval): a permission policy's
+   * `ask` waits then, and is a denial otherwise. Default false.
+   */
+  peopleCanDecide?: boolean;
   /** Write-ahead persistence, for a run inside a session; absent for a plain run. */
   durable?: DurableRun;
   /**

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createActor, type InspectionEvent, type Observer, type SnapshotFrom } from 'xstate';
 import type { Agent } from '../agent/define-agent.ts';
+import { type AuditLog, auditConfigError } from '../audit/audit-log.ts';
 import { abortReason } from '../core/abort.ts';
 import { AsyncQueue } from '../core/async-queue.ts';
 import { type Clock, systemClock } from '../core/clock.ts';
@@ -69,6 +70,11 @@ export interface RunOptions {
    * promise of one). Required when the agent has such tools; in a session, decide with `session.approve()` instead.
    */
   onApproval?: ApprovalHandler | undefined;
+  /**
+   * The audit log (createAuditLog) to record this run's security-relevant events in: guardrail, permission,
+   * approval, budget, redaction and breaker events (and a ConfigError this call is refused with).
+   */
+  audit?: AuditLog | undefined;
 }
 
 /**
@@ -114,6 +120,8 @@ function startRun<TOutput>(
     bus,
   });
   beforeStart?.(bus);
+  const audit = options.audit;
+  if (audit) bus.subscribe((event) => audit.observe(event));
   const origin = placement?.origin;
   const runtime: RunRuntime = {
     agent: agent as Agent<unknown>,
@@ -225,11 +233,17 @@ export async function run<TOutput, TContext = unknown>(
   ...given: OptionsWithContext<RunOptions, NoInfer<TContext>>
 ): Promise<RunResult<TOutput>> {
   const options: RunOptions = given[0] === undefined ? {} : given[0];
-  checkRunArguments(agent, input, options, 'run()');
-  // Handoffs and fatal tools need a session supervisor; a plain agent keeps the one-actor hot path.
-  if (agent?.kind === 'agent' && needsSession(agent as Agent<unknown>))
-    return runInSession(agent, input, options).result;
-  return startRun(agent, input, options).result;
+  try {
+    checkRunArguments(agent, input, options, 'run()');
+    // Handoffs and fatal tools need a session supervisor; a plain agent keeps the one-actor hot path.
+    if (agent?.kind === 'agent' && needsSession(agent as Agent<unknown>))
+      return await runInSession(agent, input, options).result;
+    return await startRun(agent, input, options).result;
+  } catch (error) {
+    // Only bad input rejects (the result promise never does): a ConfigError goes to the audit log.
+    auditConfigError(auditOf(options), 'run()', error);
+    throw error;
+  }
 }
 
 /** A streaming run: iterate its events with `for await`, and await `result` for the outcome. */
@@ -266,7 +280,12 @@ export function streamPlaced<TOutput>(
   options: RunOptions,
   placement?: NestedPlacement,
 ): RunStream<TOutput> {
-  checkRunArguments(agent, input, options, 'stream()');
+  try {
+    checkRunArguments(agent, input, options, 'stream()');
+  } catch (error) {
+    auditConfigError(auditOf(options), 'stream()', error);
+    throw error;
+  }
   if (agent?.kind === 'agent' && needsSession(agent as Agent<unknown>)) {
     const session = runInSession(agent, input, options, placement);
     const events = session.events;
@@ -350,6 +369,12 @@ async function* stepsFrom(
   }
   const final = await result;
   if (final.status === 'completed') yield { type: 'final_response', agent: final.agent, text: final.text };
+}
+
+/** The audit log of options that may be malformed (a ConfigError is being reported). */
+function auditOf(options: unknown): AuditLog | undefined {
+  const audit = (options as { audit?: { kind?: unknown } } | null | undefined)?.audit;
+  return audit?.kind === 'audit-log' ? (audit as AuditLog) : undefined;
 }
 
 /** A machine that errored (a bug of ours) still yields an honest failed result with the transcript so far. */

@@ -87,6 +87,7 @@ export function delegatorFor(host: DelegationHost, callerKey: string): Delegator
       get context() {
         return caller?.context;
       },
+      peopleCanDecide: caller?.peopleCanDecide === true,
       durable: host.durability.runFor({ route, nested: true }),
       resourceScope: host.resourceScope,
     });

@@ -34,6 +34,8 @@ export function registerSessionAgents(options: {
   placement?: NestedPlacement | undefined;
   /** The run context of the turn in progress (a turn may replace the session's). */
   context: () => unknown;
+  /** Whether people can decide on waiting calls (see RunRuntime.peopleCanDecide). */
+  peopleCanDecide: boolean;
 }): { descriptors: Record<string, AgentDescriptor>; dispose: () => void } {
   const { sessionId, agents, bus, clock, durability, actor, placement } = options;
   // In a caller's session, every agent of this one sits where the called agent does: `caller>callId/<name>`.
@@ -64,6 +66,7 @@ export function registerSessionAgents(options: {
       get context() {
         return options.context();
       },
+      peopleCanDecide: options.peopleCanDecide,
       durable: durability.runFor({ route: name, nested: false }),
       resourceScope: options.resourceScope,
     });

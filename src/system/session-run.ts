@@ -52,7 +52,7 @@ export function toolAskingPeople(agent: Agent<unknown>, seen = new Set<Agent<unk
  * session pauses for them). A plain agent keeps the single-actor hot path.
  */
 export function needsSession(agent: Agent<unknown>): boolean {
-  return needsSupervisor(agent) || toolAskingPeople(agent) !== null;
+  return needsSupervisor(agent) || toolAskingPeople(agent) !== null || agent.permissions !== undefined;
 }
 
 /**
@@ -68,6 +68,7 @@ export interface SessionRunOptions
   clock?: import('../core/clock.ts').Clock | undefined;
   inspect?: InspectObserver | undefined;
   onApproval?: ApprovalHandler | undefined;
+  audit?: import('../audit/audit-log.ts').AuditLog | undefined;
 }
 
 /**
@@ -86,6 +87,10 @@ export function runInSession<TOutput>(
       `Tool ${asker} waits for a person's decision: pass onApproval to run() or stream(), or run the agent in a session (createAgentSystem().spawn()) and decide with session.approve() / reject() / answer().`,
     );
   const environment = defaultEnvironment(options.clock ?? systemClock);
+  // Without a handler nobody can decide: a permission policy's `ask` then denies instead of waiting forever.
+  if (options.onApproval === undefined) environment.peopleCanDecide = false;
+  const audit = options.audit;
+  if (audit) environment.onEvent = (event) => audit.observe(event);
   if (options.inspect) environment.inspect = options.inspect;
   if (placement) environment.placement = placement;
   const sessionOptions: SessionOptions = {};

@@ -159,6 +159,7 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
       resourceScope: () => this.#controls.scope ?? this.id,
       placement: environment.placement,
       context: () => this.#context,
+      peopleCanDecide: environment.peopleCanDecide !== false,
     });
     this.#disposers.push(agents.dispose);
     this.#actor = this.#createActor(agents.descriptors);
@@ -335,6 +336,7 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
         });
       }
     } catch (error) {
+      this.#environment.onConfigError?.('send()', error);
       return Promise.reject(error);
     }
     const status = this.#status;

@@ -87,6 +87,10 @@ export interface SessionEnvironment {
    * session (the session id, route and turn their tools see).
    */
   placement?: NestedPlacement | undefined;
+  /** A call to the session (send()) was refused with a ConfigError: for the audit log. */
+  onConfigError?: ((where: string, error: unknown) => void) | undefined;
+  /** False when nobody can decide on waiting calls (a run() without onApproval); default true. */
+  peopleCanDecide?: boolean | undefined;
   /** False once the system drains or shuts down: sessions take no new messages. */
   accepting?: (() => boolean) | undefined;
 }

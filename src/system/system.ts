@@ -1,4 +1,5 @@
 import type { Agent } from '../agent/define-agent.ts';
+import { type AuditLog, auditConfigError } from '../audit/audit-log.ts';
 import type { ApprovalDecision, ApprovalRecord } from '../core/approvals.ts';
 import { statusOfDecision } from '../core/approvals.ts';
 import { AsyncQueue } from '../core/async-queue.ts';
@@ -56,6 +57,11 @@ export interface AgentSystemOptions {
   approvalPollMs?: number | undefined;
   /** Committed events each session keeps in memory for readers (older ones come from the store). Default 10,000. */
   maxBufferedEvents?: number | undefined;
+  /**
+   * The audit log (createAuditLog) of every session: guardrail, permission, approval, budget, redaction and breaker
+   * events, and configuration errors of calls to the system. `shutdown()` flushes it.
+   */
+  audit?: AuditLog | undefined;
 }
 
 /** How `shutdown()` treats the turns in flight. */
@@ -171,6 +177,7 @@ export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem
         ? createResourceManager({ clock: options.clock, ...definedFields(given as ResourceManagerConfig) })
         : (given as ResourceManager);
   const store = options.store ?? createMemoryStore();
+  const audit = options.audit;
   const environment: SessionEnvironment = {
     clock: options.clock ?? systemClock,
     store,
@@ -178,8 +185,10 @@ export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem
     agents,
     supervision: { ...defaultSupervision, ...definedFields(options.supervision) },
     onEvent: (event: RunEvent) => {
+      audit?.observe(event);
       for (const stream of streams) stream.push(event);
     },
+    onConfigError: (where: string, error: unknown) => auditConfigError(audit, where, error),
     onClose: (session: Session) => {
       if (sessions.get(session.id) === session) sessions.delete(session.id);
     },
@@ -258,73 +267,100 @@ export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem
     });
   };
 
+  const spawnSession = <TOutput>(agent: Agent<TOutput>, input: RunInput, spawnOptions: SessionOptions) => {
+    checkSessionOptions(spawnOptions, 'spawn()');
+    refuseWhenClosed('spawn()');
+    if (spawnOptions.id !== undefined && sessions.has(spawnOptions.id))
+      throw new ConfigError(`spawn(): a session with id "${spawnOptions.id}" is already running.`);
+    if (spawnOptions.id !== undefined) {
+      const existing = store.load(spawnOptions.id);
+      if (existing instanceof Promise) existing.catch(() => undefined);
+      else if (existing)
+        throw new ConfigError(
+          `spawn(): the store already holds a session "${spawnOptions.id}": continue it with restore() or recover(), or pick another id.`,
+        );
+    }
+    return start(agent, input, spawnOptions, { kind: 'fresh' });
+  };
+  const restoreSession = async <TOutput>(
+    id: string,
+    entry: Agent<TOutput>,
+    restoreOptions: RestoreOptions,
+  ) => {
+    checkRestoreOptions(restoreOptions, 'restore()');
+    if (sessions.has(id)) throw new ConfigError(`restore(): session "${id}" is running already.`);
+    refuseWhenClosed('restore()');
+    const stored = await store.load(id);
+    refuseWhenClosed('restore()');
+    if (sessions.has(id)) throw new ConfigError(`restore(): session "${id}" is running already.`);
+    if (!stored) throw new ConfigError(`restore(): the store holds nothing for session "${id}".`);
+    const { input, ...rest } = restoreOptions;
+    return resumeStored(entry, stored, input, rest);
+  };
+  const recoverSessions = async (recoverOptions: RecoverOptions): Promise<RecoverResult> => {
+    checkOptionObject(recoverOptions as unknown, ['ids', 'context', 'contextFor'], 'recover(): options');
+    if (recoverOptions.contextFor !== undefined && typeof recoverOptions.contextFor !== 'function')
+      throw new ConfigError('recover(): contextFor must be a function of { id, entry }.');
+    refuseWhenClosed('recover()');
+    const wanted = recoverOptions.ids ? new Set(recoverOptions.ids) : undefined;
+    const result: RecoverResult = { sessions: [], failures: [] };
+    const listed = await store.list({ status: resumableStatuses });
+    for (const summary of listed) {
+      if (wanted && !wanted.has(summary.id)) continue;
+      if (sessions.has(summary.id) || !accepting) continue;
+      try {
+        const stored = await store.load(summary.id);
+        if (!stored?.session.turn) continue;
+        const entry = stored.session.entry;
+        const context = recoverOptions.contextFor
+          ? recoverOptions.contextFor({ id: summary.id, entry })
+          : recoverOptions.context;
+        result.sessions.push(
+          resumeStored(entryOf(entry), stored, undefined, context === undefined ? {} : { context }),
+        );
+      } catch (error) {
+        result.failures.push({
+          id: summary.id,
+          error:
+            error instanceof TroupeError
+              ? error
+              : new TroupeError('recover_failed', `Session "${summary.id}": ${String(error)}`, {
+                  cause: error,
+                }),
+        });
+      }
+    }
+    return result;
+  };
+
   return {
     spawn(agent, input, ...given) {
-      const spawnOptions: SessionOptions = given[0] === undefined ? {} : given[0];
-      checkSessionOptions(spawnOptions, 'spawn()');
-      refuseWhenClosed('spawn()');
-      if (spawnOptions.id !== undefined && sessions.has(spawnOptions.id))
-        throw new ConfigError(`spawn(): a session with id "${spawnOptions.id}" is already running.`);
-      if (spawnOptions.id !== undefined) {
-        const existing = store.load(spawnOptions.id);
-        if (existing instanceof Promise) existing.catch(() => undefined);
-        else if (existing)
-          throw new ConfigError(
-            `spawn(): the store already holds a session "${spawnOptions.id}": continue it with restore() or recover(), or pick another id.`,
-          );
+      try {
+        return spawnSession(agent, input, given[0] === undefined ? {} : given[0]);
+      } catch (error) {
+        auditConfigError(audit, 'spawn()', error);
+        throw error;
       }
-      return start(agent, input, spawnOptions, { kind: 'fresh' });
     },
     async restore(id, entry, ...given) {
-      const restoreOptions: RestoreOptions = given[0] === undefined ? {} : given[0];
-      checkRestoreOptions(restoreOptions, 'restore()');
-      if (sessions.has(id)) throw new ConfigError(`restore(): session "${id}" is running already.`);
-      refuseWhenClosed('restore()');
-      const stored = await store.load(id);
-      refuseWhenClosed('restore()');
-      if (sessions.has(id)) throw new ConfigError(`restore(): session "${id}" is running already.`);
-      if (!stored) throw new ConfigError(`restore(): the store holds nothing for session "${id}".`);
-      const { input, ...rest } = restoreOptions;
-      return resumeStored(entry, stored, input, rest);
+      try {
+        return await restoreSession(id, entry, given[0] === undefined ? {} : given[0]);
+      } catch (error) {
+        auditConfigError(audit, 'restore()', error);
+        throw error;
+      }
+    },
+    async recover(recoverOptions = {}) {
+      try {
+        return await recoverSessions(recoverOptions);
+      } catch (error) {
+        auditConfigError(audit, 'recover()', error);
+        throw error;
+      }
     },
     async interrupted() {
       const listed = await store.list({ status: resumableStatuses });
       return listed.filter((summary) => !sessions.has(summary.id));
-    },
-    async recover(recoverOptions = {}) {
-      checkOptionObject(recoverOptions as unknown, ['ids', 'context', 'contextFor'], 'recover(): options');
-      if (recoverOptions.contextFor !== undefined && typeof recoverOptions.contextFor !== 'function')
-        throw new ConfigError('recover(): contextFor must be a function of { id, entry }.');
-      refuseWhenClosed('recover()');
-      const wanted = recoverOptions.ids ? new Set(recoverOptions.ids) : undefined;
-      const result: RecoverResult = { sessions: [], failures: [] };
-      const listed = await store.list({ status: resumableStatuses });
-      for (const summary of listed) {
-        if (wanted && !wanted.has(summary.id)) continue;
-        if (sessions.has(summary.id) || !accepting) continue;
-        try {
-          const stored = await store.load(summary.id);
-          if (!stored?.session.turn) continue;
-          const entry = stored.session.entry;
-          const context = recoverOptions.contextFor
-            ? recoverOptions.contextFor({ id: summary.id, entry })
-            : recoverOptions.context;
-          result.sessions.push(
-            resumeStored(entryOf(entry), stored, undefined, context === undefined ? {} : { context }),
-          );
-        } catch (error) {
-          result.failures.push({
-            id: summary.id,
-            error:
-              error instanceof TroupeError
-                ? error
-                : new TroupeError('recover_failed', `Session "${summary.id}": ${String(error)}`, {
-                    cause: error,
-                  }),
-          });
-        }
-      }
-      return result;
     },
     async approvals(query = {}) {
       const stored = await store.approvals({
@@ -391,6 +427,8 @@ export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem
       for (const stream of streams) stream.end();
       streams.clear();
       if (ownsResources) resources?.stop();
+      // Every record so far reaches the sink before shutdown resolves.
+      await audit?.flush().catch(() => undefined);
     },
   };
 }

@@ -106,7 +106,7 @@ type StoredApprovalPredicate<TArgs> = {
 /** What an approval predicate knows about the call. */
 export type ApprovalCheckContext = Pick<
   ToolContext,
-  'sessionId' | 'agent' | 'callId' | 'route' | 'turn' | 'step'
+  'context' | 'sessionId' | 'agent' | 'callId' | 'route' | 'turn' | 'step'
 >;
 
 const toolNamePattern = /^[a-zA-Z0-9_-]{1,64}$/;

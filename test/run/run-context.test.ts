@@ -237,6 +237,36 @@ describe('the run context', () => {
     }
   });
 
+  it('reaches approval predicates', async () => {
+    const asked: string[] = [];
+    const pay = tool({
+      name: 'pay',
+      description: 'Pays.',
+      input: z.object({}),
+      needsApproval: (_args, ctx) => {
+        asked.push((ctx.context as AppContext).user);
+        return false;
+      },
+      execute: () => 'paid',
+    });
+    const agent = defineAgent({
+      name: 'payer',
+      contextType: contextType<AppContext>(),
+      instructions: '',
+      model: scriptedModel([
+        { toolCalls: [{ name: 'pay', args: {} }], stopReason: 'tool_use' },
+        { text: 'ok' },
+      ]),
+      tools: [pay],
+    });
+    const result = await run(agent, 'pay', {
+      context: contextOf('payer'),
+      onApproval: () => ({ type: 'approve' }),
+    });
+    expect(result.status).toBe('completed');
+    expect(asked).toEqual(['payer']);
+  });
+
   it('reaches the tools of a stream()', async () => {
     const seen: AppContext[] = [];
     const agent = defineAgent({
