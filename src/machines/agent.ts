@@ -564,8 +564,8 @@ export const agentMachine = setup({
       text: context.answer.text,
     })),
     /**
-     * A guardrail blocked: the run stops with guardrail_blocked, naming it. A blocked final answer is not kept (nor
-     * its decoded output); a call cancelled by a block counts as made, with its usage when it had finished.
+     * A guardrail blocked: the run stops with guardrail_blocked, naming it. A call cancelled by a block counts as
+     * made, with its usage when it had finished; what it had said is not kept.
      */
     stopGuardrailBlocked: assign(({ context, event }) => {
       const block = blockOf(event);
@@ -574,10 +574,6 @@ export const agentMachine = setup({
         ...stopPatch(context, 'guardrail_blocked', blockedMessage(block)),
         guardrail: block,
       };
-      if (event.type === 'guardrails.done' && block.stage === 'output') {
-        patch.history = withheldAnswer(context, block);
-        patch.answer = noAnswer;
-      }
       if (event.type === 'guardrail.blocked') {
         patch.answer = noAnswer;
         if (event.modelCalled) patch.modelCalls = context.modelCalls + 1;
@@ -585,6 +581,10 @@ export const agentMachine = setup({
       }
       return patch;
     }),
+    /** An output guardrail blocked the final answer: neither its text nor its decoded output is kept. */
+    withholdAnswer: assign(({ context }) =>
+      context.guardrail ? { history: withheldAnswer(context, context.guardrail), answer: noAnswer } : {},
+    ),
     requestTools: sendTo('effects', ({ context }) => ({
       type: 'tools.run' as const,
       step: context.step,
@@ -869,7 +869,11 @@ export const agentMachine = setup({
           entry: 'requestOutputCheck',
           on: {
             'guardrails.done': [
-              { guard: 'guardrailBlocked', target: '#agent.stopped', actions: 'stopGuardrailBlocked' },
+              {
+                guard: 'guardrailBlocked',
+                target: '#agent.stopped',
+                actions: ['stopGuardrailBlocked', 'withholdAnswer'],
+              },
               { target: '#agent.completed', actions: 'completeWithOutput' },
             ],
           },
