@@ -111,8 +111,17 @@ const piiOptions: FieldCheck = (value, where, key) => {
   checkOptionObject(value, ['kinds', 'defaultCountry', 'events', 'inspector', 'model'], `${where}: ${key}`);
 };
 
+const auditLog: FieldCheck = (value, where, key) => {
+  if ((value as { kind?: unknown } | null)?.kind !== 'audit-log')
+    wrong(where, key, 'an audit log from createAuditLog()', value);
+};
+
+/** Any value: the run context is the caller's own (checked by its type at compile time). */
+const anyValue: FieldCheck = () => undefined;
+
 /** What each option of each entry point must be. */
 const runChecks = {
+  context: anyValue,
   history,
   signal: abortSignal,
   sessionId: nonEmptyString,
@@ -124,9 +133,11 @@ const runChecks = {
   parentScope: nonEmptyString,
   onApproval: listener,
   pii: piiOptions,
+  audit: auditLog,
 } satisfies Record<string, FieldCheck>;
 
 const sessionChecks = {
+  context: anyValue,
   id: nonEmptyString,
   signal: abortSignal,
   history,
@@ -142,6 +153,7 @@ const { id: _id, history: _history, ...restoreBase } = sessionChecks;
 const restoreChecks = { ...restoreBase, input: anyInput } satisfies Record<string, FieldCheck>;
 
 const parallelChecks = {
+  context: anyValue,
   signal: abortSignal,
   history,
   clock,
@@ -189,6 +201,7 @@ const systemChecks = {
   clock,
   resources: resourcesOrConfig,
   pii: piiOptions,
+  audit: auditLog,
 } satisfies Record<string, FieldCheck>;
 
 function checkOptions(options: unknown, checks: Record<string, FieldCheck>, where: string): void {
@@ -230,7 +243,11 @@ const positiveMilliseconds: FieldCheck = (value, where, key) => {
 
 /** The options of session.send(): a turn's signal, timeout and budget. */
 export function checkTurnOptions(options: unknown, where: string): void {
-  checkOptions(options, { signal: abortSignal, timeoutMs: positiveMilliseconds, budget: turnBudget }, where);
+  checkOptions(
+    options,
+    { context: anyValue, signal: abortSignal, timeoutMs: positiveMilliseconds, budget: turnBudget },
+    where,
+  );
 }
 
 /** The options of a system's restore(). */

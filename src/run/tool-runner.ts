@@ -2,9 +2,11 @@ import { type BreakerReporter, type CircuitBreaker, sharedBreaker } from '../bre
 import { abortError, onAbort as whenAborted } from '../core/abort.ts';
 import type { Clock } from '../core/clock.ts';
 import { ToolInputError, ToolTimeoutError } from '../core/errors.ts';
+import type { GuardrailBlock } from '../core/guardrail-block.ts';
 import type { JsonValue } from '../core/json.ts';
 import type { ToolCall } from '../core/messages.ts';
 import { reactInvalidReplyTool } from '../core/model.ts';
+import type { Guardrail } from '../guardrails/guardrail.ts';
 import type { ToolOutcome } from '../machines/agent.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
 import type { Tool, ToolContext } from '../tools/tool.ts';
@@ -43,6 +45,8 @@ export interface ToolBatch {
   runtimeKey: string;
   agent: string;
   step: number;
+  /** The caller's run context, handed to every tool as `ctx.context`. */
+  context?: unknown;
   /** Aborted when the run no longer wants the results (abort, timeout, end of run). */
   signal: AbortSignal;
   /**
@@ -68,6 +72,22 @@ export interface ToolBatch {
   onBreaker?: BreakerReporter | undefined;
   /** Runs each call (all its attempts) through a durable executor; see RunRuntime.runEffect. */
   executor?: EffectExecutor;
+  /** The agent's tool guardrails; absent when it has none. */
+  guardrails?: ToolGuardrails;
+}
+
+/** Tool guardrails: checked on a call's validated arguments before it runs, and on its result before the model. */
+export interface ToolGuardrails {
+  input: readonly Guardrail[];
+  output: readonly Guardrail[];
+  /** Runs `guardrails` on one value of `call`; resolves with the block, if one blocked. */
+  check(
+    guardrails: readonly Guardrail[],
+    stage: 'tool_input' | 'tool_output',
+    value: unknown,
+    text: string,
+    call: ToolCall,
+  ): GuardrailBlock | null | Promise<GuardrailBlock | null>;
 }
 
 /**
@@ -172,6 +192,18 @@ async function runToolCall(call: ToolCall, batch: ToolBatch): Promise<ToolOutcom
         .join('; ')}. Arguments received: ${safeJson(redactArgs(call.args, secretKeysOfTool(found)))}`,
     );
   }
+  const guardrails = batch.guardrails;
+  if (guardrails && guardrails.input.length > 0) {
+    // The text (what a judge model reads) has the tool's secret arguments redacted; the value is the real one.
+    const block = await guardrails.check(
+      guardrails.input,
+      'tool_input',
+      parsed.data,
+      safeJson(redactArgs(call.args, secretKeysOfTool(found))),
+      call,
+    );
+    if (block) return blockedOutcome(call, block, guardrails.input, 0);
+  }
   const attempts = 1 + (found.retries ?? batch.retries);
   const timeoutMs = found.timeoutMs ?? batch.timeoutMs;
   let lastError = '';
@@ -182,6 +214,10 @@ async function runToolCall(call: ToolCall, batch: ToolBatch): Promise<ToolOutcom
       const run = () => attemptTool(found, parsed.data, call, batch, attempt, timeoutMs);
       const value = breaker ? await throughBreaker(breaker, run, batch) : await run();
       if (value === breakerOpen) return refused(call, openBreakerAnswer(call.name, breaker));
+      if (guardrails && guardrails.output.length > 0) {
+        const block = await guardrails.check(guardrails.output, 'tool_output', value, toContent(value), call);
+        if (block) return blockedOutcome(call, block, guardrails.output, attempt);
+      }
       return {
         callId: call.id,
         name: call.name,
@@ -262,6 +298,7 @@ function attemptTool(
   timeoutMs: number | null,
 ): Promise<unknown> {
   const context: ToolContext = {
+    context: batch.context,
     signal: batch.signal,
     sessionId: batch.sessionId,
     route: batch.route,
@@ -328,6 +365,30 @@ function refused(call: ToolCall, content: string): ToolOutcome {
     degraded: false,
     attempts: 0,
   };
+}
+
+/**
+ * The outcome of a call a tool guardrail blocked: the model reads that it was blocked (never the blocked result).
+ * With the guardrail's `onBlock: 'stop'` (the default) the outcome carries the block and the run stops.
+ */
+function blockedOutcome(
+  call: ToolCall,
+  block: GuardrailBlock,
+  guardrails: readonly Guardrail[],
+  attempts: number,
+): ToolOutcome {
+  const outcome: ToolOutcome = {
+    callId: call.id,
+    name: call.name,
+    content: `Error: blocked by guardrail "${block.name}": ${block.message}`,
+    isError: true,
+    executed: attempts > 0,
+    degraded: false,
+    attempts,
+  };
+  const blocking = guardrails.find((guardrail) => guardrail.name === block.name);
+  if (blocking?.onBlock !== 'answer') outcome.blocked = block;
+  return outcome;
 }
 
 /** Each tool's secret names (its declared ones and the defaults), built once per tool. */

@@ -83,6 +83,8 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
   #lastContext: SessionContext;
   #watched: { id: string; stop: () => void } | undefined;
   #childSeq = 0;
+  /** The run context of the turn in progress: the session's, until a turn gives its own. Never stored. */
+  #context: unknown;
   readonly #onAbort = () => void this.stop(abortReason(this.#options.signal, 'session'));
 
   constructor(
@@ -102,6 +104,7 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
     this.#turn = new Turn<TOutput>(plan.firstInput);
     this.#queue = plan.queued.map((input) => new Turn<TOutput>(input));
     this.#current = plan.startAgent;
+    this.#context = options.context;
     const { store } = environment;
     this.#bus = new EventBus(this.id, this.#clock, plan.lastSeq + 1);
     attachPii(this.#bus, environment.pii);
@@ -157,6 +160,8 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
       onFatal: (name, error) => this.#crash(name, error),
       resourceScope: () => this.#controls.scope ?? this.id,
       placement: environment.placement,
+      context: () => this.#context,
+      peopleCanDecide: environment.peopleCanDecide !== false,
     });
     this.#disposers.push(agents.dispose);
     this.#actor = this.#createActor(agents.descriptors);
@@ -335,6 +340,7 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
         });
       }
     } catch (error) {
+      this.#environment.onConfigError?.('send()', error);
       return Promise.reject(error);
     }
     const status = this.#status;
@@ -480,6 +486,7 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
 
   /** Arms a starting turn's signal, timeout and budget; a budget that cannot open is reported, not silently dropped. */
   #applyControls(options: TurnOptions): void {
+    if (options.context !== undefined) this.#context = options.context;
     try {
       this.#controls.apply(options, this.#actor.getSnapshot().context.turns + 1);
     } catch (error) {

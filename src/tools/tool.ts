@@ -8,9 +8,10 @@ import { ConfigError } from '../core/errors.ts';
 import type { JsonObject } from '../core/json.ts';
 import { checkOptionObject, describeValue, isPlainObject } from '../core/options.ts';
 import { isPrototypeName } from '../core/records.ts';
+import type { ContextType, RunContextInfo } from '../run/run-context.ts';
 
-/** What a tool's `execute` receives besides its arguments. */
-export interface ToolContext {
+/** What a tool's `execute` receives besides its arguments: the run context (`context`) and where the call sits. */
+export interface ToolContext<TContext = unknown> extends RunContextInfo<TContext> {
   /** Aborted when the call times out, the run is aborted or times out, or the run ends. Pass it on. */
   signal: AbortSignal;
   /** The session's id as the user gave it (or the run's `sessionId`). */
@@ -42,7 +43,7 @@ export interface ToolContext {
  * A tool the model can call. `execute` is declared with method syntax on purpose: it makes `Tool<{ a: number }>`
  * assignable to `Tool` (parameter bivariance), so typed tools fit in an agent's tool list.
  */
-export interface Tool<TArgs = unknown, TResult = unknown> {
+export interface Tool<TArgs = unknown, TResult = unknown, TContext = unknown> {
   readonly kind: 'tool';
   readonly name: string;
   readonly description: string;
@@ -61,15 +62,20 @@ export interface Tool<TArgs = unknown, TResult = unknown> {
   readonly needsApproval: boolean | StoredApprovalPredicate<TArgs>;
   /** Set on tools whose answer comes from a person (`askHuman`): a call waits for `session.answer()`. */
   readonly asksHuman?: true;
-  execute(args: TArgs, context: ToolContext): TResult | Promise<TResult>;
+  execute(args: TArgs, context: ToolContext<TContext>): TResult | Promise<TResult>;
 }
 
-export interface ToolOptions<TSchema extends z.ZodType, TResult> {
+export interface ToolOptions<TSchema extends z.ZodType, TResult, TContext = unknown> {
   /** 1-64 letters, digits, `_` or `-` (the strictest provider's rule). */
   name: string;
   description: string;
   input: TSchema;
-  execute: (args: z.output<TSchema>, context: ToolContext) => TResult | Promise<TResult>;
+  /**
+   * The run context the tool needs, `contextType<AppContext>()`: `ctx.context` is typed by it, and an agent given
+   * this tool must be run with a context of that type.
+   */
+  contextType?: ContextType<TContext> | undefined;
+  execute: (args: z.output<TSchema>, context: ToolContext<TContext>) => TResult | Promise<TResult>;
   /** Overrides the agent's `limits.toolTimeoutMs` for this tool. */
   timeoutMs?: number | undefined;
   /** Overrides the agent's `limits.toolRetries` for this tool. */
@@ -113,12 +119,13 @@ type StoredApprovalPredicate<TArgs> = {
 /** What an approval predicate knows about the call. */
 export type ApprovalCheckContext = Pick<
   ToolContext,
-  'sessionId' | 'agent' | 'callId' | 'route' | 'turn' | 'step'
+  'context' | 'sessionId' | 'agent' | 'callId' | 'route' | 'turn' | 'step'
 >;
 
 const toolNamePattern = /^[a-zA-Z0-9_-]{1,64}$/;
 
 const toolOptionKeys: readonly string[] = [
+  'contextType',
   'needsApproval',
   'name',
   'description',
@@ -137,9 +144,9 @@ const toolOptionKeys: readonly string[] = [
  * misspelled option (`secrets` would leave the secret unprotected), or a retry count or timeout that is not a
  * whole number of attempts or a positive duration.
  */
-export function tool<TSchema extends z.ZodType, TResult>(
-  options: ToolOptions<TSchema, TResult>,
-): Tool<z.output<TSchema>, TResult> {
+export function tool<TSchema extends z.ZodType, TResult, TContext = unknown>(
+  options: ToolOptions<TSchema, TResult, TContext>,
+): Tool<z.output<TSchema>, TResult, TContext> {
   if (!isPlainObject(options)) throw new ConfigError('tool(): options must be an object.');
   const where = `tool(${JSON.stringify(options.name)})`;
   if (typeof options.name !== 'string' || !toolNamePattern.test(options.name)) {
@@ -159,6 +166,8 @@ export function tool<TSchema extends z.ZodType, TResult>(
     );
   }
   if (typeof options.execute !== 'function') throw new ConfigError(`${where}: execute must be a function.`);
+  if (options.contextType !== undefined && options.contextType?.kind !== 'context-type')
+    throw new ConfigError(`${where}: contextType must be contextType<YourContext>().`);
   if (options.fatal !== undefined && typeof options.fatal !== 'boolean')
     throw new ConfigError(`${where}: fatal must be a boolean.`);
   if (

@@ -32,6 +32,37 @@ export const reply = (partial: Partial<ModelResponse>): ModelResponse => ({
 export const goodAnswer = '{"x":1}';
 export const badAnswer = 'not json';
 
+/** A block as the guardrail events of the paths carry it. */
+export const pathBlock = { name: 'g', stage: 'output' as const, message: 'blocked on the path' };
+
+/** What the guardrail states answer: a check that allows, one that blocks. */
+export const guardrailEvents: AgentEvent[] = [
+  { type: 'guardrails.done' },
+  { type: 'guardrails.done', blocked: pathBlock },
+];
+
+/** A block during a model call (a streaming output guardrail's, or a parallel input guardrail's). */
+export const guardrailBlockedEvent: AgentEvent = {
+  type: 'guardrail.blocked',
+  block: pathBlock,
+  modelCalled: true,
+};
+
+/** A batch whose call a tool guardrail blocked. */
+export const toolBlockedEvent: AgentEvent = {
+  type: 'tools.done',
+  results: ['c1', 'c2'].map((callId) => ({
+    callId,
+    name: 't',
+    content: 'Error: blocked by guardrail "g"',
+    isError: true,
+    executed: true,
+    degraded: false,
+    attempts: 1,
+    blocked: { ...pathBlock, stage: 'tool_output' as const, tool: 't', toolCallId: callId },
+  })),
+};
+
 export function modelEvents(hasOutputSchema: boolean): AgentEvent[] {
   const decoded = (ok: boolean) =>
     hasOutputSchema
@@ -126,6 +157,8 @@ export interface PathConfig {
   limits: ResolvedLimits;
   tools: boolean;
   schema: boolean;
+  /** Input (blocking and parallel), output (whole and streaming) and tool guardrails. */
+  guardrails?: boolean;
 }
 
 /** Small limits: every state and transition is reached within a few steps. */
@@ -149,6 +182,14 @@ export const pathConfigs: PathConfig[] = [
   },
   { name: 'tools, no schema', limits: smallLimits, tools: true, schema: false },
   { name: 'no tools + schema', limits: smallLimits, tools: false, schema: true },
+  { name: 'tools + schema + guardrails', limits: smallLimits, tools: true, schema: true, guardrails: true },
+  {
+    name: 'no tools, no schema + guardrails',
+    limits: smallLimits,
+    tools: false,
+    schema: false,
+    guardrails: true,
+  },
 ];
 
 export function machineInput(config: PathConfig): AgentMachineInput {
@@ -160,6 +201,9 @@ export function machineInput(config: PathConfig): AgentMachineInput {
     hasOutputSchema: config.schema,
     history: [{ role: 'user', content: 'go' }],
     baseLength: 0,
+    ...(config.guardrails
+      ? { guardrails: { input: true, parallelInput: true, output: true, tools: config.tools } }
+      : {}),
   };
 }
 
@@ -172,6 +216,7 @@ export function generatePaths(config: PathConfig): StatePath<SnapshotFrom<AgentM
     ...modelEvents(config.schema),
     ...toolEvents,
     ...controlEvents,
+    ...(config.guardrails ? [...guardrailEvents, guardrailBlockedEvent, toolBlockedEvent] : []),
   ]);
 }
 

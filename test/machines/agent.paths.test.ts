@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { type InspectionEvent, SimulatedClock, type Snapshot } from 'xstate';
 import { z } from 'zod';
-import { defineAgent, run, tool } from '../../src/index.ts';
+import { defineAgent, type GuardrailOptions, type GuardrailVerdict, run, tool } from '../../src/index.ts';
 import type { AgentEvent } from '../../src/machines/agent.ts';
 import { type PathCoverage, pathCoverage } from '../../src/testing/path-coverage.ts';
 import { type ScriptedTurn, scriptedModel } from '../../src/testing/scripted-model.ts';
@@ -60,6 +60,8 @@ async function replay(config: PathConfig, events: AgentEvent[], coverage: PathCo
       const event = takeNext();
       if (event?.type === 'tools.done') {
         if (event.results[0]?.degraded) throw new Error('failed');
+        // The tool-output guardrail blocks this result.
+        if (event.results[0]?.blocked) return 'BLOCKME';
         return 'ok';
       }
       if (event) interrupt(event);
@@ -80,16 +82,52 @@ async function replay(config: PathConfig, events: AgentEvent[], coverage: PathCo
       return turn;
     }
     if (event?.type === 'model.error') return { error: event.error.message };
+    // The streaming output guardrail blocks this text as it streams.
+    if (event?.type === 'guardrail.blocked') return { deltas: ['BLOCKME'] };
     if (event?.type === 'tools.done')
       throw new Error(`path mismatch: tools.done at a model call (step ${cursor})`);
     if (event) interrupt(event);
     return { delayMs: 1e9 };
   });
 
+  // A guardrail state's check plays the path's next event: a check that allows or blocks, or an interruption.
+  const pathCheck = (
+    _value: unknown,
+    info: { signal: AbortSignal },
+  ): GuardrailVerdict | Promise<GuardrailVerdict> => {
+    const event = takeNext();
+    if (event?.type === 'guardrails.done')
+      return event.blocked ? { decision: 'block', message: event.blocked.message } : { decision: 'allow' };
+    if (event) interrupt(event);
+    return new Promise((_resolve, reject) =>
+      info.signal.addEventListener('abort', () => reject(info.signal.reason)),
+    );
+  };
+  const blockMarked = (_value: unknown, { text }: { text: string }): GuardrailVerdict =>
+    text.includes('BLOCKME') ? { decision: 'block', message: 'marked' } : { decision: 'allow' };
+  const guarded = (options: Omit<GuardrailOptions, 'timeoutMs'>): GuardrailOptions => ({
+    ...options,
+    timeoutMs: null,
+  });
+  const guardrails = config.guardrails
+    ? {
+        input: [
+          guarded({ name: 'input', check: pathCheck }),
+          guarded({ name: 'parallel', mode: 'parallel', check: () => ({ decision: 'allow' }) }),
+        ],
+        output: [
+          guarded({ name: 'output', check: pathCheck }),
+          guarded({ name: 'streaming', streaming: true, check: blockMarked }),
+        ],
+        toolOutput: [guarded({ name: 'tool-output', check: blockMarked })],
+      }
+    : undefined;
+
   const agent = defineAgent({
     name: 'pathfinder',
     instructions: '',
     model,
+    ...(guardrails ? { guardrails } : {}),
     tools: config.tools ? [t] : [],
     ...(config.schema ? { output: z.object({ x: z.number() }) } : {}),
     limits: { ...config.limits, timeoutMs: 1e9, toolTimeoutMs: undefined },

@@ -22,6 +22,7 @@ const hashOf = (path: string): string => createHash('sha256').update(readFileSyn
 function context(signal: AbortSignal = new AbortController().signal): ToolContext {
   return {
     signal,
+    context: undefined,
     sessionId: 's',
     route: 'a',
     turn: 1,
