@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { fork, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -9,6 +9,7 @@ import fc from 'fast-check';
 import { ConfigError, type ToolContext, ToolInputError } from 'troupe';
 import { type SqlQueryResult, sqlQuery } from 'troupe/tools';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { QueryRequestMessage } from '../../../src/tools/builtin/sql-query-messages.ts';
 import { runReadOnlyQuery } from '../../../src/tools/builtin/sql-readonly-query.ts';
 import { checkReadOnlyStatement } from '../../../src/tools/builtin/sql-statement-check.ts';
 
@@ -158,20 +159,27 @@ describe('sqlQuery', () => {
 
   it('a query process ends itself past its deadline, even when no parent kills it', async () => {
     const entry = fileURLToPath(new URL('../../../src/tools/builtin/sql-query-process.ts', import.meta.url));
-    const child = spawn(process.execPath, [entry], { stdio: ['pipe', 'pipe', 'inherit'] });
+    const child = fork(entry, [], {
+      serialization: 'advanced',
+      stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+      execArgv: [],
+    });
     const exited = new Promise<NodeJS.Signals | null>((resolve) =>
       child.on('exit', (_, signal) => resolve(signal)),
     );
-    child.stdin.end(
-      JSON.stringify({
+    const message: QueryRequestMessage = {
+      id: 1,
+      request: {
         database,
         sql: 'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c',
         maxRows: 5,
         maxCellChars: 100,
         heapLimitBytes: 1 << 26,
-        timeoutMs: 100,
-      }),
-    );
+      },
+      timeoutMs: 100,
+      maxAnswerChars: 1 << 20,
+    };
+    child.send(message);
     expect(await exited).toBe('SIGKILL');
   });
 
