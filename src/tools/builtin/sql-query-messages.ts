@@ -11,6 +11,11 @@ export interface QueryRequestMessage {
   maxAnswerChars: number;
 }
 
+/** Sent once by the query process when it can take queries (its watchdog thread is running). */
+export interface QueryProcessReadyMessage {
+  ready: true;
+}
+
 /** The query process's answer: a ReadOnlyQueryOutcome as JSON text. */
 export interface QueryAnswerMessage {
   id: number;

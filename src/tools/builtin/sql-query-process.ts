@@ -4,10 +4,15 @@
  * killing this process: a thread cannot stop SQLite in the middle of a step, and node:sqlite offers no interrupt.
  * The parent kills it at its timeout; a watchdog thread here also kills it a little past the running query's
  * deadline, and as soon as the parent is gone, so a runaway query never outlives its deadline even if the parent
- * died without cleaning up. An idle process ends as soon as its channel to the parent closes.
+ * died without cleaning up. An idle process ends as soon as its channel to the parent closes. It says it is ready
+ * once the watchdog runs; the parent sends no query before.
  */
 import { Worker } from 'node:worker_threads';
-import type { QueryAnswerMessage, QueryRequestMessage } from './sql-query-messages.ts';
+import type {
+  QueryAnswerMessage,
+  QueryProcessReadyMessage,
+  QueryRequestMessage,
+} from './sql-query-messages.ts';
 import { runReadOnlyQuery } from './sql-readonly-query.ts';
 
 /** How long after the parent's own deadline the process ends itself. */
@@ -20,15 +25,27 @@ const deadline = new BigInt64Array(new SharedArrayBuffer(8));
 const watchdogSource = `
 const { workerData } = require('node:worker_threads');
 const deadline = new BigInt64Array(workerData.deadline);
-const parent = process.ppid;
+const parent = workerData.parent;
 setInterval(() => {
   const at = Atomics.load(deadline, 0);
   if ((at !== 0n && BigInt(Date.now()) > at) || process.ppid !== parent) process.kill(process.pid, 'SIGKILL');
 }, 100);
 `;
-const watchdog = new Worker(watchdogSource, { eval: true, workerData: { deadline: deadline.buffer } });
+// The parent passes its pid: read here, process.ppid could already be that of init if the parent died early.
+const parent = Number(process.argv[2]);
+const watchdog = new Worker(watchdogSource, {
+  eval: true,
+  workerData: { deadline: deadline.buffer, parent },
+});
 // Only the channel keeps this process alive: once the parent disconnects, it ends.
 watchdog.unref();
+// A thread can take long to start on a busy machine; no query runs before the watchdog does.
+watchdog.once('online', () => {
+  const ready: QueryProcessReadyMessage = { ready: true };
+  process.send?.(ready, undefined, undefined, () => {
+    // The parent is gone; 'disconnect' ends this process.
+  });
+});
 
 process.on('message', (message: QueryRequestMessage) => {
   Atomics.store(deadline, 0, BigInt(Date.now() + message.timeoutMs + graceMs));

@@ -1,11 +1,17 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import { abortError } from '../../core/abort.ts';
 import { ToolInputError } from '../../core/errors.ts';
-import type { QueryAnswerMessage, QueryRequestMessage } from './sql-query-messages.ts';
+import type {
+  QueryAnswerMessage,
+  QueryProcessReadyMessage,
+  QueryRequestMessage,
+} from './sql-query-messages.ts';
 import type { ReadOnlyQueryOutcome, ReadOnlyQueryRequest } from './sql-readonly-query.ts';
 
 /** Longest answer (JSON text, in characters) taken from the query process; rows are capped first, this is a backstop. */
 const maxAnswerChars = 16 * 1024 * 1024;
+/** How long a new query process may take to start before the call fails: a start-up, not a query, on a busy machine. */
+const startupTimeoutMs = 30_000;
 /** How much of the process's last words (stderr) a crash report keeps. */
 const maxStderrChars = 4096;
 
@@ -21,11 +27,15 @@ interface RunningQuery {
   job: QueryJob;
   id: number;
   child: ChildProcess;
+  /** The query's timeout once sent; until then, the bound on the process's start. */
   timer: NodeJS.Timeout;
+  sent: boolean;
 }
 
 interface QueryProcess {
   child: ChildProcess;
+  /** Whether the process said it can take queries (its watchdog runs). */
+  ready: boolean;
   /** The end of what the process wrote on stderr, for the report when it dies mid-query. */
   stderr: string;
 }
@@ -36,7 +46,8 @@ interface QueryProcess {
  * wait their turn, in order (a tool usually serves one agent, and SQLite on one file gains little from parallel
  * readers next to a process each). A query still running after `timeoutMs`, or whose call is aborted, is ended by
  * killing the process (SIGKILL): node:sqlite has no interrupt. The next query starts a fresh process, and so does
- * the next query after a crash. While no query runs, the process does not keep the parent's event loop alive, and
+ * the next query after a crash. A query's timeout counts from when its process is ready, so a slow start-up (a
+ * loaded machine) is not charged to the query. While no query runs, the process does not keep the parent's event loop alive, and
  * it ends by itself when the parent does.
  */
 export class SqlQueryRunner {
@@ -121,8 +132,22 @@ export class SqlQueryRunner {
       return;
     }
     const { child } = current;
-    const id = this.#nextId++;
     const timer = setTimeout(() => {
+      this.#kill(job, new Error(`The query process did not start within ${startupTimeoutMs / 1000} s.`));
+    }, startupTimeoutMs);
+    const running: RunningQuery = { job, id: this.#nextId++, child, timer, sent: false };
+    this.#running = running;
+    // While a query runs (or waits for its process to start), the channel keeps the event loop alive.
+    child.channel?.ref();
+    if (current.ready) this.#send(running);
+  }
+
+  /** Sends the running query to its ready process; its timeout starts now. */
+  #send(running: RunningQuery): void {
+    const { job, child } = running;
+    clearTimeout(running.timer);
+    running.sent = true;
+    running.timer = setTimeout(() => {
       this.#kill(
         job,
         new ToolInputError(
@@ -130,11 +155,8 @@ export class SqlQueryRunner {
         ),
       );
     }, this.#timeoutMs);
-    this.#running = { job, id, child, timer };
-    // While a query runs, the channel keeps the event loop alive for its answer.
-    child.channel?.ref();
     const message: QueryRequestMessage = {
-      id,
+      id: running.id,
       request: job.request,
       timeoutMs: this.#timeoutMs,
       maxAnswerChars,
@@ -146,17 +168,20 @@ export class SqlQueryRunner {
   }
 
   #spawn(): QueryProcess {
-    const child = fork(this.#entry, [], {
+    const child = fork(this.#entry, [String(process.pid)], {
       serialization: 'advanced',
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
       execArgv: [],
     });
-    const current: QueryProcess = { child, stderr: '' };
+    const current: QueryProcess = { child, ready: false, stderr: '' };
     child.stderr?.setEncoding('utf8');
     child.stderr?.on('data', (text: string) => {
       current.stderr = (current.stderr + text).slice(-maxStderrChars);
     });
-    child.on('message', (message: QueryAnswerMessage) => this.#onAnswer(child, message));
+    child.on('message', (message: QueryAnswerMessage | QueryProcessReadyMessage) => {
+      if ('ready' in message) this.#onReady(current);
+      else this.#onAnswer(child, message);
+    });
     child.on('exit', (code, signal) => this.#onExit(current, `${signal ?? `exit code ${code}`}`));
     child.on('error', (error) => {
       // Spawning or signalling failed: without a usable process, the running query cannot be answered.
@@ -168,6 +193,12 @@ export class SqlQueryRunner {
     (child.stderr as { unref?: () => void } | null)?.unref?.();
     this.#process = current;
     return current;
+  }
+
+  #onReady(current: QueryProcess): void {
+    current.ready = true;
+    const running = this.#running;
+    if (running && running.child === current.child && !running.sent) this.#send(running);
   }
 
   #onAnswer(child: ChildProcess, message: QueryAnswerMessage): void {
