@@ -107,11 +107,12 @@ async function isGoneWithin(pid: number, ms: number): Promise<boolean> {
 function runScript(
   source: string,
   timeoutMs: number,
+  nodeOptions: string[] = [],
 ): Promise<{ stdout: string; code: number | null; signal: NodeJS.Signals | null }> {
   const scriptDir = mkdtempSync(join(tmpdir(), 'troupe-sql-script-'));
   const script = join(scriptDir, 'script.mjs');
   writeFileSync(script, source);
-  const child = spawn(process.execPath, [script, sqlQueryModule, database], {
+  const child = spawn(process.execPath, [...nodeOptions, script, sqlQueryModule, database], {
     stdio: ['ignore', 'pipe', 'inherit'],
     timeout: timeoutMs,
   });
@@ -353,6 +354,30 @@ console.log(JSON.stringify({ rows: answer.rows, pid: sql.processId }));
     const printed = JSON.parse(stdout) as { rows: unknown; pid: number };
     expect(printed.rows).toEqual([[42]]);
     expect(await isGoneWithin(printed.pid, 5000)).toBe(true);
+  });
+
+  it('a tool dropped without close() takes its idle process with it', { timeout: 30_000 }, async () => {
+    const { stdout, code } = await runScript(
+      `const { sqlQuery } = await import(process.argv[2]);
+const running = (pid) => { try { process.kill(pid, 0); return true; } catch { return false; } };
+async function queryOnce() {
+  const sql = sqlQuery({ database: process.argv[3] });
+  await sql.execute({ query: 'SELECT 1' }, { signal: new AbortController().signal });
+  return sql.processId;
+}
+const pid = await queryOnce();
+const before = running(pid);
+for (let i = 0; i < 50 && running(pid); i++) {
+  globalThis.gc();
+  await new Promise((resolve) => setTimeout(resolve, 100));
+}
+console.log(JSON.stringify({ before, after: running(pid) }));
+`,
+      20_000,
+      ['--expose-gc'],
+    );
+    expect(code).toBe(0);
+    expect(JSON.parse(stdout)).toEqual({ before: true, after: false });
   });
 
   it('a parent killed without cleaning up leaves no query process, idle or busy', {
