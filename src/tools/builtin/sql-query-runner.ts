@@ -47,8 +47,8 @@ interface QueryProcess {
  * readers next to a process each). A query still running after `timeoutMs`, or whose call is aborted, is ended by
  * killing the process (SIGKILL): node:sqlite has no interrupt. The next query starts a fresh process, and so does
  * the next query after a crash. A query's timeout counts from when its process is ready, so a slow start-up (a
- * loaded machine) is not charged to the query. While no query runs, the process does not keep the parent's event loop alive, and
- * it ends by itself when the parent does.
+ * loaded machine) is not charged to the query. While no query runs, the process does not keep the parent's event
+ * loop alive, and it ends by itself when the parent does.
  */
 export class SqlQueryRunner {
   readonly #entry: string;
