@@ -47,6 +47,7 @@ export function shortestAgentPaths(
   input: AgentMachineInput,
   events: readonly AgentEvent[],
   limit = 200_000,
+  accepts: (snapshot: AgentSnapshot, event: AgentEvent) => boolean = () => true,
 ): AgentPathThroughGraph[] {
   return getShortestPaths(agentMachine, {
     input,
@@ -54,7 +55,7 @@ export function shortestAgentPaths(
     serializeState: (state, event, prev) =>
       `${stateKey(state)} via ${eventKey(event)} from ${prev ? stateKey(prev) : 'start'}`,
     // Events the state does not handle would only add self-loops that the runtime can never produce.
-    filterEvents: (snapshot, event) => snapshot.can(event),
+    filterEvents: (snapshot, event) => snapshot.can(event) && accepts(snapshot, event),
     limit,
   });
 }
