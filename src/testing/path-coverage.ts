@@ -1,7 +1,7 @@
 import { AssertionError } from 'node:assert';
 import type { AnyStateNode, InspectionEvent } from 'xstate';
 import type { GuardrailPlan } from '../machines/agent.ts';
-import { applicableGraph, stateIds, transitionName } from './agent-graph.ts';
+import { applicableGraph, everyGuardrail, stateIds, transitionName } from './agent-graph.ts';
 
 /** What the recorded runs reached of the agent statechart, and what they never did. */
 export interface CoverageReport {
@@ -10,6 +10,9 @@ export interface CoverageReport {
   /** No state and no transition missed (after `ignore`). */
   complete: boolean;
 }
+
+/** What a plain run can reach at most: with every kind of guardrail, without what only a session does. */
+const atMost = applicableGraph(everyGuardrail);
 
 /** Records which states and transitions of the agent statechart your runs go through. */
 export interface PathCoverage {
@@ -72,12 +75,11 @@ export function pathCoverage(): PathCoverage {
         pattern.endsWith('*') ? name.startsWith(pattern.slice(0, -1)) : name === pattern,
       );
     const applicable = applicableGraph(plan);
-    // What a run did applies to its agent (a streaming output guardrail's block is not in the plan).
-    const states = [...applicable.states, ...[...reached].filter((id) => !applicable.states.includes(id))];
-    const transitions = [
-      ...applicable.transitions,
-      ...[...taken].filter((name) => !applicable.transitions.includes(name)),
-    ];
+    // What a plain run did applies to its agent (a streaming output guardrail's block is not in the plan).
+    const states = atMost.states.filter((id) => applicable.states.includes(id) || reached.has(id));
+    const transitions = atMost.transitions.filter(
+      (name) => applicable.transitions.includes(name) || taken.has(name),
+    );
     const missedStates = states.filter((id) => !reached.has(id) && !ignored(id));
     const missedTransitions = transitions.filter((name) => !taken.has(name) && !ignored(name));
     return {
