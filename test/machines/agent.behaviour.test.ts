@@ -697,6 +697,23 @@ describe('the agent loop: resuming from a checkpoint', () => {
     expect(toolless.last()).toMatchObject({ type: 'model.call', phase: 'finalOutput' });
   });
 
+  it('a checkpoint stored without the newer fields resumes with no retries used and nothing waiting', () => {
+    const { retryCount: _r, forcedFinalAnswer: _f, approvals: _a, ...older } = base;
+    const h = start(
+      { hasOutputSchema: true, resume: { ...older, phase: 'finalOutput' } as AgentCheckpoint },
+      { maxDecodeRetries: 1 },
+    );
+    h.send({ type: 'model.response', response: reply({ text: 'x' }), decoded: { ok: false, error: 'e' } });
+    expect(h.last()).toMatchObject({ type: 'model.call', phase: 'finalOutput' });
+    h.send({ type: 'model.response', response: reply({ text: '1' }), decoded: { ok: true, value: 1 } });
+    expect(h.output()).toMatchObject({
+      stopReason: 'completed',
+      retryCount: 1,
+      forcedFinalAnswer: false,
+      approvals: null,
+    });
+  });
+
   it('continues the counters of the checkpoint', () => {
     const h = start({ resume: { ...base, step: 3, modelCalls: 4, toolCallsRun: 2, usage: usage(7) } });
     expect(h.last()).toMatchObject({ type: 'model.call', call: 5, step: 4 });
