@@ -2,10 +2,10 @@ import { defineConfig } from 'vitest/config';
 import base from './vitest.config.ts';
 
 /**
- * The tests a mutation run uses (`npm run mutation`, see TESTING.md): the unit and property tests of the machines and
- * the termination policies, which state what these files must do and run in milliseconds. Left out: the
- * generated-path suites (their oracle is the machine under test, so a mutant changes the expectation and the result
- * alike, and they take seconds per run), and the end-to-end suites (runs, sessions, crash matrices, stores,
+ * The tests a mutation run uses (`npm run mutation`, see TESTING.md): the unit tests of the machines and the
+ * termination policies, which state what these files must do and run in milliseconds. Left out: the generated-path
+ * suites (their oracle is the machine under test, so a mutant changes the expectation and the result alike, and they
+ * take seconds per run), the property tests and the end-to-end suites (runs, sessions, crash matrices, stores,
  * providers, the fuzz), which cover these files too but would take hours at one run per mutant.
  */
 export default defineConfig({
@@ -18,8 +18,6 @@ export default defineConfig({
     include: [
       'test/policies/**/*.test.ts',
       'test/machines/**/*.test.ts',
-      'test/properties/termination.test.ts',
-      'test/properties/resources.test.ts',
     ],
     exclude: ['**/*.paths.test.ts'],
   },
