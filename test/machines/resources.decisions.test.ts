@@ -425,6 +425,30 @@ describe('resources: 429s from providers', () => {
   });
 });
 
+describe('resources: edge cases of scopes and windows', () => {
+  it('a scope whose parents loop back to it is unknown, never looped over', () => {
+    const w = world();
+    w.open('a');
+    w.open('b', undefined, 'a');
+    w.open('a', undefined, 'b');
+    expect(w.reserve('x', { scope: 'b' })).toMatchObject([{ kind: 'denied', reason: 'unknown_scope' }]);
+  });
+
+  it('a window that empties spends exactly nothing (no floating-point residue)', () => {
+    const w = world();
+    w.open('s', { usd: 10, windowMs: 1_000 });
+    w.reserve('a', { usd: 0.1 });
+    w.settle('a', 1, 0.1);
+    w.reserve('b', { usd: 0.2 });
+    w.settle('b', 1, 0.2);
+    w.reserve('c', { usd: 0.1, now: 5_000 });
+    w.apply({ type: 'release', id: 'c', now: 5_000 });
+    expect(w.apply({ type: 'scope.close', scope: 's', now: 5_000 })).toMatchObject([
+      { kind: 'scope_closed', summary: { windowUsd: 0, windowTokens: 0, spentTokens: 2, calls: 2 } },
+    ]);
+  });
+});
+
 describe('resources: configuration and foreign events', () => {
   it('merges quotas given twice for the same provider and model', () => {
     const w = world({
