@@ -212,6 +212,10 @@ describe('the agent loop: what it asks its effects for', () => {
     const out = h.output();
     expect(out.history.at(-1)).toEqual({ role: 'assistant', content: 'yes', agent: 'helper', reasoning });
     expect(out.usage).toMatchObject({ input: 3, output: 3 });
+    // No reasoning, no calls: the message carries neither field.
+    const plain = start();
+    respond(plain, { text: 'plain', reasoning: [] });
+    expect(plain.output().history.at(-1)).toEqual({ role: 'assistant', content: 'plain', agent: 'helper' });
   });
 });
 
@@ -547,6 +551,12 @@ describe('the agent loop: how it ends early', () => {
     const error: ErrorInfo = { name: 'StoreError', code: 'store_failed', message: 'disk full' };
     h.send({ type: 'effects.failed', error });
     expect(h.output()).toMatchObject({ stopReason: 'error', error });
+    // A batch that could not start: its calls are answered with why.
+    const batch = start();
+    respond(batch, { toolCalls: [call('a')], stopReason: 'tool_use' });
+    batch.send({ type: 'effects.failed', error });
+    expect(batch.output().history.at(-1)).toMatchObject({ toolCallId: 'a', content: 'Not run: disk full' });
+    expect(batch.output().error).toEqual(error);
   });
 });
 
