@@ -434,7 +434,23 @@ describe('session: handoffs', () => {
     const resumed = s.active();
     expect(resumed.id).toBe('billing-3');
     expect(resumed.input.baseLength).toBe(billing.baseLength);
-    expect(resumed.input.resume).toMatchObject({ step: 3, modelCalls: 4, openCalls: [], phase: 'toolUse' });
+    // It resumes with its counters, the handoff call answered, nothing open, a fresh tool-use phase.
+    expect({ ...resumed.input.resume, history: [] }).toEqual({
+      history: [],
+      step: 3,
+      modelCalls: 4,
+      toolCallsRun: asked.toolCallsRun,
+      toolCallCounts: asked.toolCallCounts,
+      callSignatures: asked.callSignatures,
+      degradedTools: asked.degradedTools,
+      usage: asked.usage,
+      openCalls: [],
+      decision: null,
+      retryCount: 0,
+      forcedFinalAnswer: false,
+      approvals: null,
+      phase: 'toolUse',
+    });
     expect(resumed.input.history).toEqual([
       ...asked.history,
       {
@@ -547,9 +563,18 @@ describe('session: supervision of a failing agent', () => {
     const s = start({ supervision: { ...supervision, maxRestarts: 0 } });
     s.prepare();
     const open: ToolCall = { id: 'c1', name: 'search', args: {} };
+    const done: ToolCall = { id: 'c0', name: 'search', args: { q: 1 } };
+    const answered: Message = {
+      role: 'tool',
+      toolCallId: 'c0',
+      name: 'search',
+      content: 'found',
+      isError: false,
+    };
     crash(s, 'fatal', [
       user('hello'),
-      { role: 'assistant', content: 'trying', agent: 'triage', toolCalls: [open] },
+      { role: 'assistant', content: 'trying', agent: 'triage', toolCalls: [done, open] },
+      answered,
     ]);
     expect(s.state()).toBe('failed');
     expect(s.emitted.at(-1)).toEqual({
@@ -569,8 +594,9 @@ describe('session: supervision of a failing agent', () => {
     });
     expect(s.transcript()).toEqual([
       user('hello'),
-      { role: 'assistant', content: 'trying', agent: 'triage', toolCalls: [open] },
+      { role: 'assistant', content: 'trying', agent: 'triage', toolCalls: [done, open] },
       { role: 'tool', toolCallId: 'c1', name: 'search', content: 'Not run: fatal', isError: true },
+      answered,
     ]);
   });
 
