@@ -449,6 +449,89 @@ describe('resources: edge cases of scopes and windows', () => {
   });
 });
 
+describe('resources: what calls in flight hold, and when to wake', () => {
+  it('a rolling window drops only the spend that left it', () => {
+    const w = world();
+    w.open('s', { tokens: 1_000, windowMs: 1_000 });
+    w.reserve('a', { now: 0 });
+    w.settle('a', 60, null, 0);
+    w.reserve('b', { now: 500 });
+    w.settle('b', 30, null, 500);
+    w.reserve('c', { now: 1_000 });
+    w.settle('c', 5, null, 1_000);
+    expect(w.apply({ type: 'scope.close', scope: 's', now: 1_000 })).toMatchObject([
+      { kind: 'scope_closed', summary: { windowTokens: 35, spentTokens: 95, calls: 3 } },
+    ]);
+  });
+
+  it('a held call stays held while the estimates still in flight fill the budget', () => {
+    const w = world();
+    w.open('s', { tokens: 100 });
+    w.reserve('a', { tokens: 50 });
+    w.reserve('b', { tokens: 150 });
+    expect(w.reserve('c', { tokens: 1 })).toMatchObject([{ kind: 'budget_wait', reserved: 200, limit: 100 }]);
+    // a returns its 50: b's 150 still fill the budget.
+    expect(w.apply({ type: 'release', id: 'a', now: 0 })).toEqual([
+      { kind: 'released', id: 'a', scope: 's', tokens: 50, usd: null },
+    ]);
+    expect(w.apply({ type: 'release', id: 'b', now: 0 })).toContainEqual(
+      expect.objectContaining({ kind: 'granted', id: 'c' }),
+    );
+  });
+
+  it('a newcomer queues behind a waiting call it shares a quota with, even when that quota has room', () => {
+    const w = world({
+      quotas: [
+        { provider: 'p', maxInFlight: 5 },
+        { provider: 'p', model: 'm2', requestsPerMinute: 1 },
+      ],
+    });
+    w.open('s');
+    w.reserve('a', { model: 'm2' });
+    expect(w.reserve('b', { model: 'm2' })).toMatchObject([{ kind: 'waiting', quota: 'p:m2' }]);
+    expect(w.reserve('c', { model: 'm1' })).toMatchObject([{ kind: 'waiting', position: 2 }]);
+    expect(w.reserve('d', { provider: 'q' })).toMatchObject([{ kind: 'granted' }]);
+  });
+
+  it('wakes at the earliest time any waiting call may run', () => {
+    const w = world({
+      quotas: [
+        { provider: 'p', model: 'm1', requestsPerMinute: 1 },
+        { provider: 'p', model: 'm2', requestsPerMinute: 1 },
+      ],
+    });
+    w.open('s');
+    w.reserve('a', { model: 'm1', now: 0 });
+    w.reserve('b', { model: 'm2', now: 10 });
+    w.reserve('c', { model: 'm2', now: 20 });
+    expect(w.state.nextWakeAt).toBe(60_010);
+    w.reserve('d', { model: 'm1', now: 30 });
+    expect(w.state.nextWakeAt).toBe(60_000);
+  });
+
+  it('returns no USD figure when the estimate or the settlement had none', () => {
+    const w = world();
+    w.open('s');
+    w.reserve('a');
+    expect(w.settle('a', 1, 0.1)).toMatchObject([{ kind: 'spend', usd: 0.1, returnedUsd: null }]);
+  });
+
+  it('a warning re-arms only when spend falls back under the threshold', () => {
+    const w = world();
+    w.open('s', { tokens: 100 });
+    for (const [id, tokens] of [
+      ['a', 80],
+      ['b', 1],
+      ['c', 1],
+      ['d', 1],
+    ] as const) {
+      w.reserve(id);
+      const warnings = w.settle(id, tokens).filter((o) => o.kind === 'budget_warning');
+      expect(warnings, id).toHaveLength(id === 'a' ? 1 : 0);
+    }
+  });
+});
+
 describe('resources: configuration and foreign events', () => {
   it('merges quotas given twice for the same provider and model', () => {
     const w = world({
