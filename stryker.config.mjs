@@ -12,8 +12,7 @@ export default {
   // Each mutant runs only the tests that covered it in the first, instrumented run.
   coverageAnalysis: 'perTest',
   // Static mutants (the statechart definitions, built once when a module loads) would each run every test of the
-  // set, about half of the run time on these files. The generated-path suites of `npm test` check that every state
-  // and transition of those definitions is taken and ends where it must.
+  // set, about half of the run time on these files; they are left out of the score (TESTING.md says what that means).
   ignoreStatic: true,
   // The development machines are small and shared: two test processes at most.
   concurrency: 2,
