@@ -299,6 +299,13 @@ describe('the agent loop: the step limit', () => {
     expect(h.output()).toMatchObject({ stopReason: 'max_steps', step: 6 });
   });
 
+  it('nested steps alone can reach the limit: the run stops before calling the model again', () => {
+    const h = start({}, { maxSteps: 3 });
+    respond(h, { toolCalls: [call('a')], stopReason: 'tool_use' });
+    h.send({ type: 'tools.done', results: [ok(call('a'))], nestedSteps: 5 });
+    expect(h.output()).toMatchObject({ stopReason: 'max_steps', step: 6, modelCalls: 1 });
+  });
+
   it('a reply of reasoning only asks again, up to the step limit', () => {
     const reasoning = [{ provider: 'test', text: 'hmm', data: {} }];
     const h = start({}, { maxSteps: 2 });
@@ -467,6 +474,10 @@ describe('the agent loop: how it ends early', () => {
       code: 'guardrail_blocked',
       message: 'The model refused: no',
     });
+    // Text the model did write stays the answer.
+    const written = start();
+    respond(written, { stopReason: 'refusal', refusal: 'no', text: 'I will not' });
+    expect(written.output().text).toBe('I will not');
   });
 
   it('an inconsistent reply (tool_use without calls or text) fails the run', () => {
