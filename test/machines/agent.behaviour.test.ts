@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createActor, fromCallback } from 'xstate';
 import type { ErrorInfo } from '../../src/core/errors.ts';
+import type { GuardrailBlock } from '../../src/core/guardrail-block.ts';
 import { defaultLimits, type ResolvedLimits } from '../../src/core/limits.ts';
 import type { Message, ToolCall } from '../../src/core/messages.ts';
 import type { ModelResponse } from '../../src/core/model.ts';
@@ -12,6 +13,7 @@ import {
   agentMachine,
   type DecodeOutcome,
   type EffectCommand,
+  type GuardrailPlan,
   type ToolOutcome,
 } from '../../src/machines/agent.ts';
 import { toolCallSignature } from '../../src/policies/tool-call-signature.ts';
@@ -744,5 +746,225 @@ describe('the agent loop: resuming from a checkpoint', () => {
     expect(h.last()).toMatchObject({ type: 'model.call', call: 5, step: 4 });
     respond(h, { text: 'ok', usage: usage(1) });
     expect(h.output()).toMatchObject({ modelCalls: 5, step: 4, toolCallsRun: 2, usage: { input: 8 } });
+  });
+});
+
+describe('the agent loop: guardrails', () => {
+  const plan = (partial: Partial<GuardrailPlan>): GuardrailPlan => ({
+    input: false,
+    parallelInput: false,
+    output: false,
+    tools: false,
+    ...partial,
+  });
+  const block = (stage: GuardrailBlock['stage'], extra: Partial<GuardrailBlock> = {}): GuardrailBlock => ({
+    name: 'no-secrets',
+    stage,
+    message: 'found a secret',
+    ...extra,
+  });
+  const history: Message[] = [
+    { role: 'user', content: 'earlier' },
+    { role: 'assistant', content: 'ok' },
+    { role: 'user', content: 'go' },
+  ];
+
+  it('checks the latest user text before any model call, then calls the model in the phase the agent starts in', () => {
+    for (const toolNames of [['search'], []]) {
+      const h = start({ toolNames, history, guardrails: plan({ input: true }) });
+      expect(h.commands).toEqual([
+        { type: 'guardrails.check', stage: 'input', call: 0, value: 'go', text: 'go' },
+      ]);
+      expect(h.done()).toBe(false);
+      h.send({ type: 'guardrails.done' });
+      expect(h.commands).toHaveLength(2);
+      expect(h.last()).toMatchObject({
+        type: 'model.call',
+        phase: toolNames.length > 0 ? 'toolUse' : 'finalOutput',
+        call: 1,
+        checkInput: false,
+      });
+    }
+  });
+
+  it('an input block stops the run before the model is asked, naming the guardrail', () => {
+    const h = start({ history, guardrails: plan({ input: true }) });
+    const blocked = block('input');
+    h.send({ type: 'guardrails.done', blocked });
+    expect(h.modelCalls()).toEqual([]);
+    expect(h.output()).toMatchObject({
+      stopReason: 'guardrail_blocked',
+      guardrail: blocked,
+      modelCalls: 0,
+      history,
+      error: {
+        name: 'RunStopped',
+        code: 'guardrail_blocked',
+        message: 'Blocked by guardrail "no-secrets" (input): found a secret',
+      },
+    });
+  });
+
+  it('a run resumed after a model call does not check its input again', () => {
+    const resume: AgentCheckpoint = {
+      history,
+      step: 1,
+      modelCalls: 1,
+      retryCount: 0,
+      toolCallsRun: 0,
+      toolCallCounts: {},
+      callSignatures: {},
+      degradedTools: [],
+      usage: usage(1),
+      openCalls: [],
+      decision: null,
+      forcedFinalAnswer: false,
+      approvals: null,
+      phase: 'toolUse',
+    };
+    const h = start({ resume, history, guardrails: plan({ input: true, parallelInput: true }) });
+    expect(h.commands.map((c) => c.type)).toEqual(['model.call']);
+    expect(h.last()).toMatchObject({ call: 2, checkInput: false });
+  });
+
+  it('parallel input guardrails run beside the first model call only', () => {
+    const h = start({ guardrails: plan({ parallelInput: true }) });
+    expect(h.last()).toMatchObject({ type: 'model.call', call: 1, checkInput: true });
+    const a = call('a');
+    respond(h, { toolCalls: [a], stopReason: 'tool_use' });
+    h.send({ type: 'tools.done', results: [ok(a)] });
+    expect(h.last()).toMatchObject({ type: 'model.call', call: 2, checkInput: false });
+
+    const final = start({ toolNames: [], hasOutputSchema: true, guardrails: plan({ parallelInput: true }) });
+    expect(final.last()).toMatchObject({ phase: 'finalOutput', call: 1, checkInput: true });
+    final.send({
+      type: 'model.response',
+      response: reply({ text: 'x' }),
+      decoded: { ok: false, error: 'e' },
+    });
+    expect(final.last()).toMatchObject({ phase: 'finalOutput', call: 2, checkInput: false });
+  });
+
+  it('a block during a model call stops the run, counting the call and its usage when it was made', () => {
+    const a = call('a');
+    const h = start({ guardrails: plan({ parallelInput: true }) });
+    respond(h, { text: 'looking', toolCalls: [a], stopReason: 'tool_use' });
+    h.send({ type: 'tools.done', results: [ok(a)] });
+    const blocked = block('output');
+    h.send({ type: 'guardrail.blocked', block: blocked, modelCalled: true, usage: usage(5) });
+    expect(h.output()).toMatchObject({
+      stopReason: 'guardrail_blocked',
+      guardrail: blocked,
+      modelCalls: 2,
+      usage: usage(6),
+      text: '',
+      error: {
+        code: 'guardrail_blocked',
+        message: 'Blocked by guardrail "no-secrets" (output): found a secret',
+      },
+    });
+
+    const before = start({ toolNames: [], guardrails: plan({ parallelInput: true }) });
+    before.send({ type: 'guardrail.blocked', block: block('input'), modelCalled: false });
+    expect(before.output()).toMatchObject({
+      stopReason: 'guardrail_blocked',
+      guardrail: block('input'),
+      modelCalls: 0,
+      usage: usage(0),
+    });
+  });
+
+  it('checks the final answer with the output guardrails before the run completes', () => {
+    const h = start({ guardrails: plan({ output: true }) });
+    respond(h, { text: 'the answer' });
+    expect(h.last()).toEqual({
+      type: 'guardrails.check',
+      stage: 'output',
+      call: 1,
+      value: 'the answer',
+      text: 'the answer',
+    });
+    expect(h.done()).toBe(false);
+    h.send({ type: 'guardrails.done' });
+    expect(h.output()).toMatchObject({ stopReason: 'completed', text: 'the answer', guardrail: null });
+  });
+
+  it('checks a decoded final answer as its value', () => {
+    const h = start({ toolNames: [], hasOutputSchema: true, guardrails: plan({ output: true }) });
+    h.send({
+      type: 'model.response',
+      response: reply({ text: '{"n":1}' }),
+      decoded: { ok: true, value: { n: 1 } },
+    });
+    expect(h.last()).toEqual({
+      type: 'guardrails.check',
+      stage: 'output',
+      call: 1,
+      value: { n: 1 },
+      text: '{"n":1}',
+    });
+    h.send({ type: 'guardrails.done' });
+    expect(h.output()).toMatchObject({ stopReason: 'completed', output: { n: 1 }, outputDecoded: true });
+  });
+
+  it('an output block withholds the answer: not returned, and not kept in the history', () => {
+    const h = start({ toolNames: [], hasOutputSchema: true, guardrails: plan({ output: true }) });
+    h.send({
+      type: 'model.response',
+      response: reply({ text: '{"n":1}' }),
+      decoded: { ok: true, value: { n: 1 } },
+    });
+    const blocked = block('output');
+    h.send({ type: 'guardrails.done', blocked });
+    const output = h.output();
+    expect(output).toMatchObject({
+      stopReason: 'guardrail_blocked',
+      guardrail: blocked,
+      text: '',
+      outputDecoded: false,
+      modelCalls: 1,
+      error: { code: 'guardrail_blocked' },
+    });
+    expect(output.output).toBeNull();
+    expect(output.history).toEqual([
+      { role: 'user', content: 'go' },
+      { role: 'assistant', agent: 'helper', content: '(answer withheld: blocked by guardrail "no-secrets")' },
+    ]);
+  });
+
+  it('a tool guardrail block records the batch’s results and stops the run', () => {
+    const a = call('a');
+    const b = call('b', 'fetch');
+    const h = start({ guardrails: plan({ tools: true }) });
+    respond(h, { toolCalls: [a, b], stopReason: 'tool_use' });
+    const blocked = block('tool_input', { toolCallId: 'b', tool: 'fetch' });
+    h.send({
+      type: 'tools.done',
+      results: [ok(a), { ...ok(b, 'blocked by a guardrail'), executed: false, blocked }],
+    });
+    const output = h.output();
+    expect(h.modelCalls()).toHaveLength(1);
+    expect(output).toMatchObject({
+      stopReason: 'guardrail_blocked',
+      guardrail: blocked,
+      error: {
+        code: 'guardrail_blocked',
+        message: 'Blocked by guardrail "no-secrets" (tool_input of tool "fetch"): found a secret',
+      },
+    });
+    expectValidHistory(output.history);
+    expect(output.history.slice(-2)).toMatchObject([
+      { role: 'tool', toolCallId: 'a', content: 'result of a' },
+      { role: 'tool', toolCallId: 'b', content: 'blocked by a guardrail' },
+    ]);
+  });
+
+  it('without tool guardrails in the plan, a batch goes on as usual', () => {
+    const a = call('a');
+    const h = start({ guardrails: plan({}) });
+    respond(h, { toolCalls: [a], stopReason: 'tool_use' });
+    h.send({ type: 'tools.done', results: [{ ...ok(a), blocked: block('tool_output') }] });
+    expect(h.done()).toBe(false);
+    expect(h.last()).toMatchObject({ type: 'model.call', call: 2 });
   });
 });
