@@ -908,7 +908,7 @@ describe('the agent loop: guardrails', () => {
   });
 
   it('an output block withholds the answer: not returned, and not kept in the history', () => {
-    const h = start({ toolNames: [], hasOutputSchema: true, guardrails: plan({ output: true }) });
+    const h = start({ toolNames: [], hasOutputSchema: true, history, guardrails: plan({ output: true }) });
     h.send({
       type: 'model.response',
       response: reply({ text: '{"n":1}' }),
@@ -927,7 +927,7 @@ describe('the agent loop: guardrails', () => {
     });
     expect(output.output).toBeNull();
     expect(output.history).toEqual([
-      { role: 'user', content: 'go' },
+      ...history,
       { role: 'assistant', agent: 'helper', content: '(answer withheld: blocked by guardrail "no-secrets")' },
     ]);
   });
@@ -936,7 +936,7 @@ describe('the agent loop: guardrails', () => {
     const a = call('a');
     const b = call('b', 'fetch');
     const h = start({ guardrails: plan({ tools: true }) });
-    respond(h, { toolCalls: [a, b], stopReason: 'tool_use' });
+    respond(h, { text: 'let me look', toolCalls: [a, b], stopReason: 'tool_use' });
     const blocked = block('tool_input', { toolCallId: 'b', tool: 'fetch' });
     h.send({
       type: 'tools.done',
@@ -947,6 +947,9 @@ describe('the agent loop: guardrails', () => {
     expect(output).toMatchObject({
       stopReason: 'guardrail_blocked',
       guardrail: blocked,
+      // What the model wrote before the blocked call is kept: only an output block withholds text.
+      text: 'let me look',
+      modelCalls: 1,
       error: {
         code: 'guardrail_blocked',
         message: 'Blocked by guardrail "no-secrets" (tool_input of tool "fetch"): found a secret',
@@ -957,6 +960,15 @@ describe('the agent loop: guardrails', () => {
       { role: 'tool', toolCallId: 'a', content: 'result of a' },
       { role: 'tool', toolCallId: 'b', content: 'blocked by a guardrail' },
     ]);
+  });
+
+  it('with tool guardrails, a batch that none blocked goes on as usual', () => {
+    const a = call('a');
+    const h = start({ guardrails: plan({ tools: true }) });
+    respond(h, { toolCalls: [a], stopReason: 'tool_use' });
+    h.send({ type: 'tools.done', results: [ok(a)] });
+    expect(h.done()).toBe(false);
+    expect(h.last()).toMatchObject({ type: 'model.call', call: 2 });
   });
 
   it('without tool guardrails in the plan, a batch goes on as usual', () => {

@@ -63,4 +63,37 @@ describe('tool-permission policies', () => {
     });
     expect(normalizePermission(undefined)).toMatchObject({ decision: 'deny' });
   });
+
+  it('reads only a string reason, and says what it got when it cannot be written as JSON', () => {
+    expect(normalizePermission({ decision: 'deny', reason: 5 })).toEqual({ decision: 'deny' });
+    expect(normalizePermission({ decision: 'deny', reason: 'tenant' })).toEqual({
+      decision: 'deny',
+      reason: 'tenant',
+    });
+    const got = (value: unknown) => normalizePermission(value).reason?.replace(/^.*, got /, '');
+    expect(got(undefined)).toBe('undefined');
+    expect(got(null)).toBe('null');
+    expect(got({ decision: 'maybe' })).toBe('{"decision":"maybe"}');
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    expect(got(cyclic)).toBe('[object Object]');
+    expect(got(() => 1)).toBe('() => 1');
+  });
+
+  it('byRole takes one role, a list of roles, or none', () => {
+    const one = permissions.byRole<{ role?: string }>({ user: ['search'] }, (context) => context.role);
+    const infoOf = (context: { role?: string }): RunContextInfo<{ role?: string }> => ({
+      ...info([]),
+      context,
+    });
+    expect(one(call('search'), infoOf({ role: 'user' }))).toBe('allow');
+    expect(one(call('refund'), infoOf({ role: 'user' }))).toEqual({
+      decision: 'deny',
+      reason: 'role "user" may not call "refund"',
+    });
+    expect(one(call('search'), infoOf({}))).toEqual({
+      decision: 'deny',
+      reason: 'a caller without a role may not call "search"',
+    });
+  });
 });
