@@ -7,6 +7,7 @@ import { checkOptionObject, isPlainObject } from '../core/options.ts';
 import { isPrototypeName } from '../core/records.ts';
 import { ToolRegistry } from '../tools/registry.ts';
 import { type Tool, toJsonSchema } from '../tools/tool.ts';
+import type { ToolSource } from '../tools/tool-source.ts';
 import {
   defaultMaxHandoffDepth,
   defaultMaxHandoffRevisits,
@@ -26,7 +27,8 @@ export interface AgentOptions<
   /** The system prompt. */
   instructions: string;
   model: ModelProvider;
-  tools?: readonly Tool[] | undefined;
+  /** Tools made with `tool(...)`, and tool sources such as MCP servers (`mcpServer(...)` from `troupe/mcp`). */
+  tools?: readonly (Tool | ToolSource)[] | undefined;
   /** A zod schema for a structured final answer; the result's `output` is typed from it. */
   output?: TSchema | undefined;
   limits?: AgentLimits | undefined;

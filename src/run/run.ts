@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { releaseSessionResources } from '../core/session-resources.ts';
 import { createActor, type InspectionEvent, type Observer, type SnapshotFrom } from 'xstate';
 import type { Agent } from '../agent/define-agent.ts';
 import { abortReason } from '../core/abort.ts';
@@ -165,7 +166,10 @@ function startRun<TOutput>(
       if (bus.listening) bus.emit(agent.name, 'run_end', runEndData(runResult), origin);
       detachResources?.();
       unregisterRuntime(sessionId);
-      resolve(runResult);
+      // A plain run closes what its tools opened for it (per-session MCP servers) before its result is given.
+      const releasing = placement ? undefined : releaseSessionResources(sessionId);
+      if (releasing) void releasing.then(() => resolve(runResult));
+      else resolve(runResult);
     };
 
     actor.subscribe({

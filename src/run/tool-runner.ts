@@ -7,6 +7,7 @@ import { reactInvalidReplyTool } from '../core/model.ts';
 import type { ToolOutcome } from '../machines/agent.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
 import type { Tool, ToolContext } from '../tools/tool.ts';
+import { ToolAnswerError } from '../tools/tool-answer-error.ts';
 import { bindRuntimeKey, type EffectExecutor } from './run-runtime.ts';
 
 /** Whether a tool runs an agent (agentTool): such a call is an `agent` effect for durable executors. */
@@ -186,6 +187,16 @@ async function runToolCall(call: ToolCall, batch: ToolBatch): Promise<ToolOutcom
         attempts: attempt,
       };
     } catch (error) {
+      if (error instanceof ToolAnswerError && !batch.signal.aborted)
+        return {
+          callId: call.id,
+          name: call.name,
+          content: `Error: ${error.message}`,
+          isError: true,
+          executed: true,
+          degraded: false,
+          attempts: attempt,
+        };
       lastError = error instanceof Error ? error.message : String(error);
       if (attempt < attempts && !batch.signal.aborted) batch.onRetry(call, attempt, lastError);
     }

@@ -1,4 +1,5 @@
 import { type Actor, type AnyActorRef, createActor, type SnapshotFrom } from 'xstate';
+import { releaseSessionResources } from '../core/session-resources.ts';
 import type { Agent } from '../agent/define-agent.ts';
 import { abortReason } from '../core/abort.ts';
 import type { Clock } from '../core/clock.ts';
@@ -600,7 +601,10 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
     this.#log.close();
     this.#environment.onClose?.(this as Session);
     this.#bus.clear();
-    this.#closeResolve();
+    // What the session's tools hold open (per-session MCP servers) is closed before `closed` resolves.
+    const releasing = releaseSessionResources(this.id);
+    if (releasing) void releasing.then(() => this.#closeResolve());
+    else this.#closeResolve();
   }
 
   // --- Events and commits ---------------------------------------------------------------------------------------

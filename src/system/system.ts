@@ -1,4 +1,5 @@
 import type { Agent } from '../agent/define-agent.ts';
+import { releaseProcessResources } from '../core/session-resources.ts';
 import type { ApprovalDecision, ApprovalRecord } from '../core/approvals.ts';
 import { statusOfDecision } from '../core/approvals.ts';
 import { AsyncQueue } from '../core/async-queue.ts';
@@ -360,6 +361,8 @@ export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem
       for (const stream of streams) stream.end();
       streams.clear();
       if (ownsResources) resources?.stop();
+      // Connections tools keep for the whole process (shared MCP servers) close too; they reopen on next use.
+      await releaseProcessResources();
     },
   };
 }
