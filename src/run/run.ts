@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { releaseSessionResources } from '../core/session-resources.ts';
 import { createActor, type InspectionEvent, type Observer, type SnapshotFrom } from 'xstate';
 import type { Agent } from '../agent/define-agent.ts';
 import { abortReason } from '../core/abort.ts';
@@ -11,6 +10,7 @@ import type { RunEvent } from '../core/events.ts';
 import type { JsonValue } from '../core/json.ts';
 import { type Message, type RunInput, userMessage } from '../core/messages.ts';
 import type { RunResult } from '../core/result.ts';
+import { releaseSessionResources } from '../core/session-resources.ts';
 import {
   type AgentContext,
   type AgentMachine,

@@ -1,5 +1,4 @@
 import { type Actor, type AnyActorRef, createActor, type SnapshotFrom } from 'xstate';
-import { releaseSessionResources } from '../core/session-resources.ts';
 import type { Agent } from '../agent/define-agent.ts';
 import { abortReason } from '../core/abort.ts';
 import type { Clock } from '../core/clock.ts';
@@ -9,6 +8,7 @@ import type { RunEvent } from '../core/events.ts';
 import type { JsonValue } from '../core/json.ts';
 import { type RunInput, userMessage } from '../core/messages.ts';
 import type { RunResult } from '../core/result.ts';
+import { releaseSessionResources } from '../core/session-resources.ts';
 import { compileMachine } from '../engine/compiled-machine.ts';
 import type { AgentMachine } from '../machines/agent.ts';
 import {

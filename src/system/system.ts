@@ -1,5 +1,4 @@
 import type { Agent } from '../agent/define-agent.ts';
-import { releaseProcessResources } from '../core/session-resources.ts';
 import type { ApprovalDecision, ApprovalRecord } from '../core/approvals.ts';
 import { statusOfDecision } from '../core/approvals.ts';
 import { AsyncQueue } from '../core/async-queue.ts';
@@ -8,6 +7,7 @@ import { ConfigError, TroupeError } from '../core/errors.ts';
 import type { RunEvent } from '../core/events.ts';
 import type { RunInput } from '../core/messages.ts';
 import { definedFields } from '../core/options.ts';
+import { releaseProcessResources } from '../core/session-resources.ts';
 import { defaultSupervision, type SupervisionOptions } from '../machines/session.ts';
 import { createMemoryStore } from '../persistence/memory-store.ts';
 import {

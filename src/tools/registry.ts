@@ -28,7 +28,8 @@ export class ToolRegistry {
     const sources: ToolSource[] = [];
     for (const candidate of tools) {
       if (isToolSource(candidate)) {
-        if (sources.includes(candidate)) throw new ConfigError(`Tool source "${candidate.name}" is listed twice.`);
+        if (sources.includes(candidate))
+          throw new ConfigError(`Tool source "${candidate.name}" is listed twice.`);
         sources.push(candidate);
         continue;
       }
@@ -100,12 +101,9 @@ export class ToolRegistry {
    * the first source's failure after every source has had its try.
    */
   prepare(scope: ToolSourceScope): Promise<void> | undefined {
-    let pending: Promise<void>[] | undefined;
-    for (const source of this.#sources) {
-      if (source.isReady(scope)) continue;
-      (pending ??= []).push(source.prepare(scope));
-    }
-    if (!pending) return undefined;
+    const pending: Promise<void>[] = [];
+    for (const source of this.#sources) if (!source.isReady(scope)) pending.push(source.prepare(scope));
+    if (pending.length === 0) return undefined;
     return Promise.allSettled(pending).then((outcomes) => {
       for (const outcome of outcomes) if (outcome.status === 'rejected') throw outcome.reason;
     });
@@ -125,7 +123,11 @@ export class ToolRegistry {
       for (const candidate of listed) {
         if (tools.has(candidate.name) || candidate.name === reactInvalidReplyTool) continue;
         tools.set(candidate.name, candidate);
-        specs.push({ name: candidate.name, description: candidate.description, parameters: candidate.parameters });
+        specs.push({
+          name: candidate.name,
+          description: candidate.description,
+          parameters: candidate.parameters,
+        });
         names.push(candidate.name);
       }
     }

@@ -29,7 +29,5 @@ export interface ToolSource {
 }
 
 export function isToolSource(value: unknown): value is ToolSource {
-  return (
-    typeof value === 'object' && value !== null && (value as { kind?: unknown }).kind === 'tool-source'
-  );
+  return typeof value === 'object' && value !== null && (value as { kind?: unknown }).kind === 'tool-source';
 }

@@ -1,0 +1,98 @@
+import { defineAgent, run } from 'troupe';
+import { McpConnectionError, mcpServer } from 'troupe/mcp';
+import { scriptedModel } from 'troupe/testing';
+import { afterAll, describe, expect, it } from 'vitest';
+import { liveChildren, serverScript } from './support.ts';
+
+const everything = serverScript('@modelcontextprotocol/server-everything');
+
+describe('an MCP server over stdio (server-everything, 2025-11-25 initialize handshake)', () => {
+  const server = mcpServer({ command: process.execPath, args: [everything, 'stdio'] });
+  afterAll(() => server.close());
+
+  it('lists the server tools at the start of a run and calls them with the model arguments', async () => {
+    const model = scriptedModel([
+      { toolCalls: [{ id: 'c1', name: 'echo', args: { message: 'hello mcp' } }] },
+      { text: 'done' },
+    ]);
+    const agent = defineAgent({ name: 'a', instructions: '', model, tools: [server] });
+    const result = await run(agent, 'say it');
+    expect(result.stopReason).toBe('completed');
+    expect(model.requests[0]?.tools.map((tool) => tool.name)).toContain('echo');
+    expect(model.requests[0]?.tools.find((tool) => tool.name === 'echo')?.parameters).toMatchObject({
+      type: 'object',
+      properties: { message: { type: 'string' } },
+    });
+    const answer = result.history.find((message) => message.role === 'tool');
+    expect(answer).toMatchObject({ content: 'Echo: hello mcp', isError: false });
+    expect(server.protocolVersion()).toBe('2025-11-25');
+    expect(server.name).toBe('server-everything');
+  });
+
+  it('gives the model images as a description, structured content as JSON, and server errors as tool errors', async () => {
+    const model = scriptedModel([
+      {
+        toolCalls: [
+          { id: 'i', name: 'get-tiny-image', args: {} },
+          { id: 's', name: 'get-structured-content', args: { location: 'Chicago' } },
+          { id: 'e', name: 'get-sum', args: { a: 'not a number' } },
+        ],
+      },
+      { text: 'done' },
+    ]);
+    const agent = defineAgent({
+      name: 'a',
+      instructions: '',
+      model,
+      tools: [server],
+      limits: { toolRetries: 0 },
+    });
+    const result = await run(agent, 'go');
+    const byId = new Map(
+      result.history.flatMap((message) => (message.role === 'tool' ? [[message.toolCallId, message]] : [])),
+    );
+    expect(byId.get('i')?.content).toMatch(/\[image image\/png, \d+ bytes: not shown/);
+    expect(byId.get('i')?.isError).toBe(false);
+    expect(JSON.parse(byId.get('s')?.content ?? '')).toMatchObject({ temperature: expect.any(Number) });
+    expect(byId.get('e')?.isError).toBe(true);
+    expect(byId.get('e')?.content).toMatch(/^Error: /);
+    // A server's error answer is not a failure of the tool: it stays offered to the model.
+    expect(model.requests[1]?.tools.map((tool) => tool.name)).toContain('get-sum');
+  });
+
+  it('filters and prefixes tool names', async () => {
+    const filtered = mcpServer({
+      command: process.execPath,
+      args: [everything, 'stdio'],
+      tools: ['echo', 'get-sum'],
+      prefix: 'ev_',
+    });
+    await using _closing = filtered;
+    await filtered.connect();
+    expect(filtered.current().map((tool) => tool.name)).toEqual(['ev_echo', 'ev_get-sum']);
+  });
+
+  it('fails with McpConnectionError when the server cannot be started', async () => {
+    const broken = mcpServer({
+      command: process.execPath,
+      args: ['-e', 'process.exit(3)'],
+      reconnect: { attempts: 2, initialDelayMs: 10 },
+    });
+    await expect(broken.connect()).rejects.toBeInstanceOf(McpConnectionError);
+    const agent = defineAgent({
+      name: 'a',
+      instructions: '',
+      model: scriptedModel([{ text: 'x' }]),
+      tools: [broken],
+    });
+    const result = await run(agent, 'go');
+    expect(result.status).toBe('failed');
+    expect(result.error?.name).toBe('McpConnectionError');
+    await broken.close();
+  });
+
+  it('leaves no child process once closed', async () => {
+    await server.close();
+    expect(liveChildren()).toEqual([]);
+  });
+});
