@@ -193,14 +193,21 @@ export class McpToolServer implements ToolSource, AsyncDisposable {
   }
 
   isReady(scope: ToolSourceScope): boolean {
-    if (this.#stale || Date.now() >= this.#expiresAt) return false;
+    if (this.#listing !== undefined || this.#needsListing()) return false;
     return this.scope === 'process' || this.#sessions.get(scope.sessionId)?.connection.connected === true;
   }
 
   async prepare(scope: ToolSourceScope): Promise<void> {
     const connection = this.#connectionFor(scope.sessionId);
-    if (this.#stale || Date.now() >= this.#expiresAt) await this.#list(connection, scope.signal);
-    else await connection.open(scope.signal);
+    // Another session's listing in flight is awaited rather than repeated; if it failed (its session closed
+    // under it), this session lists on its own connection.
+    for (let tries = 0; tries < 3 && this.#needsListing(); tries++) {
+      const inFlight = this.#listing;
+      if (inFlight) await inFlight.catch(() => undefined);
+      else await this.#list(connection, scope.signal);
+    }
+    if (this.#needsListing()) await this.#list(connection, scope.signal);
+    await connection.open(scope.signal);
   }
 
   /**
@@ -269,7 +276,9 @@ export class McpToolServer implements ToolSource, AsyncDisposable {
 
   #newConnection(session: McpSessionInfo): McpConnection {
     const target = this.#target(session);
-    const key = target.kind === 'stdio' ? JSON.stringify([target.command, target.args]) : target.url.href;
+    // One program answers the probe the same way whatever its per-session arguments, so a stdio server's verdict
+    // is kept per declaration; an HTTP server's per URL.
+    const key = target.kind === 'stdio' ? target.command : target.url.href;
     return new McpConnection(this.name, target, this.#reconnect, {
       toolsChanged: () => {
         this.#stale = true;
@@ -306,6 +315,10 @@ export class McpToolServer implements ToolSource, AsyncDisposable {
       throw new ConfigError(`${where}: url must be an absolute URL, got ${describeValue(url)}.`);
     const headers = computed(http.headers, session);
     return { kind: 'http', url: new URL(url), headers: headers ? { ...headers } : undefined };
+  }
+
+  #needsListing(): boolean {
+    return this.#version === 0 || this.#stale || Date.now() >= this.#expiresAt;
   }
 
   #list(connection: McpConnection, signal: AbortSignal): Promise<void> {
