@@ -5,6 +5,7 @@
  */
 export type { ReconnectPolicy } from './connection.ts';
 export { McpConnectionError } from './errors.ts';
+export { type McpServing, type ServeMcpOptions, type ServeMcpTransport, serveMcp } from './serve.ts';
 export {
   type McpHttpServerOptions,
   type McpServerOptions,
