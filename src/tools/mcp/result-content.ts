@@ -8,8 +8,8 @@ export interface McpToolResult {
 /**
  * The text a tool message carries for an MCP result. Tool messages carry text only, so an image or audio block
  * becomes a line saying what it was (type and size) rather than its bytes; an embedded text resource is given in
- * full; structured content is given as JSON unless a text block already holds the same JSON (servers are asked to
- * send both).
+ * full; structured content is given as JSON when no text block came with it (a server that sends both gives the
+ * text as its rendering of the structure, as the protocol asks).
  */
 export function resultText(result: McpToolResult): string {
   const lines: string[] = [];
@@ -47,10 +47,7 @@ export function resultText(result: McpToolResult): string {
         lines.push(`[${String(part.type)} content: not shown]`);
     }
   }
-  if (
-    result.structuredContent !== undefined &&
-    !texts.some((text) => sameJson(text, result.structuredContent))
-  )
+  if (result.structuredContent !== undefined && texts.length === 0)
     lines.push(JSON.stringify(result.structuredContent));
   return lines.join('\n');
 }
@@ -59,12 +56,4 @@ function approximateBytes(base64: unknown): number {
   if (typeof base64 !== 'string') return 0;
   const padding = base64.endsWith('==') ? 2 : base64.endsWith('=') ? 1 : 0;
   return Math.max(0, Math.floor((base64.length * 3) / 4) - padding);
-}
-
-function sameJson(text: string, value: unknown): boolean {
-  try {
-    return JSON.stringify(JSON.parse(text)) === JSON.stringify(value);
-  } catch {
-    return false;
-  }
 }

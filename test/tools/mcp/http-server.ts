@@ -88,7 +88,7 @@ export class TestHttpServer {
 
   constructor(form: 'stateless' | 'stateful') {
     this.#form = form;
-    let markSlow = () => undefined as void;
+    let markSlow: () => void = () => undefined;
     this.log = {
       calls: [],
       cancelled: [],

@@ -53,6 +53,7 @@ describe('an MCP server over stdio (server-everything, 2025-11-25 initialize han
     );
     expect(byId.get('i')?.content).toMatch(/\[image image\/png, \d+ bytes: not shown/);
     expect(byId.get('i')?.isError).toBe(false);
+    expect(byId.get('s')?.content).toMatch(/^\{/);
     expect(JSON.parse(byId.get('s')?.content ?? '')).toMatchObject({ temperature: expect.any(Number) });
     expect(byId.get('e')?.isError).toBe(true);
     expect(byId.get('e')?.content).toMatch(/^Error: /);
