@@ -101,6 +101,7 @@ export class ToolRegistry {
    * the first source's failure after every source has had its try.
    */
   prepare(scope: ToolSourceScope): Promise<void> | undefined {
+    if (this.#sources.length === 0) return undefined;
     const pending: Promise<void>[] = [];
     for (const source of this.#sources) if (!source.isReady(scope)) pending.push(source.prepare(scope));
     if (pending.length === 0) return undefined;

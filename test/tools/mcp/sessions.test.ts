@@ -1,3 +1,6 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createAgentSystem, defineAgent, run } from 'troupe';
 import { mcpServer } from 'troupe/mcp';
@@ -99,5 +102,39 @@ describe('MCP servers per session', () => {
       expect(liveChildren()).toHaveLength(1);
     }
     expect(liveChildren()).toEqual([]);
+  });
+});
+
+describe('cancelling a call to a stdio MCP server', () => {
+  it.each(['2026-07-28', '2025-11-25'] as const)('reaches the server (%s)', async (protocol) => {
+    const directory = mkdtempSync(join(tmpdir(), 'troupe-mcp-cancel-'));
+    const log = join(directory, 'cancelled.txt');
+    writeFileSync(log, '');
+    const server = mcpServer({
+      command: process.execPath,
+      args: protocol === '2026-07-28' ? [echoServer] : [echoServer, '--legacy-only'],
+      env: { CANCEL_LOG: log },
+    });
+    try {
+      await server.connect();
+      expect(server.protocolVersion()).toBe(protocol);
+      const model = scriptedModel([
+        { toolCalls: [{ id: 'c', name: 'slow', args: { id: 'job-1' } }] },
+        { text: 'x' },
+      ]);
+      const agent = defineAgent({
+        name: 'a',
+        instructions: '',
+        model,
+        tools: [server],
+        limits: { toolTimeoutMs: 300, toolRetries: 0 },
+      });
+      const result = await run(agent, 'go');
+      expect(result.history.find((message) => message.role === 'tool')?.content).toMatch(/timed out/);
+      await expect.poll(() => readFileSync(log, 'utf8'), { timeout: 5_000 }).toBe('job-1\n');
+    } finally {
+      await server.close();
+      rmSync(directory, { recursive: true, force: true });
+    }
   });
 });
