@@ -63,6 +63,10 @@ async function measure(tools: Parameters<typeof defineAgent>[0]['tools'], expect
       const answer = result.history.find((message) => message.role === 'tool')?.content;
       if (answer !== expect(id)) wrong++;
       await session.stop();
+      if (next % 100 === 0)
+        process.stderr.write(
+          `${next} sessions started, ${((performance.now() - started) / 1000).toFixed(0)} s\n`,
+        );
     }
   };
   await Promise.all(Array.from({ length: concurrency }, worker));

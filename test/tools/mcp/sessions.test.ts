@@ -12,8 +12,8 @@ import { liveChildren, openPipes, openSockets } from './support.ts';
 const echoServer = fileURLToPath(new URL('./fixtures/stdio-echo-server.ts', import.meta.url));
 
 /** Sessions in this test; the 1,000-session figure is measured by the bench (bench/mcp.ts). */
-const sessionCount = 24;
-const concurrency = 6;
+const sessionCount = 12;
+const concurrency = 4;
 
 function echoAgent(server: ReturnType<typeof mcpServer>) {
   // Sessions run side by side: each answers from its own conversation (a tool call, then the answer).
@@ -69,7 +69,7 @@ describe('MCP servers per session', () => {
     await system.shutdown();
     expect(openSockets()).toBe(sockets);
     expect(openPipes()).toBe(pipes);
-  });
+  }, 180_000);
 
   it('a plain run closes its per-run server before its result is given', async () => {
     const server = mcpServer({ command: process.execPath, args: [echoServer], scope: 'session' });
