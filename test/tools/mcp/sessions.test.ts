@@ -138,3 +138,33 @@ describe('cancelling a call to a stdio MCP server', () => {
     }
   });
 });
+
+describe('a stdio MCP server killed mid-session', () => {
+  it('is started again and the next call succeeds', async () => {
+    const server = mcpServer({
+      command: process.execPath,
+      args: [echoServer],
+      env: { SESSION_TAG: 'again' },
+      reconnect: { attempts: 4, initialDelayMs: 20 },
+    });
+    try {
+      const agent = echoAgent(server);
+      const system = createAgentSystem();
+      const session = system.spawn(agent, 'first', { id: 'kill-me' });
+      expect((await session.result).history.at(-2)?.content).toBe('again:x');
+      const [first] = liveChildren();
+      expect(first).toBeDefined();
+      process.kill(first as number, 'SIGKILL');
+      await expect.poll(() => liveChildren(), { timeout: 5_000 }).toEqual([]);
+      const second = await session.send('second');
+      expect(second.stopReason).toBe('completed');
+      expect(second.history.at(-2)).toMatchObject({ role: 'tool', content: 'again:x', isError: false });
+      expect(liveChildren()).toHaveLength(1);
+      expect(liveChildren()[0]).not.toBe(first);
+      await system.shutdown();
+    } finally {
+      await server.close();
+    }
+    expect(liveChildren()).toEqual([]);
+  });
+});
