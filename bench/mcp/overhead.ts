@@ -81,6 +81,8 @@ async function subjectsFor(
       ? new StdioClientTransport({ command: process.execPath, args: [echoScript], stderr: 'ignore' })
       : new StreamableHTTPClientTransport(new URL(url)),
   );
+  // As any client does (and Troupe does) before calling: the SDK keeps the list for output validation.
+  await client.listTools();
   const server =
     transport === 'stdio'
       ? mcpServer({ command: process.execPath, args: [echoScript], stderr: 'ignore' })

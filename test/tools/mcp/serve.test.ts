@@ -1,4 +1,6 @@
+import { fileURLToPath } from 'node:url';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { createAgentSystem, defineAgent, tool } from 'troupe';
 import { serveMcp } from 'troupe/mcp';
 import { scriptedModel } from 'troupe/testing';
@@ -127,4 +129,32 @@ describe('serveMcp: Troupe agents as MCP tools', () => {
     await expect(call).rejects.toThrow();
     await expect.poll(() => aborted, { timeout: 5_000 }).toBe(true);
   });
+});
+
+describe('serveMcp over stdio', () => {
+  it.each(['auto', 'legacy'] as const)(
+    'an SDK client (%s negotiation) starts the served agent as a process and calls it',
+    async (mode) => {
+      const client = new Client({ name: 'test-client', version: '1.0.0' }, { versionNegotiation: { mode } });
+      await client.connect(
+        new StdioClientTransport({
+          command: process.execPath,
+          args: [
+            '--import',
+            'tsx',
+            fileURLToPath(new URL('./fixtures/serve-agent-stdio.ts', import.meta.url)),
+          ],
+          stderr: 'pipe',
+        }),
+      );
+      try {
+        expect(client.getNegotiatedProtocolVersion()).toBe(mode === 'auto' ? '2026-07-28' : '2025-11-25');
+        const answer = await client.callTool({ name: 'greeter', arguments: { input: 'Ada' } });
+        expect(answer.content).toEqual([{ type: 'text', text: 'hello, "Ada"' }]);
+      } finally {
+        await client.close();
+      }
+    },
+    60_000,
+  );
 });
