@@ -3,12 +3,16 @@
  * echo server of the tests with its own env, runs one turn that calls the server's tool once, and stops (which
  * stops the process). `concurrency` sessions run at once. After the last session and the system's shutdown the
  * script counts this process's live children (/proc) and open sockets and pipes against the count before: a leak
- * shows there. The baseline in the same run is the same sessions with a local tool (no process).
+ * shows there. Baselines in the same run: the same sessions with a local tool (no process), and the floor for a
+ * process per session: the bare SDK client spawning the same server, connecting, calling echo once and closing,
+ * `concurrency` at once (no agent, no session).
  *
  *   npm run build && node bench/mcp/sessions.ts [sessions=1000] [concurrency=8]
  */
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { Client } from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { z } from 'zod';
 import { createAgentSystem, defineAgent, tool } from '../../dist/index.js';
 import { scriptedModel } from '../../dist/testing/index.js';
@@ -53,6 +57,7 @@ async function measure(tools: Parameters<typeof defineAgent>[0]['tools'], expect
   const agent = defineAgent({ name: 'echoer', instructions: '', model, tools });
   const system = createAgentSystem();
   let next = 0;
+  let done = 0;
   let wrong = 0;
   const started = performance.now();
   const worker = async () => {
@@ -63,15 +68,49 @@ async function measure(tools: Parameters<typeof defineAgent>[0]['tools'], expect
       const answer = result.history.find((message) => message.role === 'tool')?.content;
       if (answer !== expect(id)) wrong++;
       await session.stop();
-      if (next % 100 === 0)
+      done++;
+      if (done % 100 === 0)
         process.stderr.write(
-          `${next} sessions started, ${((performance.now() - started) / 1000).toFixed(0)} s\n`,
+          `${done} sessions done, ${((performance.now() - started) / 1000).toFixed(0)} s\n`,
         );
     }
   };
   await Promise.all(Array.from({ length: concurrency }, worker));
   const seconds = (performance.now() - started) / 1000;
   await system.shutdown();
+  return { perSecond: sessions / seconds, seconds, wrong };
+}
+
+type Verdict =
+  | { kind: 'legacy' }
+  | { kind: 'modern'; discover: NonNullable<ReturnType<Client['getDiscoverResult']>> };
+
+async function bare() {
+  let next = 0;
+  let wrong = 0;
+  // Troupe remembers the first probe's verdict for a declaration; the floor does the same.
+  let verdict: Verdict | undefined;
+  const started = performance.now();
+  const worker = async () => {
+    while (next < sessions) {
+      const id = `s${next++}`;
+      const client = new Client({ name: 'bench', version: '1' }, { versionNegotiation: { mode: 'auto' } });
+      const transport = new StdioClientTransport({
+        command: process.execPath,
+        args: [echoScript],
+        env: { SESSION_TAG: id },
+        stderr: 'ignore',
+      });
+      await client.connect(transport, verdict ? { prior: verdict } : {});
+      const discover = client.getDiscoverResult();
+      verdict ??= discover ? { kind: 'modern', discover } : { kind: 'legacy' };
+      const result = await client.callTool({ name: 'echo', arguments: { text: 'x' } });
+      if ((result.content as { text?: string }[])[0]?.text !== `${id}:x`) wrong++;
+      await client.close();
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  const seconds = (performance.now() - started) / 1000;
   return { perSecond: sessions / seconds, seconds, wrong };
 }
 
@@ -95,6 +134,7 @@ const server = mcpServer({
   stderr: 'ignore',
 });
 const mcp = await measure([server], (id) => `${id}:x`);
+const floor = await bare();
 const after = { children: liveChildren(), sockets: descriptors('socket:'), pipes: descriptors('pipe:') };
 console.log(`${sessions} sessions, ${concurrency} at once, Node ${process.version}`);
 console.log('| tools | sessions/s | wall (s) | wrong answers |');
@@ -102,6 +142,12 @@ console.log('|---|---:|---:|---:|');
 console.log(`| local tool | ${local.perSecond.toFixed(0)} | ${local.seconds.toFixed(2)} | ${local.wrong} |`);
 console.log(
   `| per-session stdio MCP server | ${mcp.perSecond.toFixed(1)} | ${mcp.seconds.toFixed(1)} | ${mcp.wrong} |`,
+);
+console.log(
+  `| bare SDK client: spawn, connect, call, close | ${floor.perSecond.toFixed(1)} | ${floor.seconds.toFixed(1)} | ${floor.wrong} |`,
+);
+console.log(
+  `per-session MCP sessions take ${(mcp.seconds / floor.seconds).toFixed(2)}× the bare SDK floor's wall time`,
 );
 console.log(
   `leaks after shutdown: ${after.children - before.children} child processes, ${after.sockets - before.sockets} sockets, ${after.pipes - before.pipes} pipes; open connections ${server.openConnections}`,
