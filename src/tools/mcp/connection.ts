@@ -67,14 +67,22 @@ export class McpConnection {
   readonly #target: McpTarget;
   readonly #hooks: ConnectionHooks;
   readonly #reconnect: ReconnectPolicy;
+  readonly #connectTimeoutMs: number;
   #client: Client | undefined;
   #connecting: Promise<Client> | undefined;
   #closed = false;
   #stderrTail = '';
   #pid: number | null = null;
 
-  constructor(server: string, target: McpTarget, reconnect: ReconnectPolicy, hooks: ConnectionHooks) {
+  constructor(
+    server: string,
+    target: McpTarget,
+    reconnect: ReconnectPolicy,
+    connectTimeoutMs: number,
+    hooks: ConnectionHooks,
+  ) {
     this.#server = server;
+    this.#connectTimeoutMs = connectTimeoutMs;
     this.#target = target;
     this.#reconnect = reconnect;
     this.#hooks = hooks;
@@ -233,14 +241,22 @@ export class McpConnection {
       });
       transport = child;
       const verdict = this.#hooks.verdict();
-      await client.connect(transport, { signal, timeout: 30_000, ...(verdict ? { prior: verdict } : {}) });
+      await connectOrClean(client, transport, {
+        signal,
+        timeout: this.#connectTimeoutMs,
+        ...(verdict ? { prior: verdict } : {}),
+      });
       this.#pid = child.pid;
     } else {
       transport = new sdk.StreamableHTTPClientTransport(target.url, {
         ...(target.headers ? { requestInit: { headers: target.headers } } : {}),
       });
       const verdict = this.#hooks.verdict();
-      await client.connect(transport, { signal, timeout: 30_000, ...(verdict ? { prior: verdict } : {}) });
+      await connectOrClean(client, transport, {
+        signal,
+        timeout: this.#connectTimeoutMs,
+        ...(verdict ? { prior: verdict } : {}),
+      });
     }
     if (!this.#hooks.verdict()) {
       const discover = client.getDiscoverResult();
@@ -249,6 +265,21 @@ export class McpConnection {
       );
     }
     return client;
+  }
+}
+
+/** Connects, or, when that fails, closes what was started (a spawned process must not outlive a failed handshake). */
+async function connectOrClean(
+  client: Client,
+  transport: import('@modelcontextprotocol/client').Transport,
+  options: Parameters<Client['connect']>[1],
+): Promise<void> {
+  try {
+    await client.connect(transport, options);
+  } catch (error) {
+    await client.close().catch(() => undefined);
+    await transport.close().catch(() => undefined);
+    throw error;
   }
 }
 

@@ -49,6 +49,8 @@ interface McpServerCommonOptions {
   needsApproval?: boolean | undefined;
   /** Reconnecting after the server went away. Default: 4 attempts, 100 ms doubling up to 2 s. */
   reconnect?: Partial<ReconnectPolicy> | undefined;
+  /** How long one connection attempt (start and handshake) may take. Default 30 s. */
+  connectTimeoutMs?: number | undefined;
 }
 
 /** A server started as a child process, speaking MCP on its stdin and stdout. */
@@ -79,6 +81,7 @@ const optionKeys: readonly string[] = [
   'retries',
   'needsApproval',
   'reconnect',
+  'connectTimeoutMs',
   'command',
   'args',
   'env',
@@ -104,6 +107,7 @@ export class McpToolServer implements ToolSource, AsyncDisposable {
   readonly scope: 'process' | 'session';
   readonly #options: McpServerOptions;
   readonly #reconnect: ReconnectPolicy;
+  readonly #connectTimeoutMs: number;
   readonly #allowed: ReadonlySet<string> | undefined;
   readonly #prefix: string;
   #shared: McpConnection | undefined;
@@ -162,6 +166,10 @@ export class McpToolServer implements ToolSource, AsyncDisposable {
       throw new ConfigError(`${where}: reconnect.attempts must be an integer >= 1.`);
     if (!(reconnect.initialDelayMs >= 0) || !(reconnect.maxDelayMs >= 0))
       throw new ConfigError(`${where}: reconnect delays must be numbers of milliseconds >= 0.`);
+    const connectTimeoutMs = options.connectTimeoutMs ?? 30_000;
+    if (typeof connectTimeoutMs !== 'number' || !(connectTimeoutMs > 0))
+      throw new ConfigError(`${where}: connectTimeoutMs must be a positive number of milliseconds.`);
+    this.#connectTimeoutMs = connectTimeoutMs;
     assertMcpSdkInstalled('@modelcontextprotocol/client', where);
     this.#options = options;
     this.#reconnect = reconnect;
@@ -279,7 +287,7 @@ export class McpToolServer implements ToolSource, AsyncDisposable {
     // One program answers the probe the same way whatever its per-session arguments, so a stdio server's verdict
     // is kept per declaration; an HTTP server's per URL.
     const key = target.kind === 'stdio' ? target.command : target.url.href;
-    return new McpConnection(this.name, target, this.#reconnect, {
+    return new McpConnection(this.name, target, this.#reconnect, this.#connectTimeoutMs, {
       toolsChanged: () => {
         this.#stale = true;
       },

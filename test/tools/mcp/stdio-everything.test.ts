@@ -92,6 +92,21 @@ describe('an MCP server over stdio (server-everything, 2025-11-25 initialize han
     await broken.close();
   });
 
+  it('stops a server that never answers the handshake, on every attempt', async () => {
+    const silent = mcpServer({
+      command: process.execPath,
+      args: ['-e', 'setInterval(() => {}, 1000)'],
+      connectTimeoutMs: 500,
+      reconnect: { attempts: 2, initialDelayMs: 10 },
+    });
+    const before = liveChildren();
+    await expect(silent.connect()).rejects.toBeInstanceOf(McpConnectionError);
+    // The silent processes (the probe's and the connection's, per attempt) were all stopped.
+    await expect.poll(() => liveChildren(), { timeout: 5_000 }).toEqual(before);
+    expect(silent.openConnections).toBe(0);
+    await silent.close();
+  }, 30_000);
+
   it('leaves no child process once closed', async () => {
     await server.close();
     expect(liveChildren()).toEqual([]);
