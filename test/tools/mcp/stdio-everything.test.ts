@@ -1,3 +1,7 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { defineAgent, run } from 'troupe';
 import { McpConnectionError, mcpServer } from 'troupe/mcp';
 import { scriptedModel } from 'troupe/testing';
@@ -110,5 +114,39 @@ describe('an MCP server over stdio (server-everything, 2025-11-25 initialize han
   it('leaves no child process once closed', async () => {
     await server.close();
     expect(liveChildren()).toEqual([]);
+  });
+});
+
+describe('a JSON-RPC error answering a tool call', () => {
+  it('is an error result the model reads, not retried, and the tool stays offered (2025-06-18 server)', async () => {
+    const directory = mkdtempSync(join(tmpdir(), 'troupe-mcp-rpc-'));
+    const log = join(directory, 'calls.txt');
+    writeFileSync(log, '');
+    const server = mcpServer({
+      command: process.execPath,
+      args: [fileURLToPath(new URL('./fixtures/json-rpc-error-server.ts', import.meta.url))],
+      env: { CALL_LOG: log },
+    });
+    try {
+      const model = scriptedModel([
+        { toolCalls: [{ id: 'c', name: 'lookup', args: { key: 'a' } }] },
+        { text: 'the database is down' },
+      ]);
+      const agent = defineAgent({ name: 'a', instructions: '', model, tools: [server] });
+      const result = await run(agent, 'go');
+      expect(result.stopReason).toBe('completed');
+      expect(server.protocolVersion()).toBe('2025-06-18');
+      expect(result.history.find((message) => message.role === 'tool')).toMatchObject({
+        isError: true,
+        content: expect.stringMatching(
+          /^Error: MCP server "json-rpc-error-server" answered with an error: .*the database is down/,
+        ),
+      });
+      expect(readFileSync(log, 'utf8')).toBe('call\n');
+      expect(model.requests[1]?.tools.map((tool) => tool.name)).toEqual(['lookup']);
+    } finally {
+      await server.close();
+      rmSync(directory, { recursive: true, force: true });
+    }
   });
 });
