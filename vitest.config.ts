@@ -1,7 +1,30 @@
 import { fileURLToPath } from 'node:url';
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
 
 const src = (path: string): string => fileURLToPath(new URL(`./src/${path}`, import.meta.url));
+
+/**
+ * Tests that the second run on XState's interpreter would not tell anything new: the compiled interpreter's own
+ * differential tests (they run both interpreters themselves), pure functions, stores, provider wire formats, source
+ * text, the resource manager's machine (never compiled), and the Restate crash matrix (minutes of killed Restate
+ * servers; the other Restate tests run their service on both interpreters, and the sessions' own crash matrix runs
+ * on both). Every other test runs twice, once per interpreter; the switch test of test/engine runs in both projects.
+ */
+const notBehavioural = [
+  'test/engine/!(interpreter-switch).test.ts',
+  'test/machines/resources*.test.ts',
+  'test/properties/resources.test.ts',
+  'test/restate/crash.test.ts',
+  'test/core/**',
+  'test/docs/**',
+  'test/persistence/**',
+  'test/policies/**',
+  'test/providers/**',
+  'test/support/**',
+];
+
+/** Every test file: the suite, and the examples of docs/testing.md, which run as users would run them. */
+const tests = ['test/**/*.test.ts', 'examples/testing/**/*.test.ts'];
 
 export default defineConfig({
   resolve: {
@@ -10,10 +33,24 @@ export default defineConfig({
       { find: /^troupe\/testing$/, replacement: src('testing/index.ts') },
       { find: /^troupe\/providers$/, replacement: src('providers/index.ts') },
       { find: /^troupe\/mcp$/, replacement: src('tools/mcp/index.ts') },
+      { find: /^troupe\/tools$/, replacement: src('tools/builtin/index.ts') },
     ],
   },
   test: {
-    include: ['test/**/*.test.ts'],
     testTimeout: 30_000,
+    // Troupe's machines run on the compiled interpreter (src/engine); the behavioural tests also run on XState's
+    // own (TROUPE_INTERPRETER=xstate), so that an interpreter difference fails a test that shows what it changed.
+    projects: [
+      { extends: true, test: { name: 'compiled', include: tests } },
+      {
+        extends: true,
+        test: {
+          name: 'xstate',
+          include: tests,
+          exclude: [...configDefaults.exclude, ...notBehavioural],
+          env: { TROUPE_INTERPRETER: 'xstate' },
+        },
+      },
+    ],
   },
 });

@@ -20,12 +20,19 @@ const option = (name: string): string | undefined =>
   args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 
 const frameworks = option('frameworks')?.split(',') ?? (quick ? ['floor', 'troupe'] : frameworkNames);
-const workloads = option('workloads')?.split(',') ?? ['W1', 'W2', 'W3', 'W4', 'W5'];
+const workloads = option('workloads')?.split(',') ?? ['W1', 'W2', 'W3', 'W4', 'W5', 'W1G'];
 const defaultReps: Record<string, number> = quick
-  ? { W1: 3, W2: 1, W3: 3, W4: 1, W5: 1 }
-  : { W1: 5, W2: 3, W3: 5, W4: 3, W5: 3 };
+  ? { W1: 3, W2: 1, W3: 3, W4: 1, W5: 1, W1G: 1 }
+  : { W1: 5, W2: 3, W3: 5, W4: 3, W5: 3, W1G: 3 };
 const repsOverride = option('reps');
-const timeoutMs: Record<string, number> = { W1: 120_000, W2: 600_000, W3: 300_000, W4: 120_000, W5: 300_000 };
+const timeoutMs: Record<string, number> = {
+  W1: 120_000,
+  W2: 600_000,
+  W3: 300_000,
+  W4: 120_000,
+  W5: 300_000,
+  W1G: 300_000,
+};
 
 interface Sample {
   framework: string;
@@ -36,7 +43,12 @@ interface Sample {
 }
 
 function runWorker(framework: string, workload: string, rep: number): Promise<Sample> {
-  const script = workload === 'W5' ? join(here, 'w5-worker.ts') : join(here, 'worker.ts');
+  const script =
+    workload === 'W5'
+      ? join(here, 'w5-worker.ts')
+      : workload === 'W1G'
+        ? join(here, 'w1-guardrails.ts')
+        : join(here, 'worker.ts');
   const workerArgs = ['--expose-gc', '--max-old-space-size=12288', script, framework, workload];
   if (quick) workerArgs.push('--quick');
   if (rep === 0) workerArgs.push('--mem');
@@ -82,8 +94,9 @@ for (let rep = 0; rep < maxReps; rep++) {
   for (const workload of workloads) {
     const reps = repsOverride ? Number(repsOverride) : (defaultReps[workload] ?? 1);
     if (rep >= reps) continue;
-    // W5 measures the resource manager, which only Troupe has.
-    const names = workload === 'W5' ? frameworks.filter((f) => f === 'troupe') : frameworks;
+    // W5 measures the resource manager, W1G guardrails: only Troupe has them.
+    const names =
+      workload === 'W5' || workload === 'W1G' ? frameworks.filter((f) => f === 'troupe') : frameworks;
     const rotated = names.map((_, i) => names[(i + rep) % names.length] as string);
     for (const framework of rotated) {
       const sample = await runWorker(framework, workload, rep);
@@ -238,6 +251,31 @@ if (workloads.includes('W5')) {
   }
 }
 
+const w1gLines: string[] = [];
+if (workloads.includes('W1G')) {
+  const w1g = samples.filter((s) => s.workload === 'W1G');
+  if (w1g.length === 0 || w1g.every((s) => s.error)) {
+    w1gLines.push(`W1G (guardrails): not run${w1g[0]?.error ? `: ${w1g[0].error}` : ''}.`);
+  } else {
+    w1gLines.push(
+      '| one input + one output guardrail of | µs per tool step | added µs per tool step (vs none, same round) | CPU µs per tool step | added CPU µs per tool step | added CPU µs per run (10 steps) | µs per check, alone | reps |',
+      '|---|---:|---:|---:|---:|---:|---:|---:|',
+    );
+    for (const variant of ['none', 'tokenLimit', 'blockedPatterns', 'llmJudge', 'all']) {
+      const step = stat('troupe', 'W1G', `usPerStep@${variant}`);
+      const added = stat('troupe', 'W1G', `addedUsPerStep@${variant}`);
+      const range = (s: Stat | undefined) =>
+        s ? `${format(s.median)} (${format(s.min)} – ${format(s.max)})` : '–';
+      const alone = stat('troupe', 'W1G', `usPerCheck@${variant}`);
+      const cpu = stat('troupe', 'W1G', `cpuUsPerStep@${variant}`);
+      const addedCpu = stat('troupe', 'W1G', `addedCpuUsPerStep@${variant}`);
+      w1gLines.push(
+        `| ${variant === 'all' ? 'each kind (all three)' : variant} | ${range(step)} | ${variant === 'none' ? '–' : range(added)} | ${range(cpu)} | ${variant === 'none' ? '–' : range(addedCpu)} | ${addedCpu ? format(addedCpu.median * 10) : '–'} | ${alone ? range(alone) : '–'} | ${step?.n ?? 0} |`,
+      );
+    }
+  }
+}
+
 const errors = samples
   .filter((s) => s.error)
   .map((s) => `- ${s.framework} ${s.workload} rep ${s.rep + 1}: ${s.error}`);
@@ -275,6 +313,7 @@ const md = [
   ...lines,
   '',
   ...(w5Lines.length > 0 ? ['## W5: resource manager in the path (Troupe)', '', ...w5Lines, ''] : []),
+  ...(w1gLines.length > 0 ? ['## W1G: W1 with guardrails (Troupe)', '', ...w1gLines, ''] : []),
   '## Ranges (min – max over repetitions)',
   '',
   '| metric | framework | median | range | reps |',

@@ -7,6 +7,29 @@ export {
   type OutputOf,
 } from './agent/define-agent.ts';
 export type { HandoffInputFilter, HandoffTarget } from './agent/handoff.ts';
+export {
+  type AuditEntry,
+  type AuditLog,
+  type AuditLogOptions,
+  auditEntryOf,
+  createAuditLog,
+} from './audit/audit-log.ts';
+export type { AuditHead, AuditRecord, AuditRecordType } from './audit/audit-record.ts';
+export type { AuditSink } from './audit/audit-sink.ts';
+export { type JsonlAuditSinkOptions, jsonlAuditSink } from './audit/jsonl-audit-sink.ts';
+export { type MemoryAuditSink, memoryAuditSink } from './audit/memory-audit-sink.ts';
+export { sqliteAuditSink } from './audit/sqlite-audit-sink.ts';
+export {
+  type AuditVerification,
+  type VerifyAuditLogOptions,
+  verifyAuditLog,
+} from './audit/verify-audit-log.ts';
+export {
+  type BreakerChange,
+  type BreakerOptions,
+  breakerState,
+  resetBreakers,
+} from './breakers/circuit-breaker.ts';
 export type {
   ApprovalDecision,
   ApprovalRecord,
@@ -26,6 +49,7 @@ export {
   type ModelErrorKind,
   RunStopped,
   type RunStoppedInfo,
+  ToolInputError,
   ToolTimeoutError,
   TroupeError,
   UnknownToolError,
@@ -41,6 +65,7 @@ export {
   type RunEventType,
   toSSE,
 } from './core/events.ts';
+export type { GuardrailBlock } from './core/guardrail-block.ts';
 export { answerUnrunCalls, findHistoryIssues, validateHistory } from './core/history.ts';
 export type { JsonObject, JsonValue } from './core/json.ts';
 export { type AgentLimits, defaultLimits, type ResolvedLimits } from './core/limits.ts';
@@ -70,6 +95,17 @@ export { cost, defaultPrices, findPrice, type ModelPrice, type PriceTable } from
 export type { RunResult, RunStep, StepToolCall } from './core/result.ts';
 export { type RunStatus, type StopReason, statusOf, stopReasons } from './core/stop-reason.ts';
 export { addUsage, emptyUsage, type Usage } from './core/usage.ts';
+export { type BlockedPatternsOptions, blockedPatterns } from './guardrails/blocked-patterns.ts';
+export {
+  type AgentGuardrailOptions,
+  type Guardrail,
+  type GuardrailCheck,
+  type GuardrailCheckInfo,
+  type GuardrailOptions,
+  guardrail,
+} from './guardrails/guardrail.ts';
+export { type LlmJudgeOptions, llmJudge } from './guardrails/llm-judge.ts';
+export { type TokenEncoding, type TokenLimitOptions, tokenLimit } from './guardrails/token-limit.ts';
 export {
   type AgentAnswer,
   type AgentContext,
@@ -114,7 +150,20 @@ export {
   StoreLayoutError,
 } from './persistence/store-errors.ts';
 export type { SyncSessionStore } from './persistence/sync-store.ts';
+export { type PiiKind, piiKinds } from './pii/pii-detectors.ts';
+export { type PiiCounts, PiiMasker } from './pii/pii-masker.ts';
+export type { PiiOptions } from './pii/pii-options.ts';
+export type { GuardrailVerdict } from './policies/guardrail-verdict.ts';
 export * from './policies/index.ts';
+export {
+  type ByRoleOptions,
+  type PermissionDecision,
+  type PermissionDecisionKind,
+  type PermissionRequest,
+  permissions,
+  type RoleTable,
+  type ToolPermissionPolicy,
+} from './policies/tool-permissions.ts';
 export {
   type BudgetsConfig,
   createResourceManager,
@@ -131,6 +180,13 @@ export {
 } from './resources/resource-manager.ts';
 export { type InspectObserver, redact, redactingInspector } from './run/inspect.ts';
 export { type AgentStep, type RunOptions, type RunStream, run, stream } from './run/run.ts';
+export {
+  type ContextType,
+  contextType,
+  type Instructions,
+  type OptionsWithContext,
+  type RunContextInfo,
+} from './run/run-context.ts';
 export { activeRuntimeCount } from './run/run-runtime.ts';
 export { type AgentTool, type AgentToolOptions, agentTool, SubAgentError } from './system/agent-tool.ts';
 export { ApprovalError } from './system/approval-error.ts';
@@ -151,6 +207,7 @@ export {
   type TurnOptions,
 } from './system/session.ts';
 export type { ApprovalHandler } from './system/session-run.ts';
+export type { RecoverOptions, RestoreOptions } from './system/system.ts';
 export {
   type AgentSystem,
   type AgentSystemOptions,

@@ -25,7 +25,7 @@ import {
 const usage = { input: 10, output: 5, cached: 0, reasoning: 0 };
 
 /** A lean ModelProvider playing the scenario (the scripted model records requests; a benchmark need not). */
-function benchModel(scenario: Scenario): ModelProvider {
+export function benchModel(scenario: Scenario): ModelProvider {
   return {
     provider: 'bench',
     model: 'bench',

@@ -55,6 +55,7 @@ const context = {
   step: 1,
   attempt: 1,
   idempotencyKey: 'k',
+  context: undefined,
 };
 
 function stepAgent(tools: Parameters<typeof defineAgent>[0]['tools']) {

@@ -5,6 +5,13 @@ import { isModelProvider, type ModelProvider, type ModelSettings, type OutputSpe
 import { checkModelSettings } from '../core/model-settings.ts';
 import { checkOptionObject, isPlainObject } from '../core/options.ts';
 import { isPrototypeName } from '../core/records.ts';
+import {
+  type AgentGuardrailOptions,
+  type AgentGuardrails,
+  resolveGuardrails,
+} from '../guardrails/guardrail.ts';
+import type { ToolPermissionPolicy } from '../policies/tool-permissions.ts';
+import type { ContextType, Instructions } from '../run/run-context.ts';
 import { ToolRegistry } from '../tools/registry.ts';
 import { type Tool, toJsonSchema } from '../tools/tool.ts';
 import type { ToolSource } from '../tools/tool-source.ts';
@@ -21,14 +28,36 @@ import {
 export interface AgentOptions<
   TSchema extends z.ZodType | undefined = undefined,
   THandoffs extends readonly HandoffTarget[] = readonly HandoffTarget[],
+  TContext = unknown,
+  TTools extends readonly (Tool | ToolSource)[] = readonly Tool[],
 > {
   /** Shown on every event the agent produces. 1-64 letters, digits, `_`, `-` or `.`. */
   name: string;
-  /** The system prompt. */
-  instructions: string;
+  /**
+   * The system prompt: a string, or a function of the run context (`({ context }) => ...`, async allowed) computed
+   * before each model call.
+   */
+  instructions: Instructions<TContext>;
+  /**
+   * The run context the agent needs, `contextType<AppContext>()`: runs, sessions and turns of this agent must be
+   * given a `context` of that type, and its tools and instruction function receive it. Without it, an instruction
+   * function's annotated parameter gives the type, or the agent needs no context (and takes no tool that needs one).
+   */
+  contextType?: ContextType<TContext> | undefined;
   model: ModelProvider;
-  /** Tools made with `tool(...)`, and tool sources such as MCP servers (`mcpServer(...)` from `troupe/mcp`). */
-  tools?: readonly (Tool | ToolSource)[] | undefined;
+  /**
+   * The tools the model may call: `tool(...)` definitions, and tool sources such as MCP servers (`mcpServer(...)`
+   * from `troupe/mcp`). A tool defined with a contextType needs a context this agent's context type satisfies; an
+   * agent that declares no context takes no such tool.
+   */
+  tools?: (TTools & ToolsFor<TTools, NoInfer<TContext>>) | undefined;
+  /**
+   * Decides for each tool call, before it runs, whether this caller may make it: `allow`, `deny` (the model gets an
+   * error result; the tool never runs) or `ask` (the call waits for a person, as with `needsApproval`). It gets the
+   * run context, e.g. `permissions.byRole({ admin: ['*'], user: ['search'] }, (context) => context.role)`. A policy
+   * that throws denies. Every decision to deny or ask is a `permission` event.
+   */
+  permissions?: ToolPermissionPolicy<NoInfer<TContext>> | undefined;
   /** A zod schema for a structured final answer; the result's `output` is typed from it. */
   output?: TSchema | undefined;
   limits?: AgentLimits | undefined;
@@ -48,16 +77,22 @@ export interface AgentOptions<
   maxHandoffDepth?: number | undefined;
   /** How often an agent already on the handoff path may be handed to again; beyond, it is refused. Default 1. */
   maxHandoffRevisits?: number | undefined;
+  /**
+   * Checks of the run's input, its final answer, tool calls' arguments and tools' results, each deciding allow, warn
+   * or block (the run ends with guardrail_blocked). See `guardrail()`.
+   */
+  guardrails?: AgentGuardrailOptions<NoInfer<TContext>> | undefined;
 }
 
 /**
  * A defined agent: checked once, immutable, reusable across any number of runs. `TOutput` is what a run started
  * with this agent can end with: its own output, or, after a handoff, the output of any agent it can reach.
  */
-export interface Agent<TOutput = undefined> {
+export interface Agent<TOutput = undefined, TContext = unknown> {
   readonly kind: 'agent';
   readonly name: string;
-  readonly instructions: string;
+  /** The system prompt, or the function of the run context that computes it. */
+  readonly instructions: Instructions<TContext>;
   readonly model: ModelProvider;
   readonly tools: ToolRegistry;
   /** This agent's own schema (its answers are among `TOutput`; a handoff target's may be others). */
@@ -73,7 +108,21 @@ export interface Agent<TOutput = undefined> {
   readonly handoffInputFilter: HandoffInputFilter | undefined;
   readonly maxHandoffDepth: number;
   readonly maxHandoffRevisits: number;
+  /** The agent's guardrails by when they run; undefined when it has none. */
+  readonly guardrails: AgentGuardrails | undefined;
+  /** The tool-permission policy, if any (see AgentOptions.permissions). */
+  readonly permissions: ToolPermissionPolicy<TContext> | undefined;
 }
+
+/** The context an agent's tools get: its own, or `undefined` for an agent that declares none. */
+type ToolContextOf<TContext> = unknown extends TContext ? undefined : TContext;
+
+/** Each of the tools, as one that accepts the agent's context: a tool needing another context does not fit. */
+type ToolsFor<TTools extends readonly (Tool | ToolSource)[], TContext> = {
+  readonly [K in keyof TTools]: TTools[K] extends ToolSource
+    ? ToolSource
+    : Tool<unknown, unknown, ToolContextOf<TContext>>;
+};
 
 export type OutputOf<TSchema> = TSchema extends z.ZodType ? z.output<TSchema> : undefined;
 
@@ -90,6 +139,7 @@ const agentNamePattern = /^[a-zA-Z0-9_.-]{1,64}$/;
 const agentOptionKeys: readonly string[] = [
   'name',
   'instructions',
+  'contextType',
   'model',
   'tools',
   'output',
@@ -100,6 +150,8 @@ const agentOptionKeys: readonly string[] = [
   'handoffInputFilter',
   'maxHandoffDepth',
   'maxHandoffRevisits',
+  'guardrails',
+  'permissions',
 ];
 
 /**
@@ -109,7 +161,11 @@ const agentOptionKeys: readonly string[] = [
 export function defineAgent<
   TSchema extends z.ZodType | undefined = undefined,
   const THandoffs extends readonly HandoffTarget[] = readonly [],
->(options: AgentOptions<TSchema, THandoffs>): Agent<OutputOf<TSchema> | HandoffOutputOf<THandoffs>> {
+  TContext = unknown,
+  const TTools extends readonly (Tool | ToolSource)[] = readonly [],
+>(
+  options: AgentOptions<TSchema, THandoffs, TContext, TTools>,
+): Agent<OutputOf<TSchema> | HandoffOutputOf<THandoffs>, TContext> {
   if (!isPlainObject(options)) throw new ConfigError('defineAgent(): options must be an object.');
   const where = `defineAgent(${JSON.stringify(options.name)})`;
   if (typeof options.name !== 'string' || !agentNamePattern.test(options.name)) {
@@ -120,8 +176,14 @@ export function defineAgent<
       `${where}: "${options.name}" is a built-in property name of JavaScript objects; choose another name.`,
     );
   checkOptionObject(options, agentOptionKeys, where);
-  if (typeof options.instructions !== 'string')
-    throw new ConfigError(`${where}: instructions must be a string.`);
+  if (typeof options.instructions !== 'string' && typeof options.instructions !== 'function')
+    throw new ConfigError(`${where}: instructions must be a string or a function of the run context.`);
+  if (options.permissions !== undefined && typeof options.permissions !== 'function')
+    throw new ConfigError(
+      `${where}: permissions must be a function (call, info) => 'allow' | 'deny' | 'ask', e.g. permissions.byRole(...).`,
+    );
+  if (options.contextType !== undefined && options.contextType?.kind !== 'context-type')
+    throw new ConfigError(`${where}: contextType must be contextType<YourContext>().`);
   if (!isModelProvider(options.model)) {
     throw new ConfigError(
       `${where}: model must be a ModelProvider (for example scriptedModel([...]) from 'troupe/testing').`,
@@ -165,10 +227,15 @@ export function defineAgent<
     handoffInputFilter: options.handoffInputFilter,
     maxHandoffDepth: count('maxHandoffDepth', defaultMaxHandoffDepth),
     maxHandoffRevisits: count('maxHandoffRevisits', defaultMaxHandoffRevisits),
+    guardrails: resolveGuardrails(options.guardrails, where),
+    permissions: options.permissions,
   });
 }
 
-function checkHandoffs(options: AgentOptions<z.ZodType | undefined>, where: string): HandoffTarget[] {
+function checkHandoffs(
+  options: Pick<AgentOptions<z.ZodType | undefined>, 'handoffs' | 'description' | 'handoffInputFilter'>,
+  where: string,
+): HandoffTarget[] {
   const given = options.handoffs ?? [];
   if (!Array.isArray(given)) throw new ConfigError(`${where}: handoffs must be an array of agents or names.`);
   if (options.description !== undefined && typeof options.description !== 'string')

@@ -76,7 +76,9 @@ export type ModelErrorKind =
   | 'invalid_response'
   /** A scripted model (troupe/testing) was called past its last turn. */
   | 'script_exhausted'
-  | 'unknown';
+  | 'unknown'
+  /** The model's circuit breaker is open after repeated failures: the call failed at once, without being sent. */
+  | 'circuit_open';
 
 /** A model call failed after the provider's own retries. */
 export class ModelError extends TroupeError {
@@ -179,5 +181,17 @@ function safeString(value: unknown): string {
     return JSON.stringify(value) ?? String(value);
   } catch {
     return String(value);
+  }
+}
+
+/**
+ * Thrown by a tool whose arguments were well-formed but cannot be acted on: an expression that divides by zero, a
+ * query that writes or runs too long. The model reads the message as the call's error result and can correct itself:
+ * the call is not retried (the same arguments would fail the same way) and the tool stays available for the rest of
+ * the run, unlike a tool that keeps failing.
+ */
+export class ToolInputError extends TroupeError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('tool_input_rejected', message, options);
   }
 }

@@ -8,6 +8,26 @@ export interface EventOrigin {
   depth: number;
 }
 
+/** Hands an event on to the bus's listeners (stamped with time and seq). */
+export type EventDelivery = <T extends RunEventType>(
+  agent: string,
+  type: T,
+  data: RunEventData[T],
+  origin: EventOrigin | undefined,
+) => void;
+
+/**
+ * Sees every event before the listeners do and delivers what they get instead: the same event, a changed copy
+ * (masked personal data), nothing yet (text held back), or more than one.
+ */
+export type EventFilter = <T extends RunEventType>(
+  agent: string,
+  type: T,
+  data: RunEventData[T],
+  origin: EventOrigin | undefined,
+  deliver: EventDelivery,
+) => void;
+
 /**
  * A session's event stream: stamps each event with time, session and a gap-free sequence number, and hands it to
  * the listeners. Model deltas come straight here from the model actor, never through the statechart: a machine
@@ -19,6 +39,7 @@ export class EventBus {
   /** Made on the first subscription: most runs (a plain run()) never have a listener. */
   #emitter: EventEmitter<{ event: [RunEvent] }> | undefined;
   #seq: number;
+  #filter: EventFilter | undefined;
 
   /** `firstSeq`: where numbering starts (a restored session continues its log). */
   constructor(sessionId: string, clock: Clock, firstSeq = 0) {
@@ -44,6 +65,16 @@ export class EventBus {
   /** Emits an event of `agent`; `origin` says where the agent runs (default: holding the conversation). */
   emit<T extends RunEventType>(agent: string, type: T, data: RunEventData[T], origin?: EventOrigin): void {
     if (!this.listening) return;
+    if (this.#filter) this.#filter(agent, type, data, origin, this.#deliver);
+    else this.#deliver(agent, type, data, origin);
+  }
+
+  /** Puts `filter` between the emitters and the listeners (one per bus; a later call replaces it). */
+  setFilter(filter: EventFilter | undefined): void {
+    this.#filter = filter;
+  }
+
+  readonly #deliver: EventDelivery = (agent, type, data, origin) => {
     const event = {
       time: this.#clock.now(),
       agent,
@@ -55,7 +86,7 @@ export class EventBus {
       data,
     };
     this.#emitter?.emit('event', event as RunEvent);
-  }
+  };
 
   /** Listens to every event; returns the function that stops listening. A throwing listener is isolated. */
   subscribe(listener: (event: RunEvent) => void): () => void {

@@ -73,6 +73,15 @@ export function userMessage(input: RunInput): UserMessage {
   return { role: 'user', content: input };
 }
 
+/** The text of the last user message: a run's input, as input guardrails read it. */
+export function lastUserText(history: readonly Message[]): string {
+  for (let index = history.length - 1; index >= 0; index--) {
+    const message = history[index] as Message;
+    if (message.role === 'user') return messageText(message);
+  }
+  return '';
+}
+
 /** The text of a message's content, ignoring images. */
 export function messageText(message: Message): string {
   if (typeof message.content === 'string') return message.content;

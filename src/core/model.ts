@@ -1,3 +1,4 @@
+import type { RunEventData } from './events.ts';
 import type { JsonObject, JsonValue } from './json.ts';
 import type { Message, ReasoningBlock, ToolCall } from './messages.ts';
 import type { Usage } from './usage.ts';
@@ -95,6 +96,8 @@ export interface ModelRequest {
   signal: AbortSignal;
   /** Called for each streamed piece, in order, before `generate` resolves. */
   onDelta?: ((delta: ModelDelta) => void) | undefined;
+  /** Called when a circuit breaker this call went through changed state (the run reports a `breaker` event). */
+  onBreaker?: ((change: RunEventData['breaker']) => void) | undefined;
 }
 
 /** One whole model response, normalized across providers. */

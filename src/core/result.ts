@@ -1,4 +1,5 @@
 import type { ErrorInfo } from './errors.ts';
+import type { GuardrailBlock } from './guardrail-block.ts';
 import type { JsonValue } from './json.ts';
 import type { Message } from './messages.ts';
 import type { RunStatus, StopReason } from './stop-reason.ts';
@@ -53,6 +54,11 @@ export interface RunResult<TOutput = undefined> {
    * stopped at `max_steps`, whose stop reason says all there is.
    */
   error?: ErrorInfo;
+  /**
+   * The guardrail that blocked the run, where and why, when it stopped with guardrail_blocked because of one (a model
+   * refusal, also guardrail_blocked, has none).
+   */
+  guardrail?: GuardrailBlock;
   /** The agents that held the conversation in this turn, in order (handoffs); absent for a single-agent run. */
   path?: string[];
 }

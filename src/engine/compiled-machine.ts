@@ -1,5 +1,6 @@
 import { type AnyStateMachine, assign, StateMachine, spawnChild, stopChild } from 'xstate';
 import { type Configuration, Configurations, ReadonlyTags } from './configuration.ts';
+import { processInterpreter } from './interpreter-choice.ts';
 import { ActionRun, resolveActions, type SnapshotBuilder, type WorkingState } from './resolve-actions.ts';
 import { CandidateTable, selectEventless, selectTransition } from './select-transition.ts';
 import { xstateDevelopmentBuild } from './xstate-build.ts';
@@ -28,10 +29,15 @@ import type {
  * snapshots, children, actions, emitted events and inspection events after every event.
  *
  * `xstate.stop`, `xstate.init`, an event typed `*` and snapshots that are not active go to XState's own
- * `transition`.
+ * `transition`, and `microstep` is XState's own.
+ *
+ * The compiled interpreter runs only on the xstate versions it was verified against (xstate-version.ts); on any
+ * other, or with TROUPE_INTERPRETER=xstate, the machine is returned unchanged and runs on XState's interpreter
+ * (interpreter-choice.ts). A machine with parallel or history states is refused either way.
  */
 export function compileMachine<TMachine extends AnyStateMachine>(machine: TMachine): TMachine {
   assertCompilable((machine as unknown as EngineMachine).root);
+  if (processInterpreter() === 'xstate') return machine;
   return new CompiledMachine(machine.config, machine.implementations) as unknown as TMachine;
 }
 
@@ -77,19 +83,13 @@ class CompiledMachine extends Base implements SnapshotBuilder {
   private readonly exitActions = new Map<EngineStateNode, readonly unknown[]>();
   /** Per state node: its entry actions plus starting its invoked actors, with or without its initial actions. */
   private readonly entryActions = new Map<EngineStateNode, EntryActions>();
-  private readonly initialTransition: EngineTransition;
+  /** Built at the first start: a machine whose `initial` names no state fails its actor then, as in XState. */
+  private initialTransition: EngineTransition | undefined;
   private readonly contextAssign: unknown;
   private methods: SnapshotMethods | undefined;
 
   constructor(config: unknown, implementations: unknown) {
     super(config, implementations);
-    this.initialTransition = {
-      target: initialStateNodes(this.root),
-      source: this.root,
-      reenter: true,
-      actions: [],
-      eventType: null,
-    };
     const context = this.config.context;
     this.contextAssign =
       typeof context === 'function'
@@ -122,7 +122,7 @@ class CompiledMachine extends Base implements SnapshotBuilder {
     const transition = selectTransition(configuration, this.candidates, event, snapshot);
     if (!transition && event.type.startsWith('xstate.error.actor')) return this.fail(snapshot, event, scope);
     const internalQueue: EngineEvent[] = [];
-    const next = this.microstep(transition, snapshot, event, scope, internalQueue, false);
+    const next = this.step(transition, snapshot, event, scope, internalQueue, false);
     this.inspectMicrostep(scope, event, next, transition);
     return this.settle(next, event, scope, internalQueue);
   }
@@ -153,7 +153,14 @@ class CompiledMachine extends Base implements SnapshotBuilder {
         resolveActions(run, [this.contextAssign]);
         snapshot = run.snapshot();
       }
-      const next = this.microstep(this.initialTransition, snapshot, event, scope, internalQueue, true);
+      this.initialTransition ??= {
+        target: initialStateNodes(this.root),
+        source: this.root,
+        reenter: true,
+        actions: [],
+        eventType: null,
+      };
+      const next = this.step(this.initialTransition, snapshot, event, scope, internalQueue, true);
       return this.settle(next, event, scope, internalQueue);
     } catch (error) {
       return { ...snapshot, status: 'error', error };
@@ -204,7 +211,7 @@ class CompiledMachine extends Base implements SnapshotBuilder {
         event = raised;
         transition = selectTransition(configuration, this.candidates, event, snapshot);
       }
-      snapshot = this.microstep(transition, snapshot, event, scope, internalQueue, false);
+      snapshot = this.step(transition, snapshot, event, scope, internalQueue, false);
       selectEventlessNext = snapshot !== previous;
       this.inspectMicrostep(scope, event, snapshot, transition);
     }
@@ -219,8 +226,11 @@ class CompiledMachine extends Base implements SnapshotBuilder {
     return snapshot;
   }
 
-  /** XState's microstep for at most one transition: exit, transition actions, entry, final-state handling. */
-  private microstep(
+  /**
+   * XState's microstep for at most one transition: exit, transition actions, entry, final-state handling. (Not
+   * named `microstep`: that is StateMachine's public method, the microsteps of a macrostep, inherited as it is.)
+   */
+  private step(
     transition: EngineTransition | undefined,
     current: EngineSnapshot,
     event: EngineEvent,

@@ -1,10 +1,11 @@
 import { and, assign, fromCallback, sendTo, setup } from 'xstate';
 import type { ApprovalDecision, HumanRequestKind } from '../core/approvals.ts';
 import type { ErrorInfo } from '../core/errors.ts';
+import { blockedMessage, type GuardrailBlock } from '../core/guardrail-block.ts';
 import { answerUnrunCalls } from '../core/history.ts';
 import type { JsonValue } from '../core/json.ts';
 import type { ResolvedLimits } from '../core/limits.ts';
-import type { AssistantMessage, Message, ToolCall } from '../core/messages.ts';
+import { type AssistantMessage, lastUserText, type Message, type ToolCall } from '../core/messages.ts';
 import type { ModelResponse } from '../core/model.ts';
 import { addCount, ownValue } from '../core/records.ts';
 import type { StopReason } from '../core/stop-reason.ts';
@@ -23,10 +24,15 @@ import { toolCallSignature } from '../policies/tool-call-signature.ts';
  * the machine). Context is plain data.
  *
  *   running
- *     starting (checks the step limit, or resumes) -> toolUse | finalOutput
+ *     starting (checks the step limit, or resumes) -> checkingInput | toolUse | finalOutput
+ *     checkingInput (input guardrails) -> toolUse | finalOutput
  *     toolUse:      callingModel -> runningTools -> callingModel ...
  *     finalOutput:  callingModel -> decoding -> (retry) callingModel ...
+ *     checkingOutput (output guardrails on the final answer) -> completed
  *   completed | stopped | failed | handingOff  (final)
+ *
+ * The guardrail states are entered only by agents that have guardrails of their kind (guards read the run's
+ * guardrail plan): an agent without guardrails takes exactly the transitions it took before they existed.
  *
  * The tool-use loop has no transient states: what the policy decides about a response, and whether the step limit
  * is reached after a batch of tools, are guards of the `model.response` and `tools.done` transitions themselves.
@@ -48,7 +54,28 @@ export interface ToolOutcome {
   /** Every attempt failed: the tool is disabled for the rest of the run and the model answers without it. */
   degraded: boolean;
   attempts: number;
+  /** A tool guardrail blocked the call (its arguments or its result) and the run must stop. */
+  blocked?: GuardrailBlock;
 }
+
+/** Which guardrail states a run enters: fixed for the run from its agent's guardrails. */
+export interface GuardrailPlan {
+  /** Input guardrails checked before the first model call (`checkingInput`). */
+  input: boolean;
+  /** Input guardrails checked beside the first model call (by the effects actor, within `callingModel`). */
+  parallelInput: boolean;
+  /** Output guardrails checked on the whole final answer (`checkingOutput`). */
+  output: boolean;
+  /** Tool guardrails: a batch's outcome may carry a block. */
+  tools: boolean;
+}
+
+const noGuardrails: GuardrailPlan = Object.freeze({
+  input: false,
+  parallelInput: false,
+  output: false,
+  tools: false,
+});
 
 export type ModelPhase = 'toolUse' | 'finalOutput';
 
@@ -65,6 +92,18 @@ export type EffectCommand =
       schemaEnabled: boolean;
       history: readonly Message[];
       disabledTools: readonly string[];
+      /** Run the parallel input guardrails beside this call; a block cancels it and answers `guardrail.blocked`. */
+      checkInput: boolean;
+    }
+  /** Check the run's input or its final answer with the agent's guardrails; answered by `guardrails.done`. */
+  | {
+      type: 'guardrails.check';
+      stage: 'input' | 'output';
+      /** Model calls made so far: with the stage, what a durable executor keys the check by. */
+      call: number;
+      /** The value checked: the input text, the answer's text or its decoded output. */
+      value: JsonValue;
+      text: string;
     }
   | {
       type: 'tools.run';
@@ -93,6 +132,13 @@ export type AgentEvent =
     }
   /** A person decided on a call that waited for them. */
   | { type: 'approval.decided'; callId: string; decision: ApprovalDecision }
+  /** The guardrails of a `guardrails.check` decided: `blocked` says which one blocked, if one did. */
+  | { type: 'guardrails.done'; blocked?: GuardrailBlock }
+  /**
+   * A guardrail blocked while the model was called (a parallel input guardrail, or a streaming output guardrail):
+   * the call was cancelled. `usage` is the call's, when it had finished; `modelCalled` whether the model was asked.
+   */
+  | { type: 'guardrail.blocked'; block: GuardrailBlock; modelCalled: boolean; usage?: Usage }
   /** The state that decides the next effect could not be made durable: the effect never started. */
   | { type: 'effects.failed'; error: ErrorInfo }
   | { type: 'abort'; reason?: string }
@@ -112,6 +158,8 @@ export interface AgentMachineInput {
   handoffTools?: Record<string, string>;
   /** Resume from a checkpoint (a restart after a crash, or a refused handoff): counters, history, open calls. */
   resume?: AgentCheckpoint;
+  /** Which guardrail states the run enters; default none. */
+  guardrails?: GuardrailPlan;
 }
 
 /** The handoff the model asked for: the call stays open; the session answers it (accepted or refused). */
@@ -133,6 +181,7 @@ export interface AgentRunConfig {
   handoffTools: Record<string, string>;
   /** The phase a resumed run continues in ('toolUse' for a fresh run). */
   resumePhase: ModelPhase;
+  guardrails: GuardrailPlan;
 }
 
 /** The last model reply read as an answer. Every model response writes all of it at once. */
@@ -179,6 +228,8 @@ export interface AgentContext extends PolicyState {
   handoff: HandoffRequest | null;
   /** Tool calls of the current batch that wait for people (approval or an answer), and the decisions so far. */
   approvals: ApprovalState | null;
+  /** The guardrail that ended the run, when it ended with guardrail_blocked. */
+  guardrail: GuardrailBlock | null;
 }
 
 /** A tool call that waits for a person before it can be answered. */
@@ -379,6 +430,24 @@ function toolResultsPatch(
   return { history, toolCallCounts, callSignatures, degradedTools, toolCallsRun };
 }
 
+/** The guardrail block an event carries: a check's answer, a block during a model call, or a tool batch's. */
+function blockOf(event: AgentEvent): GuardrailBlock | undefined {
+  if (event.type === 'guardrails.done') return event.blocked;
+  if (event.type === 'guardrail.blocked') return event.block;
+  if (event.type === 'tools.done') return event.results.find((result) => result.blocked)?.blocked;
+  return undefined;
+}
+
+/** What stands in the history for an answer an output guardrail blocked: the text itself is not kept. */
+function withheldAnswer(context: AgentContext, block: GuardrailBlock): Message[] {
+  const last = context.history[context.history.length - 1];
+  if (last?.role !== 'assistant') return context.history;
+  return [
+    ...context.history.slice(0, -1),
+    { ...last, content: `(answer withheld: blocked by guardrail "${block.name}")` },
+  ];
+}
+
 export const agentMachine = setup({
   types: {
     context: {} as AgentContext,
@@ -392,6 +461,14 @@ export const agentMachine = setup({
   },
   guards: {
     hasTools: ({ context }) => context.config.toolNames.length > 0,
+    /** A fresh run (no model call yet) of an agent with blocking input guardrails. */
+    checksInput: ({ context }) => context.config.guardrails.input && context.modelCalls === 0,
+    checksOutput: ({ context }) => context.config.guardrails.output,
+    guardrailBlocked: ({ event }) => event.type === 'guardrails.done' && event.blocked !== undefined,
+    toolGuardrailBlocked: ({ context, event }) =>
+      context.config.guardrails.tools &&
+      event.type === 'tools.done' &&
+      event.results.some((result) => result.blocked !== undefined),
     /**
      * A fresh run starts at step 0 (maxSteps is at least 1): only a resume from a checkpoint taken after the last
      * step (in the final-output phase) starts at the limit.
@@ -462,6 +539,7 @@ export const agentMachine = setup({
         context.config.hasOutputSchema && context.degradedTools.length >= context.config.toolNames.length,
       history: context.history,
       disabledTools: context.degradedTools,
+      checkInput: context.config.guardrails.parallelInput && context.modelCalls === 0,
     })),
     requestFinalOutput: sendTo('effects', ({ context }) => ({
       type: 'model.call' as const,
@@ -472,7 +550,41 @@ export const agentMachine = setup({
       schemaEnabled: context.config.hasOutputSchema,
       history: context.history,
       disabledTools: context.degradedTools,
+      checkInput: context.config.guardrails.parallelInput && context.modelCalls === 0,
     })),
+    requestInputCheck: sendTo('effects', ({ context }) => {
+      const text = lastUserText(context.history);
+      return { type: 'guardrails.check' as const, stage: 'input' as const, call: 0, value: text, text };
+    }),
+    requestOutputCheck: sendTo('effects', ({ context }) => ({
+      type: 'guardrails.check' as const,
+      stage: 'output' as const,
+      call: context.modelCalls,
+      value: context.answer.outputDecoded ? context.answer.output : context.answer.text,
+      text: context.answer.text,
+    })),
+    /**
+     * A guardrail blocked: the run stops with guardrail_blocked, naming it. A call cancelled by a block counts as
+     * made, with its usage when it had finished; what it had said is not kept.
+     */
+    stopGuardrailBlocked: assign(({ context, event }) => {
+      const block = blockOf(event);
+      if (!block) return {};
+      const patch: Partial<AgentContext> = {
+        ...stopPatch(context, 'guardrail_blocked', blockedMessage(block)),
+        guardrail: block,
+      };
+      if (event.type === 'guardrail.blocked') {
+        patch.answer = noAnswer;
+        if (event.modelCalled) patch.modelCalls = context.modelCalls + 1;
+        if (event.usage) patch.usage = addUsage(context.usage, event.usage);
+      }
+      return patch;
+    }),
+    /** An output guardrail blocked the final answer: neither its text nor its decoded output is kept. */
+    withholdAnswer: assign(({ context }) =>
+      context.guardrail ? { history: withheldAnswer(context, context.guardrail), answer: noAnswer } : {},
+    ),
     requestTools: sendTo('effects', ({ context }) => ({
       type: 'tools.run' as const,
       step: context.step,
@@ -681,6 +793,7 @@ export const agentMachine = setup({
       baseLength: input.baseLength,
       handoffTools: input.handoffTools ?? {},
       resumePhase: input.resume?.phase ?? 'toolUse',
+      guardrails: input.guardrails ?? noGuardrails,
     },
     history: input.history,
     step: 0,
@@ -699,6 +812,7 @@ export const agentMachine = setup({
     error: null,
     handoff: null,
     approvals: null,
+    guardrail: null,
     ...(input.resume ? resumedFrom(input.resume) : {}),
   }),
   invoke: {
@@ -719,6 +833,8 @@ export const agentMachine = setup({
         // The run's entry, or a resume from a checkpoint (open calls, or a resume at the step limit).
         starting: {
           always: [
+            // Input guardrails first, before anything is asked of the model (also after a crash while checking).
+            { guard: 'checksInput', target: 'checkingInput' },
             { guard: 'resumingApproval', target: 'toolUse.awaitingApproval' },
             { guard: 'resumingTools', target: 'toolUse.runningTools' },
             { guard: 'resumingFinalOutput', target: 'finalOutput' },
@@ -736,6 +852,31 @@ export const agentMachine = setup({
             { guard: 'hasTools', target: 'toolUse' },
             { target: 'finalOutput' },
           ],
+        },
+        /** The blocking input guardrails check the run's input; a block ends the run before any model call. */
+        checkingInput: {
+          entry: 'requestInputCheck',
+          on: {
+            'guardrails.done': [
+              { guard: 'guardrailBlocked', target: '#agent.stopped', actions: 'stopGuardrailBlocked' },
+              { guard: 'hasTools', target: 'toolUse' },
+              { target: 'finalOutput' },
+            ],
+          },
+        },
+        /** The output guardrails check the final answer (its text, or its decoded output) before it is returned. */
+        checkingOutput: {
+          entry: 'requestOutputCheck',
+          on: {
+            'guardrails.done': [
+              {
+                guard: 'guardrailBlocked',
+                target: '#agent.stopped',
+                actions: ['stopGuardrailBlocked', 'withholdAnswer'],
+              },
+              { target: '#agent.completed', actions: 'completeWithOutput' },
+            ],
+          },
         },
         toolUse: {
           initial: 'callingModel',
@@ -779,6 +920,11 @@ export const agentMachine = setup({
                     actions: 'recordToolUseResponse',
                   },
                   {
+                    guard: and(['checksOutput', 'outputAccepted']),
+                    target: '#agent.running.checkingOutput',
+                    actions: 'recordToolUseResponse',
+                  },
+                  {
                     guard: 'outputAccepted',
                     target: '#agent.completed',
                     actions: ['recordToolUseResponse', 'completeWithOutput'],
@@ -787,6 +933,7 @@ export const agentMachine = setup({
                 ],
                 'model.error': { target: '#agent.failed', actions: 'recordModelError' },
                 'model.denied': { target: '#agent.stopped', actions: 'stopBudgetExhausted' },
+                'guardrail.blocked': { target: '#agent.stopped', actions: 'stopGuardrailBlocked' },
               },
             },
             runningTools: {
@@ -794,6 +941,12 @@ export const agentMachine = setup({
               on: {
                 // The results count toward the limits at once: the next call, or the end at the step limit.
                 'tools.done': [
+                  // A tool guardrail blocked a call: the results are recorded (the blocked one answered as such).
+                  {
+                    guard: 'toolGuardrailBlocked',
+                    target: '#agent.stopped',
+                    actions: ['recordToolResults', 'stopGuardrailBlocked'],
+                  },
                   // Some calls wait for people: the others are answered, the run pauses in awaitingApproval.
                   { guard: 'waitsForPeople', target: 'awaitingApproval', actions: 'recordWaitingResults' },
                   {
@@ -839,11 +992,13 @@ export const agentMachine = setup({
                 'model.response': { target: 'decoding', actions: 'recordFinalResponse' },
                 'model.error': { target: '#agent.failed', actions: 'recordModelError' },
                 'model.denied': { target: '#agent.stopped', actions: 'stopBudgetExhausted' },
+                'guardrail.blocked': { target: '#agent.stopped', actions: 'stopGuardrailBlocked' },
               },
             },
             decoding: {
               always: [
                 { guard: 'refused', target: '#agent.stopped', actions: 'stopOnDecision' },
+                { guard: and(['checksOutput', 'decoded']), target: '#agent.running.checkingOutput' },
                 { guard: 'decoded', target: '#agent.completed', actions: 'completeWithOutput' },
                 { guard: 'decodeRetriesLeft', target: 'callingModel', actions: 'recordDecodeRetry' },
                 { target: '#agent.stopped', actions: 'stopDecodeFailed' },

@@ -1,6 +1,7 @@
 import { and, assign, emit, enqueueActions, fromCallback, not, sendTo, setup } from 'xstate';
 import type { ErrorInfo } from '../core/errors.ts';
 import type { RunEventData } from '../core/events.ts';
+import type { GuardrailBlock } from '../core/guardrail-block.ts';
 import type { JsonValue } from '../core/json.ts';
 import type { ResolvedLimits } from '../core/limits.ts';
 import type { Message, ToolMessage } from '../core/messages.ts';
@@ -12,6 +13,7 @@ import {
   type AgentMachineInput,
   type AgentMachineOutput,
   agentMachine,
+  type GuardrailPlan,
 } from './agent.ts';
 
 /**
@@ -40,6 +42,8 @@ export interface AgentDescriptor {
   toolNames: readonly string[];
   hasOutputSchema: boolean;
   handoffTools: Record<string, string>;
+  /** Which guardrail states the agent's runs enter; absent without guardrails. */
+  guardrails?: GuardrailPlan;
 }
 
 export type SupervisionStrategy = 'restart' | 'stop' | 'escalate';
@@ -90,6 +94,8 @@ export interface TurnOutcome {
   path: string[];
   /** Index in the transcript of this turn's user message. */
   turnStart: number;
+  /** The guardrail that blocked the turn, when one did. */
+  guardrail?: GuardrailBlock;
 }
 
 interface Spent {
@@ -320,6 +326,7 @@ function outcomeOf(
     toolCallsRun: spent.toolCallsRun,
     path: context.path,
     turnStart: context.turnStart,
+    ...(output?.guardrail ? { guardrail: output.guardrail } : {}),
   };
 }
 
@@ -453,6 +460,7 @@ export const sessionMachine = setup({
         baseLength: agentBase,
         handoffTools: descriptor.handoffTools,
       };
+      if (descriptor.guardrails) input.guardrails = descriptor.guardrails;
       if (resume) input.resume = resume;
       enqueue.assign({
         activeId: id,

@@ -56,6 +56,15 @@ export interface SqliteSessionStore extends SyncSessionStore {
   readonly path: string;
   /** What the connection actually runs with (read from SQLite itself). */
   settings(): SqliteStoreSettings;
+  /**
+   * Appends audit records (see sqliteAuditSink) in one transaction, on disk when it returns. A record whose seq is
+   * already stored is refused, and nothing of the batch is written.
+   */
+  appendAudit(records: readonly { readonly seq: number }[]): void;
+  /** The audit records, in seq order (`after`: only those with a greater seq). */
+  readAudit(after?: number): unknown[];
+  /** The last audit record, or undefined when there is none. */
+  lastAudit(): unknown;
 }
 
 /**
@@ -292,6 +301,43 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
       }
     },
 
+    appendAudit(records) {
+      const s = open();
+      if (records.length === 0) return;
+      const docs = records.map((record) => {
+        if (!Number.isSafeInteger(record.seq))
+          throw new StoreCommitError('(audit log)', 'invalid_value', 'an audit record has no integer seq.');
+        return [record.seq, JSON.stringify(record)] as const;
+      });
+      try {
+        s.beginWrite.run();
+      } catch (error) {
+        throw storeErrorOf(error, path, 'could not append to the audit log');
+      }
+      try {
+        for (const [seq, doc] of docs) s.insertAudit.run(seq, doc);
+        s.commit.run();
+      } catch (error) {
+        rollback();
+        throw storeErrorOf(error, path, 'could not append to the audit log');
+      }
+    },
+
+    readAudit(after = 0) {
+      const s = open();
+      return reading('could not read the audit log', () =>
+        s.selectAudit.all(after).map((row) => JSON.parse(String(row.doc)) as unknown),
+      );
+    },
+
+    lastAudit() {
+      const s = open();
+      return reading('could not read the audit log', () => {
+        const row = s.selectLastAudit.get();
+        return row === undefined ? undefined : (JSON.parse(String(row.doc)) as unknown);
+      });
+    },
+
     close() {
       if (closed) return;
       closed = true;
@@ -355,7 +401,31 @@ function openDatabase(
   }
 }
 
-const tables = ['meta', 'sessions', 'runs', 'journal', 'events', 'approvals'] as const;
+const tables = ['meta', 'sessions', 'runs', 'journal', 'events', 'approvals', 'audit_log'] as const;
+
+/** The audit log (one JSON record per row, by seq): added in layout 4. */
+const auditTable = 'CREATE TABLE IF NOT EXISTS audit_log (seq INTEGER PRIMARY KEY, doc TEXT NOT NULL);';
+
+/**
+ * Brings a file of an earlier layout to this one, in one transaction: layout 3 lacks only the audit log's table.
+ * Another process may migrate the same file at the same moment: the second finds layout 4 and does nothing.
+ */
+function migrateLayout(db: Sqlite.DatabaseSync, layout: unknown): unknown {
+  if (layout !== 3) return layout;
+  db.exec('BEGIN IMMEDIATE');
+  try {
+    const now = db.prepare("SELECT value FROM meta WHERE key = 'layout'").get()?.value;
+    if (now === 3) {
+      db.exec(auditTable);
+      db.exec(`UPDATE meta SET value = ${storeLayoutVersion} WHERE key = 'layout'`);
+    }
+    db.exec('COMMIT');
+  } catch (error) {
+    closeTransaction(db);
+    throw error;
+  }
+  return db.prepare("SELECT value FROM meta WHERE key = 'layout'").get()?.value;
+}
 
 /**
  * The layout. Children of a session row go with it (ON DELETE CASCADE); a session row is therefore replaced with
@@ -408,6 +478,7 @@ CREATE TABLE IF NOT EXISTS approvals (
   PRIMARY KEY (session_id, call_id)
 );
 CREATE INDEX IF NOT EXISTS approvals_by_status ON approvals (status);
+${auditTable}
 INSERT OR IGNORE INTO meta (key, value) VALUES ('layout', ${storeLayoutVersion});
 `;
 
@@ -438,7 +509,9 @@ function checkLayout(db: Sqlite.DatabaseSync, path: string): void {
       undefined,
       `"${path}" is a SQLite database, but not a Troupe session store (it has no meta table).`,
     );
-  const layout = db.prepare("SELECT value FROM meta WHERE key = 'layout'").get()?.value;
+  const stored = db.prepare("SELECT value FROM meta WHERE key = 'layout'").get()?.value;
+  const layout = migrateLayout(db, stored);
+  if (layout !== stored) found = tablesIn();
   if (layout === undefined)
     throw new StoreCorruptError(undefined, `"${path}" has no storage layout version in its meta table.`);
   if (layout !== storeLayoutVersion)
@@ -466,6 +539,9 @@ function prepareStatements(db: Sqlite.DatabaseSync) {
     beginWrite: db.prepare('BEGIN IMMEDIATE'),
     commit: db.prepare('COMMIT'),
     rollback: db.prepare('ROLLBACK'),
+    insertAudit: db.prepare('INSERT INTO audit_log (seq, doc) VALUES (?, ?)'),
+    selectAudit: db.prepare('SELECT doc FROM audit_log WHERE seq > ? ORDER BY seq'),
+    selectLastAudit: db.prepare('SELECT doc FROM audit_log ORDER BY seq DESC LIMIT 1'),
     selectSession: db.prepare('SELECT doc FROM sessions WHERE id = ?'),
     selectRowExists: db.prepare('SELECT 1 AS found FROM sessions WHERE id = ?'),
     selectRuns: db.prepare('SELECT route, doc FROM runs WHERE session_id = ? ORDER BY route'),

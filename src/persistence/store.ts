@@ -168,4 +168,4 @@ export interface ApprovalQuery {
 }
 
 /** The version of the layout this code writes; a store written with another one is refused with StoreLayoutError. */
-export const storeLayoutVersion = 3;
+export const storeLayoutVersion = 4;

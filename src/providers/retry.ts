@@ -1,3 +1,9 @@
+import {
+  type BreakerOptions,
+  type BreakerVerdict,
+  checkBreakerOptions,
+  sharedBreaker,
+} from '../breakers/circuit-breaker.ts';
 import { sleep as abortableSleep, abortError } from '../core/abort.ts';
 import { type Clock, systemClock } from '../core/clock.ts';
 import { ModelError } from '../core/errors.ts';
@@ -36,6 +42,13 @@ export interface RetryOptions {
   clock?: Clock | undefined;
   /** Jitter source in [0, 1). Default Math.random. */
   random?: (() => number) | undefined;
+  /**
+   * A circuit breaker for this provider and model, shared by every run of the process. Each attempt that fails
+   * with a retryable error (5xx, 429, overload, timeout, reset) counts; once it opens, calls go straight to the
+   * `fallback` or fail at once with ModelError kind `circuit_open`, until a probe after the cool-down succeeds.
+   * State changes are `breaker` events of the run whose call caused them. Default: no breaker.
+   */
+  breaker?: BreakerOptions | undefined;
 }
 
 export const defaultMaxRetries = 2;
@@ -59,6 +72,22 @@ export function withRetries(inner: ModelProvider, options: RetryOptions = {}): M
   const sleep = options.sleep ?? abortableSleep;
   const clock = options.clock ?? systemClock;
   const random = options.random ?? Math.random;
+  const breakerName = `${inner.provider}:${inner.model}`;
+  const breaker =
+    options.breaker === undefined
+      ? undefined
+      : sharedBreaker('model', breakerName, checkBreakerOptions(options.breaker, `${breakerName}`));
+
+  /** One attempt, through the breaker when there is one; `undefined` when the open breaker refused it. */
+  async function attempt(request: ModelRequest): Promise<Attempt | undefined> {
+    if (!breaker) return attemptOnce(inner, request, options.timeoutMs, clock);
+    const guarded = await breaker.run(
+      () => attemptOnce(inner, request, options.timeoutMs, clock),
+      (attempt) => verdictOf(attempt, request.signal),
+      request.onBreaker,
+    );
+    return guarded.open ? undefined : guarded.result;
+  }
 
   function backoff(retry: number, retryAfter: number | undefined): number {
     if (retryAfter !== undefined) return retryAfter;
@@ -70,12 +99,17 @@ export function withRetries(inner: ModelProvider, options: RetryOptions = {}): M
   async function generate(request: ModelRequest): Promise<ModelResponse> {
     for (let retry = 0; ; retry++) {
       if (request.signal.aborted) throw abortError(request.signal);
-      const attempt = await attemptOnce(inner, request, options.timeoutMs, clock);
-      if (attempt.ok) return attempt.response;
-      const error = attempt.error;
+      const outcome = await attempt(request);
+      if (outcome === undefined) {
+        // The breaker is open: no waiting for a provider that keeps failing.
+        if (options.fallback) return options.fallback.generate(request);
+        throw circuitOpenError(inner, breaker?.options.halfOpenAfterMs ?? 0);
+      }
+      if (outcome.ok) return outcome.response;
+      const error = outcome.error;
       if (request.signal.aborted) throw abortError(request.signal);
       if (!(error instanceof ModelError) || !error.retryable) throw error;
-      if (attempt.emitted) throw afterDeltaError(error, inner);
+      if (outcome.emitted) throw afterDeltaError(error, inner);
       const delay = backoff(retry, error.retryAfterMs);
       if (retry < maxRetries && delay <= maxRetryAfterMs) {
         await sleep(delay, request.signal);
@@ -171,4 +205,22 @@ function exhaustedError(error: ModelError, retries: number, refusedWaitMs: numbe
       ? `the server asked to wait ${refusedWaitMs} ms, more than maxRetryAfterMs`
       : `gave up after ${retries} ${retries === 1 ? 'retry' : 'retries'}`;
   return new ModelError(error.kind, `${error.message} (${why})`, options);
+}
+
+/**
+ * How an attempt counts for the breaker: a fault of the provider (a retryable error) is a failure; an answer, or an
+ * error of the request itself (400, authentication), shows the provider is up; an aborted call says nothing.
+ */
+function verdictOf(attempt: Attempt, signal: AbortSignal): BreakerVerdict {
+  if (attempt.ok) return 'success';
+  if (signal.aborted) return 'uncounted';
+  const error = attempt.error;
+  return error instanceof ModelError && error.retryable ? { failure: error.message } : 'success';
+}
+
+function circuitOpenError(inner: ModelProvider, halfOpenAfterMs: number): ModelError {
+  return new ModelError(
+    'circuit_open',
+    `${inner.provider} ${inner.model}: the circuit breaker is open after repeated failures, so the call was not sent; a probe call goes through ${halfOpenAfterMs} ms after it opened.`,
+  );
 }

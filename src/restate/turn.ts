@@ -8,6 +8,7 @@ import type { Phase, RunEvent } from '../core/events.ts';
 import type { JsonValue } from '../core/json.ts';
 import { type Message, type RunInput, userMessage } from '../core/messages.ts';
 import type { RunResult } from '../core/result.ts';
+import { guardrailInput } from '../guardrails/guardrail-plan.ts';
 import type {
   AgentCheckpoint,
   AgentContext,
@@ -213,6 +214,7 @@ class TurnHost implements PeopleWaitHost, CheckpointSource {
           toolNames: agent.tools.names,
           hasOutputSchema: agent.outputSchema !== undefined,
           handoffTools: { ...agent.handoffTools },
+          ...guardrailInput(agent.guardrails),
         },
       ]),
     );
@@ -283,6 +285,8 @@ class TurnHost implements PeopleWaitHost, CheckpointSource {
       sessionId: this.ctx.key,
       route: name,
       turn: this.#turn.number,
+      // Restate sessions wait for approvals durably: a permission policy may ask a person.
+      peopleCanDecide: true,
       durable: this.#durableFor(name),
       runEffect,
     };

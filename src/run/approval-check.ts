@@ -1,6 +1,7 @@
 import type { ApprovalDecision } from '../core/approvals.ts';
 import type { ToolCall } from '../core/messages.ts';
 import type { PendingApproval, ToolOutcome } from '../machines/agent.ts';
+import type { NormalizedPermission } from '../policies/tool-permissions.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
 import type { ApprovalCheckContext, Tool } from '../tools/tool.ts';
 
@@ -13,17 +14,32 @@ export interface ClassifiedCalls {
   runnable: ToolCall[];
   /** Calls that wait for a person, in call order. */
   pending: PendingApproval[];
-  /** Calls answered by a person's decision. */
+  /** Calls answered by a person's decision, or denied by the permission policy. */
   decided: DecidedOutcomes;
+  /** The permission policy's decisions to deny or ask, in call order (for the `permission` events). */
+  permissions: PermissionVerdict[];
 }
 
-interface CheckPlace extends Omit<ApprovalCheckContext, 'callId'> {
+/** A permission policy's decision on one call that did not simply let it run. */
+export interface PermissionVerdict {
+  callId: string;
+  tool: string;
+  decision: 'deny' | 'ask';
+  reason?: string;
+}
+
+interface CheckPlace extends Omit<ApprovalCheckContext, 'callId' | 'context'> {
+  /** The run context, for approval predicates. */
+  context?: unknown;
   /** A call's outcome recorded before a restart: it is not asked about again. */
   replayed: (call: ToolCall) => ToolOutcome | undefined;
+  /** The agent's permission policy, already bound to the run context; it never throws (see checkPermission). */
+  permit?: ((call: ToolCall) => NormalizedPermission | Promise<NormalizedPermission>) | undefined;
 }
 
 const noOutcomes: DecidedOutcomes = new Map();
 const nothingPending: PendingApproval[] = [];
+const noPermissions: PermissionVerdict[] = [];
 
 /**
  * Sorts a batch: calls people decided on are answered from the decision (an approved call runs), calls to a tool
@@ -36,8 +52,17 @@ export function classifyCalls(
   decisions: readonly { callId: string; decision: ApprovalDecision }[],
   place: CheckPlace,
 ): ClassifiedCalls | Promise<ClassifiedCalls> {
-  if (decisions.length === 0 && !calls.some((call) => asksPeople(registry.find(call.name)))) {
-    return { runnable: calls as ToolCall[], pending: nothingPending, decided: noOutcomes };
+  if (
+    place.permit === undefined &&
+    decisions.length === 0 &&
+    !calls.some((call) => asksPeople(registry.find(call.name)))
+  ) {
+    return {
+      runnable: calls as ToolCall[],
+      pending: nothingPending,
+      decided: noOutcomes,
+      permissions: noPermissions,
+    };
   }
   const decisionOf = new Map(decisions.map((entry) => [entry.callId, entry.decision]));
   const verdicts = calls.map((call) => verdictOn(registry, call, decisionOf.get(call.id), place));
@@ -45,8 +70,10 @@ export function classifyCalls(
     const runnable: ToolCall[] = [];
     const pending: PendingApproval[] = [];
     const decided = new Map<string, ToolOutcome>();
+    const permissions: PermissionVerdict[] = [];
     resolved.forEach((verdict, index) => {
       const call = calls[index] as ToolCall;
+      if (verdict.permission) permissions.push(verdict.permission);
       if (verdict.type === 'wait') pending.push({ callId: call.id, kind: verdict.kind });
       else {
         // A decided call goes to the runner too, which answers it with the decision without running anything.
@@ -54,17 +81,18 @@ export function classifyCalls(
         if (verdict.type === 'decided') decided.set(call.id, verdict.outcome);
       }
     });
-    return { runnable, pending, decided };
+    return { runnable, pending, decided, permissions };
   };
   return verdicts.some((verdict) => verdict instanceof Promise)
     ? Promise.all(verdicts).then(sort)
     : sort(verdicts as Verdict[]);
 }
 
-type Verdict =
+type Verdict = (
   | { type: 'run' }
   | { type: 'wait'; kind: PendingApproval['kind'] }
-  | { type: 'decided'; outcome: ToolOutcome };
+  | { type: 'decided'; outcome: ToolOutcome }
+) & { permission?: PermissionVerdict };
 
 const run: Verdict = Object.freeze({ type: 'run' });
 
@@ -80,14 +108,54 @@ function verdictOn(
 ): Verdict | Promise<Verdict> {
   const found = registry.find(call.name);
   if (decision) return decisionVerdict(call, decision, found?.asksHuman === true);
-  if (!found || !asksPeople(found) || place.replayed(call)) return run;
-  const parsed = found.input.safeParse(call.args);
+  const permit = place.permit;
+  if (!found || (!permit && !asksPeople(found)) || place.replayed(call)) return run;
+  let parsed: ReturnType<Tool['input']['safeParse']>;
+  try {
+    parsed = found.input.safeParse(call.args);
+  } catch {
+    return run; // the runner reports the schema's failure
+  }
   // Invalid arguments are refused by the runner with the schema's message: nobody is asked about them.
   if (!parsed.success) return run;
+  if (!permit) return peopleVerdict(found, call, parsed.data, place);
+  const permission = permit(call);
+  const then = (verdict: NormalizedPermission): Verdict | Promise<Verdict> => {
+    if (verdict.decision === 'allow') return peopleVerdict(found, call, parsed.data, place);
+    const reported: PermissionVerdict = { callId: call.id, tool: call.name, decision: verdict.decision };
+    if (verdict.reason !== undefined) reported.reason = verdict.reason;
+    if (verdict.decision === 'ask')
+      return { type: 'wait', kind: found.asksHuman ? 'question' : 'approval', permission: reported };
+    return { type: 'decided', outcome: deniedOutcome(call, verdict.reason), permission: reported };
+  };
+  return permission instanceof Promise ? permission.then(then) : then(permission);
+}
+
+/** The outcome of a call the permission policy denied: the tool never runs, the model reads why. */
+function deniedOutcome(call: ToolCall, reason: string | undefined): ToolOutcome {
+  return {
+    callId: call.id,
+    name: call.name,
+    content: `Error: permission denied: the call to "${call.name}" was not run${reason ? `: ${reason}` : '.'}`,
+    isError: true,
+    executed: false,
+    degraded: false,
+    attempts: 0,
+  };
+}
+
+/** Whether a permitted call waits for a person: a question, a tool that needs approval, or neither. */
+function peopleVerdict(
+  found: Tool,
+  call: ToolCall,
+  args: unknown,
+  place: CheckPlace,
+): Verdict | Promise<Verdict> {
   if (found.asksHuman) return { type: 'wait', kind: 'question' };
   if (found.needsApproval === true) return { type: 'wait', kind: 'approval' };
   if (typeof found.needsApproval !== 'function') return run;
   const context: ApprovalCheckContext = {
+    context: place.context,
     sessionId: place.sessionId,
     agent: place.agent,
     callId: call.id,
@@ -97,7 +165,7 @@ function verdictOn(
   };
   const wait: Verdict = { type: 'wait', kind: 'approval' };
   try {
-    const answer = found.needsApproval(parsed.data, context);
+    const answer = found.needsApproval(args, context);
     // A predicate that throws or rejects counts as "needs approval": the safe side.
     if (answer instanceof Promise)
       return answer.then(

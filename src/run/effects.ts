@@ -3,19 +3,26 @@ import { decodeOutput } from '../agent/decode-output.ts';
 import { AbortWaiters, stacklessError } from '../core/abort.ts';
 import type { ApprovalRequest } from '../core/approvals.ts';
 import { ModelError, toErrorInfo } from '../core/errors.ts';
-import type { Message, ToolCall } from '../core/messages.ts';
-import type { ModelRequest } from '../core/model.ts';
+import type { GuardrailBlock } from '../core/guardrail-block.ts';
+import { lastUserText, type Message, type ToolCall } from '../core/messages.ts';
+import type { ModelDelta, ModelRequest } from '../core/model.ts';
 import { addUsage, emptyUsage, totalTokens, type Usage } from '../core/usage.ts';
+import type { AgentGuardrails } from '../guardrails/guardrail.ts';
 import type { AgentContext, AgentEvent, EffectCommand, ToolOutcome } from '../machines/agent.ts';
+import { hasCounts, type PiiCounts } from '../pii/pii-masker.ts';
+import { maskMessages, piiOf, revealResponse } from '../pii/pii-run.ts';
 import { denialError } from '../resources/denial-error.ts';
 import { estimateRequest, resourcesOf } from '../resources/resource-binding.ts';
 import type { Grant } from '../resources/resource-manager.ts';
 import { type ClassifiedCalls, classifyCalls, type DecidedOutcomes } from './approval-check.ts';
+import { checkGuardrails, type GuardrailPlace } from './guardrail-checks.ts';
 import { normalizeResponse } from './normalize-response.ts';
+import { checkPermission } from './permission-check.ts';
 import { reportFatal, takeNestedSteps } from './run-hooks.ts';
-import { emitFrom, type RunRuntime, runtimeOf } from './run-runtime.ts';
+import { contextInfoOf, emitFrom, type RunRuntime, runtimeOf } from './run-runtime.ts';
 import { redactArgs, secretKeysOf, streamedArgumentsGuard, toolCallEventData } from './secrets.ts';
-import { runToolBatch } from './tool-runner.ts';
+import { StreamGate } from './stream-gate.ts';
+import { runToolBatch, type ToolGuardrails } from './tool-runner.ts';
 
 /** What the effects actor's snapshot holds: a callback actor's (status and input: serializable). */
 export type EffectsSnapshot = CallbackSnapshot<{ sessionId: string }>;
@@ -124,7 +131,9 @@ class EffectsInstance {
       return;
     }
     const durable = runtime.durable;
-    if (!durable) {
+    // A guardrail check decides nothing new to commit: the state that asked for it follows a committed effect (the
+    // run's start, or a model call recorded in the journal), so after a crash the check simply runs again.
+    if (!durable || command.type === 'guardrails.check') {
       this.#start(runtime, command);
       return;
     }
@@ -155,6 +164,7 @@ class EffectsInstance {
   #start(runtime: RunRuntime, command: EffectCommand): void {
     if (command.type === 'model.call') this.#callModel(runtime, command);
     else if (command.type === 'tools.run') void this.#runTools(runtime, command);
+    else if (command.type === 'guardrails.check') this.#checkGuardrails(runtime, command);
     // approval.wait: nothing to start; people's decisions come back as approval.decided events.
   }
 
@@ -165,6 +175,14 @@ class EffectsInstance {
       if (replayed.type === 'model.response')
         this.#cumulative = addUsage(this.#cumulative, replayed.response.usage);
       this.#answer(replayed);
+      return;
+    }
+    const guardrails = runtime.agent.guardrails;
+    if (
+      guardrails &&
+      ((command.checkInput && guardrails.parallelInput.length > 0) || guardrails.streamingOutput.length > 0)
+    ) {
+      this.#callModelGuarded(runtime, command, guardrails);
       return;
     }
     const signal = this.#controller.signal;
@@ -191,6 +209,147 @@ class EffectsInstance {
     });
   }
 
+  /** Where this run's guardrails check: for their info, their events and their timers. */
+  #guardrailPlace(runtime: RunRuntime, stage: GuardrailPlace['stage']): GuardrailPlace {
+    return {
+      stage,
+      run: contextInfoOf(runtime),
+      runtimeKey: this.#key,
+      clock: runtime.clock,
+      emit: runtime.bus.listening ? (data) => emitFrom(runtime, 'guardrail', data) : undefined,
+    };
+  }
+
+  /** The input or output guardrails of a `guardrails.check`: answered by one `guardrails.done`. */
+  #checkGuardrails(runtime: RunRuntime, command: Extract<EffectCommand, { type: 'guardrails.check' }>): void {
+    const guardrails = runtime.agent.guardrails;
+    const list = (command.stage === 'input' ? guardrails?.input : guardrails?.output) ?? [];
+    const place = this.#guardrailPlace(runtime, command.stage);
+    const check = () => checkGuardrails(list, command.value, command.text, place, this.#controller.signal);
+    // A durable executor records the decision, so a replay decides the same way (a judge model may not).
+    const outcome = runtime.runEffect
+      ? runtime.runEffect(
+          `${runtime.route ?? runtime.agent.name}/guardrails/${command.stage}/${command.call}`,
+          'tool',
+          async () => check(),
+        )
+      : check();
+    if (outcome instanceof Promise)
+      void outcome.then(
+        (block) => this.#answer(doneEvent(block)),
+        // The executor could not run or record the check: fail closed, as for a check that failed.
+        (error: unknown) =>
+          this.#answer(
+            doneEvent({
+              name: list[0]?.name ?? 'guardrails',
+              stage: command.stage,
+              message: `the check could not be run: ${error instanceof Error ? error.message : String(error)}`,
+            }),
+          ),
+      );
+    else this.#answer(doneEvent(outcome));
+  }
+
+  /**
+   * A model call with guardrails beside it: the parallel input guardrails (first call only) and the streaming output
+   * guardrails. The call gets its own AbortSignal (also aborted when the run ends); a block aborts it and answers
+   * `guardrail.blocked` instead of the response. A response is answered only once the input checks passed.
+   */
+  #callModelGuarded(
+    runtime: RunRuntime,
+    command: Extract<EffectCommand, { type: 'model.call' }>,
+    guardrails: AgentGuardrails,
+  ): void {
+    const durable = runtime.durable;
+    const controller = new AbortController();
+    const stopWaiting = this.#abortWaiters.add(() => controller.abort(this.#controller.signal.reason));
+    const signal = controller.signal;
+    let settled = false;
+    let modelCalled = false;
+    const settle = (event: AgentEvent) => {
+      if (settled) return;
+      settled = true;
+      stopWaiting();
+      this.#answer(event);
+    };
+    const block = (found: GuardrailBlock, usage?: Usage) => {
+      if (settled) return;
+      controller.abort(stacklessError(`Guardrail "${found.name}" blocked this call.`));
+      const event: AgentEvent = { type: 'guardrail.blocked', block: found, modelCalled };
+      if (usage) event.usage = usage;
+      settle(event);
+    };
+    // Parallel input guardrails first: when they answer at once, a block means the model is never asked.
+    let input: GuardrailBlock | null | Promise<GuardrailBlock | null> = null;
+    if (command.checkInput && guardrails.parallelInput.length > 0) {
+      const text = lastUserText(command.history);
+      input = checkGuardrails(
+        guardrails.parallelInput,
+        text,
+        text,
+        this.#guardrailPlace(runtime, 'input'),
+        signal,
+      );
+      if (input instanceof Promise) input.then((found) => found && block(found));
+      else if (input) {
+        block(input);
+        return;
+      }
+    }
+    let gate: StreamGate | undefined;
+    if (guardrails.streamingOutput.length > 0) {
+      const place = this.#guardrailPlace(runtime, 'output');
+      gate = new StreamGate(
+        (text, partial) =>
+          checkGuardrails(guardrails.streamingOutput, text, text, { ...place, partial }, signal),
+        (delta) => {
+          if (!signal.aborted) runtime.onDelta(delta);
+        },
+        (found) => block(found),
+      );
+    }
+    const hooks: CallHooks = { onGenerate: () => (modelCalled = true) };
+    if (gate) hooks.textGate = (delta) => gate.push(delta);
+    const called = runtime.runEffect
+      ? runtime.runEffect(`${runtime.route ?? runtime.agent.name}/model/${command.call}`, 'model', () =>
+          callModel(runtime, command, signal, hooks),
+        )
+      : callModel(runtime, command, signal, hooks);
+    void called.then(async (event) => {
+      if (settled || this.#closed) return;
+      const usage = event.type === 'model.response' ? event.response.usage : undefined;
+      if (gate && event.type === 'model.response') {
+        const found = await gate.finish(event.response.text);
+        if (found) {
+          block(found, usage);
+          return;
+        }
+      }
+      // The input checks decide before the response (or the failure) is let through.
+      const inputBlock = await input;
+      if (inputBlock) {
+        block(inputBlock, usage);
+        return;
+      }
+      if (settled || this.#closed) return;
+      if (event.type === 'model.response') {
+        this.#cumulative = addUsage(this.#cumulative, event.response.usage);
+        if (runtime.bus.listening) emitUsage(runtime, event.response.usage, this.#cumulative);
+        if (durable) {
+          try {
+            await durable.recordModel(command.call, event);
+          } catch (error) {
+            settled = true;
+            stopWaiting();
+            this.#fail(error);
+            return;
+          }
+        }
+      }
+      settle(event);
+    });
+  }
+
   #runTools(runtime: RunRuntime, command: Extract<EffectCommand, { type: 'tools.run' }>): void {
     const durable = runtime.durable;
     const where: BatchPlace = {
@@ -203,7 +362,9 @@ class EffectsInstance {
     const classified = classifyCalls(runtime.agent.tools, command.calls, command.decisions, {
       ...where,
       agent: runtime.agent.name,
+      context: runtime.context,
       replayed: (call) => durable?.replayTool(command.step, call.id),
+      permit: runtime.agent.permissions ? (call) => checkPermission(runtime, call) : undefined,
     });
     if (classified instanceof Promise)
       void classified.then((sorted) => this.#runBatch(runtime, command, where, sorted));
@@ -220,6 +381,7 @@ class EffectsInstance {
     const durable = runtime.durable;
     const signal = this.#controller.signal;
     if (this.#closed) return;
+    for (const verdict of classified.permissions) emitFrom(runtime, 'permission', verdict);
     emitDecided(runtime, classified.decided);
     void runToolBatch({
       calls: classified.runnable,
@@ -232,10 +394,14 @@ class EffectsInstance {
       callPath: runtime.callPath ?? '',
       runtimeKey: key,
       agent: runtime.agent.name,
+      context: runtime.context,
       signal,
       whenAborted: this.#whenAborted,
       clock: runtime.clock,
       ...(runtime.runEffect ? { executor: runtime.runEffect } : {}),
+      ...(runtime.agent.guardrails
+        ? toolGuardrailsOf(runtime.agent.guardrails, (stage) => this.#guardrailPlace(runtime, stage), signal)
+        : {}),
       known: (call) => classified.decided.get(call.id) ?? durable?.replayTool(command.step, call.id),
       onStart: (call) => {
         // Listeners see secret arguments redacted; the tool itself gets the real values.
@@ -254,6 +420,9 @@ class EffectsInstance {
         } catch (error) {
           this.#fail(error);
         }
+      },
+      onBreaker: (change) => {
+        if (runtime.bus.listening) emitFrom(runtime, 'breaker', change);
       },
       onRetry: (call, attempt, error) =>
         emitFrom(runtime, 'tool_retry', {
@@ -357,14 +526,70 @@ function preview(content: string): string {
   return content.length > 200 ? `${content.slice(0, 200)}…` : content;
 }
 
+/** The tool guardrails of a batch, checked with the run's signal; none when the agent has no tool guardrails. */
+function toolGuardrailsOf(
+  guardrails: AgentGuardrails,
+  placeOf: (stage: GuardrailPlace['stage']) => GuardrailPlace,
+  signal: AbortSignal,
+): { guardrails?: ToolGuardrails } {
+  if (guardrails.toolInput.length === 0 && guardrails.toolOutput.length === 0) return {};
+  return {
+    guardrails: {
+      input: guardrails.toolInput,
+      output: guardrails.toolOutput,
+      check: (list, stage, value, text, call) =>
+        checkGuardrails(
+          list,
+          value,
+          text,
+          { ...placeOf(stage), tool: call.name, toolCallId: call.id },
+          signal,
+        ),
+    },
+  };
+}
+
+/** The answer to a `guardrails.check`. */
+function doneEvent(block: GuardrailBlock | null): AgentEvent {
+  return block ? { type: 'guardrails.done', blocked: block } : { type: 'guardrails.done' };
+}
+
+/** What a guarded model call adds: text deltas through a gate, and word of the moment the model is asked. */
+interface CallHooks {
+  textGate?: (delta: Extract<ModelDelta, { type: 'text' }>) => void;
+  onGenerate?: () => void;
+}
+
 async function callModel(
   runtime: RunRuntime,
   command: Extract<EffectCommand, { type: 'model.call' }>,
   signal: AbortSignal,
+  hooks?: CallHooks,
 ): Promise<AgentEvent> {
   const { agent, bus } = runtime;
-  const messages: Message[] =
-    agent.instructions === '' ? (command.history as Message[]) : [systemMessageOf(agent), ...command.history];
+  let system: Message | undefined;
+  try {
+    // Fixed instructions stay synchronous: no extra microtask per model call.
+    const built = systemMessageOf(runtime);
+    system = built instanceof Promise ? await built : built;
+  } catch (error) {
+    // The user's instruction function failed: the run fails with its error, before anything is spent.
+    const info = toErrorInfo(error);
+    const failure = { ...info, code: 'instructions_failed', message: `instructions: ${info.message}` };
+    emitFrom(runtime, 'error', { message: failure.message, type: failure.name, code: failure.code });
+    return { type: 'model.error', error: failure };
+  }
+  if (signal.aborted) return abortedEvent();
+  let messages: Message[] =
+    system === undefined ? (command.history as Message[]) : [system, ...command.history];
+  // With model masking the provider sees placeholders; what it writes back is revealed below.
+  const pii = piiOf(bus);
+  const maskForModel = pii?.options.model ? pii : undefined;
+  if (maskForModel) {
+    const counts: PiiCounts = {};
+    messages = maskMessages(maskForModel, messages, counts);
+    if (hasCounts(counts) && bus.listening) emitFrom(runtime, 'redaction', { target: 'model', counts });
+  }
   // Tools listed at run time (MCP servers) are brought up to date first; a source that stays unreachable fails
   // the run with its error rather than letting the model answer without tools it was given.
   const preparing = agent.tools.prepare({ sessionId: runtime.sessionId ?? bus.sessionId, signal });
@@ -380,6 +605,7 @@ async function callModel(
   }
   const onDelta = runtime.onDelta;
   let guard: ((index: number, text: string) => string) | undefined;
+  const textGate = hooks?.textGate;
   const request: ModelRequest = {
     messages,
     tools: command.toolsEnabled ? agent.tools.specs(command.disabledTools) : [],
@@ -389,6 +615,7 @@ async function callModel(
     // tool arguments stop showing once a secret key appears in them.
     onDelta: (delta) => {
       if (signal.aborted) return;
+      if (textGate && delta.type === 'text') return textGate(delta);
       if (delta.type !== 'tool_call' || !bus.listening) return onDelta(delta);
       guard ??= streamedArgumentsGuard(secretKeysOf(agent));
       const shown = guard(delta.index, delta.argsDelta);
@@ -396,6 +623,10 @@ async function callModel(
       else if (shown !== '' || delta.id !== undefined || delta.name !== undefined)
         onDelta({ ...delta, argsDelta: shown });
     },
+  };
+  // A circuit breaker the call goes through reports its changes of state on this run's bus.
+  request.onBreaker = (change) => {
+    if (bus.listening && !signal.aborted) emitFrom(runtime, 'breaker', change);
   };
   if (command.schemaEnabled && agent.outputSpec) request.output = agent.outputSpec;
   // A run with a resource manager reserves an estimate first; a spent budget stops the run (budget_exhausted).
@@ -422,7 +653,13 @@ async function callModel(
     grant = outcome.grant;
   }
   try {
-    const response = normalizeResponse(await agent.model.generate(request), command.call, command.history);
+    hooks?.onGenerate?.();
+    const answer = await agent.model.generate(request);
+    const response = normalizeResponse(
+      maskForModel ? revealResponse(maskForModel, answer) : answer,
+      command.call,
+      command.history,
+    );
     if (resources && grant) resources.settle(grant, response.usage);
     if (signal.aborted) return abortedEvent();
     if (bus.listening) {
@@ -464,10 +701,26 @@ async function callModel(
 /** The system message of an agent's requests: one object per agent, not one per call (messages are never mutated). */
 const systemMessages = new WeakMap<object, Message>();
 
-function systemMessageOf(agent: RunRuntime['agent']): Message {
+/**
+ * The system message of a request: fixed instructions give one cached message per agent; an instruction function is
+ * called before each model call with the run context, so a turn with another context gets its own prompt.
+ */
+function systemMessageOf(runtime: RunRuntime): Message | undefined | Promise<Message | undefined> {
+  const { agent } = runtime;
+  const instructions = agent.instructions;
+  if (typeof instructions === 'function') {
+    const built = instructions(contextInfoOf(runtime));
+    const toMessage = (content: string): Message | undefined => {
+      if (typeof content !== 'string')
+        throw new TypeError(`the instruction function of "${agent.name}" must return a string.`);
+      return content === '' ? undefined : { role: 'system', content };
+    };
+    return built instanceof Promise ? built.then(toMessage) : toMessage(built);
+  }
+  if (instructions === '') return undefined;
   let message = systemMessages.get(agent);
   if (!message) {
-    message = { role: 'system', content: agent.instructions };
+    message = { role: 'system', content: instructions };
     systemMessages.set(agent, message);
   }
   return message;

@@ -16,6 +16,7 @@ const snapshotReaders: ReadonlySet<PropertyKey> = new Set(['getSnapshot', 'getPe
  * parameters are redacted, and every actor ref handed on (`actorRef`, `sourceRef`, refs inside snapshots, a ref's
  * `_parent`) reads its snapshot through the same filter (the Stately inspector calls `actorRef.getSnapshot()` when
  * an actor registers). Secret names are the defaults plus `secretKeys`, compared without case, `-` or `_`.
+ * With `maskText` (personal-data masking), every string they carry is masked by it too.
  *
  * The observer is the user's code: if it throws, the run goes on. The first error is reported with console.error
  * (as the event bus does for its listeners); the rest are dropped, since an observer sees every event.
@@ -23,6 +24,7 @@ const snapshotReaders: ReadonlySet<PropertyKey> = new Set(['getSnapshot', 'getPe
 export function redactingInspector(
   target: InspectObserver,
   secretKeys: Iterable<string>,
+  maskText?: (text: string) => string,
 ): (event: InspectionEvent) => void {
   const keys = secretKeySet(secretKeys);
   const deliver = typeof target === 'function' ? target : (event: InspectionEvent) => target.next?.(event);
@@ -34,7 +36,7 @@ export function redactingInspector(
         get(actor, property, receiver) {
           const value: unknown = Reflect.get(actor, property, receiver);
           if (snapshotReaders.has(property) && typeof value === 'function')
-            return (...args: unknown[]) => redact(value.apply(actor, args), keys, wrapRef);
+            return (...args: unknown[]) => redact(value.apply(actor, args), keys, wrapRef, maskText);
           if (property === '_parent' && typeof value === 'object' && value !== null) return wrapRef(value);
           return typeof value === 'function' ? value.bind(actor) : value;
         },
@@ -49,7 +51,7 @@ export function redactingInspector(
       const copy: Record<string, unknown> = { ...event };
       for (const [key, value] of Object.entries(event)) {
         if (isActorRef(value)) copy[key] = wrapRef(value);
-        else if (payloadKeys.has(key)) copy[key] = redact(value, keys, wrapRef);
+        else if (payloadKeys.has(key)) copy[key] = redact(value, keys, wrapRef, maskText);
       }
       deliver(copy as unknown as InspectionEvent);
     } catch (error) {

@@ -104,8 +104,24 @@ const anyInput: FieldCheck = (value, where, key) => {
   checkRunInput(value, `${where}: ${key}`);
 };
 
+/** Masking options: an object; resolvePii checks its fields where the run or system is made. */
+const piiOptions: FieldCheck = (value, where, key) => {
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    wrong(where, key, "an object such as { kinds: ['email', 'card'] }", value);
+  checkOptionObject(value, ['kinds', 'defaultCountry', 'events', 'inspector', 'model'], `${where}: ${key}`);
+};
+
+const auditLog: FieldCheck = (value, where, key) => {
+  if ((value as { kind?: unknown } | null)?.kind !== 'audit-log')
+    wrong(where, key, 'an audit log from createAuditLog()', value);
+};
+
+/** Any value: the run context is the caller's own (checked by its type at compile time). */
+const anyValue: FieldCheck = () => undefined;
+
 /** What each option of each entry point must be. */
 const runChecks = {
+  context: anyValue,
   history,
   signal: abortSignal,
   sessionId: nonEmptyString,
@@ -116,9 +132,12 @@ const runChecks = {
   tenant: nonEmptyString,
   parentScope: nonEmptyString,
   onApproval: listener,
+  pii: piiOptions,
+  audit: auditLog,
 } satisfies Record<string, FieldCheck>;
 
 const sessionChecks = {
+  context: anyValue,
   id: nonEmptyString,
   signal: abortSignal,
   history,
@@ -134,6 +153,7 @@ const { id: _id, history: _history, ...restoreBase } = sessionChecks;
 const restoreChecks = { ...restoreBase, input: anyInput } satisfies Record<string, FieldCheck>;
 
 const parallelChecks = {
+  context: anyValue,
   signal: abortSignal,
   history,
   clock,
@@ -180,6 +200,8 @@ const systemChecks = {
   supervision,
   clock,
   resources: resourcesOrConfig,
+  pii: piiOptions,
+  audit: auditLog,
 } satisfies Record<string, FieldCheck>;
 
 function checkOptions(options: unknown, checks: Record<string, FieldCheck>, where: string): void {
@@ -221,7 +243,11 @@ const positiveMilliseconds: FieldCheck = (value, where, key) => {
 
 /** The options of session.send(): a turn's signal, timeout and budget. */
 export function checkTurnOptions(options: unknown, where: string): void {
-  checkOptions(options, { signal: abortSignal, timeoutMs: positiveMilliseconds, budget: turnBudget }, where);
+  checkOptions(
+    options,
+    { context: anyValue, signal: abortSignal, timeoutMs: positiveMilliseconds, budget: turnBudget },
+    where,
+  );
 }
 
 /** The options of a system's restore(). */

@@ -27,6 +27,7 @@ export function buildRunResult<TOutput>(context: AgentMachineOutput): RunResult<
     truncated: context.truncated,
   };
   if (stopReason !== 'completed' && context.error) result.error = context.error;
+  if (context.guardrail) result.guardrail = context.guardrail;
   if (context.stopReason === null) {
     result.error = context.error ?? {
       name: 'TroupeError',

@@ -4,6 +4,7 @@ import type { EventBus, EventOrigin } from '../core/event-bus.ts';
 import type { RunEventData, RunEventType } from '../core/events.ts';
 import type { ModelDelta } from '../core/model.ts';
 import type { DurableRun } from './durable-run.ts';
+import type { RunContextInfo } from './run-context.ts';
 
 /**
  * What a running session's effects need and machine context must not hold (functions, SDK clients, the event
@@ -28,6 +29,16 @@ export interface RunRuntime {
   origin?: EventOrigin;
   /** The budget scope model calls reserve from now (a session turn with its own budget); default the bus's session. */
   resourceScope?: (() => string) | undefined;
+  /**
+   * The caller's run context (see RunContextInfo): handed to tools, instruction functions and policies, never to
+   * the model, events, the store or the inspector. A session's agents read it through a getter (a turn may replace it).
+   */
+  context?: unknown;
+  /**
+   * Whether a person can decide on calls that wait (a session, or a run with onApproval): a permission policy's
+   * `ask` waits then, and is a denial otherwise. Default false.
+   */
+  peopleCanDecide?: boolean;
   /** Write-ahead persistence, for a run inside a session; absent for a plain run. */
   durable?: DurableRun;
   /**
@@ -78,6 +89,17 @@ export function unregisterRuntime(sessionId: string): void {
 /** Sessions registered now; a finished run must not stay here (tests check it). */
 export function activeRuntimeCount(): number {
   return runtimes.size;
+}
+
+/** What instruction functions and policies know about the run: its context and where the agent runs. */
+export function contextInfoOf(runtime: RunRuntime): RunContextInfo {
+  return {
+    context: runtime.context,
+    sessionId: runtime.sessionId ?? runtime.bus.sessionId,
+    agent: runtime.agent.name,
+    route: runtime.route ?? runtime.agent.name,
+    turn: runtime.turn ?? 1,
+  };
 }
 
 /** Emits an event of the run's agent, from where it runs. */

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createActor, type InspectionEvent, type Observer, type SnapshotFrom } from 'xstate';
 import type { Agent } from '../agent/define-agent.ts';
+import { type AuditLog, auditConfigError } from '../audit/audit-log.ts';
 import { abortReason } from '../core/abort.ts';
 import { AsyncQueue } from '../core/async-queue.ts';
 import { type Clock, systemClock } from '../core/clock.ts';
@@ -11,18 +12,22 @@ import type { JsonValue } from '../core/json.ts';
 import { type Message, type RunInput, userMessage } from '../core/messages.ts';
 import type { RunResult } from '../core/result.ts';
 import { releaseSessionResources } from '../core/session-resources.ts';
+import { guardrailInput } from '../guardrails/guardrail-plan.ts';
 import {
   type AgentContext,
   type AgentMachine,
   type AgentMachineOutput,
   agentOutputOf,
 } from '../machines/agent.ts';
+import { type PiiOptions, resolvePii } from '../pii/pii-options.ts';
+import { attachLentPii, attachPii, inspectorMasking } from '../pii/pii-run.ts';
 import { checkReachablePrices } from '../resources/priced-agents.ts';
 import type { ResourceManager } from '../resources/resource-manager.ts';
 import { attachResources } from '../resources/resource-run.ts';
 import { type ApprovalHandler, needsSession, runInSession } from '../system/session-run.ts';
 import { redactingInspector, secretArguments } from './inspect.ts';
 import { PhaseReporter } from './phase-events.ts';
+import type { OptionsWithContext } from './run-context.ts';
 import { setScope, stopOrphans } from './run-hooks.ts';
 import { runHost } from './run-host.ts';
 import { checkRunArguments } from './run-options.ts';
@@ -31,6 +36,12 @@ import { deltaForwarder, type RunRuntime, registerRuntime, unregisterRuntime } f
 import { runtimeAgentMachine } from './runtime-agent-machine.ts';
 
 export interface RunOptions {
+  /**
+   * The run context (a database client, the user's id and roles...): tools get it as `ctx.context`, instruction
+   * functions, guardrails and permission policies as `info.context`. It never reaches the model, events, the store
+   * or the inspector. Typed by the agent's context type (see contextType); required when the agent declares one.
+   */
+  context?: unknown;
   /** Earlier conversation (for example yesterday's `result.history`). Never mutated. */
   history?: readonly Message[] | undefined;
   /** Aborting it ends the run with stop reason `aborted` and aborts in-flight model and tool calls. */
@@ -62,6 +73,16 @@ export interface RunOptions {
    * promise of one). Required when the agent has such tools; in a session, decide with `session.approve()` instead.
    */
   onApproval?: ApprovalHandler | undefined;
+  /**
+   * Masks emails, phone numbers, payment cards, IBANs and API keys in this run's events and inspector frames, and
+   * optionally in what the model sees (see PiiOptions).
+   */
+  pii?: PiiOptions | undefined;
+  /**
+   * The audit log (createAuditLog) to record this run's security-relevant events in: guardrail, permission,
+   * approval, budget, redaction and breaker events (and a ConfigError this call is refused with).
+   */
+  audit?: AuditLog | undefined;
 }
 
 /**
@@ -97,6 +118,7 @@ function startRun<TOutput>(
   const sessionId = options.sessionId ?? randomUUID();
   const clock = options.clock ?? systemClock;
   const bus = new EventBus(sessionId, clock);
+  const pii = attachPii(bus, resolvePii(options.pii, 'run()')) ?? attachLentPii(bus);
   checkReachablePrices([agent as Agent<unknown>], options, { sessionId });
   const detachResources = attachResources(options, {
     sessionId,
@@ -107,12 +129,15 @@ function startRun<TOutput>(
     bus,
   });
   beforeStart?.(bus);
+  const audit = options.audit;
+  if (audit) bus.subscribe((event) => audit.observe(event));
   const origin = placement?.origin;
   const runtime: RunRuntime = {
     agent: agent as Agent<unknown>,
     bus,
     clock,
     onDelta: deltaForwarder(bus, agent.name, origin),
+    context: options.context,
   };
   if (placement) Object.assign(runtime, placement);
   registerRuntime(sessionId, runtime);
@@ -126,11 +151,14 @@ function startRun<TOutput>(
       hasOutputSchema: agent.outputSchema !== undefined,
       history: [...callerHistory, userMessage(input)],
       baseLength: callerHistory.length,
+      ...guardrailInput(agent.guardrails),
     },
     // Secrets (tool arguments marked secret, API-key-like fields) are redacted before the observer sees anything.
     // An inspected run is a root actor (inspection is per actor system); the others share the run host's system.
     ...(options.inspect
-      ? { inspect: redactingInspector(options.inspect, secretArguments(agent)) }
+      ? {
+          inspect: redactingInspector(options.inspect, secretArguments(agent), inspectorMasking(pii)),
+        }
       : { parent: runHost() }),
   } as Parameters<typeof createActor<AgentMachine>>[1]);
 
@@ -213,16 +241,23 @@ function startRun<TOutput>(
  * Runs an agent to the end and resolves with its one typed result. It rejects only for bad input (a ConfigError
  * or HistoryValidationError before anything runs); everything that happens during the run is in the result.
  */
-export async function run<TOutput>(
-  agent: Agent<TOutput>,
+export async function run<TOutput, TContext = unknown>(
+  agent: Agent<TOutput, TContext>,
   input: RunInput,
-  options: RunOptions = {},
+  ...given: OptionsWithContext<RunOptions, NoInfer<TContext>>
 ): Promise<RunResult<TOutput>> {
-  checkRunArguments(agent, input, options, 'run()');
-  // Handoffs and fatal tools need a session supervisor; a plain agent keeps the one-actor hot path.
-  if (agent?.kind === 'agent' && needsSession(agent as Agent<unknown>))
-    return runInSession(agent, input, options).result;
-  return startRun(agent, input, options).result;
+  const options: RunOptions = given[0] === undefined ? {} : given[0];
+  try {
+    checkRunArguments(agent, input, options, 'run()');
+    // Handoffs and fatal tools need a session supervisor; a plain agent keeps the one-actor hot path.
+    if (agent?.kind === 'agent' && needsSession(agent as Agent<unknown>))
+      return await runInSession(agent, input, options).result;
+    return await startRun(agent, input, options).result;
+  } catch (error) {
+    // Only bad input rejects (the result promise never does): a ConfigError goes to the audit log.
+    auditConfigError(auditOf(options), 'run()', error);
+    throw error;
+  }
 }
 
 /** A streaming run: iterate its events with `for await`, and await `result` for the outcome. */
@@ -244,12 +279,12 @@ export type AgentStep =
  * Starts a run and returns its events as an AsyncIterable (from run_start to run_end), buffered from the start so
  * nothing is missed, plus the `result` promise. Throws at once for bad input, like `run` rejects.
  */
-export function stream<TOutput>(
-  agent: Agent<TOutput>,
+export function stream<TOutput, TContext = unknown>(
+  agent: Agent<TOutput, TContext>,
   input: RunInput,
-  options: RunOptions = {},
+  ...given: OptionsWithContext<RunOptions, NoInfer<TContext>>
 ): RunStream<TOutput> {
-  return streamPlaced(agent, input, options);
+  return streamPlaced(agent as Agent<TOutput>, input, given[0] === undefined ? {} : given[0]);
 }
 
 /** `stream()`, for a nested run placed in its caller's session (`placement`) when the run needs no session. */
@@ -259,7 +294,12 @@ export function streamPlaced<TOutput>(
   options: RunOptions,
   placement?: NestedPlacement,
 ): RunStream<TOutput> {
-  checkRunArguments(agent, input, options, 'stream()');
+  try {
+    checkRunArguments(agent, input, options, 'stream()');
+  } catch (error) {
+    auditConfigError(auditOf(options), 'stream()', error);
+    throw error;
+  }
   if (agent?.kind === 'agent' && needsSession(agent as Agent<unknown>)) {
     const session = runInSession(agent, input, options, placement);
     const events = session.events;
@@ -343,6 +383,12 @@ async function* stepsFrom(
   }
   const final = await result;
   if (final.status === 'completed') yield { type: 'final_response', agent: final.agent, text: final.text };
+}
+
+/** The audit log of options that may be malformed (a ConfigError is being reported). */
+function auditOf(options: unknown): AuditLog | undefined {
+  const audit = (options as { audit?: { kind?: unknown } } | null | undefined)?.audit;
+  return audit?.kind === 'audit-log' ? (audit as AuditLog) : undefined;
 }
 
 /** A machine that errored (a bug of ours) still yields an honest failed result with the transcript so far. */

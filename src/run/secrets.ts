@@ -69,8 +69,9 @@ export function redact(
   value: unknown,
   keys: ReadonlySet<string>,
   wrapRef?: (ref: object) => object,
+  maskText?: (text: string) => string,
 ): unknown {
-  return redactAt(value, normalized(keys), 0, wrapRef);
+  return redactAt(value, normalized(keys), 0, wrapRef, maskText);
 }
 
 function redactAt(
@@ -78,10 +79,12 @@ function redactAt(
   keys: ReadonlySet<string>,
   depth: number,
   wrapRef: ((ref: object) => object) | undefined,
+  maskText?: (text: string) => string,
 ): unknown {
+  if (typeof value === 'string') return maskText ? maskText(value) : value;
   if (value === null || typeof value !== 'object') return value;
   if (depth > maxRedactDepth) return redacted;
-  if (Array.isArray(value)) return value.map((item) => redactAt(item, keys, depth + 1, wrapRef));
+  if (Array.isArray(value)) return value.map((item) => redactAt(item, keys, depth + 1, wrapRef, maskText));
   const prototype = Object.getPrototypeOf(value);
   if (prototype !== Object.prototype && prototype !== null) {
     return wrapRef && typeof (value as { getSnapshot?: unknown }).getSnapshot === 'function'
@@ -94,8 +97,8 @@ function redactAt(
     const safe = keys.has(name)
       ? redacted
       : typeof inner === 'string' && (name === 'args' || name === 'arguments')
-        ? redactText(inner, keys)
-        : redactAt(inner, keys, depth + 1, wrapRef);
+        ? redactAt(redactText(inner, keys), keys, depth + 1, wrapRef, maskText)
+        : redactAt(inner, keys, depth + 1, wrapRef, maskText);
     setOwn(copy, key, safe);
   }
   return copy;

@@ -1,9 +1,12 @@
+import { type BreakerReporter, type CircuitBreaker, sharedBreaker } from '../breakers/circuit-breaker.ts';
 import { abortError, onAbort as whenAborted } from '../core/abort.ts';
 import type { Clock } from '../core/clock.ts';
-import { ToolTimeoutError } from '../core/errors.ts';
+import { ToolInputError, ToolTimeoutError } from '../core/errors.ts';
+import type { GuardrailBlock } from '../core/guardrail-block.ts';
 import type { JsonValue } from '../core/json.ts';
 import type { ToolCall } from '../core/messages.ts';
 import { reactInvalidReplyTool } from '../core/model.ts';
+import type { Guardrail } from '../guardrails/guardrail.ts';
 import type { ToolOutcome } from '../machines/agent.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
 import type { Tool, ToolContext } from '../tools/tool.ts';
@@ -43,6 +46,8 @@ export interface ToolBatch {
   runtimeKey: string;
   agent: string;
   step: number;
+  /** The caller's run context, handed to every tool as `ctx.context`. */
+  context?: unknown;
   /** Aborted when the run no longer wants the results (abort, timeout, end of run). */
   signal: AbortSignal;
   /**
@@ -64,8 +69,26 @@ export interface ToolBatch {
    */
   onSettled: (call: ToolCall, outcome: ToolOutcome, durationMs: number) => void | Promise<void>;
   onRetry: (call: ToolCall, attempt: number, error: string) => void;
+  /** A tool's circuit breaker changed state during one of this batch's calls. */
+  onBreaker?: BreakerReporter | undefined;
   /** Runs each call (all its attempts) through a durable executor; see RunRuntime.runEffect. */
   executor?: EffectExecutor;
+  /** The agent's tool guardrails; absent when it has none. */
+  guardrails?: ToolGuardrails;
+}
+
+/** Tool guardrails: checked on a call's validated arguments before it runs, and on its result before the model. */
+export interface ToolGuardrails {
+  input: readonly Guardrail[];
+  output: readonly Guardrail[];
+  /** Runs `guardrails` on one value of `call`; resolves with the block, if one blocked. */
+  check(
+    guardrails: readonly Guardrail[],
+    stage: 'tool_input' | 'tool_output',
+    value: unknown,
+    text: string,
+    call: ToolCall,
+  ): GuardrailBlock | null | Promise<GuardrailBlock | null>;
 }
 
 /**
@@ -170,13 +193,32 @@ async function runToolCall(call: ToolCall, batch: ToolBatch): Promise<ToolOutcom
         .join('; ')}. Arguments received: ${safeJson(redactArgs(call.args, secretKeysOfTool(found)))}`,
     );
   }
+  const guardrails = batch.guardrails;
+  if (guardrails && guardrails.input.length > 0) {
+    // The text (what a judge model reads) has the tool's secret arguments redacted; the value is the real one.
+    const block = await guardrails.check(
+      guardrails.input,
+      'tool_input',
+      parsed.data,
+      safeJson(redactArgs(call.args, secretKeysOfTool(found))),
+      call,
+    );
+    if (block) return blockedOutcome(call, block, guardrails.input, 0);
+  }
   const attempts = 1 + (found.retries ?? batch.retries);
   const timeoutMs = found.timeoutMs ?? batch.timeoutMs;
   let lastError = '';
+  const breaker = found.breaker ? sharedBreaker('tool', found.name, found.breaker) : undefined;
   for (let attempt = 1; attempt <= attempts; attempt++) {
     if (batch.signal.aborted) return refused(call, 'Not run: the run was aborted.');
     try {
-      const value = await attemptTool(found, parsed.data, call, batch, attempt, timeoutMs);
+      const run = () => attemptTool(found, parsed.data, call, batch, attempt, timeoutMs);
+      const value = breaker ? await throughBreaker(breaker, run, batch) : await run();
+      if (value === breakerOpen) return refused(call, openBreakerAnswer(call.name, breaker));
+      if (guardrails && guardrails.output.length > 0) {
+        const block = await guardrails.check(guardrails.output, 'tool_output', value, toContent(value), call);
+        if (block) return blockedOutcome(call, block, guardrails.output, attempt);
+      }
       return {
         callId: call.id,
         name: call.name,
@@ -187,7 +229,9 @@ async function runToolCall(call: ToolCall, batch: ToolBatch): Promise<ToolOutcom
         attempts: attempt,
       };
     } catch (error) {
-      if (error instanceof ToolAnswerError && !batch.signal.aborted)
+      // The tool refused these arguments, or the call was carried out and answered with an error (an MCP
+      // server's): the model reads why, and retrying would fail the same way.
+      if ((error instanceof ToolInputError || error instanceof ToolAnswerError) && !batch.signal.aborted) {
         return {
           callId: call.id,
           name: call.name,
@@ -197,6 +241,7 @@ async function runToolCall(call: ToolCall, batch: ToolBatch): Promise<ToolOutcom
           degraded: false,
           attempts: attempt,
         };
+      }
       lastError = error instanceof Error ? error.message : String(error);
       if (attempt < attempts && !batch.signal.aborted) batch.onRetry(call, attempt, lastError);
     }
@@ -212,6 +257,39 @@ async function runToolCall(call: ToolCall, batch: ToolBatch): Promise<ToolOutcom
   };
 }
 
+/** What an attempt gives when the tool's breaker is open and the tool was not run. */
+const breakerOpen: unique symbol = Symbol('breaker open');
+
+/** One attempt through the tool's breaker: a failed attempt counts (unless the run was aborted meanwhile). */
+async function throughBreaker(
+  breaker: CircuitBreaker,
+  run: () => Promise<unknown>,
+  batch: ToolBatch,
+): Promise<unknown> {
+  const guarded = await breaker.run(
+    () =>
+      run().then(
+        (value): { ok: true; value: unknown } => ({ ok: true, value }),
+        (error: unknown): { ok: false; error: unknown } => ({ ok: false, error }),
+      ),
+    (settled) =>
+      settled.ok
+        ? 'success'
+        : batch.signal.aborted
+          ? 'uncounted'
+          : { failure: settled.error instanceof Error ? settled.error.message : String(settled.error) },
+    batch.onBreaker,
+  );
+  if (guarded.open) return breakerOpen;
+  if (!guarded.result.ok) throw guarded.result.error;
+  return guarded.result.value;
+}
+
+function openBreakerAnswer(name: string, breaker: CircuitBreaker | undefined): string {
+  const seconds = Math.ceil((breaker?.options.halfOpenAfterMs ?? 0) / 1000);
+  return `Error: tool "${name}" is unavailable right now: it failed repeatedly, so its circuit breaker is open and the call was not run. It will be tried again in about ${seconds} s; answer without it or try later.`;
+}
+
 /** One attempt, with its own AbortSignal: aborted by the timeout or by the run. Rejects on failure or timeout. */
 function attemptTool(
   found: Tool,
@@ -222,6 +300,7 @@ function attemptTool(
   timeoutMs: number | null,
 ): Promise<unknown> {
   const context: ToolContext = {
+    context: batch.context,
     signal: batch.signal,
     sessionId: batch.sessionId,
     route: batch.route,
@@ -288,6 +367,30 @@ function refused(call: ToolCall, content: string): ToolOutcome {
     degraded: false,
     attempts: 0,
   };
+}
+
+/**
+ * The outcome of a call a tool guardrail blocked: the model reads that it was blocked (never the blocked result).
+ * With the guardrail's `onBlock: 'stop'` (the default) the outcome carries the block and the run stops.
+ */
+function blockedOutcome(
+  call: ToolCall,
+  block: GuardrailBlock,
+  guardrails: readonly Guardrail[],
+  attempts: number,
+): ToolOutcome {
+  const outcome: ToolOutcome = {
+    callId: call.id,
+    name: call.name,
+    content: `Error: blocked by guardrail "${block.name}": ${block.message}`,
+    isError: true,
+    executed: attempts > 0,
+    degraded: false,
+    attempts,
+  };
+  const blocking = guardrails.find((guardrail) => guardrail.name === block.name);
+  if (blocking?.onBlock !== 'answer') outcome.blocked = block;
+  return outcome;
 }
 
 /** Each tool's secret names (its declared ones and the defaults), built once per tool. */

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { Agent } from '../agent/define-agent.ts';
 import { ConfigError } from '../core/errors.ts';
 import type { RunResult } from '../core/result.ts';
+import { lendPii, piiOf } from '../pii/pii-run.ts';
 import { type NestedPlacement, type RunOptions, streamPlaced } from '../run/run.ts';
 import { addNestedSteps, delegatorOf, scopeOf } from '../run/run-hooks.ts';
 import { runtimeKeyOf, runtimeOf } from '../run/run-runtime.ts';
@@ -15,8 +16,13 @@ export interface AgentToolOptions {
   description?: string | undefined;
 }
 
-/** A tool that runs an agent; `delegate` is that agent (the session reads its secrets for the inspector). */
-export type AgentTool = Tool & { readonly delegate: Agent<unknown> };
+/**
+ * A tool that runs an agent; `delegate` is that agent (the session reads its secrets for the inspector). It needs
+ * the run context the agent needs: the nested agent gets its caller's context.
+ */
+export type AgentTool<TContext = unknown> = Tool<{ input: string }, unknown, TContext> & {
+  readonly delegate: Agent<unknown>;
+};
 
 /** A sub-run that did not complete; the caller's model gets its message as the tool's error result. */
 export class SubAgentError extends Error {
@@ -38,7 +44,10 @@ export class SubAgentError extends Error {
  * caller's budget, and the caller's abort (or timeout, or end) aborts it. A sub-run that does not complete is a
  * tool error the caller's model sees. The sub-run's events appear in the caller's stream under the sub-agent's name.
  */
-export function agentTool<TOutput>(agent: Agent<TOutput>, options: AgentToolOptions = {}): AgentTool {
+export function agentTool<TOutput, TContext = unknown>(
+  agent: Agent<TOutput, TContext>,
+  options: AgentToolOptions = {},
+): AgentTool<TContext> {
   if (agent?.kind !== 'agent') throw new ConfigError('agentTool(): the first argument must be an agent.');
   const description = options.description ?? agent.description;
   if (typeof description !== 'string' || description.trim() === '') {
@@ -80,7 +89,9 @@ export function agentTool<TOutput>(agent: Agent<TOutput>, options: AgentToolOpti
       return result.output !== undefined ? result.output : result.text;
     },
   });
-  return Object.assign(created, { delegate: agent as Agent<unknown> });
+  return Object.assign(created as Tool<{ input: string }, unknown, TContext>, {
+    delegate: agent as Agent<unknown>,
+  });
 }
 
 /** A sub-run on its own root actor (a plain caller, or a sub-agent with handoffs), events forwarded to the caller. */
@@ -94,6 +105,8 @@ async function runApart(
 ): Promise<RunResult<unknown>> {
   const runOptions: RunOptions = { signal: ctx.signal, sessionId: `${callerKey}:${ctx.callId}` };
   // The sub-run's spend counts on the caller's budgets.
+  // A nested agent works for the same caller: it gets the calling agent's context.
+  if (ctx.context !== undefined) runOptions.context = ctx.context;
   if (caller) {
     runOptions.parentScope = caller.bus.sessionId;
     runOptions.clock = caller.clock;
@@ -113,7 +126,14 @@ async function runApart(
   // A sub-agent that needs a session (handoffs) runs in a private one: its tools are placed like the others', its
   // events relative to it (placed here).
   const inSession = needsSession(nested);
-  const sub = streamPlaced(nested, input, runOptions, placement);
+  const callerPii = caller && !inSession ? piiOf(caller.bus) : undefined;
+  const returnLoan = callerPii && runOptions.sessionId ? lendPii(runOptions.sessionId, callerPii) : undefined;
+  let sub: ReturnType<typeof streamPlaced>;
+  try {
+    sub = streamPlaced(nested, input, runOptions, placement);
+  } finally {
+    returnLoan?.();
+  }
   for await (const event of sub) {
     if (!caller) continue;
     const origin = inSession

@@ -5,6 +5,7 @@ import type { EventBus } from '../core/event-bus.ts';
 import type { JsonValue } from '../core/json.ts';
 import { userMessage } from '../core/messages.ts';
 import type { RunResult } from '../core/result.ts';
+import { guardrailInput } from '../guardrails/guardrail-plan.ts';
 import type { AgentMachine, AgentMachineInput, AgentMachineOutput } from '../machines/agent.ts';
 import type { SessionMachine } from '../machines/session.ts';
 import type { InspectObserver } from '../run/inspect.ts';
@@ -82,6 +83,11 @@ export function delegatorFor(host: DelegationHost, callerKey: string): Delegator
       },
       callPath,
       origin,
+      // A nested agent works for the same caller: it gets the calling agent's context.
+      get context() {
+        return caller?.context;
+      },
+      peopleCanDecide: caller?.peopleCanDecide === true,
       durable: host.durability.runFor({ route, nested: true }),
       resourceScope: host.resourceScope,
     });
@@ -93,6 +99,7 @@ export function delegatorFor(host: DelegationHost, callerKey: string): Delegator
       hasOutputSchema: agent.outputSchema !== undefined,
       history: [userMessage(request.input)],
       baseLength: 0,
+      ...guardrailInput(agent.guardrails),
     };
     const resume = host.durability.nestedCheckpoint(route);
     if (resume) {

@@ -12,6 +12,7 @@ import { addCount, countOf } from '../core/records.ts';
 import type { RunResult } from '../core/result.ts';
 import type { RunStatus } from '../core/stop-reason.ts';
 import { compileMachine } from '../engine/compiled-machine.ts';
+import { guardrailInput } from '../guardrails/guardrail-plan.ts';
 import {
   type GroupContext,
   type GroupMachine,
@@ -37,6 +38,8 @@ export interface ParallelOptions {
 }
 
 export interface ParallelRunOptions {
+  /** The run context every agent of the group gets (see RunOptions.context). */
+  context?: unknown;
   /** Aborting it aborts every agent of the group (their results say `aborted`). */
   signal?: AbortSignal | undefined;
   history?: readonly Message[] | undefined;
@@ -121,6 +124,7 @@ export function parallel(agents: readonly Agent<unknown>[], options: ParallelOpt
 
 function runOptionsOf(options: ParallelRunOptions): RunOptions {
   const out: RunOptions = {};
+  if (options.context !== undefined) out.context = options.context;
   if (options.signal) out.signal = options.signal;
   if (options.history) out.history = options.history;
   if (options.clock) out.clock = options.clock;
@@ -162,7 +166,13 @@ function runGroup(
   const members: GroupMember[] = agents.map((agent, index) => {
     const id = `${agent.name.replace(/\./g, '_')}-${index + 1}`;
     const key = `${groupId}/${id}`;
-    registerRuntime(key, { agent, bus, clock, onDelta: deltaForwarder(bus, agent.name) });
+    registerRuntime(key, {
+      agent,
+      bus,
+      clock,
+      onDelta: deltaForwarder(bus, agent.name),
+      context: options.context,
+    });
     undo.push(() => unregisterRuntime(key));
     return {
       id,
@@ -174,6 +184,7 @@ function runGroup(
         hasOutputSchema: agent.outputSchema !== undefined,
         history: [...history, userMessage(input)],
         baseLength: history.length,
+        ...guardrailInput(agent.guardrails),
       },
     };
   });

@@ -32,6 +32,10 @@ export function registerSessionAgents(options: {
   resourceScope: () => string;
   /** Where the session sits in a caller's session, when it runs an agent used as a tool. */
   placement?: NestedPlacement | undefined;
+  /** The run context of the turn in progress (a turn may replace the session's). */
+  context: () => unknown;
+  /** Whether people can decide on waiting calls (see RunRuntime.peopleCanDecide). */
+  peopleCanDecide: boolean;
 }): { descriptors: Record<string, AgentDescriptor>; dispose: () => void } {
   const { sessionId, agents, bus, clock, durability, actor, placement } = options;
   // In a caller's session, every agent of this one sits where the called agent does: `caller>callId/<name>`.
@@ -59,6 +63,10 @@ export function registerSessionAgents(options: {
         return placement?.turn ?? actor().getSnapshot().context.turns + 1;
       },
       callPath: placement?.callPath ?? '',
+      get context() {
+        return options.context();
+      },
+      peopleCanDecide: options.peopleCanDecide,
       durable: durability.runFor({ route: name, nested: false }),
       resourceScope: options.resourceScope,
     });

@@ -1,6 +1,7 @@
 import type { Agent } from '../agent/define-agent.ts';
 import { ConfigError } from '../core/errors.ts';
 import { definedFields } from '../core/options.ts';
+import { guardrailInput } from '../guardrails/guardrail-plan.ts';
 import type { AgentDescriptor, SupervisionOptions, SupervisionPolicy } from '../machines/session.ts';
 
 /**
@@ -48,6 +49,7 @@ export function descriptorOf(agent: Agent<unknown>): AgentDescriptor {
     toolNames: agent.tools.names,
     hasOutputSchema: agent.outputSchema !== undefined,
     handoffTools: { ...agent.handoffTools },
+    ...guardrailInput(agent.guardrails),
   };
 }
 

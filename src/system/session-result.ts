@@ -30,6 +30,7 @@ export function turnResult<TOutput>(context: SessionContext): RunResult<TOutput>
     path: turn?.path ?? [context.current],
   };
   if (stopReason !== 'completed' && turn?.error) result.error = turn.error;
+  if (turn?.guardrail) result.guardrail = turn.guardrail;
   return result;
 }
 

@@ -5,6 +5,7 @@ import { ConfigError } from '../core/errors.ts';
 import type { RunEvent } from '../core/events.ts';
 import type { RunInput } from '../core/messages.ts';
 import type { RunResult } from '../core/result.ts';
+import { resolvePii } from '../pii/pii-options.ts';
 import type { InspectObserver } from '../run/inspect.ts';
 import type { NestedPlacement } from '../run/run.ts';
 import { defaultEnvironment, type Session, type SessionOptions, startSession } from './session.ts';
@@ -52,7 +53,7 @@ export function toolAskingPeople(agent: Agent<unknown>, seen = new Set<Agent<unk
  * session pauses for them). A plain agent keeps the single-actor hot path.
  */
 export function needsSession(agent: Agent<unknown>): boolean {
-  return needsSupervisor(agent) || toolAskingPeople(agent) !== null;
+  return needsSupervisor(agent) || toolAskingPeople(agent) !== null || agent.permissions !== undefined;
 }
 
 /**
@@ -62,12 +63,14 @@ export function needsSession(agent: Agent<unknown>): boolean {
 export type ApprovalHandler = (request: ApprovalRequest) => ApprovalDecision | Promise<ApprovalDecision>;
 
 export interface SessionRunOptions
-  extends Pick<SessionOptions, 'history' | 'signal' | 'budget' | 'tenant' | 'parentScope'> {
+  extends Pick<SessionOptions, 'context' | 'history' | 'signal' | 'budget' | 'tenant' | 'parentScope'> {
   sessionId?: string | undefined;
   resources?: import('../resources/resource-manager.ts').ResourceManager | undefined;
   clock?: import('../core/clock.ts').Clock | undefined;
   inspect?: InspectObserver | undefined;
   onApproval?: ApprovalHandler | undefined;
+  pii?: import('../pii/pii-options.ts').PiiOptions | undefined;
+  audit?: import('../audit/audit-log.ts').AuditLog | undefined;
 }
 
 /**
@@ -86,11 +89,17 @@ export function runInSession<TOutput>(
       `Tool ${asker} waits for a person's decision: pass onApproval to run() or stream(), or run the agent in a session (createAgentSystem().spawn()) and decide with session.approve() / reject() / answer().`,
     );
   const environment = defaultEnvironment(options.clock ?? systemClock);
+  // Without a handler nobody can decide: a permission policy's `ask` then denies instead of waiting forever.
+  if (options.onApproval === undefined) environment.peopleCanDecide = false;
+  const audit = options.audit;
+  if (audit) environment.onEvent = (event) => audit.observe(event);
   if (options.inspect) environment.inspect = options.inspect;
+  if (options.pii) environment.pii = resolvePii(options.pii, 'run()');
   if (placement) environment.placement = placement;
   const sessionOptions: SessionOptions = {};
   if (options.sessionId !== undefined) sessionOptions.id = options.sessionId;
   if (options.history !== undefined) sessionOptions.history = options.history;
+  if (options.context !== undefined) sessionOptions.context = options.context;
   if (options.signal !== undefined) sessionOptions.signal = options.signal;
   if (options.budget !== undefined) sessionOptions.budget = options.budget;
   if (options.tenant !== undefined) sessionOptions.tenant = options.tenant;

@@ -18,6 +18,7 @@ import {
   sessionMachine,
 } from '../machines/session.ts';
 import type { MaybePromise, StoredSessionStatus } from '../persistence/store.ts';
+import { attachPii, inspectorMasking, piiOf } from '../pii/pii-run.ts';
 import { checkReachablePrices } from '../resources/priced-agents.ts';
 import { attachResources, type RunResourceOptions } from '../resources/resource-run.ts';
 import { redactingInspector, secretArguments } from '../run/inspect.ts';
@@ -83,6 +84,8 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
   #lastContext: SessionContext;
   #watched: { id: string; stop: () => void } | undefined;
   #childSeq = 0;
+  /** The run context of the turn in progress: the session's, until a turn gives its own. Never stored. */
+  #context: unknown;
   readonly #onAbort = () => void this.stop(abortReason(this.#options.signal, 'session'));
 
   constructor(
@@ -102,8 +105,10 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
     this.#turn = new Turn<TOutput>(plan.firstInput);
     this.#queue = plan.queued.map((input) => new Turn<TOutput>(input));
     this.#current = plan.startAgent;
+    this.#context = options.context;
     const { store } = environment;
     this.#bus = new EventBus(this.id, this.#clock, plan.lastSeq + 1);
+    attachPii(this.#bus, environment.pii);
     this.#log = new SessionLog(plan.lastSeq, environment.maxBufferedEvents ?? 10_000, (after) =>
       store.readEvents(this.id, after),
     );
@@ -156,6 +161,8 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
       onFatal: (name, error) => this.#crash(name, error),
       resourceScope: () => this.#controls.scope ?? this.id,
       placement: environment.placement,
+      context: () => this.#context,
+      peopleCanDecide: environment.peopleCanDecide !== false,
     });
     this.#disposers.push(agents.dispose);
     this.#actor = this.#createActor(agents.descriptors);
@@ -240,7 +247,9 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
       id: this.id,
       input,
       clock: this.#clock,
-      ...(inspect ? { inspect: redactingInspector(inspect, secretKeys) } : {}),
+      ...(inspect
+        ? { inspect: redactingInspector(inspect, secretKeys, inspectorMasking(piiOf(this.#bus))) }
+        : {}),
     });
     actor.subscribe({
       next: (snapshot) => this.#onSnapshot(snapshot.context, snapshot.status === 'done'),
@@ -332,6 +341,7 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
         });
       }
     } catch (error) {
+      this.#environment.onConfigError?.('send()', error);
       return Promise.reject(error);
     }
     const status = this.#status;
@@ -477,6 +487,7 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
 
   /** Arms a starting turn's signal, timeout and budget; a budget that cannot open is reported, not silently dropped. */
   #applyControls(options: TurnOptions): void {
+    if (options.context !== undefined) this.#context = options.context;
     try {
       this.#controls.apply(options, this.#actor.getSnapshot().context.turns + 1);
     } catch (error) {

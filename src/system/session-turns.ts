@@ -3,6 +3,11 @@ import type { RunResult } from '../core/result.ts';
 
 /** Options of one turn: `session.send(input, options)`. */
 export interface TurnOptions {
+  /**
+   * The run context of this turn and the turns after it (replaces the session's); see RunOptions.context. Not
+   * stored: a turn queued behind another gets it when it starts in this process.
+   */
+  context?: unknown;
   /** Aborting it ends this turn `aborted`; the session stays open for the next message. */
   signal?: AbortSignal | undefined;
   /** The turn ends `timed_out` after this many milliseconds (on top of each agent's own `timeoutMs`). */

@@ -8,6 +8,7 @@ import type { RunResult } from '../core/result.ts';
 import { defaultSupervision, type SupervisionOptions, type SupervisionPolicy } from '../machines/session.ts';
 import { createMemoryStore } from '../persistence/memory-store.ts';
 import type { SessionStore, StoredSessionState } from '../persistence/store.ts';
+import type { ResolvedPii } from '../pii/pii-options.ts';
 import type { ResourceManager } from '../resources/resource-manager.ts';
 import type { RunResourceOptions } from '../resources/resource-run.ts';
 import type { InspectObserver } from '../run/inspect.ts';
@@ -27,6 +28,11 @@ export type { TurnOptions } from './session-turns.ts';
 export type SessionStatus = 'running' | 'awaiting' | 'idle' | 'suspended' | 'closed' | 'failed';
 
 export interface SessionOptions {
+  /**
+   * The run context every turn of the session gets (see RunOptions.context); `send(input, { context })` replaces it
+   * from that turn on. Kept in this process only, never stored: `restore()` and `recover()` need it given again.
+   */
+  context?: unknown;
   /** The session id; defaults to a random UUID. Must be unique among the sessions running in this process. */
   id?: string | undefined;
   /** Aborting it stops the session: the turn in progress ends `aborted`. */
@@ -82,12 +88,18 @@ export interface SessionEnvironment {
    * session (the session id, route and turn their tools see).
    */
   placement?: NestedPlacement | undefined;
+  /** A call to the session (send()) was refused with a ConfigError: for the audit log. */
+  onConfigError?: ((where: string, error: unknown) => void) | undefined;
+  /** False when nobody can decide on waiting calls (a run() without onApproval); default true. */
+  peopleCanDecide?: boolean | undefined;
   /** False once the system drains or shuts down: sessions take no new messages. */
   accepting?: (() => boolean) | undefined;
+  /** Masking of personal data in every session's events, inspector frames and (optionally) model requests. */
+  pii?: ResolvedPii | undefined;
 }
 
 /** A conversation held by a session supervisor actor: one turn at a time, follow-ups continue the history. */
-export interface Session<TOutput = unknown> {
+export interface Session<TOutput = unknown, TContext = unknown> {
   readonly id: string;
   readonly status: SessionStatus;
   /** The agent holding the conversation now. */
@@ -100,7 +112,10 @@ export interface Session<TOutput = unknown> {
    * A follow-up user message: the next turn continues the same history with the agent that answered last. Sent
    * while a turn runs, it is queued (and stored, so a crash loses none) and starts when that turn ends.
    */
-  send(input: RunInput, options?: TurnOptions): Promise<RunResult<TOutput>>;
+  send(
+    input: RunInput,
+    options?: TurnOptions & { context?: TContext | undefined },
+  ): Promise<RunResult<TOutput>>;
   /** Tool calls of this session waiting for a person. */
   pendingApprovals(): ApprovalRequest[];
   /** Approves a waiting call: it runs once every waiting call of its batch is decided. Resolves once stored. */

@@ -1,4 +1,5 @@
 import type { Agent } from '../agent/define-agent.ts';
+import { type AuditLog, auditConfigError } from '../audit/audit-log.ts';
 import type { ApprovalDecision, ApprovalRecord } from '../core/approvals.ts';
 import { statusOfDecision } from '../core/approvals.ts';
 import { AsyncQueue } from '../core/async-queue.ts';
@@ -6,7 +7,7 @@ import { type Clock, systemClock } from '../core/clock.ts';
 import { ConfigError, TroupeError } from '../core/errors.ts';
 import type { RunEvent } from '../core/events.ts';
 import type { RunInput } from '../core/messages.ts';
-import { definedFields } from '../core/options.ts';
+import { checkOptionObject, definedFields } from '../core/options.ts';
 import { releaseProcessResources } from '../core/session-resources.ts';
 import { defaultSupervision, type SupervisionOptions } from '../machines/session.ts';
 import { createMemoryStore } from '../persistence/memory-store.ts';
@@ -16,6 +17,7 @@ import {
   type SessionSummary,
   type StoredSessionState,
 } from '../persistence/store.ts';
+import { type PiiOptions, resolvePii } from '../pii/pii-options.ts';
 import {
   createResourceManager,
   type ResourceManager,
@@ -23,6 +25,7 @@ import {
   type ResourceUsage,
 } from '../resources/resource-manager.ts';
 import type { InspectObserver } from '../run/inspect.ts';
+import type { OptionsWithContext } from '../run/run-context.ts';
 import { checkRestoreOptions, checkSessionOptions, checkSystemOptions } from '../run/run-options.ts';
 import { ApprovalError } from './approval-error.ts';
 import {
@@ -56,6 +59,17 @@ export interface AgentSystemOptions {
   approvalPollMs?: number | undefined;
   /** Committed events each session keeps in memory for readers (older ones come from the store). Default 10,000. */
   maxBufferedEvents?: number | undefined;
+  /**
+   * Masks emails, phone numbers, payment cards, IBANs and API keys in every session's events (and so in the event
+   * log the store keeps), inspector frames and, optionally, model requests (see PiiOptions). The stored conversation
+   * keeps the real values: a resumed session needs them, and its model requests are masked again.
+   */
+  pii?: PiiOptions | undefined;
+  /**
+   * The audit log (createAuditLog) of every session: guardrail, permission, approval, budget, redaction and breaker
+   * events, and configuration errors of calls to the system. `shutdown()` flushes it.
+   */
+  audit?: AuditLog | undefined;
 }
 
 /** How `shutdown()` treats the turns in flight. */
@@ -74,6 +88,19 @@ export interface ShutdownOptions {
   timeoutMs?: number | undefined;
 }
 
+/** The options of `restore()`. */
+export type RestoreOptions = Omit<SessionOptions, 'id' | 'history'> & { input?: RunInput | undefined };
+
+/** The options of `recover()`. */
+export interface RecoverOptions {
+  /** Only these sessions. */
+  ids?: readonly string[] | undefined;
+  /** The run context every recovered session gets (it is never stored). */
+  context?: unknown;
+  /** The run context of each recovered session, from its id and entry agent; wins over `context`. */
+  contextFor?: ((session: { id: string; entry: string }) => unknown) | undefined;
+}
+
 /** What `recover()` did. */
 export interface RecoverResult {
   /** Sessions resumed in this process. */
@@ -84,7 +111,12 @@ export interface RecoverResult {
 
 /** Many agent sessions in one process: each its own root actor, addressable by id. */
 export interface AgentSystem {
-  spawn<TOutput>(agent: Agent<TOutput>, input: RunInput, options?: SessionOptions): Session<TOutput>;
+  /** Starts a session; `context` (typed by the agent's context type, required when it declares one) reaches its tools. */
+  spawn<TOutput, TContext = unknown>(
+    agent: Agent<TOutput, TContext>,
+    input: RunInput,
+    ...options: OptionsWithContext<SessionOptions, NoInfer<TContext>>
+  ): Session<TOutput, TContext>;
   get(id: string): Session | undefined;
   /** The sessions that have not closed yet. */
   list(): Session[];
@@ -96,19 +128,21 @@ export interface AgentSystem {
   /**
    * Resumes every interrupted session (or those named), each from its last committed checkpoint: calls that had
    * finished are not run again, the call that was in flight runs again with the same idempotency key, messages
-   * queued behind a turn are kept. The sessions' entry agents must be known to the system (`agents`).
+   * queued behind a turn are kept. The sessions' entry agents must be known to the system (`agents`). The run
+   * context is never stored: give it again, one for all (`context`) or per session (`contextFor`).
    */
-  recover(options?: { ids?: readonly string[] | undefined }): Promise<RecoverResult>;
+  recover(options?: RecoverOptions): Promise<RecoverResult>;
   /**
    * Brings back one session from the store: an interrupted turn resumes from its last checkpoint (and `input`, if
    * given, is queued as the next turn, never dropped); a session whose last turn had finished continues with
-   * `input` as a new turn, with the agent that answered last. `entry` must reach that agent.
+   * `input` as a new turn, with the agent that answered last. `entry` must reach that agent. The run context is
+   * never stored: give it again (`context`), as when the session was spawned.
    */
-  restore<TOutput>(
+  restore<TOutput, TContext = unknown>(
     id: string,
-    entry: Agent<TOutput>,
-    options?: Omit<SessionOptions, 'id' | 'history'> & { input?: RunInput | undefined },
-  ): Promise<Session<TOutput>>;
+    entry: Agent<TOutput, TContext>,
+    ...options: OptionsWithContext<RestoreOptions, NoInfer<TContext>>
+  ): Promise<Session<TOutput, TContext>>;
   /** Tool calls waiting for people, across every session of the store (and of this process). */
   approvals(query?: { sessionId?: string | undefined }): Promise<ApprovalRecord[]>;
   /**
@@ -151,6 +185,7 @@ export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem
         ? createResourceManager({ clock: options.clock, ...definedFields(given as ResourceManagerConfig) })
         : (given as ResourceManager);
   const store = options.store ?? createMemoryStore();
+  const audit = options.audit;
   const environment: SessionEnvironment = {
     clock: options.clock ?? systemClock,
     store,
@@ -158,8 +193,10 @@ export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem
     agents,
     supervision: { ...defaultSupervision, ...definedFields(options.supervision) },
     onEvent: (event: RunEvent) => {
+      audit?.observe(event);
       for (const stream of streams) stream.push(event);
     },
+    onConfigError: (where: string, error: unknown) => auditConfigError(audit, where, error),
     onClose: (session: Session) => {
       if (sessions.get(session.id) === session) sessions.delete(session.id);
     },
@@ -168,6 +205,7 @@ export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem
     approvalPollMs: options.approvalPollMs,
     maxBufferedEvents: options.maxBufferedEvents,
     accepting: () => accepting,
+    pii: resolvePii(options.pii, 'createAgentSystem()'),
   };
   let accepting = true;
   let shuttingDown = false;
@@ -238,63 +276,100 @@ export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem
     });
   };
 
-  return {
-    spawn(agent, input, spawnOptions = {}) {
-      checkSessionOptions(spawnOptions, 'spawn()');
-      refuseWhenClosed('spawn()');
-      if (spawnOptions.id !== undefined && sessions.has(spawnOptions.id))
-        throw new ConfigError(`spawn(): a session with id "${spawnOptions.id}" is already running.`);
-      if (spawnOptions.id !== undefined) {
-        const existing = store.load(spawnOptions.id);
-        if (existing instanceof Promise) existing.catch(() => undefined);
-        else if (existing)
-          throw new ConfigError(
-            `spawn(): the store already holds a session "${spawnOptions.id}": continue it with restore() or recover(), or pick another id.`,
-          );
+  const spawnSession = <TOutput>(agent: Agent<TOutput>, input: RunInput, spawnOptions: SessionOptions) => {
+    checkSessionOptions(spawnOptions, 'spawn()');
+    refuseWhenClosed('spawn()');
+    if (spawnOptions.id !== undefined && sessions.has(spawnOptions.id))
+      throw new ConfigError(`spawn(): a session with id "${spawnOptions.id}" is already running.`);
+    if (spawnOptions.id !== undefined) {
+      const existing = store.load(spawnOptions.id);
+      if (existing instanceof Promise) existing.catch(() => undefined);
+      else if (existing)
+        throw new ConfigError(
+          `spawn(): the store already holds a session "${spawnOptions.id}": continue it with restore() or recover(), or pick another id.`,
+        );
+    }
+    return start(agent, input, spawnOptions, { kind: 'fresh' });
+  };
+  const restoreSession = async <TOutput>(
+    id: string,
+    entry: Agent<TOutput>,
+    restoreOptions: RestoreOptions,
+  ) => {
+    checkRestoreOptions(restoreOptions, 'restore()');
+    if (sessions.has(id)) throw new ConfigError(`restore(): session "${id}" is running already.`);
+    refuseWhenClosed('restore()');
+    const stored = await store.load(id);
+    refuseWhenClosed('restore()');
+    if (sessions.has(id)) throw new ConfigError(`restore(): session "${id}" is running already.`);
+    if (!stored) throw new ConfigError(`restore(): the store holds nothing for session "${id}".`);
+    const { input, ...rest } = restoreOptions;
+    return resumeStored(entry, stored, input, rest);
+  };
+  const recoverSessions = async (recoverOptions: RecoverOptions): Promise<RecoverResult> => {
+    checkOptionObject(recoverOptions as unknown, ['ids', 'context', 'contextFor'], 'recover(): options');
+    if (recoverOptions.contextFor !== undefined && typeof recoverOptions.contextFor !== 'function')
+      throw new ConfigError('recover(): contextFor must be a function of { id, entry }.');
+    refuseWhenClosed('recover()');
+    const wanted = recoverOptions.ids ? new Set(recoverOptions.ids) : undefined;
+    const result: RecoverResult = { sessions: [], failures: [] };
+    const listed = await store.list({ status: resumableStatuses });
+    for (const summary of listed) {
+      if (wanted && !wanted.has(summary.id)) continue;
+      if (sessions.has(summary.id) || !accepting) continue;
+      try {
+        const stored = await store.load(summary.id);
+        if (!stored?.session.turn) continue;
+        const entry = stored.session.entry;
+        const context = recoverOptions.contextFor
+          ? recoverOptions.contextFor({ id: summary.id, entry })
+          : recoverOptions.context;
+        result.sessions.push(
+          resumeStored(entryOf(entry), stored, undefined, context === undefined ? {} : { context }),
+        );
+      } catch (error) {
+        result.failures.push({
+          id: summary.id,
+          error:
+            error instanceof TroupeError
+              ? error
+              : new TroupeError('recover_failed', `Session "${summary.id}": ${String(error)}`, {
+                  cause: error,
+                }),
+        });
       }
-      return start(agent, input, spawnOptions, { kind: 'fresh' });
+    }
+    return result;
+  };
+
+  return {
+    spawn(agent, input, ...given) {
+      try {
+        return spawnSession(agent, input, given[0] === undefined ? {} : given[0]);
+      } catch (error) {
+        auditConfigError(audit, 'spawn()', error);
+        throw error;
+      }
     },
-    async restore(id, entry, restoreOptions = {}) {
-      checkRestoreOptions(restoreOptions, 'restore()');
-      checkRestoreOptions(restoreOptions, 'restore()');
-      if (sessions.has(id)) throw new ConfigError(`restore(): session "${id}" is running already.`);
-      refuseWhenClosed('restore()');
-      const stored = await store.load(id);
-      refuseWhenClosed('restore()');
-      if (sessions.has(id)) throw new ConfigError(`restore(): session "${id}" is running already.`);
-      if (!stored) throw new ConfigError(`restore(): the store holds nothing for session "${id}".`);
-      const { input, ...rest } = restoreOptions;
-      return resumeStored(entry, stored, input, rest);
+    async restore(id, entry, ...given) {
+      try {
+        return await restoreSession(id, entry, given[0] === undefined ? {} : given[0]);
+      } catch (error) {
+        auditConfigError(audit, 'restore()', error);
+        throw error;
+      }
+    },
+    async recover(recoverOptions = {}) {
+      try {
+        return await recoverSessions(recoverOptions);
+      } catch (error) {
+        auditConfigError(audit, 'recover()', error);
+        throw error;
+      }
     },
     async interrupted() {
       const listed = await store.list({ status: resumableStatuses });
       return listed.filter((summary) => !sessions.has(summary.id));
-    },
-    async recover(recoverOptions = {}) {
-      refuseWhenClosed('recover()');
-      const wanted = recoverOptions.ids ? new Set(recoverOptions.ids) : undefined;
-      const result: RecoverResult = { sessions: [], failures: [] };
-      const listed = await store.list({ status: resumableStatuses });
-      for (const summary of listed) {
-        if (wanted && !wanted.has(summary.id)) continue;
-        if (sessions.has(summary.id) || !accepting) continue;
-        try {
-          const stored = await store.load(summary.id);
-          if (!stored?.session.turn) continue;
-          result.sessions.push(resumeStored(entryOf(stored.session.entry), stored, undefined, {}));
-        } catch (error) {
-          result.failures.push({
-            id: summary.id,
-            error:
-              error instanceof TroupeError
-                ? error
-                : new TroupeError('recover_failed', `Session "${summary.id}": ${String(error)}`, {
-                    cause: error,
-                  }),
-          });
-        }
-      }
-      return result;
     },
     async approvals(query = {}) {
       const stored = await store.approvals({
@@ -363,6 +438,8 @@ export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem
       if (ownsResources) resources?.stop();
       // Connections tools keep for the whole process (shared MCP servers) close too; they reopen on next use.
       await releaseProcessResources();
+      // Every record so far reaches the sink before shutdown resolves.
+      await audit?.flush().catch(() => undefined);
     },
   };
 }

@@ -1,11 +1,17 @@
 import { z } from 'zod';
+import {
+  type BreakerOptions,
+  checkBreakerOptions,
+  type ResolvedBreaker,
+} from '../breakers/circuit-breaker.ts';
 import { ConfigError } from '../core/errors.ts';
 import type { JsonObject } from '../core/json.ts';
 import { checkOptionObject, describeValue, isPlainObject } from '../core/options.ts';
 import { isPrototypeName } from '../core/records.ts';
+import type { ContextType, RunContextInfo } from '../run/run-context.ts';
 
-/** What a tool's `execute` receives besides its arguments. */
-export interface ToolContext {
+/** What a tool's `execute` receives besides its arguments: the run context (`context`) and where the call sits. */
+export interface ToolContext<TContext = unknown> extends RunContextInfo<TContext> {
   /** Aborted when the call times out, the run is aborted or times out, or the run ends. Pass it on. */
   signal: AbortSignal;
   /** The session's id as the user gave it (or the run's `sessionId`). */
@@ -37,7 +43,7 @@ export interface ToolContext {
  * A tool the model can call. `execute` is declared with method syntax on purpose: it makes `Tool<{ a: number }>`
  * assignable to `Tool` (parameter bivariance), so typed tools fit in an agent's tool list.
  */
-export interface Tool<TArgs = unknown, TResult = unknown> {
+export interface Tool<TArgs = unknown, TResult = unknown, TContext = unknown> {
   readonly kind: 'tool';
   readonly name: string;
   readonly description: string;
@@ -48,21 +54,28 @@ export interface Tool<TArgs = unknown, TResult = unknown> {
   readonly retries: number | undefined;
   /** A failure of this tool fails the agent actor (supervision decides: restart, stop or escalate); no retries. */
   readonly fatal: boolean;
+  /** The tool's circuit breaker (shared by every run of the process), when it has one; see ToolOptions.breaker. */
+  readonly breaker?: ResolvedBreaker | undefined;
   /** Argument names whose values never reach the inspector or traces (API keys, tokens, passwords). */
   readonly secret: readonly string[];
   /** Whether a call must be approved by a person before it runs (see ToolOptions.needsApproval). */
   readonly needsApproval: boolean | StoredApprovalPredicate<TArgs>;
   /** Set on tools whose answer comes from a person (`askHuman`): a call waits for `session.answer()`. */
   readonly asksHuman?: true;
-  execute(args: TArgs, context: ToolContext): TResult | Promise<TResult>;
+  execute(args: TArgs, context: ToolContext<TContext>): TResult | Promise<TResult>;
 }
 
-export interface ToolOptions<TSchema extends z.ZodType, TResult> {
+export interface ToolOptions<TSchema extends z.ZodType, TResult, TContext = unknown> {
   /** 1-64 letters, digits, `_` or `-` (the strictest provider's rule). */
   name: string;
   description: string;
   input: TSchema;
-  execute: (args: z.output<TSchema>, context: ToolContext) => TResult | Promise<TResult>;
+  /**
+   * The run context the tool needs, `contextType<AppContext>()`: `ctx.context` is typed by it, and an agent given
+   * this tool must be run with a context of that type.
+   */
+  contextType?: ContextType<TContext> | undefined;
+  execute: (args: z.output<TSchema>, context: ToolContext<TContext>) => TResult | Promise<TResult>;
   /** Overrides the agent's `limits.toolTimeoutMs` for this tool. */
   timeoutMs?: number | undefined;
   /** Overrides the agent's `limits.toolRetries` for this tool. */
@@ -84,6 +97,12 @@ export interface ToolOptions<TSchema extends z.ZodType, TResult> {
    * call's reason goes back to the model. A function that throws counts as "needs approval".
    */
   needsApproval?: boolean | ApprovalPredicate<z.output<TSchema>> | undefined;
+  /**
+   * A circuit breaker for this tool, shared by every run of the process (by tool name): each failed attempt counts;
+   * once it opens, calls are answered at once with an error result the model reads ("unavailable, try later"),
+   * without running the tool, until a probe call after the cool-down succeeds. State changes are `breaker` events.
+   */
+  breaker?: BreakerOptions | undefined;
 }
 
 /** Decides whether one call needs a person's approval. */
@@ -100,12 +119,13 @@ type StoredApprovalPredicate<TArgs> = {
 /** What an approval predicate knows about the call. */
 export type ApprovalCheckContext = Pick<
   ToolContext,
-  'sessionId' | 'agent' | 'callId' | 'route' | 'turn' | 'step'
+  'context' | 'sessionId' | 'agent' | 'callId' | 'route' | 'turn' | 'step'
 >;
 
 const toolNamePattern = /^[a-zA-Z0-9_-]{1,64}$/;
 
 const toolOptionKeys: readonly string[] = [
+  'contextType',
   'needsApproval',
   'name',
   'description',
@@ -115,6 +135,7 @@ const toolOptionKeys: readonly string[] = [
   'retries',
   'fatal',
   'secret',
+  'breaker',
 ];
 
 /**
@@ -123,9 +144,9 @@ const toolOptionKeys: readonly string[] = [
  * misspelled option (`secrets` would leave the secret unprotected), or a retry count or timeout that is not a
  * whole number of attempts or a positive duration.
  */
-export function tool<TSchema extends z.ZodType, TResult>(
-  options: ToolOptions<TSchema, TResult>,
-): Tool<z.output<TSchema>, TResult> {
+export function tool<TSchema extends z.ZodType, TResult, TContext = unknown>(
+  options: ToolOptions<TSchema, TResult, TContext>,
+): Tool<z.output<TSchema>, TResult, TContext> {
   if (!isPlainObject(options)) throw new ConfigError('tool(): options must be an object.');
   const where = `tool(${JSON.stringify(options.name)})`;
   if (typeof options.name !== 'string' || !toolNamePattern.test(options.name)) {
@@ -145,6 +166,8 @@ export function tool<TSchema extends z.ZodType, TResult>(
     );
   }
   if (typeof options.execute !== 'function') throw new ConfigError(`${where}: execute must be a function.`);
+  if (options.contextType !== undefined && options.contextType?.kind !== 'context-type')
+    throw new ConfigError(`${where}: contextType must be contextType<YourContext>().`);
   if (options.fatal !== undefined && typeof options.fatal !== 'boolean')
     throw new ConfigError(`${where}: fatal must be a boolean.`);
   if (
@@ -169,6 +192,7 @@ export function tool<TSchema extends z.ZodType, TResult>(
     throw new ConfigError(
       `${where}: timeoutMs must be a positive number of milliseconds, got ${describeValue(timeoutMs)}.`,
     );
+  const breaker = options.breaker === undefined ? undefined : checkBreakerOptions(options.breaker, where);
   return {
     kind: 'tool',
     name: options.name,
@@ -181,6 +205,7 @@ export function tool<TSchema extends z.ZodType, TResult>(
     secret: Object.freeze([...(options.secret ?? [])]),
     needsApproval: options.needsApproval ?? false,
     execute: options.execute,
+    ...(breaker ? { breaker } : {}),
   };
 }
 

@@ -1603,15 +1603,21 @@ describe('property: the agent machine under random events and limits', () => {
     { requiredKeys: ['text', 'toolCalls', 'stopReason', 'usage'] },
   );
   const decoded = fc.constantFrom<DecodeOutcome>({ ok: true, value: { x: 1 } }, { ok: false, error: 'bad' });
-  const outcome = fc.record({
-    callId: fc.constantFrom('c1', 'c2', 'c3', 'r1'),
-    name: fc.constantFrom('t', 'u'),
-    content: fc.constantFrom('ok', 'Error: failed'),
-    isError: fc.boolean(),
-    executed: fc.boolean(),
-    degraded: fc.boolean(),
-    attempts: fc.integer({ min: 1, max: 3 }),
-  });
+  const outcome = fc.record(
+    {
+      callId: fc.constantFrom('c1', 'c2', 'c3', 'r1'),
+      name: fc.constantFrom('t', 'u'),
+      content: fc.constantFrom('ok', 'Error: failed'),
+      isError: fc.boolean(),
+      executed: fc.boolean(),
+      degraded: fc.boolean(),
+      attempts: fc.integer({ min: 1, max: 3 }),
+      blocked: fc.constant({ name: 'g', stage: 'tool_output' as const, message: 'no', tool: 't' }),
+    },
+    {
+      requiredKeys: ['callId', 'name', 'content', 'isError', 'executed', 'degraded', 'attempts'],
+    },
+  );
   /** Reasoning only, no text, calls or stop reason: the policy asks the model again (continue_thinking). */
   const thinking = fc.constant<AgentEvent>({
     type: 'model.response',
@@ -1629,6 +1635,13 @@ describe('property: the agent machine under random events and limits', () => {
     { type: 'abort' },
     { type: 'abort', reason: 'user' },
     { type: 'timeout' },
+  );
+  const block = { name: 'g', stage: 'output' as const, message: 'no' };
+  const guardrailEvent = fc.constantFrom<AgentEvent>(
+    { type: 'guardrails.done' },
+    { type: 'guardrails.done', blocked: block },
+    { type: 'guardrail.blocked', block, modelCalled: true, usage },
+    { type: 'guardrail.blocked', block, modelCalled: false },
   );
   const event: fc.Arbitrary<AgentEvent> = fc.oneof(
     {
@@ -1651,6 +1664,7 @@ describe('property: the agent machine under random events and limits', () => {
       ),
     },
     { weight: 1, arbitrary: ending },
+    { weight: 2, arbitrary: guardrailEvent },
   );
   const limits: fc.Arbitrary<ResolvedLimits> = fc.record({
     maxSteps: fc.integer({ min: 1, max: 4 }),
@@ -1682,6 +1696,12 @@ describe('property: the agent machine under random events and limits', () => {
         hasOutputSchema: fc.boolean(),
         handoff: fc.boolean(),
         resume,
+        guardrails: fc.record({
+          input: fc.boolean(),
+          parallelInput: fc.boolean(),
+          output: fc.boolean(),
+          tools: fc.boolean(),
+        }),
       },
       { requiredKeys: ['limits', 'toolNames', 'hasOutputSchema', 'handoff'] },
     )

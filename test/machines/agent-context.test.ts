@@ -31,6 +31,10 @@ function scriptedEffects(modelReplies: AgentEvent[]) {
         if (event) sendBack(event);
         return;
       }
+      if (command.type === 'guardrails.check') {
+        sendBack({ type: 'guardrails.done' });
+        return;
+      }
       sendBack({
         type: 'tools.done',
         results: command.calls.map((call) => ({

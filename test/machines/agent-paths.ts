@@ -1,16 +1,16 @@
-import type { AnyStateNode, SnapshotFrom } from 'xstate';
-import { getShortestPaths, type StatePath } from 'xstate/graph';
+import type { SnapshotFrom } from 'xstate';
+import type { StatePath } from 'xstate/graph';
 import type { Clock } from '../../src/core/clock.ts';
 import { defaultLimits, type ResolvedLimits } from '../../src/core/limits.ts';
 import type { ModelResponse } from '../../src/core/model.ts';
-import {
-  type AgentCheckpoint,
-  type AgentEvent,
-  type AgentMachine,
-  type AgentMachineInput,
-  agentMachine,
+import type {
+  AgentCheckpoint,
+  AgentEvent,
+  AgentMachine,
+  AgentMachineInput,
 } from '../../src/machines/agent.ts';
 import { createResourceManager, type ResourceManager } from '../../src/resources/resource-manager.ts';
+import { shortestAgentPaths } from '../../src/testing/agent-graph.ts';
 
 /**
  * Model-based test support for the agent statechart: the events the traversal may send (with payloads, since the
@@ -31,6 +31,37 @@ export const reply = (partial: Partial<ModelResponse>): ModelResponse => ({
 /** The answer text that decodes against the test schema `{ x: number }`, and one that does not. */
 export const goodAnswer = '{"x":1}';
 export const badAnswer = 'not json';
+
+/** A block as the guardrail events of the paths carry it. */
+export const pathBlock = { name: 'g', stage: 'output' as const, message: 'blocked on the path' };
+
+/** What the guardrail states answer: a check that allows, one that blocks. */
+export const guardrailEvents: AgentEvent[] = [
+  { type: 'guardrails.done' },
+  { type: 'guardrails.done', blocked: pathBlock },
+];
+
+/** A block during a model call (a streaming output guardrail's, or a parallel input guardrail's). */
+export const guardrailBlockedEvent: AgentEvent = {
+  type: 'guardrail.blocked',
+  block: pathBlock,
+  modelCalled: true,
+};
+
+/** A batch whose call a tool guardrail blocked. */
+export const toolBlockedEvent: AgentEvent = {
+  type: 'tools.done',
+  results: ['c1', 'c2'].map((callId) => ({
+    callId,
+    name: 't',
+    content: 'Error: blocked by guardrail "g"',
+    isError: true,
+    executed: true,
+    degraded: false,
+    attempts: 1,
+    blocked: { ...pathBlock, stage: 'tool_output' as const, tool: 't', toolCallId: callId },
+  })),
+};
 
 export function modelEvents(hasOutputSchema: boolean): AgentEvent[] {
   const decoded = (ok: boolean) =>
@@ -126,6 +157,8 @@ export interface PathConfig {
   limits: ResolvedLimits;
   tools: boolean;
   schema: boolean;
+  /** Input (blocking and parallel), output (whole and streaming) and tool guardrails. */
+  guardrails?: boolean;
 }
 
 /** Small limits: every state and transition is reached within a few steps. */
@@ -149,6 +182,14 @@ export const pathConfigs: PathConfig[] = [
   },
   { name: 'tools, no schema', limits: smallLimits, tools: true, schema: false },
   { name: 'no tools + schema', limits: smallLimits, tools: false, schema: true },
+  { name: 'tools + schema + guardrails', limits: smallLimits, tools: true, schema: true, guardrails: true },
+  {
+    name: 'no tools, no schema + guardrails',
+    limits: smallLimits,
+    tools: false,
+    schema: false,
+    guardrails: true,
+  },
 ];
 
 export function machineInput(config: PathConfig): AgentMachineInput {
@@ -160,49 +201,23 @@ export function machineInput(config: PathConfig): AgentMachineInput {
     hasOutputSchema: config.schema,
     history: [{ role: 'user', content: 'go' }],
     baseLength: 0,
+    ...(config.guardrails
+      ? { guardrails: { input: true, parallelInput: true, output: true, tools: config.tools } }
+      : {}),
   };
-}
-
-type AgentSnapshot = SnapshotFrom<AgentMachine>;
-
-/** State identity for the traversal: the state value and the counters the guards read (not the history text). */
-function stateKey(snapshot: AgentSnapshot): string {
-  const c = snapshot.context;
-  return JSON.stringify({
-    value: snapshot.value,
-    step: c.step,
-    calls: c.modelCalls,
-    retry: c.retryCount,
-    counts: c.toolCallCounts,
-    sigs: c.callSignatures,
-    degraded: c.degradedTools,
-    decision: c.decision?.kind ?? null,
-    open: c.openCalls.map((call) => call.id),
-    decoded: c.answer.outputDecoded,
-    forced: c.forcedFinalAnswer,
-    stop: c.stopReason,
-  });
-}
-
-function eventKey(event: AgentEvent | undefined): string {
-  return event ? JSON.stringify(event) : 'init';
 }
 
 /**
  * Shortest paths to every (state, incoming transition) pair, so that every event edge the machine can take is the
- * last step of some path (as createTestModel does by appending the transition to the state key).
+ * last step of some path (the traversal is the one `agentPaths` of troupe/testing uses).
  */
-export function generatePaths(config: PathConfig): StatePath<AgentSnapshot, AgentEvent>[] {
-  const events = [...modelEvents(config.schema), ...toolEvents, ...controlEvents];
-  return getShortestPaths(agentMachine, {
-    input: machineInput(config),
-    events,
-    serializeState: (state, event, prev) =>
-      `${stateKey(state)} via ${eventKey(event)} from ${prev ? stateKey(prev) : 'start'}`,
-    // Events the state does not handle would only add self-loops that the runtime can never produce.
-    filterEvents: (snapshot, event) => snapshot.can(event),
-    limit: 200_000,
-  });
+export function generatePaths(config: PathConfig): StatePath<SnapshotFrom<AgentMachine>, AgentEvent>[] {
+  return shortestAgentPaths(machineInput(config), [
+    ...modelEvents(config.schema),
+    ...toolEvents,
+    ...controlEvents,
+    ...(config.guardrails ? [...guardrailEvents, guardrailBlockedEvent, toolBlockedEvent] : []),
+  ]);
 }
 
 /**
@@ -238,59 +253,10 @@ export function agentCheckpoint({
   };
 }
 
-/** A stable name for a transition of the definition: source state, event, position among its siblings. */
-export function transitionName(source: AnyStateNode, eventType: string, index: number): string {
-  return `${source.id} --${eventType}[${index}]`;
-}
-
-/**
- * Guards of the transitions only a session takes (a handoff, a resume from a checkpoint: with open calls, in the
- * final-output phase, at the step limit or waiting for people; calls that wait for people and their decisions), and
- * the states only those reach: `run()` of a plain agent never takes them, so
- * test/machines/session.paths.test.ts replays them on the real system runtime and checks their coverage there.
- */
-export const sessionOnlyGuards = [
-  'decidedToHandOff',
-  'resumingTools',
-  'resumedAtStepLimit',
-  'resumingFinalOutput',
-  'resumingApproval',
-  'waitsForPeople',
-  'decidesPendingCall',
-];
-export const sessionOnlyStates = ['agent.handingOff', 'agent.running.toolUse.awaitingApproval'];
-/** Events only a session sends its agents: people's decisions, and a failed write-ahead commit. */
-export const sessionOnlyEvents = ['approval.decided', 'effects.failed'];
-
-/** The named guards a transition's guard is made of (`and([...])` guards are functions holding their parts). */
-function guardNames(guard: unknown): string[] {
-  if (typeof guard === 'string') return [guard];
-  if (typeof guard === 'function' && 'guards' in guard && Array.isArray(guard.guards))
-    return guard.guards.flatMap(guardNames);
-  if (typeof guard === 'object' && guard !== null && 'type' in guard) return [String(guard.type)];
-  return [];
-}
-
-/** Every transition of the machine definition (event-driven and eventless), by name. */
-export function allTransitions(
-  root: AnyStateNode = agentMachine.root,
-  scope: 'run' | 'session' = 'run',
-): string[] {
-  const names: string[] = [];
-  const wanted = (transition: { guard?: unknown; eventType?: string }) =>
-    (guardNames(transition.guard).some((name) => sessionOnlyGuards.includes(name)) ||
-      sessionOnlyEvents.includes(transition.eventType ?? '')) ===
-    (scope === 'session');
-  const visit = (node: AnyStateNode) => {
-    for (const [eventType, list] of node.transitions) {
-      for (let index = 0; index < list.length; index++)
-        if (wanted(list[index] as { guard?: unknown })) names.push(transitionName(node, eventType, index));
-    }
-    const always = node.always ?? [];
-    for (let index = 0; index < always.length; index++)
-      if (wanted(always[index] as { guard?: unknown })) names.push(transitionName(node, '', index));
-    for (const child of Object.values(node.states)) visit(child);
-  };
-  visit(root);
-  return names;
-}
+export {
+  allTransitions,
+  sessionOnlyEvents,
+  sessionOnlyGuards,
+  sessionOnlyStates,
+  transitionName,
+} from '../../src/testing/agent-graph.ts';

@@ -1,18 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { type AnyStateNode, type InspectionEvent, SimulatedClock, type Snapshot } from 'xstate';
+import { type InspectionEvent, SimulatedClock, type Snapshot } from 'xstate';
 import { z } from 'zod';
-import { defineAgent, run, tool } from '../../src/index.ts';
-import { type AgentEvent, agentMachine } from '../../src/machines/agent.ts';
+import { defineAgent, type GuardrailOptions, type GuardrailVerdict, run, tool } from '../../src/index.ts';
+import type { AgentEvent } from '../../src/machines/agent.ts';
+import { type PathCoverage, pathCoverage } from '../../src/testing/path-coverage.ts';
 import { type ScriptedTurn, scriptedModel } from '../../src/testing/scripted-model.ts';
-import {
-  allTransitions,
-  generatePaths,
-  type PathConfig,
-  pathConfigs,
-  pathResources,
-  sessionOnlyStates,
-  transitionName,
-} from './agent-paths.ts';
+import { allTransitions, generatePaths, type PathConfig, pathConfigs, pathResources } from './agent-paths.ts';
 
 /**
  * Tests generated from the agent statechart (REQUIREMENTS V1): xstate/graph enumerates shortest paths to every
@@ -25,28 +18,10 @@ import {
 interface Replay {
   finalValue: unknown;
   stopReason: string | null;
-  covered: Set<string>;
-  visited: Set<string>;
-}
-
-/** The ids of the active state nodes of a state value, e.g. agent.running, agent.running.toolUse, ... */
-function stateIds(prefix: string, value: unknown): string[] {
-  if (typeof value === 'string') return [`${prefix}.${value}`];
-  if (typeof value !== 'object' || value === null) return [];
-  return Object.entries(value).flatMap(([key, inner]) => [
-    `${prefix}.${key}`,
-    ...stateIds(`${prefix}.${key}`, inner),
-  ]);
-}
-
-function allStates(node: AnyStateNode): string[] {
-  return [node.id, ...Object.values(node.states).flatMap(allStates)];
 }
 
 /** Runs the real loop so that the model, the tools and the control events follow the path's events in order. */
-async function replay(config: PathConfig, events: AgentEvent[]): Promise<Replay> {
-  const covered = new Set<string>();
-  const visited = new Set<string>(['agent']);
+async function replay(config: PathConfig, events: AgentEvent[], coverage: PathCoverage): Promise<Replay> {
   const clock = new SimulatedClock();
   const controller = new AbortController();
   let lastSnapshot: Snapshot<unknown> & { value?: unknown; context?: { stopReason: string | null } } = {
@@ -85,6 +60,8 @@ async function replay(config: PathConfig, events: AgentEvent[]): Promise<Replay>
       const event = takeNext();
       if (event?.type === 'tools.done') {
         if (event.results[0]?.degraded) throw new Error('failed');
+        // The tool-output guardrail blocks this result.
+        if (event.results[0]?.blocked) return 'BLOCKME';
         return 'ok';
       }
       if (event) interrupt(event);
@@ -105,39 +82,62 @@ async function replay(config: PathConfig, events: AgentEvent[]): Promise<Replay>
       return turn;
     }
     if (event?.type === 'model.error') return { error: event.error.message };
+    // The streaming output guardrail blocks this text as it streams.
+    if (event?.type === 'guardrail.blocked') return { deltas: ['BLOCKME'] };
     if (event?.type === 'tools.done')
       throw new Error(`path mismatch: tools.done at a model call (step ${cursor})`);
     if (event) interrupt(event);
     return { delayMs: 1e9 };
   });
 
+  // A guardrail state's check plays the path's next event: a check that allows or blocks, or an interruption.
+  const pathCheck = (
+    _value: unknown,
+    info: { signal: AbortSignal },
+  ): GuardrailVerdict | Promise<GuardrailVerdict> => {
+    const event = takeNext();
+    if (event?.type === 'guardrails.done')
+      return event.blocked ? { decision: 'block', message: event.blocked.message } : { decision: 'allow' };
+    if (event) interrupt(event);
+    return new Promise((_resolve, reject) =>
+      info.signal.addEventListener('abort', () => reject(info.signal.reason)),
+    );
+  };
+  const blockMarked = (_value: unknown, { text }: { text: string }): GuardrailVerdict =>
+    text.includes('BLOCKME') ? { decision: 'block', message: 'marked' } : { decision: 'allow' };
+  const guarded = (options: Omit<GuardrailOptions, 'timeoutMs'>): GuardrailOptions => ({
+    ...options,
+    timeoutMs: null,
+  });
+  const guardrails = config.guardrails
+    ? {
+        input: [
+          guarded({ name: 'input', check: pathCheck }),
+          guarded({ name: 'parallel', mode: 'parallel', check: () => ({ decision: 'allow' }) }),
+        ],
+        output: [
+          guarded({ name: 'output', check: pathCheck }),
+          guarded({ name: 'streaming', streaming: true, check: blockMarked }),
+        ],
+        toolOutput: [guarded({ name: 'tool-output', check: blockMarked })],
+      }
+    : undefined;
+
   const agent = defineAgent({
     name: 'pathfinder',
     instructions: '',
     model,
+    ...(guardrails ? { guardrails } : {}),
     tools: config.tools ? [t] : [],
     ...(config.schema ? { output: z.object({ x: z.number() }) } : {}),
     limits: { ...config.limits, timeoutMs: 1e9, toolTimeoutMs: undefined },
   });
 
   const inspect = (event: InspectionEvent) => {
+    coverage.inspect(event);
     // Only the agent machine itself (the root), not its effects actor.
-    if (event.rootId !== event.actorRef.sessionId) return;
-    if (event.type === '@xstate.snapshot') lastSnapshot = event.snapshot as typeof lastSnapshot;
-    if (event.type === '@xstate.microstep') {
-      for (const id of stateIds('agent', (event.snapshot as unknown as { value: unknown }).value))
-        visited.add(id);
-      for (const transition of event._transitions) {
-        const source = transition.source as AnyStateNode;
-        const list =
-          transition.eventType === ''
-            ? (source.always ?? [])
-            : (source.transitions.get(transition.eventType) ?? []);
-        covered.add(transitionName(source, transition.eventType, list.indexOf(transition)));
-        // Taking a transition out of a state proves the state was entered (transient ones never show in snapshots).
-        visited.add(source.id);
-      }
-    }
+    if (event.rootId === event.actorRef.sessionId && event.type === '@xstate.snapshot')
+      lastSnapshot = event.snapshot as typeof lastSnapshot;
   };
 
   // A path's model.denied is played by the resource manager, before the model is asked.
@@ -150,14 +150,11 @@ async function replay(config: PathConfig, events: AgentEvent[]): Promise<Replay>
   return {
     finalValue: exhaustedValue ?? lastSnapshot.value,
     stopReason: exhaustedValue === undefined ? result.stopReason : null,
-    covered,
-    visited,
   };
 }
 
 describe('agent statechart: generated paths replayed on the real runtime', () => {
-  const covered = new Set<string>();
-  const visited = new Set<string>();
+  const coverage = pathCoverage();
   let replayed = 0;
 
   for (const config of pathConfigs) {
@@ -166,13 +163,11 @@ describe('agent statechart: generated paths replayed on the real runtime', () =>
       expect(paths.length).toBeGreaterThan(10);
       for (const path of paths) {
         const events = path.steps.slice(1).map((step) => step.event);
-        const outcome = await replay(config, events);
+        const outcome = await replay(config, events, coverage);
         const description = JSON.stringify(events);
         expect(outcome.finalValue, description).toEqual(path.state.value);
         if (path.state.status === 'done')
           expect(outcome.stopReason, description).toBe(path.state.context.stopReason);
-        for (const name of outcome.covered) covered.add(name);
-        for (const id of outcome.visited) visited.add(id);
         replayed++;
       }
     });
@@ -180,11 +175,9 @@ describe('agent statechart: generated paths replayed on the real runtime', () =>
 
   it('the replayed runs visit every state and every transition of the machine definition', () => {
     expect(replayed).toBeGreaterThan(100);
-    const missingTransitions = allTransitions().filter((name) => !covered.has(name));
-    expect(missingTransitions).toEqual([]);
-    const missingStates = allStates(agentMachine.root).filter(
-      (id) => !visited.has(id) && !sessionOnlyStates.includes(id),
-    );
-    expect(missingStates).toEqual([]);
+    const report = coverage.report();
+    expect(report.transitions.missed).toEqual([]);
+    expect(report.states.missed).toEqual([]);
+    expect(report.transitions.total).toBe(allTransitions().length);
   });
 });

@@ -2,16 +2,18 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
+  type AgentGuardrailOptions,
   activeRuntimeCount,
   defineAgent,
+  type GuardrailOptions,
   type JsonValue,
   type Message,
   run,
-  statusOf,
   stopReasons,
   tool,
   validateHistory,
 } from '../../src/index.ts';
+import { runInvariantViolations } from '../../src/testing/run-invariants.ts';
 import { type ScriptedTurn, scriptedModel } from '../../src/testing/scripted-model.ts';
 
 /**
@@ -114,6 +116,82 @@ const priorHistory: fc.Arbitrary<Message[]> = fc.constantFrom<Message[][]>(
   ],
 );
 
+/** What a generated guardrail's check does: decide at once or later, or fail (a failure blocks: fail closed). */
+type GuardrailBehaviour = 'allow' | 'warn' | 'block' | 'throw' | 'later-allow' | 'later-block' | 'reject';
+
+const behaviour = fc.constantFrom<GuardrailBehaviour>(
+  'allow',
+  'allow',
+  'warn',
+  'block',
+  'throw',
+  'later-allow',
+  'later-block',
+  'reject',
+);
+
+const behaviourOf = new WeakMap<GuardrailOptions, GuardrailBehaviour>();
+
+function generatedGuardrail(
+  name: string,
+  does: GuardrailBehaviour,
+  extra: Partial<GuardrailOptions>,
+): GuardrailOptions {
+  const later = (decision: 'allow' | 'block') =>
+    new Promise<{ decision: 'allow' | 'block' }>((resolve) => setTimeout(() => resolve({ decision }), 1));
+  const options: GuardrailOptions = {
+    ...extra,
+    name,
+    check: () => {
+      switch (does) {
+        case 'throw':
+          throw new Error('check failed');
+        case 'reject':
+          return Promise.reject(new Error('check rejected'));
+        case 'later-allow':
+          return later('allow');
+        case 'later-block':
+          return later('block');
+        default:
+          return { decision: does };
+      }
+    },
+  };
+  behaviourOf.set(options, does);
+  return options;
+}
+
+/** Guardrails of every stage and mode, each with a random behaviour; or none. */
+const guardrails: fc.Arbitrary<AgentGuardrailOptions | undefined> = fc.option(
+  fc
+    .record({
+      input: fc.option(behaviour, { nil: undefined }),
+      parallel: fc.option(behaviour, { nil: undefined }),
+      output: fc.option(behaviour, { nil: undefined }),
+      streaming: fc.option(behaviour, { nil: undefined }),
+      toolInput: fc.option(behaviour, { nil: undefined }),
+      toolOutput: fc.option(behaviour, { nil: undefined }),
+      answer: fc.boolean(),
+    })
+    .map((g) => ({
+      input: [
+        ...(g.input ? [generatedGuardrail('input', g.input, {})] : []),
+        ...(g.parallel ? [generatedGuardrail('parallel', g.parallel, { mode: 'parallel' })] : []),
+      ],
+      output: [
+        ...(g.output ? [generatedGuardrail('output', g.output, {})] : []),
+        ...(g.streaming ? [generatedGuardrail('streaming', g.streaming, { streaming: true })] : []),
+      ],
+      toolInput: g.toolInput
+        ? [generatedGuardrail('tool-input', g.toolInput, g.answer ? { onBlock: 'answer' } : {})]
+        : [],
+      toolOutput: g.toolOutput ? [generatedGuardrail('tool-output', g.toolOutput, {})] : [],
+    })),
+  { nil: undefined },
+);
+
+const blocking: ReadonlySet<GuardrailBehaviour> = new Set(['block', 'throw', 'later-block', 'reject']);
+
 describe('termination, whatever the model does', () => {
   it('every run ends in the closed set, within its bound, with a valid untouched history', async () => {
     await fc.assert(
@@ -123,7 +201,8 @@ describe('termination, whatever the model does', () => {
         fc.boolean(),
         fc.boolean(),
         priorHistory,
-        async (turns, agentLimits, withTools, withSchema, history) => {
+        guardrails,
+        async (turns, agentLimits, withTools, withSchema, history, guarded) => {
           const model = scriptedModel(turns);
           const agent = defineAgent({
             name: 'prop',
@@ -131,33 +210,32 @@ describe('termination, whatever the model does', () => {
             model,
             tools: withTools ? tools : [],
             ...(withSchema ? { output: z.object({ x: z.number() }) } : {}),
+            ...(guarded ? { guardrails: guarded } : {}),
             limits: agentLimits,
           });
           const before = structuredClone(history);
           const result = await run(agent, 'go', { history });
 
-          expect(stopReasons).toContain(result.stopReason);
-          expect(result.status).toBe(statusOf(result.stopReason));
-          expect(model.calls).toBeLessThanOrEqual(agentLimits.maxSteps + agentLimits.maxDecodeRetries + 1);
-          expect(result.iterationsUsed).toBe(model.calls);
-          expect(() => validateHistory(result.history)).not.toThrow();
-          expect(history).toEqual(before);
-          expect(result.history).toEqual([...history, ...result.historyDelta]);
+          expect(
+            runInvariantViolations(result, {
+              limits: agent.limits,
+              modelCalls: model.calls,
+              history,
+              historyBefore: before,
+              hasOutputSchema: withSchema,
+              checkNoActiveRuns: true,
+            }),
+          ).toEqual([]);
           if (result.stopReason === 'completed' && withSchema)
             expect(result.output).toMatchObject({ x: expect.any(Number) });
-          if (agentLimits.maxToolCallsPerTool !== null) {
-            const counts = new Map<string, number>();
-            for (const step of result.steps) {
-              for (const call of step.toolCalls) {
-                // Calls a policy refused are answered "Not run: ..."; the cap bounds the ones that were handled.
-                if (!call.result?.startsWith('Not run:'))
-                  counts.set(call.name, (counts.get(call.name) ?? 0) + 1);
-              }
-            }
-            for (const count of counts.values())
-              expect(count).toBeLessThanOrEqual(agentLimits.maxToolCallsPerTool);
+          // A guardrail named as the blocker is one that can block; a run it did not block has no `guardrail`.
+          if (result.guardrail) {
+            expect(result.stopReason).toBe('guardrail_blocked');
+            const all = Object.values(guarded ?? {}).flat() as GuardrailOptions[];
+            const blocker = all.find((g) => g.name === result.guardrail?.name);
+            expect(blocker && blocking.has(behaviourOf.get(blocker) as GuardrailBehaviour)).toBe(true);
+            expect(blocker?.onBlock).not.toBe('answer');
           }
-          expect(activeRuntimeCount()).toBe(0);
         },
       ),
       { numRuns },
@@ -169,7 +247,8 @@ describe('termination, whatever the model does', () => {
       fc.asyncProperty(
         fc.array(turn, { maxLength: 8 }),
         fc.integer({ min: 0, max: 4 }),
-        async (turns, abortAfterMs) => {
+        guardrails,
+        async (turns, abortAfterMs, guarded) => {
           const controller = new AbortController();
           const slowTurns = turns.map((t) => ({ ...t, delayMs: 1 }));
           const agent = defineAgent({
@@ -177,6 +256,7 @@ describe('termination, whatever the model does', () => {
             instructions: '',
             model: scriptedModel(slowTurns),
             tools,
+            ...(guarded ? { guardrails: guarded } : {}),
           });
           const pending = run(agent, 'go', { signal: controller.signal });
           setTimeout(() => controller.abort(), abortAfterMs);

@@ -34,7 +34,13 @@ export interface ServiceEnv {
 export function startService(env: ServiceEnv): Promise<ServiceProcess> {
   const child = spawn(process.execPath, ['--experimental-transform-types', '--no-warnings', script], {
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { PATH: process.env.PATH ?? '', RESTATE_LOGGING: 'WARN', ...env },
+    env: {
+      PATH: process.env.PATH ?? '',
+      RESTATE_LOGGING: 'WARN',
+      // The service runs its machines on the interpreter the tests run on (vitest.config.ts runs them on both).
+      ...(process.env.TROUPE_INTERPRETER ? { TROUPE_INTERPRETER: process.env.TROUPE_INTERPRETER } : {}),
+      ...env,
+    },
   });
   running.add(child);
   let stderr = '';

@@ -62,6 +62,7 @@ describe.each(forms)('a Streamable HTTP MCP server, $form form', ({ form, protoc
       step: 1,
       attempt: 1,
       idempotencyKey: 'k',
+      context: undefined,
     };
     expect(await echo?.execute({ text: 'one' }, context)).toBe('echo: one');
     await testServer.stop();

@@ -1,0 +1,33 @@
+import { defineAgent, tool } from 'troupe';
+import { agentPaths, expectPath, pathCoverage, scriptedModel } from 'troupe/testing';
+import { afterAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+
+const search = tool({
+  name: 'search',
+  description: 'Searches the knowledge base',
+  input: z.object({ query: z.string() }),
+  execute: ({ query }) => `3 articles about ${query}`,
+});
+
+const researcher = defineAgent({
+  name: 'researcher',
+  instructions: 'Search, then answer with a summary.',
+  model: scriptedModel([]), // each path scripts its own model
+  tools: [search],
+  output: z.object({ summary: z.string() }),
+});
+
+const coverage = pathCoverage();
+
+describe('researcher: every way a run can end', () => {
+  for (const path of agentPaths(researcher, { coverage })) {
+    it(path.name, async () => expectPath(await path.run(), path));
+  }
+
+  afterAll(() => {
+    // Which states and transitions of the agent statechart these runs never reached.
+    const report = coverage.report();
+    expect(report.states.missed).toEqual([]);
+  });
+});

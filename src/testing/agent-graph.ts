@@ -1,0 +1,136 @@
+import type { AnyStateNode, SnapshotFrom } from 'xstate';
+import { getShortestPaths, type StatePath } from 'xstate/graph';
+import {
+  type AgentEvent,
+  type AgentMachine,
+  type AgentMachineInput,
+  agentMachine,
+} from '../machines/agent.ts';
+
+/**
+ * The agent statechart as a graph: its states and transitions by name, and the shortest paths through it for a
+ * given configuration, computed with xstate/graph. Shared by `agentPaths` and `pathCoverage`.
+ */
+
+export type AgentSnapshot = SnapshotFrom<AgentMachine>;
+export type AgentPathThroughGraph = StatePath<AgentSnapshot, AgentEvent>;
+
+/** State identity for the traversal: the state value and the counters the guards read (not the history text). */
+function stateKey(snapshot: AgentSnapshot): string {
+  const c = snapshot.context;
+  return JSON.stringify({
+    value: snapshot.value,
+    step: c.step,
+    calls: c.modelCalls,
+    retry: c.retryCount,
+    counts: c.toolCallCounts,
+    sigs: c.callSignatures,
+    degraded: c.degradedTools,
+    decision: c.decision?.kind ?? null,
+    open: c.openCalls.map((call) => call.id),
+    decoded: c.answer.outputDecoded,
+    forced: c.forcedFinalAnswer,
+    stop: c.stopReason,
+  });
+}
+
+function eventKey(event: AgentEvent | undefined): string {
+  return event ? JSON.stringify(event) : 'init';
+}
+
+/**
+ * Shortest paths to every (state, incoming transition) pair, so that every event edge the machine can take is the
+ * last step of some path (as createTestModel does by appending the transition to the state key).
+ */
+export function shortestAgentPaths(
+  input: AgentMachineInput,
+  events: readonly AgentEvent[],
+  limit = 200_000,
+): AgentPathThroughGraph[] {
+  return getShortestPaths(agentMachine, {
+    input,
+    events: [...events],
+    serializeState: (state, event, prev) =>
+      `${stateKey(state)} via ${eventKey(event)} from ${prev ? stateKey(prev) : 'start'}`,
+    // Events the state does not handle would only add self-loops that the runtime can never produce.
+    filterEvents: (snapshot, event) => snapshot.can(event),
+    limit,
+  });
+}
+
+/** A stable name for a transition of the definition: source state, event, position among its siblings. */
+export function transitionName(source: AnyStateNode, eventType: string, index: number): string {
+  return `${source.id} --${eventType}[${index}]`;
+}
+
+/**
+ * Guards of the transitions only a session takes (a handoff, a resume from a checkpoint: with open calls, in the
+ * final-output phase, at the step limit or waiting for people; calls that wait for people and their decisions), and
+ * the states only those reach: `run()` of an agent without handoffs never takes them.
+ */
+export const sessionOnlyGuards: readonly string[] = [
+  'decidedToHandOff',
+  'resumingTools',
+  'resumedAtStepLimit',
+  'resumingFinalOutput',
+  'resumingApproval',
+  'waitsForPeople',
+  'decidesPendingCall',
+];
+export const sessionOnlyStates: readonly string[] = [
+  'agent.handingOff',
+  'agent.running.toolUse.awaitingApproval',
+];
+/** Events only a session sends its agents: people's decisions, and a failed write-ahead commit. */
+export const sessionOnlyEvents: readonly string[] = ['approval.decided', 'effects.failed'];
+
+/** The named guards a transition's guard is made of (`and([...])` guards are functions holding their parts). */
+function guardNames(guard: unknown): string[] {
+  if (typeof guard === 'string') return [guard];
+  if (typeof guard === 'function' && 'guards' in guard && Array.isArray(guard.guards))
+    return guard.guards.flatMap(guardNames);
+  if (typeof guard === 'object' && guard !== null && 'type' in guard) return [String(guard.type)];
+  return [];
+}
+
+/**
+ * Every transition of the machine definition (event-driven and eventless), by name: those a plain run can take
+ * (`run`), or those only a session takes (`session`).
+ */
+export function allTransitions(
+  root: AnyStateNode = agentMachine.root,
+  scope: 'run' | 'session' = 'run',
+): string[] {
+  const names: string[] = [];
+  const wanted = (transition: { guard?: unknown; eventType?: string }) =>
+    (guardNames(transition.guard).some((name) => sessionOnlyGuards.includes(name)) ||
+      sessionOnlyEvents.includes(transition.eventType ?? '')) ===
+    (scope === 'session');
+  const visit = (node: AnyStateNode) => {
+    for (const [eventType, list] of node.transitions) {
+      for (let index = 0; index < list.length; index++)
+        if (wanted(list[index] as { guard?: unknown })) names.push(transitionName(node, eventType, index));
+    }
+    const always = node.always ?? [];
+    for (let index = 0; index < always.length; index++)
+      if (wanted(always[index] as { guard?: unknown })) names.push(transitionName(node, '', index));
+    for (const child of Object.values(node.states)) visit(child);
+  };
+  visit(root);
+  return names;
+}
+
+/** The ids of every state node of the definition (`agent`, `agent.running`, `agent.running.toolUse`, ...). */
+export function allStates(node: AnyStateNode = agentMachine.root): string[] {
+  return [node.id, ...Object.values(node.states).flatMap((child) => allStates(child))];
+}
+
+/** The ids of the active state nodes of a state value, e.g. agent.running, agent.running.toolUse, ... */
+export function stateIds(prefix: string, value: unknown): string[] {
+  if (typeof value === 'string') return [`${prefix}.${value}`];
+  if (typeof value !== 'object' || value === null) return [];
+  return Object.entries(value).flatMap(([key, inner]) => [
+    `${prefix}.${key}`,
+    ...stateIds(`${prefix}.${key}`, inner),
+  ]);
+}

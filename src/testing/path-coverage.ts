@@ -1,0 +1,102 @@
+import { AssertionError } from 'node:assert';
+import type { AnyStateNode, InspectionEvent } from 'xstate';
+import { agentMachine } from '../machines/agent.ts';
+import { allStates, allTransitions, sessionOnlyStates, stateIds, transitionName } from './agent-graph.ts';
+
+/** What the recorded runs reached of the agent statechart, and what they never did. */
+export interface CoverageReport {
+  states: { total: number; reached: string[]; missed: string[] };
+  transitions: { total: number; taken: string[]; missed: string[] };
+  /** No state and no transition missed (after `ignore`). */
+  complete: boolean;
+}
+
+/** Records which states and transitions of the agent statechart your runs go through. */
+export interface PathCoverage {
+  /** Pass it as a run's `inspect` option: `run(agent, input, { inspect: coverage.inspect })`. */
+  readonly inspect: (event: InspectionEvent) => void;
+  /** Runs recorded so far. */
+  readonly runs: number;
+  /**
+   * The states (`agent.running.toolUse.callingModel`) and transitions (`agent.running.toolUse.deciding --[2]`,
+   * source state, event, position) a plain run can take, split into reached and missed. Names in `ignore`
+   * (exact, or ending in `*` for a prefix) count as reached.
+   */
+  report(options?: { ignore?: readonly string[] }): CoverageReport;
+  /** Throws an AssertionError listing every missed state and transition. */
+  assertComplete(options?: { ignore?: readonly string[] }): void;
+}
+
+/**
+ * A coverage recorder for the agent statechart: give its `inspect` to the runs of your own tests (or to
+ * `agentPaths(agent, { coverage })`), then ask which states and transitions they never reached. Only the agent
+ * machine of each run is counted (not its effects actor); states and transitions only a session takes (handoffs,
+ * approvals, resuming from a checkpoint) are left out.
+ */
+export function pathCoverage(): PathCoverage {
+  const taken = new Set<string>();
+  const reached = new Set<string>();
+  const roots = new Set<string>();
+  const inspect = (event: InspectionEvent) => {
+    if (event.rootId !== event.actorRef.sessionId) return;
+    if (event.type === '@xstate.actor') roots.add(event.actorRef.sessionId);
+    if (event.type !== '@xstate.microstep') return;
+    const value = (event.snapshot as unknown as { value: unknown }).value;
+    reached.add('agent');
+    for (const id of stateIds('agent', value)) reached.add(id);
+    for (const transition of event._transitions) {
+      const source = transition.source as AnyStateNode;
+      const list =
+        transition.eventType === ''
+          ? (source.always ?? [])
+          : (source.transitions.get(transition.eventType) ?? []);
+      taken.add(transitionName(source, transition.eventType, list.indexOf(transition)));
+      // Taking a transition out of a state proves the state was entered (transient ones never show in snapshots).
+      reached.add(source.id);
+    }
+  };
+  const report = (options: { ignore?: readonly string[] } = {}): CoverageReport => {
+    const ignore = options.ignore ?? [];
+    const ignored = (name: string) =>
+      ignore.some((pattern) =>
+        pattern.endsWith('*') ? name.startsWith(pattern.slice(0, -1)) : name === pattern,
+      );
+    const states = allStates(agentMachine.root as AnyStateNode).filter(
+      (id) => !sessionOnlyStates.includes(id),
+    );
+    const transitions = allTransitions();
+    const missedStates = states.filter((id) => !reached.has(id) && !ignored(id));
+    const missedTransitions = transitions.filter((name) => !taken.has(name) && !ignored(name));
+    return {
+      states: { total: states.length, reached: states.filter((id) => reached.has(id)), missed: missedStates },
+      transitions: {
+        total: transitions.length,
+        taken: transitions.filter((name) => taken.has(name)),
+        missed: missedTransitions,
+      },
+      complete: missedStates.length === 0 && missedTransitions.length === 0,
+    };
+  };
+  return {
+    inspect,
+    get runs() {
+      return roots.size;
+    },
+    report,
+    assertComplete(options) {
+      const result = report(options);
+      if (result.complete) return;
+      const lines = [
+        `the runs (${roots.size}) left ${result.states.missed.length} of ${result.states.total} states and ${result.transitions.missed.length} of ${result.transitions.total} transitions of the agent statechart unreached:`,
+        ...result.states.missed.map((id) => `  state ${id}`),
+        ...result.transitions.missed.map((name) => `  transition ${name}`),
+      ];
+      throw new AssertionError({
+        message: lines.join('\n'),
+        actual: { states: result.states.missed, transitions: result.transitions.missed },
+        expected: { states: [], transitions: [] },
+        operator: 'assertComplete',
+      });
+    },
+  };
+}

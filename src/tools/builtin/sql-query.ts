@@ -1,0 +1,233 @@
+import { spawn } from 'node:child_process';
+import { statSync } from 'node:fs';
+import { resolve } from 'node:path';
+import type * as Sqlite from 'node:sqlite';
+import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
+import { abortError } from '../../core/abort.ts';
+import { ConfigError, ToolInputError } from '../../core/errors.ts';
+import { checkOptionObject } from '../../core/options.ts';
+import { type Tool, tool } from '../tool.ts';
+import type { QueryCell, ReadOnlyQueryOutcome, ReadOnlyQueryRequest } from './sql-readonly-query.ts';
+import { describeSqlSchema, readSqlSchema, type SqlTableSchema } from './sql-schema.ts';
+import { checkReadOnlyStatement } from './sql-statement-check.ts';
+
+export interface SqlQueryOptions {
+  /** Path of the SQLite database file. It is opened read-only; it must exist. */
+  database: string;
+  /** Most rows returned to the model; the answer says when there were more. Default 100. */
+  maxRows?: number | undefined;
+  /** A query still running after this long is stopped (its process killed) and reported as an error. Default 5000. */
+  timeoutMs?: number | undefined;
+  /** The tool's name. Default `sql_query`. */
+  name?: string | undefined;
+  /** Most characters of the schema put in the tool's description. Default 6000. */
+  maxSchemaChars?: number | undefined;
+  /** Longest text kept in one cell of the answer. Default 2000. */
+  maxCellChars?: number | undefined;
+  /** Longest accepted query, in characters. Default 20,000. */
+  maxQueryLength?: number | undefined;
+}
+
+/** What the model gets back for a query. */
+export interface SqlQueryResult {
+  columns: string[];
+  /** One array of cells per row, in `columns` order. Integers beyond 2^53 and blobs come as strings. */
+  rows: QueryCell[][];
+  rowCount: number;
+  /** Present when the query had more than `maxRows` rows: only the first ones are here. */
+  truncated?: string;
+}
+
+/** A SqlQuery tool also carries the schema it describes to the model. */
+export interface SqlQueryTool extends Tool<{ query: string }, SqlQueryResult> {
+  readonly schema: readonly SqlTableSchema[];
+}
+
+const sqlQueryOptionKeys: readonly string[] = [
+  'database',
+  'maxRows',
+  'timeoutMs',
+  'name',
+  'maxSchemaChars',
+  'maxCellChars',
+  'maxQueryLength',
+];
+
+/** SQLite's own heap limit for one query: a sort or a recursive CTE cannot take the machine's memory. */
+const heapLimitBytes = 256 * 1024 * 1024;
+/** Most bytes of answer read from the query's process (rows are capped first; this is a backstop). */
+const maxAnswerBytes = 16 * 1024 * 1024;
+
+/**
+ * A tool that answers one read-only SQL query on a SQLite file (node:sqlite; Node.js 24.10 or newer, whose
+ * node:sqlite has the authorizer this tool relies on). The schema (tables, columns, types) is read when the tool is made and put in
+ * its description, so the model can write its first query without exploring.
+ *
+ * Four walls keep the database unchanged: the query must be a single SELECT or WITH ... SELECT with no comments and
+ * no writing or configuring keyword; the file is opened read-only (extensions off, ATTACH limited to none);
+ * SQLite's authorizer allows only reads and function calls (not `load_extension`); and the compiled program is
+ * checked for writes the way `sqlite3_stmt_readonly` does. Each query runs in a child process killed after
+ * `timeoutMs` (or when the call is aborted), so a runaway recursive CTE ends. A refused, failing or timed-out query
+ * comes back to the model as an error result saying why.
+ */
+export function sqlQuery(options: SqlQueryOptions): SqlQueryTool {
+  checkOptionObject(options as unknown, sqlQueryOptionKeys, 'sqlQuery(): options');
+  if (typeof options.database !== 'string' || options.database === '')
+    throw new ConfigError('sqlQuery(): database must be the path of a SQLite file.');
+  const database = resolve(options.database);
+  try {
+    if (!statSync(database).isFile()) throw new Error('not a file');
+  } catch (error) {
+    throw new ConfigError(
+      `sqlQuery(): the database ${JSON.stringify(options.database)} is not an existing file.`,
+      {
+        cause: error,
+      },
+    );
+  }
+  const maxRows = positiveInteger(options.maxRows, 100, 'maxRows');
+  const timeoutMs = positiveInteger(options.timeoutMs, 5000, 'timeoutMs');
+  const maxCellChars = positiveInteger(options.maxCellChars, 2000, 'maxCellChars');
+  const maxQueryLength = positiveInteger(options.maxQueryLength, 20_000, 'maxQueryLength');
+  const maxSchemaChars = positiveInteger(options.maxSchemaChars, 6000, 'maxSchemaChars');
+  let schema: SqlTableSchema[];
+  try {
+    schema = readSqlSchema(sqliteModule(), database);
+  } catch (error) {
+    if (error instanceof ConfigError) throw error;
+    throw new ConfigError(
+      `sqlQuery(): ${JSON.stringify(options.database)} could not be read as a SQLite database: ${(error as Error).message}`,
+      { cause: error },
+    );
+  }
+  const input = z.object({
+    query: z.string().describe('One SQLite SELECT (or WITH ... SELECT) statement, without comments.'),
+  });
+  const created = tool<typeof input, SqlQueryResult>({
+    name: options.name ?? 'sql_query',
+    description: `Runs one read-only SQLite query (SELECT or WITH ... SELECT; no comments, no writes, no PRAGMA) and returns the columns and at most ${maxRows} rows as JSON. Add LIMIT, WHERE or aggregates to stay under the cap. Tables:\n${describeSqlSchema(schema, maxSchemaChars)}`,
+    input,
+    retries: 0,
+    execute: async ({ query }, context) => {
+      const sql = checkReadOnlyStatement(query, maxQueryLength);
+      const outcome = await runInChildProcess(
+        { database, sql, maxRows, maxCellChars, heapLimitBytes },
+        timeoutMs,
+        context?.signal,
+      );
+      if (!outcome.ok) throw new ToolInputError(outcome.message);
+      const result: SqlQueryResult = {
+        columns: outcome.columns,
+        rows: outcome.rows,
+        rowCount: outcome.rows.length,
+      };
+      if (outcome.truncated)
+        result.truncated = `The query returned more than ${maxRows} rows; only the first ${maxRows} are shown. Narrow it (WHERE, LIMIT, GROUP BY) to see the rest.`;
+      return result;
+    },
+  });
+  return Object.assign(created, { schema: Object.freeze(schema) });
+}
+
+/** The child process entry, beside this module (TypeScript from the sources, JavaScript once built). */
+const childEntry = fileURLToPath(
+  new URL(
+    import.meta.url.endsWith('.ts') ? './sql-query-process.ts' : './sql-query-process.js',
+    import.meta.url,
+  ),
+);
+
+function runInChildProcess(
+  request: ReadOnlyQueryRequest,
+  timeoutMs: number,
+  signal: AbortSignal | undefined,
+): Promise<ReadOnlyQueryOutcome> {
+  return new Promise((resolvePromise, reject) => {
+    if (signal?.aborted) {
+      reject(abortError(signal));
+      return;
+    }
+    const child = spawn(process.execPath, [childEntry], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    let outBytes = 0;
+    let settled = false;
+    const finish = (settle: () => void): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      settle();
+    };
+    const timer = setTimeout(() => {
+      finish(() =>
+        reject(
+          new ToolInputError(
+            `The query ran longer than ${timeoutMs} ms and was stopped. Make it cheaper: add LIMIT (also inside recursive CTEs), filter earlier, avoid cross joins.`,
+          ),
+        ),
+      );
+    }, timeoutMs);
+    const onAbort = (): void => finish(() => reject(abortError(signal as AbortSignal)));
+    signal?.addEventListener('abort', onAbort, { once: true });
+    child.stdout.on('data', (chunk: Buffer) => {
+      outBytes += chunk.length;
+      if (outBytes > maxAnswerBytes) {
+        finish(() => reject(new ToolInputError('The answer is too large; select fewer or shorter columns.')));
+        return;
+      }
+      out.push(chunk);
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      if (err.length < 64) err.push(chunk);
+    });
+    child.on('error', (error) => finish(() => reject(error)));
+    child.on('close', (code, killedBy) => {
+      finish(() => {
+        const text = Buffer.concat(out).toString('utf8');
+        if (code === 0 && text !== '') {
+          try {
+            resolvePromise(JSON.parse(text) as ReadOnlyQueryOutcome);
+            return;
+          } catch {
+            // Reported below with what the process said.
+          }
+        }
+        const said = Buffer.concat(err).toString('utf8').trim().split('\n').slice(-3).join(' ');
+        reject(
+          new Error(
+            `The query process ended without an answer (${killedBy ?? `exit code ${code}`})${said === '' ? '' : `: ${said}`}`,
+          ),
+        );
+      });
+    });
+    child.stdin.on('error', () => {
+      // The process died before reading its request; 'close' reports it.
+    });
+    child.stdin.end(JSON.stringify({ ...request, timeoutMs }));
+  });
+}
+
+function sqliteModule(): typeof Sqlite {
+  let module: typeof Sqlite | undefined;
+  try {
+    module = process.getBuiltinModule('node:sqlite');
+  } catch {
+    module = undefined;
+  }
+  // The authorizer (24.10) is one of the walls; array rows (24.4) and the defensive flag come with it.
+  if (module === undefined || typeof module.DatabaseSync.prototype.setAuthorizer !== 'function')
+    throw new ConfigError(
+      `sqlQuery() needs Node.js 24.10 or newer (node:sqlite with its authorizer); this is Node.js ${process.versions.node}.`,
+    );
+  return module;
+}
+
+function positiveInteger(value: unknown, fallback: number, name: string): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value <= 0)
+    throw new ConfigError(`sqlQuery(): ${name} must be a positive integer.`);
+  return value;
+}
