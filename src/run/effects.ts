@@ -592,7 +592,11 @@ async function callModel(
   }
   // Tools listed at run time (MCP servers) are brought up to date first; a source that stays unreachable fails
   // the run with its error rather than letting the model answer without tools it was given.
-  const preparing = agent.tools.prepare({ sessionId: runtime.sessionId ?? bus.sessionId, signal });
+  const preparing = agent.tools.prepare({
+    sessionId: runtime.sessionId ?? bus.sessionId,
+    signal,
+    context: runtime.context,
+  });
   if (preparing) {
     try {
       await preparing;

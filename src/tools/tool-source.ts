@@ -4,6 +4,8 @@ import type { Tool } from './tool.ts';
 export interface ToolSourceScope {
   sessionId: string;
   signal: AbortSignal;
+  /** The run's context (the `context` run option), when it has one. */
+  context?: unknown;
 }
 
 /**

@@ -23,6 +23,8 @@ import { exposedToolName } from './tool-names.ts';
 export interface McpSessionInfo {
   /** The session's id (a plain run's own id). */
   sessionId: string;
+  /** The run context (the `context` option) of the run that opened the session's connection. */
+  context?: unknown;
 }
 
 /** A setting given as a value, or (for `scope: 'session'`) computed for each session. */
@@ -206,7 +208,7 @@ export class McpToolServer implements ToolSource, AsyncDisposable {
   }
 
   async prepare(scope: ToolSourceScope): Promise<void> {
-    const connection = this.#connectionFor(scope.sessionId);
+    const connection = this.#connectionFor(scope.sessionId, scope.context);
     // Another session's listing in flight is awaited rather than repeated; if it failed (its session closed
     // under it), this session lists on its own connection.
     for (let tries = 0; tries < 3 && this.#needsListing(); tries++) {
@@ -227,7 +229,11 @@ export class McpToolServer implements ToolSource, AsyncDisposable {
       throw new ConfigError(
         `mcpServer("${this.name}") is per session: connect({ sessionId }) names the session.`,
       );
-    await this.prepare({ sessionId: session?.sessionId ?? '', signal: new AbortController().signal });
+    await this.prepare({
+      sessionId: session?.sessionId ?? '',
+      signal: new AbortController().signal,
+      context: session?.context,
+    });
   }
 
   /** Closes every connection of this server (stopping stdio processes). A later run opens them again. */
@@ -259,10 +265,10 @@ export class McpToolServer implements ToolSource, AsyncDisposable {
     return this.close();
   }
 
-  #connectionFor(sessionId: string): McpConnection {
+  #connectionFor(sessionId: string, context: unknown): McpConnection {
     if (this.scope === 'process') {
       if (!this.#shared) {
-        const connection = this.#newConnection({ sessionId });
+        const connection = this.#newConnection({ sessionId, context });
         this.#shared = connection;
         this.#forgetShared = holdForProcess(async () => {
           if (this.#shared === connection) this.#shared = undefined;
@@ -273,7 +279,7 @@ export class McpToolServer implements ToolSource, AsyncDisposable {
     }
     const held = this.#sessions.get(sessionId);
     if (held) return held.connection;
-    const connection = this.#newConnection({ sessionId });
+    const connection = this.#newConnection({ sessionId, context });
     const forget = holdForSession(sessionId, async () => {
       if (this.#sessions.get(sessionId)?.connection === connection) this.#sessions.delete(sessionId);
       await connection.close();
@@ -386,7 +392,7 @@ export class McpToolServer implements ToolSource, AsyncDisposable {
   }
 
   async #call(serverName: string, args: unknown, context: ToolContext): Promise<string> {
-    const connection = this.#connectionFor(context.sessionId);
+    const connection = this.#connectionFor(context.sessionId, context.context);
     let result: Awaited<ReturnType<McpConnection['callTool']>>;
     try {
       result = await connection.callTool(serverName, (args ?? {}) as Record<string, unknown>, context.signal);

@@ -71,6 +71,18 @@ describe('MCP servers per session', () => {
     expect(openPipes()).toBe(pipes);
   }, 180_000);
 
+  it("computes a session's server settings from the run context", async () => {
+    const server = mcpServer({
+      command: process.execPath,
+      args: [echoServer],
+      env: ({ context }) => ({ SESSION_TAG: (context as { user: string }).user }),
+      scope: 'session',
+    });
+    const result = await run(echoAgent(server), 'go', { context: { user: 'ada' } });
+    expect(result.history.find((message) => message.role === 'tool')?.content).toBe('ada:x');
+    expect(liveChildren()).toEqual([]);
+  });
+
   it('a plain run closes its per-run server before its result is given', async () => {
     const server = mcpServer({ command: process.execPath, args: [echoServer], scope: 'session' });
     const result = await run(echoAgent(server), 'go');
