@@ -5,16 +5,21 @@ const src = (path: string): string => fileURLToPath(new URL(`./src/${path}`, imp
 
 /**
  * Tests that the second run on XState's interpreter would not tell anything new: the compiled interpreter's own
- * differential tests (they run both interpreters themselves), pure functions, stores, provider wire formats, source
- * text, the resource manager's machine (never compiled), and the Restate crash matrix (minutes of killed Restate
- * servers; the other Restate tests run their service on both interpreters, and the sessions' own crash matrix runs
- * on both). Every other test runs twice, once per interpreter; the switch test of test/engine runs in both projects.
+ * differential tests (they run both interpreters themselves), pure functions (the built-in tools and the PII
+ * detectors on their own among them), stores, provider wire formats, source text, the resource manager's machine
+ * (never compiled), and the Restate crash matrix (minutes of killed Restate servers; the other Restate tests run
+ * their service on both interpreters, and the sessions' own crash matrix runs on both). Every other test runs
+ * twice, once per interpreter; the switch test of test/engine runs in both projects.
  */
 const notBehavioural = [
   'test/engine/!(interpreter-switch).test.ts',
   'test/machines/resources*.test.ts',
   'test/properties/resources.test.ts',
   'test/restate/crash.test.ts',
+  'test/tools/builtin/calculator.test.ts',
+  'test/tools/builtin/document-search.test.ts',
+  'test/tools/builtin/sql-query.test.ts',
+  'test/pii/pii-detectors.test.ts',
   'test/core/**',
   'test/docs/**',
   'test/persistence/**',

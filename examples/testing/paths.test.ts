@@ -1,4 +1,4 @@
-import { defineAgent, tool } from 'troupe';
+import { defineAgent, guardrail, tool } from 'troupe';
 import { agentPaths, expectPath, pathCoverage, scriptedModel } from 'troupe/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -10,17 +10,27 @@ const search = tool({
   execute: ({ query }) => `3 articles about ${query}`,
 });
 
+const noIntranetLinks = guardrail({
+  name: 'no-intranet-links',
+  check: (_answer, { text }) =>
+    text.includes('intranet.')
+      ? { decision: 'block', message: 'links to the intranet' }
+      : { decision: 'allow' },
+});
+
 const researcher = defineAgent({
   name: 'researcher',
   instructions: 'Search, then answer with a summary.',
   model: scriptedModel([]), // each path scripts its own model
   tools: [search],
   output: z.object({ summary: z.string() }),
+  guardrails: { output: [noIntranetLinks] },
 });
 
 const coverage = pathCoverage();
 
 describe('researcher: every way a run can end', () => {
+  // Among them: `model answers → guardrail "no-intranet-links" blocks the output ⇒ guardrail_blocked`.
   for (const path of agentPaths(researcher, { coverage })) {
     it(path.name, async () => expectPath(await path.run(), path));
   }

@@ -16,6 +16,7 @@ export function withDuplicateDetection(
     const decision = base(response, state);
     if (decision.kind !== 'continue_with_tools') return decision;
     // Repeats within the turn only matter when it has several calls: no map for the usual single call.
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: a map for a single call is never read (only a cost)
     const seenThisTurn = decision.calls.length > 1 ? new Map<string, number>() : undefined;
     for (const call of decision.calls) {
       const signature = toolCallSignature(call);

@@ -5,6 +5,7 @@ import {
   type AgentMachine,
   type AgentMachineInput,
   agentMachine,
+  type GuardrailPlan,
 } from '../machines/agent.ts';
 
 /**
@@ -46,6 +47,7 @@ export function shortestAgentPaths(
   input: AgentMachineInput,
   events: readonly AgentEvent[],
   limit = 200_000,
+  accepts: (snapshot: AgentSnapshot, event: AgentEvent) => boolean = () => true,
 ): AgentPathThroughGraph[] {
   return getShortestPaths(agentMachine, {
     input,
@@ -53,7 +55,7 @@ export function shortestAgentPaths(
     serializeState: (state, event, prev) =>
       `${stateKey(state)} via ${eventKey(event)} from ${prev ? stateKey(prev) : 'start'}`,
     // Events the state does not handle would only add self-loops that the runtime can never produce.
-    filterEvents: (snapshot, event) => snapshot.can(event),
+    filterEvents: (snapshot, event) => snapshot.can(event) && accepts(snapshot, event),
     limit,
   });
 }
@@ -83,6 +85,31 @@ export const sessionOnlyStates: readonly string[] = [
 ];
 /** Events only a session sends its agents: people's decisions, and a failed write-ahead commit. */
 export const sessionOnlyEvents: readonly string[] = ['approval.decided', 'effects.failed'];
+
+/**
+ * The guards and events of the transitions only an agent with guardrails takes, each with the kinds of guardrail
+ * (fields of the run's guardrail plan) that make it possible: a transition applies to a run when, for each of its
+ * guardrail guards and its event, one of those kinds is on. A `guardrail.blocked` during a model call also comes
+ * from streaming output guardrails, which the plan does not list (its `output` is the whole-answer check).
+ */
+export const guardrailOnlyGuards: ReadonlyMap<string, readonly (keyof GuardrailPlan)[]> = new Map([
+  ['checksInput', ['input']],
+  ['checksOutput', ['output']],
+  ['guardrailBlocked', ['input', 'output']],
+  ['toolGuardrailBlocked', ['tools']],
+] as const);
+export const guardrailOnlyEvents: ReadonlyMap<string, readonly (keyof GuardrailPlan)[]> = new Map([
+  ['guardrails.done', ['input', 'output']],
+  ['guardrail.blocked', ['parallelInput', 'output']],
+] as const);
+
+/** A plan with every kind of guardrail on: what the machine can do at most. */
+export const everyGuardrail: GuardrailPlan = Object.freeze({
+  input: true,
+  parallelInput: true,
+  output: true,
+  tools: true,
+});
 
 /** The named guards a transition's guard is made of (`and([...])` guards are functions holding their parts). */
 function guardNames(guard: unknown): string[] {
@@ -118,6 +145,72 @@ export function allTransitions(
   };
   visit(root);
   return names;
+}
+
+interface TransitionShape {
+  guard?: unknown;
+  eventType?: string;
+  target?: readonly AnyStateNode[] | undefined;
+}
+
+/** Whether a transition can be taken by a plain run whose agent has the guardrails `plan` says. */
+function appliesTo(transition: TransitionShape, plan: GuardrailPlan): boolean {
+  const guards = guardNames(transition.guard);
+  if (guards.some((name) => sessionOnlyGuards.includes(name))) return false;
+  if (sessionOnlyEvents.includes(transition.eventType ?? '')) return false;
+  const needs = [
+    ...guards.flatMap((name) => {
+      const kinds = guardrailOnlyGuards.get(name);
+      return kinds ? [kinds] : [];
+    }),
+    ...[guardrailOnlyEvents.get(transition.eventType ?? '')].filter((kinds) => kinds !== undefined),
+  ];
+  return needs.every((kinds) => kinds.some((kind) => plan[kind]));
+}
+
+/**
+ * The states and transitions of the definition a plain run can reach for an agent with the guardrails `plan` says
+ * (none: an agent without guardrails): from the initial state, through the transitions whose guards and events
+ * apply. Session-only ones are never in it.
+ */
+export function applicableGraph(
+  plan: GuardrailPlan,
+  root: AnyStateNode = agentMachine.root,
+): { states: string[]; transitions: string[] } {
+  const states = new Set<AnyStateNode>();
+  const transitions = new Set<string>();
+  const pending: AnyStateNode[] = [];
+  const enter = (node: AnyStateNode | undefined) => {
+    for (let at = node; at !== undefined && !states.has(at); at = at.parent) {
+      states.add(at);
+      pending.push(at);
+    }
+  };
+  enter(root);
+  while (pending.length > 0) {
+    const node = pending.pop() as AnyStateNode;
+    for (const target of node.initial?.target ?? []) enter(target);
+    const lists: [string, readonly TransitionShape[]][] = [
+      ...[...node.transitions].map(([eventType, list]): [string, readonly TransitionShape[]] => [
+        eventType,
+        list,
+      ]),
+      ['', node.always ?? []],
+    ];
+    for (const [eventType, list] of lists)
+      for (let index = 0; index < list.length; index++) {
+        const transition = list[index] as TransitionShape;
+        if (!appliesTo(transition, plan)) continue;
+        transitions.add(transitionName(node, eventType, index));
+        for (const target of transition.target ?? []) enter(target);
+      }
+  }
+  const order = allStates(root);
+  const names = allTransitions(root);
+  return {
+    states: order.filter((id) => [...states].some((node) => node.id === id)),
+    transitions: names.filter((name) => transitions.has(name)),
+  };
 }
 
 /** The ids of every state node of the definition (`agent`, `agent.running`, `agent.running.toolUse`, ...). */

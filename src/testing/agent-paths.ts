@@ -2,16 +2,26 @@ import { AssertionError } from 'node:assert';
 import { decodeOutput } from '../agent/decode-output.ts';
 import type { Agent } from '../agent/define-agent.ts';
 import { ConfigError, ModelError } from '../core/errors.ts';
+import type { GuardrailStage } from '../core/events.ts';
+import type { GuardrailBlock } from '../core/guardrail-block.ts';
 import { type AgentLimits, type ResolvedLimits, resolveLimits } from '../core/limits.ts';
 import type { RunInput } from '../core/messages.ts';
 import type { ModelResponse } from '../core/model.ts';
 import type { RunResult } from '../core/result.ts';
 import { type RunStatus, type StopReason, statusOf } from '../core/stop-reason.ts';
+import type { Guardrail } from '../guardrails/guardrail.ts';
+import { guardrailInput } from '../guardrails/guardrail-plan.ts';
 import type { AgentEvent } from '../machines/agent.ts';
 import { run } from '../run/run.ts';
-import { shortestAgentPaths } from './agent-graph.ts';
+import { type AgentSnapshot, shortestAgentPaths } from './agent-graph.ts';
 import { agentVariant } from './agent-variant.ts';
 import type { PathCoverage } from './path-coverage.ts';
+import {
+  type PathGuardrailAction,
+  type PathGuardrailDecision,
+  pathBlockMessage,
+  pathGuardrails,
+} from './path-guardrails.ts';
 import { exampleFromSchema } from './schema-values.ts';
 import { type ScriptedTurn, scriptedModel } from './scripted-model.ts';
 
@@ -19,7 +29,19 @@ import { type ScriptedTurn, scriptedModel } from './scripted-model.ts';
 export type PathStep =
   | { kind: 'model'; turn: ScriptedTurn; description: string }
   | { kind: 'tool'; outcome: 'ok' | 'fails'; description: string }
-  | { kind: 'abort'; description: string };
+  | { kind: 'abort'; description: string }
+  | {
+      /**
+       * A guardrail of the agent decides: on `allow` the agent's guardrails check for real, on `block` the guardrail
+       * named blocks (its check is not run). A streaming output guardrail blocks while the model gives `turn`.
+       */
+      kind: 'guardrail';
+      stage: GuardrailStage;
+      guardrail: string;
+      decision: PathGuardrailDecision;
+      turn?: ScriptedTurn;
+      description: string;
+    };
 
 /** How a path's run must end, as the statechart predicts it. */
 export interface PathExpectation {
@@ -29,6 +51,8 @@ export interface PathExpectation {
   modelCalls: number;
   /** The final state of the agent statechart (`completed`, `stopped`, `failed`). */
   state: string;
+  /** The guardrail that blocks the run (`result.guardrail.name`), on a path that ends guardrail_blocked by one. */
+  guardrail?: string;
 }
 
 /** A path through the agent statechart for one agent, ready to run in your test runner. */
@@ -37,10 +61,16 @@ export interface AgentPath<TOutput> {
   name: string;
   /** The model's turns, in order (give them to `scriptedModel` to run the path yourself). */
   script: ScriptedTurn[];
-  /** Every step: model turns, tool outcomes (the path's tool is stubbed to answer "ok" or throw) and aborts. */
+  /**
+   * Every step: model turns, tool outcomes (the path's tool is stubbed to answer "ok" or throw), guardrail decisions
+   * and aborts.
+   */
   steps: PathStep[];
   expected: PathExpectation;
-  /** Runs the agent on the path: its model scripted, the path's tool stubbed, the other tools untouched. */
+  /**
+   * Runs the agent on the path: its model scripted, the path's tool stubbed, the other tools untouched, its
+   * guardrails checking for real except the one a `block` step names, which blocks.
+   */
   run(): Promise<RunResult<TOutput>>;
 }
 
@@ -70,6 +100,9 @@ export interface AgentPathsOptions {
  *
  *     for (const path of agentPaths(agent)) it(path.name, async () => expectPath(await path.run(), path));
  *
+ * An agent with guardrails also gets the paths where they check: each guardrail stage it has allows (its guardrails
+ * run for real) or blocks (the stage's first guardrail is made to block), ending guardrail_blocked.
+ *
  * Handoffs, approvals, budgets and timeouts are not on these paths (a session or a resource manager decides them).
  */
 export function agentPaths<TOutput>(
@@ -94,8 +127,13 @@ export function agentPaths<TOutput>(
       hasOutputSchema: agent.outputSchema !== undefined,
       history: [{ role: 'user', content: 'Go.' }],
       baseLength: 0,
+      ...guardrailInput(agent.guardrails),
     },
     events.map((event) => event.event),
+    undefined,
+    // Parallel input guardrails check beside the first model call only.
+    (snapshot, event) =>
+      event.type !== 'guardrail.blocked' || event.modelCalled || snapshot.context.modelCalls === 0,
   );
   // One path per final transition: the state it leaves, the event that ends it, and the stop reason.
   const byEnding = new Map<string, (typeof graphPaths)[number]>();
@@ -113,8 +151,14 @@ export function agentPaths<TOutput>(
     .sort((a, b) => a.steps.length - b.steps.length)
     .slice(0, options.maxPaths ?? 500)
     .map((path): AgentPath<TOutput> => {
-      const steps = path.steps.slice(1).map((step) => described.get(JSON.stringify(step.event)) as PathStep);
+      const steps = path.steps.slice(1).map((step, index) => {
+        const known = described.get(JSON.stringify(step.event)) as PathEvent['step'];
+        return typeof known === 'function'
+          ? known((path.steps[index] as { state: AgentSnapshot }).state)
+          : known;
+      });
       const stopReason = path.state.context.stopReason as StopReason;
+      const last = steps[steps.length - 1];
       const story = `${steps.map((step) => step.description).join(' → ')} ⇒ ${stopReason}`;
       let name = story;
       for (let n = 2; names.has(name); n++) name = `${story} (${n})`;
@@ -128,6 +172,7 @@ export function agentPaths<TOutput>(
           status: statusOf(stopReason),
           modelCalls: path.state.context.modelCalls,
           state: String(path.state.value),
+          ...(last?.kind === 'guardrail' && last.decision === 'block' ? { guardrail: last.guardrail } : {}),
         },
         run: () => runPath(agent, steps, limits, toolName, options),
       };
@@ -137,18 +182,26 @@ export function agentPaths<TOutput>(
 
 /**
  * Throws an AssertionError unless the run ended as the path predicts: its stop reason, status and number of model
- * calls.
+ * calls, and the guardrail that blocked it.
  */
 export function expectPath(
   result: RunResult<unknown>,
   path: Pick<AgentPath<unknown>, 'name' | 'expected'>,
 ): void {
-  const actual = { stopReason: result.stopReason, status: result.status, modelCalls: result.iterationsUsed };
-  const expected = {
+  const actual: Record<string, unknown> = {
+    stopReason: result.stopReason,
+    status: result.status,
+    modelCalls: result.iterationsUsed,
+  };
+  const expected: Record<string, unknown> = {
     stopReason: path.expected.stopReason,
     status: path.expected.status,
     modelCalls: path.expected.modelCalls,
   };
+  if (path.expected.guardrail !== undefined || result.guardrail !== undefined) {
+    actual.guardrail = result.guardrail?.name ?? null;
+    expected.guardrail = path.expected.guardrail ?? null;
+  }
   if (JSON.stringify(actual) !== JSON.stringify(expected))
     throw new AssertionError({
       message: `path "${path.name}": expected ${JSON.stringify(expected)}, the run gave ${JSON.stringify(actual)}${result.error ? ` (${result.error.name}: ${result.error.message})` : ''}`,
@@ -185,7 +238,8 @@ function pathLimits(
 
 interface PathEvent {
   event: AgentEvent;
-  step: PathStep;
+  /** The step, or how to tell it from the state the event is taken in (one event serves several guardrail stages). */
+  step: PathStep | ((before: AgentSnapshot) => PathStep);
 }
 
 const usage = { input: 1, output: 1, cached: 0, reasoning: 0 };
@@ -277,7 +331,103 @@ function pathEvents(
         },
       });
   }
+  if (agent.guardrails) events.push(...guardrailEvents(agent, toolName, answer));
   events.push({ event: { type: 'abort' }, step: { kind: 'abort', description: 'the caller aborts' } });
+  return events;
+}
+
+/** A guardrail that stops the run when it blocks (a tool guardrail may only answer the model instead). */
+const stops = (guardrail: Guardrail) => guardrail.onBlock === 'stop';
+
+/** The guardrail events of an agent with guardrails: what its stages decide, each with the step that plays it. */
+function guardrailEvents(agent: Agent<unknown>, toolName: string | undefined, answer: string): PathEvent[] {
+  const guardrails = agent.guardrails;
+  if (!guardrails) return [];
+  const events: PathEvent[] = [];
+  const block = (name: string, stage: GuardrailStage): GuardrailBlock => ({
+    name,
+    stage,
+    message: pathBlockMessage,
+  });
+  const say = (decision: PathGuardrailDecision, name: string, stage: GuardrailStage) =>
+    decision === 'allow'
+      ? `${stage} guardrails allow`
+      : `guardrail "${name}" blocks the ${stage.replace('_', ' ')}`;
+  // Whole-input and whole-answer checks answer the same event: the state it is taken in tells the stage.
+  const firstInput = guardrails.input[0];
+  const firstOutput = guardrails.output[0];
+  if (firstInput || firstOutput)
+    for (const decision of ['allow', 'block'] as const)
+      events.push({
+        event:
+          decision === 'allow'
+            ? { type: 'guardrails.done' }
+            : { type: 'guardrails.done', blocked: block('path', 'input') },
+        step: (before) => {
+          const stage = before.matches({ running: 'checkingInput' }) ? 'input' : 'output';
+          const name = ((stage === 'input' ? firstInput : firstOutput) as Guardrail).name;
+          return {
+            kind: 'guardrail',
+            stage,
+            guardrail: name,
+            decision,
+            description: say(decision, name, stage),
+          };
+        },
+      });
+  const parallel = guardrails.parallelInput[0];
+  if (parallel)
+    events.push({
+      event: { type: 'guardrail.blocked', block: block(parallel.name, 'input'), modelCalled: false },
+      step: {
+        kind: 'guardrail',
+        stage: 'input',
+        guardrail: parallel.name,
+        decision: 'block',
+        description: say('block', parallel.name, 'input'),
+      },
+    });
+  const streaming = guardrails.streamingOutput[0];
+  if (streaming)
+    events.push({
+      event: { type: 'guardrail.blocked', block: block(streaming.name, 'output'), modelCalled: true },
+      step: {
+        kind: 'guardrail',
+        stage: 'output',
+        guardrail: streaming.name,
+        decision: 'block',
+        turn: { text: answer },
+        description: `guardrail "${streaming.name}" blocks the streamed answer`,
+      },
+    });
+  const toolGuardrail = guardrails.toolInput.find(stops) ?? guardrails.toolOutput.find(stops);
+  if (toolName !== undefined && toolGuardrail) {
+    const stage = guardrails.toolInput.includes(toolGuardrail) ? 'tool_input' : 'tool_output';
+    events.push({
+      event: {
+        type: 'tools.done',
+        results: [
+          {
+            callId: 'call',
+            name: toolName,
+            content: `Error: blocked by guardrail "${toolGuardrail.name}": ${pathBlockMessage}`,
+            isError: true,
+            executed: stage === 'tool_output',
+            degraded: false,
+            attempts: stage === 'tool_output' ? 1 : 0,
+            blocked: { ...block(toolGuardrail.name, stage), tool: toolName, toolCallId: 'call' },
+          },
+        ],
+      },
+      step: {
+        kind: 'guardrail',
+        stage,
+        guardrail: toolGuardrail.name,
+        decision: 'block',
+        description: `guardrail "${toolGuardrail.name}" blocks ${toolName}'s ${stage === 'tool_input' ? 'call' : 'result'}`,
+      },
+    });
+  }
   return events;
 }
 
@@ -292,9 +442,18 @@ async function runPath<TOutput>(
   const controller = new AbortController();
   let cursor = 0;
   const next = (): PathStep | undefined => steps[cursor++];
+  const peek = (): PathStep | undefined => steps[cursor];
+  // The step of a streaming guardrail's block, once the model call it blocks has started.
+  let streamed: PathStep | undefined;
   // An abort arrives while the effect it interrupts is in flight, as it would in production.
   const abortSoon = () => setTimeout(() => controller.abort(), 0);
   const model = scriptedModel((): ScriptedTurn => {
+    const coming = peek();
+    // A guardrail that checks beside the call takes its step: the model answers (or waits) while it blocks.
+    if (coming?.kind === 'guardrail' && (coming.stage === 'input' || coming.stage === 'output')) {
+      streamed = coming;
+      return coming.turn ?? { delayMs: 1e9 };
+    }
     const step = next();
     if (step?.kind === 'model') return step.turn;
     if (step?.kind === 'abort') {
@@ -315,6 +474,8 @@ async function runPath<TOutput>(
           [toolName]: (_args: unknown, context: { attempt: number; signal: AbortSignal }) => {
             // Retries of a failing call stay failures: only the first attempt of a call takes a step.
             if (context.attempt > 1) throw new Error('failed');
+            // The tool answers; a tool_output guardrail then takes the step and blocks the result.
+            if (peek()?.kind === 'guardrail') return 'ok';
             const step = next();
             if (step?.kind === 'tool') {
               if (step.outcome === 'fails') throw new Error('failed');
@@ -326,7 +487,25 @@ async function runPath<TOutput>(
             );
           },
         };
-  return run(agentVariant(agent, model, stubs, limits), options.input ?? 'Go.', {
+  const variant = agentVariant(agent, model, stubs, limits);
+  // The guardrail a path's step names decides as scripted when it checks (see pathGuardrails).
+  const take = (stage: GuardrailStage, name: string, whole: boolean): PathGuardrailAction | undefined => {
+    const step = peek();
+    if (step?.kind === 'abort' && whole) {
+      cursor++;
+      abortSoon();
+      return 'wait-for-abort';
+    }
+    if (step?.kind !== 'guardrail' || step.stage !== stage || step.guardrail !== name) return undefined;
+    // A streaming check of an earlier reply must not take the block meant for a later one.
+    if (step.turn !== undefined && streamed !== step) return undefined;
+    cursor++;
+    return step.decision;
+  };
+  const guarded = variant.guardrails
+    ? Object.freeze({ ...variant, guardrails: pathGuardrails(variant.guardrails, take) })
+    : variant;
+  return run(guarded, options.input ?? 'Go.', {
     signal: controller.signal,
     ...(options.coverage ? { inspect: options.coverage.inspect } : {}),
   });

@@ -38,6 +38,7 @@ export { expectRun, type RunExpectation } from './expect-run.ts';
 export { formatScript } from './format-script.ts';
 export { type JsonDifference, jsonDifferences } from './json-diff.ts';
 export { type CoverageReport, type PathCoverage, pathCoverage } from './path-coverage.ts';
+export type { PathGuardrailDecision } from './path-guardrails.ts';
 export { type RecordingModel, type RecordingModelOptions, recordingModel } from './recording-model.ts';
 export { type ReplayModel, type ReplayModelOptions, replayModel } from './replay-model.ts';
 export { type RunInvariantContext, runInvariantViolations } from './run-invariants.ts';

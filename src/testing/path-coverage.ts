@@ -1,7 +1,7 @@
 import { AssertionError } from 'node:assert';
 import type { AnyStateNode, InspectionEvent } from 'xstate';
-import { agentMachine } from '../machines/agent.ts';
-import { allStates, allTransitions, sessionOnlyStates, stateIds, transitionName } from './agent-graph.ts';
+import type { GuardrailPlan } from '../machines/agent.ts';
+import { applicableGraph, everyGuardrail, stateIds, transitionName } from './agent-graph.ts';
 
 /** What the recorded runs reached of the agent statechart, and what they never did. */
 export interface CoverageReport {
@@ -11,6 +11,9 @@ export interface CoverageReport {
   complete: boolean;
 }
 
+/** What a plain run can reach at most: with every kind of guardrail, without what only a session does. */
+const atMost = applicableGraph(everyGuardrail);
+
 /** Records which states and transitions of the agent statechart your runs go through. */
 export interface PathCoverage {
   /** Pass it as a run's `inspect` option: `run(agent, input, { inspect: coverage.inspect })`. */
@@ -19,7 +22,8 @@ export interface PathCoverage {
   readonly runs: number;
   /**
    * The states (`agent.running.toolUse.callingModel`) and transitions (`agent.running.toolUse.deciding --[2]`,
-   * source state, event, position) a plain run can take, split into reached and missed. Names in `ignore`
+   * source state, event, position) a plain run of the recorded agents can take, split into reached and missed: the
+   * guardrail states and transitions count only when a recorded run's agent has guardrails of their kind. Names in `ignore`
    * (exact, or ending in `*` for a prefix) count as reached.
    */
   report(options?: { ignore?: readonly string[] }): CoverageReport;
@@ -31,17 +35,26 @@ export interface PathCoverage {
  * A coverage recorder for the agent statechart: give its `inspect` to the runs of your own tests (or to
  * `agentPaths(agent, { coverage })`), then ask which states and transitions they never reached. Only the agent
  * machine of each run is counted (not its effects actor); states and transitions only a session takes (handoffs,
- * approvals, resuming from a checkpoint) are left out.
+ * approvals, resuming from a checkpoint) are left out, and so are those of guardrails the recorded agents do not have
+ * (an agent without guardrails never checks its input or its answer).
  */
 export function pathCoverage(): PathCoverage {
   const taken = new Set<string>();
   const reached = new Set<string>();
   const roots = new Set<string>();
+  // The kinds of guardrail any recorded run's agent has: which guardrail states and transitions apply.
+  const plan: GuardrailPlan = { input: false, parallelInput: false, output: false, tools: false };
   const inspect = (event: InspectionEvent) => {
     if (event.rootId !== event.actorRef.sessionId) return;
     if (event.type === '@xstate.actor') roots.add(event.actorRef.sessionId);
     if (event.type !== '@xstate.microstep') return;
-    const value = (event.snapshot as unknown as { value: unknown }).value;
+    const snapshot = event.snapshot as unknown as {
+      value: unknown;
+      context: { config: { guardrails: GuardrailPlan } };
+    };
+    const value = snapshot.value;
+    const guardrails = snapshot.context.config.guardrails;
+    for (const kind of Object.keys(plan) as (keyof GuardrailPlan)[]) if (guardrails[kind]) plan[kind] = true;
     reached.add('agent');
     for (const id of stateIds('agent', value)) reached.add(id);
     for (const transition of event._transitions) {
@@ -61,10 +74,12 @@ export function pathCoverage(): PathCoverage {
       ignore.some((pattern) =>
         pattern.endsWith('*') ? name.startsWith(pattern.slice(0, -1)) : name === pattern,
       );
-    const states = allStates(agentMachine.root as AnyStateNode).filter(
-      (id) => !sessionOnlyStates.includes(id),
+    const applicable = applicableGraph(plan);
+    // What a plain run did applies to its agent (a streaming output guardrail's block is not in the plan).
+    const states = atMost.states.filter((id) => applicable.states.includes(id) || reached.has(id));
+    const transitions = atMost.transitions.filter(
+      (name) => applicable.transitions.includes(name) || taken.has(name),
     );
-    const transitions = allTransitions();
     const missedStates = states.filter((id) => !reached.has(id) && !ignored(id));
     const missedTransitions = transitions.filter((name) => !taken.has(name) && !ignored(name));
     return {

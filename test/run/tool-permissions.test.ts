@@ -1,7 +1,11 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import {
   ConfigError,
   contextType,
   createAgentSystem,
+  createSqliteStore,
   defineAgent,
   permissions,
   type RunEvent,
@@ -143,6 +147,34 @@ describe('tool permissions', () => {
       `approval_requested:${second}`,
       `approval_decided:${second}`,
     ]);
+  });
+
+  it('a call the policy asks about waits durably: it survives a shutdown and is decided after recover()', async () => {
+    const directory = await mkdtemp(join(tmpdir(), 'troupe-permissions-'));
+    try {
+      const path = join(directory, 'sessions.db');
+      const policy = permissions.byRole<Caller>({ user: ['search'] }, (context) => context.role, {
+        otherwise: 'ask',
+      });
+      const first = clerk(policy, scriptedModel([calls('remove')]));
+      const before = createAgentSystem({ store: createSqliteStore(path) });
+      const waiting = before.spawn(first.agent, 'clean up', { id: 'p-1', context: { role: 'user' } });
+      await until(() => waiting.pendingApprovals().length === 1);
+      await before.shutdown();
+
+      const second = clerk(policy, scriptedModel([{ text: 'removed' }]));
+      const after = createAgentSystem({ store: createSqliteStore(path), agents: [second.agent] });
+      expect(await after.approvals()).toMatchObject([{ sessionId: 'p-1', callId: 'c0', tool: 'remove' }]);
+      const { sessions } = await after.recover({ context: { role: 'user' } });
+      await after.approve('p-1', 'c0');
+      const result = await (sessions[0] as (typeof sessions)[number]).result;
+      expect(result).toMatchObject({ status: 'completed', text: 'removed' });
+      expect(first.ran).toEqual([]);
+      expect(second.ran).toEqual(['remove:x0']);
+      await after.shutdown();
+    } finally {
+      await rm(directory, { recursive: true, force: true });
+    }
   });
 
   it('in run(), ask goes to onApproval; without it the call is denied rather than waiting forever', async () => {

@@ -144,3 +144,98 @@ describe('agentPaths of an agent with handoffs', () => {
     for (const path of paths) expectPath(await path.run(), path);
   });
 });
+
+describe('agentPaths of an agent with guardrails', () => {
+  const allow = () => ({ decision: 'allow' as const });
+  const guarded = defineAgent({
+    name: 'guarded',
+    instructions: '',
+    model: scriptedModel([]),
+    tools: [search],
+    output: z.object({ answer: z.string() }),
+    guardrails: {
+      input: [
+        { name: 'no-secrets', check: allow },
+        { name: 'topic', check: allow, mode: 'parallel' },
+      ],
+      output: [
+        { name: 'polite', check: allow },
+        { name: 'live-pii', check: allow, streaming: true },
+      ],
+      toolOutput: [{ name: 'no-leaks', check: allow }],
+    },
+    limits: { maxSteps: 2 },
+  });
+
+  it('adds a path where each stage blocks, naming the guardrail; every path runs and covers the guardrail states', async () => {
+    const coverage = pathCoverage();
+    const paths = agentPaths(guarded, { coverage });
+    const blocked = paths.filter((path) => path.expected.guardrail !== undefined);
+    expect(new Set(blocked.map((path) => path.expected.guardrail))).toEqual(
+      new Set(['no-secrets', 'topic', 'polite', 'live-pii', 'no-leaks']),
+    );
+    expect(blocked.every((path) => path.expected.stopReason === 'guardrail_blocked')).toBe(true);
+    expect(paths.find((path) => path.expected.guardrail === 'no-secrets')?.name).toBe(
+      'guardrail "no-secrets" blocks the input ⇒ guardrail_blocked',
+    );
+    for (const path of paths) {
+      const result = await path.run();
+      expectPath(result, path);
+      expectRun(result).toHaveValidHistory();
+      if (path.expected.guardrail !== undefined)
+        expect(result.guardrail).toMatchObject({
+          name: path.expected.guardrail,
+          message: 'blocked on the path',
+        });
+    }
+    const report = coverage.report();
+    expect(report.states.missed).toEqual([]);
+    expect(report.states.reached).toEqual(
+      expect.arrayContaining(['agent.running.checkingInput', 'agent.running.checkingOutput']),
+    );
+    const guardrailTransitions = [
+      'agent.running.checkingInput --guardrails.done[0]',
+      'agent.running.checkingOutput --guardrails.done[0]',
+      'agent.running.toolUse.callingModel --guardrail.blocked[0]',
+      'agent.running.toolUse.runningTools --tools.done[0]',
+    ];
+    expect(report.transitions.taken).toEqual(expect.arrayContaining(guardrailTransitions));
+  });
+
+  it('a guardrail that blocks for real fails the allow paths, saying which', async () => {
+    const strict = defineAgent({
+      name: 'strict',
+      instructions: '',
+      model: scriptedModel([]),
+      guardrails: { input: [{ name: 'nothing', check: () => ({ decision: 'block', message: 'no' }) }] },
+    });
+    const path = agentPaths(strict).find(
+      (candidate) => candidate.name === 'input guardrails allow → model answers ⇒ completed',
+    );
+    if (!path) throw new Error('no allow path');
+    const result = await path.run();
+    expect(() => expectPath(result, path)).toThrow(/"guardrail":"nothing"/);
+  });
+});
+
+describe('pathCoverage of agents without guardrails', () => {
+  it('leaves the guardrail states and transitions out', async () => {
+    const coverage = pathCoverage();
+    await run(
+      defineAgent({ name: 'simple', instructions: '', model: scriptedModel([{ text: 'hi' }]) }),
+      'go',
+      {
+        inspect: coverage.inspect,
+      },
+    );
+    const report = coverage.report();
+    const all = [...report.states.reached, ...report.states.missed];
+    expect(all).not.toContain('agent.running.checkingInput');
+    expect(all).not.toContain('agent.running.checkingOutput');
+    expect(
+      [...report.transitions.taken, ...report.transitions.missed].filter((name) =>
+        name.includes('guardrail'),
+      ),
+    ).toEqual([]);
+  });
+});

@@ -4,6 +4,7 @@ import {
   contextType,
   createAgentSystem,
   defineAgent,
+  permissions,
   type RunContextInfo,
   run,
   stream,
@@ -160,6 +161,36 @@ describe('the run context type', () => {
       void system.restore('id', agent);
       void system.recover({ contextFor: ({ id }) => ({ ...app, userId: id }) });
       await system.shutdown();
+    });
+  });
+
+  it('types the permission policy by the agent context', () => {
+    defineAgent({
+      name: 'guarded',
+      contextType: contextType<AppContext>(),
+      instructions: '',
+      model,
+      tools: [lookup],
+      permissions: (call, info) => {
+        expectTypeOf(info.context).toEqualTypeOf<AppContext>();
+        expectTypeOf(call.tool).toBeString();
+        return info.context.userId === 'root' ? 'allow' : { decision: 'ask', reason: 'not root' };
+      },
+    });
+    defineAgent({
+      name: 'byRole',
+      contextType: contextType<AppContext>(),
+      instructions: '',
+      model,
+      permissions: permissions.byRole({ root: ['*'] }, (context) => context.userId),
+    });
+    defineAgent({
+      name: 'wrong',
+      contextType: contextType<AppContext>(),
+      instructions: '',
+      model,
+      // @ts-expect-error the policy reads a context the agent does not give
+      permissions: permissions.byRole<OtherContext>({ root: ['*'] }, (context) => String(context.tenant)),
     });
   });
 

@@ -1,14 +1,13 @@
-import { spawn } from 'node:child_process';
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type * as Sqlite from 'node:sqlite';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import { abortError } from '../../core/abort.ts';
 import { ConfigError, ToolInputError } from '../../core/errors.ts';
 import { checkOptionObject } from '../../core/options.ts';
 import { type Tool, tool } from '../tool.ts';
-import type { QueryCell, ReadOnlyQueryOutcome, ReadOnlyQueryRequest } from './sql-readonly-query.ts';
+import { SqlQueryRunner } from './sql-query-runner.ts';
+import type { QueryCell } from './sql-readonly-query.ts';
 import { describeSqlSchema, readSqlSchema, type SqlTableSchema } from './sql-schema.ts';
 import { checkReadOnlyStatement } from './sql-statement-check.ts';
 
@@ -39,9 +38,18 @@ export interface SqlQueryResult {
   truncated?: string;
 }
 
-/** A SqlQuery tool also carries the schema it describes to the model. */
+/**
+ * A SqlQuery tool also carries the schema it describes to the model, and owns the process its queries run in:
+ * `close()` (or `await using`) ends it. Never closing it is harmless: an idle process does not keep Node running,
+ * ends with its parent, and is ended when the tool is garbage-collected.
+ */
 export interface SqlQueryTool extends Tool<{ query: string }, SqlQueryResult> {
   readonly schema: readonly SqlTableSchema[];
+  /** The id of the process queries run in, while there is one (it starts with the first query). */
+  readonly processId: number | undefined;
+  /** Ends the query process; calls still waiting or running fail, and later calls are refused. */
+  close(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
 }
 
 const sqlQueryOptionKeys: readonly string[] = [
@@ -56,8 +64,6 @@ const sqlQueryOptionKeys: readonly string[] = [
 
 /** SQLite's own heap limit for one query: a sort or a recursive CTE cannot take the machine's memory. */
 const heapLimitBytes = 256 * 1024 * 1024;
-/** Most bytes of answer read from the query's process (rows are capped first; this is a backstop). */
-const maxAnswerBytes = 16 * 1024 * 1024;
 
 /**
  * A tool that answers one read-only SQL query on a SQLite file (node:sqlite; Node.js 24.10 or newer, whose
@@ -67,9 +73,10 @@ const maxAnswerBytes = 16 * 1024 * 1024;
  * Four walls keep the database unchanged: the query must be a single SELECT or WITH ... SELECT with no comments and
  * no writing or configuring keyword; the file is opened read-only (extensions off, ATTACH limited to none);
  * SQLite's authorizer allows only reads and function calls (not `load_extension`); and the compiled program is
- * checked for writes the way `sqlite3_stmt_readonly` does. Each query runs in a child process killed after
- * `timeoutMs` (or when the call is aborted), so a runaway recursive CTE ends. A refused, failing or timed-out query
- * comes back to the model as an error result saying why.
+ * checked for writes the way `sqlite3_stmt_readonly` does. Queries run one at a time in a long-lived child process
+ * (started on the first query) that is killed after `timeoutMs` (or when the call is aborted), so a runaway
+ * recursive CTE ends; the next query starts a fresh process. A refused, failing or timed-out query comes back to the
+ * model as an error result saying why.
  */
 export function sqlQuery(options: SqlQueryOptions): SqlQueryTool {
   checkOptionObject(options as unknown, sqlQueryOptionKeys, 'sqlQuery(): options');
@@ -101,6 +108,7 @@ export function sqlQuery(options: SqlQueryOptions): SqlQueryTool {
       { cause: error },
     );
   }
+  const runner = new SqlQueryRunner(childEntry, timeoutMs);
   const input = z.object({
     query: z.string().describe('One SQLite SELECT (or WITH ... SELECT) statement, without comments.'),
   });
@@ -111,9 +119,8 @@ export function sqlQuery(options: SqlQueryOptions): SqlQueryTool {
     retries: 0,
     execute: async ({ query }, context) => {
       const sql = checkReadOnlyStatement(query, maxQueryLength);
-      const outcome = await runInChildProcess(
+      const outcome = await runner.run(
         { database, sql, maxRows, maxCellChars, heapLimitBytes },
-        timeoutMs,
         context?.signal,
       );
       if (!outcome.ok) throw new ToolInputError(outcome.message);
@@ -127,8 +134,20 @@ export function sqlQuery(options: SqlQueryOptions): SqlQueryTool {
       return result;
     },
   });
-  return Object.assign(created, { schema: Object.freeze(schema) });
+  const close = (): Promise<void> => runner.close();
+  const sqlTool: SqlQueryTool = Object.defineProperty(
+    Object.assign(created, { schema: Object.freeze(schema), close, [Symbol.asyncDispose]: close }),
+    'processId',
+    { get: () => runner.processId, enumerable: true },
+  ) as SqlQueryTool;
+  // A tool dropped without close() takes its idle process with it.
+  abandonedRunners.register(sqlTool, runner);
+  return sqlTool;
 }
+
+const abandonedRunners = new FinalizationRegistry<SqlQueryRunner>((runner) => {
+  runner.closeWhenIdle();
+});
 
 /** The child process entry, beside this module (TypeScript from the sources, JavaScript once built). */
 const childEntry = fileURLToPath(
@@ -137,78 +156,6 @@ const childEntry = fileURLToPath(
     import.meta.url,
   ),
 );
-
-function runInChildProcess(
-  request: ReadOnlyQueryRequest,
-  timeoutMs: number,
-  signal: AbortSignal | undefined,
-): Promise<ReadOnlyQueryOutcome> {
-  return new Promise((resolvePromise, reject) => {
-    if (signal?.aborted) {
-      reject(abortError(signal));
-      return;
-    }
-    const child = spawn(process.execPath, [childEntry], { stdio: ['pipe', 'pipe', 'pipe'] });
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
-    let outBytes = 0;
-    let settled = false;
-    const finish = (settle: () => void): void => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', onAbort);
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-      settle();
-    };
-    const timer = setTimeout(() => {
-      finish(() =>
-        reject(
-          new ToolInputError(
-            `The query ran longer than ${timeoutMs} ms and was stopped. Make it cheaper: add LIMIT (also inside recursive CTEs), filter earlier, avoid cross joins.`,
-          ),
-        ),
-      );
-    }, timeoutMs);
-    const onAbort = (): void => finish(() => reject(abortError(signal as AbortSignal)));
-    signal?.addEventListener('abort', onAbort, { once: true });
-    child.stdout.on('data', (chunk: Buffer) => {
-      outBytes += chunk.length;
-      if (outBytes > maxAnswerBytes) {
-        finish(() => reject(new ToolInputError('The answer is too large; select fewer or shorter columns.')));
-        return;
-      }
-      out.push(chunk);
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      if (err.length < 64) err.push(chunk);
-    });
-    child.on('error', (error) => finish(() => reject(error)));
-    child.on('close', (code, killedBy) => {
-      finish(() => {
-        const text = Buffer.concat(out).toString('utf8');
-        if (code === 0 && text !== '') {
-          try {
-            resolvePromise(JSON.parse(text) as ReadOnlyQueryOutcome);
-            return;
-          } catch {
-            // Reported below with what the process said.
-          }
-        }
-        const said = Buffer.concat(err).toString('utf8').trim().split('\n').slice(-3).join(' ');
-        reject(
-          new Error(
-            `The query process ended without an answer (${killedBy ?? `exit code ${code}`})${said === '' ? '' : `: ${said}`}`,
-          ),
-        );
-      });
-    });
-    child.stdin.on('error', () => {
-      // The process died before reading its request; 'close' reports it.
-    });
-    child.stdin.end(JSON.stringify({ ...request, timeoutMs }));
-  });
-}
 
 function sqliteModule(): typeof Sqlite {
   let module: typeof Sqlite | undefined;

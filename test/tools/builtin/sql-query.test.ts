@@ -1,14 +1,15 @@
-import { spawn } from 'node:child_process';
+import { fork, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { ConfigError, type ToolContext, ToolInputError } from 'troupe';
-import { type SqlQueryResult, sqlQuery } from 'troupe/tools';
+import { type SqlQueryResult, type SqlQueryTool, sqlQuery } from 'troupe/tools';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { QueryRequestMessage } from '../../../src/tools/builtin/sql-query-messages.ts';
 import { runReadOnlyQuery } from '../../../src/tools/builtin/sql-readonly-query.ts';
 import { checkReadOnlyStatement } from '../../../src/tools/builtin/sql-statement-check.ts';
 
@@ -57,19 +58,78 @@ beforeAll(() => {
   filesBefore = readdirSync(dir).sort();
 });
 
-afterAll(() => {
+afterAll(async () => {
+  await Promise.all([...tools.values()].map((sqlTool) => sqlTool.close()));
   // The database file is byte for byte what it was, and nothing was created beside it (no ATTACHed file).
   expect(hashOf(database)).toBe(hashBefore);
   expect(readdirSync(dir).sort()).toEqual(filesBefore);
   rmSync(dir, { recursive: true, force: true });
 });
 
+/** One tool per set of options, as an application would keep them; closed at the end. */
+const tools = new Map<string, SqlQueryTool>();
+
 async function query(
   sql: string,
   options: { maxRows?: number; timeoutMs?: number } = {},
 ): Promise<SqlQueryResult> {
-  return sqlQuery({ database, ...options }).execute({ query: sql }, context());
+  const key = JSON.stringify(options);
+  let sqlTool = tools.get(key);
+  if (!sqlTool) {
+    sqlTool = sqlQuery({ database, ...options });
+    tools.set(key, sqlTool);
+  }
+  return sqlTool.execute({ query: sql }, context());
 }
+
+const runaway = 'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c';
+
+/** Whether a process runs (a zombie waiting for its parent to reap it does not). */
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    return !/^\d+ \(.*\) Z/s.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return !existsSync('/proc/self');
+  }
+}
+
+async function isGoneWithin(pid: number, ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  while (isRunning(pid) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+  return !isRunning(pid);
+}
+
+/** Runs a Node script that imports the tool from the sources; resolves with its output and how it ended. */
+function runScript(
+  source: string,
+  timeoutMs: number,
+  nodeOptions: string[] = [],
+): Promise<{ stdout: string; code: number | null; signal: NodeJS.Signals | null }> {
+  const scriptDir = mkdtempSync(join(tmpdir(), 'troupe-sql-script-'));
+  const script = join(scriptDir, 'script.mjs');
+  writeFileSync(script, source);
+  const child = spawn(process.execPath, [...nodeOptions, script, sqlQueryModule, database], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    timeout: timeoutMs,
+  });
+  let stdout = '';
+  child.stdout.setEncoding('utf8').on('data', (text: string) => {
+    stdout += text;
+  });
+  return new Promise((resolve) =>
+    child.on('close', (code, signal) => {
+      rmSync(scriptDir, { recursive: true, force: true });
+      resolve({ stdout, code, signal });
+    }),
+  );
+}
+
+const sqlQueryModule = new URL('../../../src/tools/builtin/sql-query.ts', import.meta.url).href;
 
 describe('sqlQuery', () => {
   it('describes the schema to the model', () => {
@@ -159,21 +219,32 @@ describe('sqlQuery', () => {
 
   it('a query process ends itself past its deadline, even when no parent kills it', async () => {
     const entry = fileURLToPath(new URL('../../../src/tools/builtin/sql-query-process.ts', import.meta.url));
-    const child = spawn(process.execPath, [entry], { stdio: ['pipe', 'pipe', 'inherit'] });
+    const child = fork(entry, [String(process.pid)], {
+      serialization: 'advanced',
+      stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+      execArgv: [],
+    });
     const exited = new Promise<NodeJS.Signals | null>((resolve) =>
       child.on('exit', (_, signal) => resolve(signal)),
     );
-    child.stdin.end(
-      JSON.stringify({
+    const message: QueryRequestMessage = {
+      id: 1,
+      request: {
         database,
         sql: 'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c',
         maxRows: 5,
         maxCellChars: 100,
         heapLimitBytes: 1 << 26,
-        timeoutMs: 100,
-      }),
-    );
+      },
+      timeoutMs: 100,
+      maxAnswerChars: 1 << 20,
+    };
+    await new Promise((resolve) => child.once('message', resolve)); // ready
+    const started = Date.now();
+    child.send(message);
     expect(await exited).toBe('SIGKILL');
+    // Killed by its own deadline (timeout plus a grace of one second), not at once.
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1000);
   });
 
   it('stops the query when the call is aborted', async () => {
@@ -184,6 +255,151 @@ describe('sqlQuery', () => {
     );
     setTimeout(() => controller.abort(), 100);
     await expect(pending).rejects.toMatchObject({ name: 'AbortError' });
+  });
+});
+
+describe('the query process', () => {
+  it('is started on the first query and reused by the next ones', async () => {
+    await using sqlTool = sqlQuery({ database });
+    expect(sqlTool.processId).toBeUndefined();
+    const pids = new Set<number | undefined>();
+    for (let i = 1; i <= 30; i++) {
+      const result = await sqlTool.execute({ query: `SELECT ${i} AS n` }, context());
+      expect(result.rows).toEqual([[i]]);
+      pids.add(sqlTool.processId);
+    }
+    expect(pids.size).toBe(1);
+    expect([...pids][0]).toBeTypeOf('number');
+  });
+
+  it('runs calls made together one at a time, each getting its own answer', async () => {
+    await using sqlTool = sqlQuery({ database });
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => sqlTool.execute({ query: `SELECT ${i} AS n` }, context())),
+    );
+    expect(answers.map((answer) => answer.rows)).toEqual(Array.from({ length: 8 }, (_, i) => [[i]]));
+  });
+
+  it('is killed at the timeout; the next query runs in a new process', async () => {
+    await using sqlTool = sqlQuery({ database, timeoutMs: 400 });
+    await sqlTool.execute({ query: 'SELECT 1' }, context());
+    const first = sqlTool.processId as number;
+    // A call waiting behind the runaway query still gets its answer.
+    const [timedOut, after] = await Promise.allSettled([
+      sqlTool.execute({ query: runaway }, context()),
+      sqlTool.execute({ query: 'SELECT 2 AS two' }, context()),
+    ]);
+    expect(timedOut.status === 'rejected' && timedOut.reason).toBeInstanceOf(ToolInputError);
+    expect(timedOut.status === 'rejected' && String(timedOut.reason)).toMatch(/ran longer than 400 ms/);
+    expect(after.status === 'fulfilled' && after.value.rows).toEqual([[2]]);
+    expect(sqlTool.processId).toBeTypeOf('number');
+    expect(sqlTool.processId).not.toBe(first);
+    expect(await isGoneWithin(first, 5000)).toBe(true);
+  });
+
+  it('is killed when the running call is aborted; a waiting call that is aborted just leaves the queue', async () => {
+    await using sqlTool = sqlQuery({ database, timeoutMs: 60_000 });
+    const running = new AbortController();
+    const waiting = new AbortController();
+    const pending = sqlTool.execute({ query: runaway }, context(running.signal));
+    const queued = sqlTool.execute({ query: 'SELECT 1' }, context(waiting.signal));
+    const first = sqlTool.processId as number;
+    waiting.abort();
+    await expect(queued).rejects.toMatchObject({ name: 'AbortError' });
+    expect(sqlTool.processId).toBe(first);
+    running.abort();
+    await expect(pending).rejects.toMatchObject({ name: 'AbortError' });
+    expect(await isGoneWithin(first, 5000)).toBe(true);
+    expect((await sqlTool.execute({ query: 'SELECT 3' }, context())).rows).toEqual([[3]]);
+    expect(sqlTool.processId).not.toBe(first);
+    const aborted = new AbortController();
+    aborted.abort();
+    await expect(sqlTool.execute({ query: 'SELECT 1' }, context(aborted.signal))).rejects.toMatchObject({
+      name: 'AbortError',
+    });
+  });
+
+  it('a process that dies mid-query fails that call; the next query starts a new one', async () => {
+    await using sqlTool = sqlQuery({ database, timeoutMs: 60_000 });
+    const pending = sqlTool.execute({ query: runaway }, context());
+    const first = sqlTool.processId as number;
+    setTimeout(() => process.kill(first, 'SIGKILL'), 200);
+    await expect(pending).rejects.toThrow(/The query process ended without an answer \(SIGKILL\)/);
+    expect((await sqlTool.execute({ query: 'SELECT 4' }, context())).rows).toEqual([[4]]);
+    expect(sqlTool.processId).not.toBe(first);
+  });
+
+  it('close() ends the process, fails the calls under way and refuses later ones', async () => {
+    const sqlTool = sqlQuery({ database, timeoutMs: 60_000 });
+    const pending = sqlTool.execute({ query: runaway }, context());
+    const pid = sqlTool.processId as number;
+    const failed = expect(pending).rejects.toThrow(/was closed/);
+    await sqlTool.close();
+    await failed;
+    expect(sqlTool.processId).toBeUndefined();
+    expect(await isGoneWithin(pid, 5000)).toBe(true);
+    await expect(sqlTool.execute({ query: 'SELECT 1' }, context())).rejects.toThrow(/was closed/);
+    await sqlTool.close();
+  });
+
+  it('an idle process does not keep a script running, and ends with it', { timeout: 30_000 }, async () => {
+    const { stdout, code, signal } = await runScript(
+      `const { sqlQuery } = await import(process.argv[2]);
+const sql = sqlQuery({ database: process.argv[3] });
+const answer = await sql.execute({ query: 'SELECT 42 AS answer' }, { signal: new AbortController().signal });
+console.log(JSON.stringify({ rows: answer.rows, pid: sql.processId }));
+`,
+      20_000,
+    );
+    expect({ code, signal }).toEqual({ code: 0, signal: null });
+    const printed = JSON.parse(stdout) as { rows: unknown; pid: number };
+    expect(printed.rows).toEqual([[42]]);
+    expect(await isGoneWithin(printed.pid, 5000)).toBe(true);
+  });
+
+  it('a tool dropped without close() takes its idle process with it', { timeout: 30_000 }, async () => {
+    const { stdout, code } = await runScript(
+      `const { sqlQuery } = await import(process.argv[2]);
+const running = (pid) => { try { process.kill(pid, 0); return true; } catch { return false; } };
+async function queryOnce() {
+  const sql = sqlQuery({ database: process.argv[3] });
+  await sql.execute({ query: 'SELECT 1' }, { signal: new AbortController().signal });
+  return sql.processId;
+}
+const pid = await queryOnce();
+const before = running(pid);
+for (let i = 0; i < 50 && running(pid); i++) {
+  globalThis.gc();
+  await new Promise((resolve) => setTimeout(resolve, 100));
+}
+console.log(JSON.stringify({ before, after: running(pid) }));
+`,
+      20_000,
+      ['--expose-gc'],
+    );
+    expect(code).toBe(0);
+    expect(JSON.parse(stdout)).toEqual({ before: true, after: false });
+  });
+
+  it('a parent killed without cleaning up leaves no query process, idle or busy', {
+    timeout: 30_000,
+  }, async () => {
+    const { stdout, signal } = await runScript(
+      `const { sqlQuery } = await import(process.argv[2]);
+const context = { signal: new AbortController().signal };
+const idle = sqlQuery({ database: process.argv[3] });
+await idle.execute({ query: 'SELECT 1' }, context);
+const busy = sqlQuery({ database: process.argv[3], timeoutMs: 600_000 });
+busy.execute({ query: ${JSON.stringify(runaway)} }, context).catch(() => {});
+console.log(JSON.stringify([idle.processId, busy.processId]));
+setTimeout(() => process.kill(process.pid, 'SIGKILL'), 500);
+`,
+      20_000,
+    );
+    expect(signal).toBe('SIGKILL');
+    const pids = JSON.parse(stdout) as number[];
+    expect(pids).toHaveLength(2);
+    for (const pid of pids) expect(await isGoneWithin(pid, 5000)).toBe(true);
   });
 });
 
