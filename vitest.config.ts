@@ -37,6 +37,7 @@ export default defineConfig({
       { find: /^troupe$/, replacement: src('index.ts') },
       { find: /^troupe\/testing$/, replacement: src('testing/index.ts') },
       { find: /^troupe\/providers$/, replacement: src('providers/index.ts') },
+      { find: /^troupe\/mcp$/, replacement: src('tools/mcp/index.ts') },
       { find: /^troupe\/tools$/, replacement: src('tools/builtin/index.ts') },
     ],
   },

@@ -218,3 +218,5 @@ export {
 export { type AskHumanOptions, askHuman } from './tools/ask-human.ts';
 export { ToolRegistry } from './tools/registry.ts';
 export { type Tool, type ToolContext, type ToolOptions, tool } from './tools/tool.ts';
+export { ToolAnswerError } from './tools/tool-answer-error.ts';
+export { isToolSource, type ToolSource, type ToolSourceScope } from './tools/tool-source.ts';

@@ -14,6 +14,7 @@ import type { ToolPermissionPolicy } from '../policies/tool-permissions.ts';
 import type { ContextType, Instructions } from '../run/run-context.ts';
 import { ToolRegistry } from '../tools/registry.ts';
 import { type Tool, toJsonSchema } from '../tools/tool.ts';
+import type { ToolSource } from '../tools/tool-source.ts';
 import {
   defaultMaxHandoffDepth,
   defaultMaxHandoffRevisits,
@@ -28,7 +29,7 @@ export interface AgentOptions<
   TSchema extends z.ZodType | undefined = undefined,
   THandoffs extends readonly HandoffTarget[] = readonly HandoffTarget[],
   TContext = unknown,
-  TTools extends readonly Tool[] = readonly Tool[],
+  TTools extends readonly (Tool | ToolSource)[] = readonly Tool[],
 > {
   /** Shown on every event the agent produces. 1-64 letters, digits, `_`, `-` or `.`. */
   name: string;
@@ -45,8 +46,9 @@ export interface AgentOptions<
   contextType?: ContextType<TContext> | undefined;
   model: ModelProvider;
   /**
-   * The tools the model may call. A tool defined with a contextType needs a context this agent's context type
-   * satisfies; an agent that declares no context takes no such tool.
+   * The tools the model may call: `tool(...)` definitions, and tool sources such as MCP servers (`mcpServer(...)`
+   * from `troupe/mcp`). A tool defined with a contextType needs a context this agent's context type satisfies; an
+   * agent that declares no context takes no such tool.
    */
   tools?: (TTools & ToolsFor<TTools, NoInfer<TContext>>) | undefined;
   /**
@@ -116,8 +118,10 @@ export interface Agent<TOutput = undefined, TContext = unknown> {
 type ToolContextOf<TContext> = unknown extends TContext ? undefined : TContext;
 
 /** Each of the tools, as one that accepts the agent's context: a tool needing another context does not fit. */
-type ToolsFor<TTools extends readonly Tool[], TContext> = {
-  readonly [K in keyof TTools]: Tool<unknown, unknown, ToolContextOf<TContext>>;
+type ToolsFor<TTools extends readonly (Tool | ToolSource)[], TContext> = {
+  readonly [K in keyof TTools]: TTools[K] extends ToolSource
+    ? ToolSource
+    : Tool<unknown, unknown, ToolContextOf<TContext>>;
 };
 
 export type OutputOf<TSchema> = TSchema extends z.ZodType ? z.output<TSchema> : undefined;
@@ -158,7 +162,7 @@ export function defineAgent<
   TSchema extends z.ZodType | undefined = undefined,
   const THandoffs extends readonly HandoffTarget[] = readonly [],
   TContext = unknown,
-  const TTools extends readonly Tool[] = readonly [],
+  const TTools extends readonly (Tool | ToolSource)[] = readonly [],
 >(
   options: AgentOptions<TSchema, THandoffs, TContext, TTools>,
 ): Agent<OutputOf<TSchema> | HandoffOutputOf<THandoffs>, TContext> {

@@ -590,6 +590,23 @@ async function callModel(
     messages = maskMessages(maskForModel, messages, counts);
     if (hasCounts(counts) && bus.listening) emitFrom(runtime, 'redaction', { target: 'model', counts });
   }
+  // Tools listed at run time (MCP servers) are brought up to date first; a source that stays unreachable fails
+  // the run with its error rather than letting the model answer without tools it was given.
+  const preparing = agent.tools.prepare({
+    sessionId: runtime.sessionId ?? bus.sessionId,
+    signal,
+    context: runtime.context,
+  });
+  if (preparing) {
+    try {
+      await preparing;
+    } catch (error) {
+      if (signal.aborted) return abortedEvent();
+      const info = toErrorInfo(error);
+      emitFrom(runtime, 'error', { message: info.message, type: info.name, code: info.code });
+      return { type: 'model.error', error: info };
+    }
+  }
   const onDelta = runtime.onDelta;
   let guard: ((index: number, text: string) => string) | undefined;
   const textGate = hooks?.textGate;

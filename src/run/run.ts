@@ -11,6 +11,7 @@ import type { RunEvent } from '../core/events.ts';
 import type { JsonValue } from '../core/json.ts';
 import { type Message, type RunInput, userMessage } from '../core/messages.ts';
 import type { RunResult } from '../core/result.ts';
+import { releaseSessionResources } from '../core/session-resources.ts';
 import { guardrailInput } from '../guardrails/guardrail-plan.ts';
 import {
   type AgentContext,
@@ -193,7 +194,10 @@ function startRun<TOutput>(
       if (bus.listening) bus.emit(agent.name, 'run_end', runEndData(runResult), origin);
       detachResources?.();
       unregisterRuntime(sessionId);
-      resolve(runResult);
+      // A plain run closes what its tools opened for it (per-session MCP servers) before its result is given.
+      const releasing = placement ? undefined : releaseSessionResources(sessionId);
+      if (releasing) void releasing.then(() => resolve(runResult));
+      else resolve(runResult);
     };
 
     actor.subscribe({

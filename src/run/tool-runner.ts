@@ -10,6 +10,7 @@ import type { Guardrail } from '../guardrails/guardrail.ts';
 import type { ToolOutcome } from '../machines/agent.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
 import type { Tool, ToolContext } from '../tools/tool.ts';
+import { ToolAnswerError } from '../tools/tool-answer-error.ts';
 import { bindRuntimeKey, type EffectExecutor } from './run-runtime.ts';
 
 /** Whether a tool runs an agent (agentTool): such a call is an `agent` effect for durable executors. */
@@ -228,8 +229,9 @@ async function runToolCall(call: ToolCall, batch: ToolBatch): Promise<ToolOutcom
         attempts: attempt,
       };
     } catch (error) {
-      // The tool refused these arguments: the model reads why, and retrying them would fail the same way.
-      if (error instanceof ToolInputError && !batch.signal.aborted) {
+      // The tool refused these arguments, or the call was carried out and answered with an error (an MCP
+      // server's): the model reads why, and retrying would fail the same way.
+      if ((error instanceof ToolInputError || error instanceof ToolAnswerError) && !batch.signal.aborted) {
         return {
           callId: call.id,
           name: call.name,

@@ -8,6 +8,7 @@ import type { RunEvent } from '../core/events.ts';
 import type { JsonValue } from '../core/json.ts';
 import { type RunInput, userMessage } from '../core/messages.ts';
 import type { RunResult } from '../core/result.ts';
+import { releaseSessionResources } from '../core/session-resources.ts';
 import { compileMachine } from '../engine/compiled-machine.ts';
 import type { AgentMachine } from '../machines/agent.ts';
 import {
@@ -611,7 +612,10 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
     this.#log.close();
     this.#environment.onClose?.(this as Session);
     this.#bus.clear();
-    this.#closeResolve();
+    // What the session's tools hold open (per-session MCP servers) is closed before `closed` resolves.
+    const releasing = releaseSessionResources(this.id);
+    if (releasing) void releasing.then(() => this.#closeResolve());
+    else this.#closeResolve();
   }
 
   // --- Events and commits ---------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import { ConfigError, TroupeError } from '../core/errors.ts';
 import type { RunEvent } from '../core/events.ts';
 import type { RunInput } from '../core/messages.ts';
 import { checkOptionObject, definedFields } from '../core/options.ts';
+import { releaseProcessResources } from '../core/session-resources.ts';
 import { defaultSupervision, type SupervisionOptions } from '../machines/session.ts';
 import { createMemoryStore } from '../persistence/memory-store.ts';
 import {
@@ -435,6 +436,8 @@ export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem
       for (const stream of streams) stream.end();
       streams.clear();
       if (ownsResources) resources?.stop();
+      // Connections tools keep for the whole process (shared MCP servers) close too; they reopen on next use.
+      await releaseProcessResources();
       // Every record so far reaches the sink before shutdown resolves.
       await audit?.flush().catch(() => undefined);
     },

@@ -1,0 +1,309 @@
+import type { Client } from '@modelcontextprotocol/client';
+import { abortError } from '../../core/abort.ts';
+import { McpConnectionError } from './errors.ts';
+import type { McpToolResult } from './result-content.ts';
+import { loadMcpSdk } from './sdk.ts';
+
+/** Where one connection goes: a command to start (stdio) or a URL (Streamable HTTP). */
+export type McpTarget =
+  | {
+      kind: 'stdio';
+      command: string;
+      args: string[];
+      env: Record<string, string> | undefined;
+      cwd: string | undefined;
+      stderr: 'pipe' | 'inherit' | 'ignore';
+    }
+  | { kind: 'http'; url: URL; headers: Record<string, string> | undefined };
+
+/** How often and how patiently a lost connection is opened again. */
+export interface ReconnectPolicy {
+  /** Attempts to connect before giving up with McpConnectionError. Default 4. */
+  attempts: number;
+  /** Wait before the second attempt; doubles each time. Default 100 ms. */
+  initialDelayMs: number;
+  /** The longest wait between attempts. Default 2000 ms. */
+  maxDelayMs: number;
+}
+
+/** A tool as the server lists it (the SDK's Tool, read structurally). */
+export interface ListedMcpTool {
+  name: string;
+  description?: string | undefined;
+  inputSchema: Record<string, unknown>;
+}
+
+/** What a listing returns: the tools, and how long the server said they stay valid (2026-07-28 cache hints). */
+export interface McpToolListing {
+  tools: ListedMcpTool[];
+  ttlMs: number | undefined;
+}
+
+/** The cached answer to "does this server speak the stateless protocol?", shared by connections to one target. */
+export type EraVerdict =
+  | { kind: 'legacy' }
+  | { kind: 'modern'; discover: NonNullable<ReturnType<Client['getDiscoverResult']>> };
+
+export interface ConnectionHooks {
+  /** The server said its tool list changed. */
+  toolsChanged(): void;
+  /** The verdict a previous connection to the same target reached, to skip the probe. */
+  verdict(): EraVerdict | undefined;
+  remember(verdict: EraVerdict | undefined): void;
+}
+
+/** A request timeout the SDK cannot reach: a call ends when the run's signal (its tool timeout) says so. */
+const unlimited = 2_147_483_647;
+const stderrTailChars = 2_000;
+
+/**
+ * One connection to an MCP server, opened on first use. It speaks the current protocol when the server does
+ * (the SDK's `server/discover` probe) and the 2025 `initialize` handshake with older servers, remembering which
+ * for the next connection. A connection that is lost (the process exited, the HTTP session expired with a 404,
+ * the server restarted) is opened again with back-off on the next request, and that request is sent once more.
+ */
+export class McpConnection {
+  readonly #server: string;
+  readonly #target: McpTarget;
+  readonly #hooks: ConnectionHooks;
+  readonly #reconnect: ReconnectPolicy;
+  readonly #connectTimeoutMs: number;
+  #client: Client | undefined;
+  #connecting: Promise<Client> | undefined;
+  #closed = false;
+  #stderrTail = '';
+  #pid: number | null = null;
+
+  constructor(
+    server: string,
+    target: McpTarget,
+    reconnect: ReconnectPolicy,
+    connectTimeoutMs: number,
+    hooks: ConnectionHooks,
+  ) {
+    this.#server = server;
+    this.#connectTimeoutMs = connectTimeoutMs;
+    this.#target = target;
+    this.#reconnect = reconnect;
+    this.#hooks = hooks;
+  }
+
+  /** The child process's id while a stdio connection is open. */
+  get pid(): number | null {
+    return this.#client ? this.#pid : null;
+  }
+
+  get connected(): boolean {
+    return this.#client !== undefined;
+  }
+
+  /** The protocol version the server and this connection agreed on, once connected. */
+  get protocolVersion(): string | undefined {
+    return this.#client?.getNegotiatedProtocolVersion();
+  }
+
+  /** Opens the connection now (it is otherwise opened by the first request). */
+  async open(signal?: AbortSignal): Promise<void> {
+    await this.#ensure(signal);
+  }
+
+  async listTools(signal?: AbortSignal): Promise<McpToolListing> {
+    const result = await this.#request(
+      (client) => client.listTools(undefined, { signal, timeout: unlimited, cacheMode: 'refresh' }),
+      signal,
+    );
+    const ttl = (result as { ttlMs?: unknown }).ttlMs;
+    return {
+      tools: result.tools as ListedMcpTool[],
+      ttlMs: typeof ttl === 'number' && ttl > 0 ? ttl : undefined,
+    };
+  }
+
+  callTool(name: string, args: Record<string, unknown>, signal?: AbortSignal): Promise<McpToolResult> {
+    return this.#request(
+      (client) => client.callTool({ name, arguments: args }, { signal, timeout: unlimited }),
+      signal,
+    ) as Promise<McpToolResult>;
+  }
+
+  /** Closes the connection (and stops a stdio server's process, waiting for it to exit). Idempotent. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    const connecting = this.#connecting;
+    this.#connecting = undefined;
+    const client = this.#client ?? (await connecting?.catch(() => undefined));
+    this.#client = undefined;
+    await client?.close().catch(() => undefined);
+  }
+
+  async #request<T>(send: (client: Client) => Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+    const client = await this.#ensure(signal);
+    try {
+      return await send(client);
+    } catch (error) {
+      if (signal?.aborted || this.#closed || !isConnectionLoss(error)) throw error;
+      // The server went away under the request (restarted, session expired): reconnect and send it once more.
+      await this.#drop(client);
+      return send(await this.#ensure(signal));
+    }
+  }
+
+  async #drop(client: Client): Promise<void> {
+    if (this.#client === client) this.#client = undefined;
+    await client.close().catch(() => undefined);
+  }
+
+  #ensure(signal: AbortSignal | undefined): Promise<Client> {
+    if (this.#closed)
+      return Promise.reject(
+        new McpConnectionError(this.#server, `MCP server "${this.#server}": the connection was closed.`),
+      );
+    if (this.#client) return Promise.resolve(this.#client);
+    this.#connecting ??= this.#connectWithBackoff(signal).finally(() => {
+      this.#connecting = undefined;
+    });
+    return this.#connecting;
+  }
+
+  async #connectWithBackoff(signal: AbortSignal | undefined): Promise<Client> {
+    const { attempts, initialDelayMs, maxDelayMs } = this.#reconnect;
+    let delay = initialDelayMs;
+    let lastError: unknown;
+    for (let attempt = 1; attempt <= attempts; attempt++) {
+      if (signal?.aborted) throw abortError(signal);
+      try {
+        const client = await this.#connectOnce(signal);
+        if (this.#closed) {
+          await client.close().catch(() => undefined);
+          throw new McpConnectionError(
+            this.#server,
+            `MCP server "${this.#server}": the connection was closed.`,
+          );
+        }
+        this.#client = client;
+        return client;
+      } catch (error) {
+        if (signal?.aborted) throw abortError(signal);
+        if (error instanceof McpConnectionError) throw error;
+        lastError = error;
+        // A remembered verdict may be stale (the server was upgraded or replaced): probe afresh next time.
+        this.#hooks.remember(undefined);
+      }
+      if (attempt < attempts) {
+        await sleep(delay, signal);
+        delay = Math.min(delay * 2, maxDelayMs);
+      }
+    }
+    const reason = lastError instanceof Error ? lastError.message : String(lastError);
+    const stderr = this.#stderrTail.trim();
+    throw new McpConnectionError(
+      this.#server,
+      `MCP server "${this.#server}" could not be reached after ${attempts} attempt(s): ${reason}${stderr ? `\nIts stderr ended with:\n${stderr.slice(-500)}` : ''}`,
+      { cause: lastError },
+    );
+  }
+
+  async #connectOnce(signal: AbortSignal | undefined): Promise<Client> {
+    const sdk = await loadMcpSdk('@modelcontextprotocol/client', 'mcpServer()');
+    const client = new sdk.Client(
+      { name: 'troupe', version: '0.1.0' },
+      {
+        versionNegotiation: { mode: 'auto' },
+        listChanged: {
+          tools: {
+            autoRefresh: false,
+            debounceMs: 0,
+            onChanged: () => {
+              if (this.#client === client) this.#hooks.toolsChanged();
+            },
+          },
+        },
+      },
+    );
+    client.onerror = () => undefined;
+    client.onclose = () => {
+      if (this.#client === client) this.#client = undefined;
+    };
+    const target = this.#target;
+    let transport: import('@modelcontextprotocol/client').Transport;
+    if (target.kind === 'stdio') {
+      const stdio = await loadMcpSdk('@modelcontextprotocol/client/stdio', 'mcpServer()');
+      const child = new stdio.StdioClientTransport({
+        command: target.command,
+        args: target.args,
+        ...(target.env ? { env: target.env } : {}),
+        ...(target.cwd ? { cwd: target.cwd } : {}),
+        stderr: target.stderr,
+      });
+      // The server's stderr is drained (a full pipe would block it) and its end kept for error messages.
+      child.stderr?.on('data', (chunk: Buffer) => {
+        this.#stderrTail = (this.#stderrTail + chunk.toString()).slice(-stderrTailChars);
+      });
+      transport = child;
+      const verdict = this.#hooks.verdict();
+      await connectOrClean(client, transport, {
+        signal,
+        timeout: this.#connectTimeoutMs,
+        ...(verdict ? { prior: verdict } : {}),
+      });
+      this.#pid = child.pid;
+    } else {
+      transport = new sdk.StreamableHTTPClientTransport(target.url, {
+        ...(target.headers ? { requestInit: { headers: target.headers } } : {}),
+      });
+      const verdict = this.#hooks.verdict();
+      await connectOrClean(client, transport, {
+        signal,
+        timeout: this.#connectTimeoutMs,
+        ...(verdict ? { prior: verdict } : {}),
+      });
+    }
+    if (!this.#hooks.verdict()) {
+      const discover = client.getDiscoverResult();
+      this.#hooks.remember(
+        client.getProtocolEra() === 'modern' && discover ? { kind: 'modern', discover } : { kind: 'legacy' },
+      );
+    }
+    return client;
+  }
+}
+
+/** Connects, or, when that fails, closes what was started (a spawned process must not outlive a failed handshake). */
+async function connectOrClean(
+  client: Client,
+  transport: import('@modelcontextprotocol/client').Transport,
+  options: Parameters<Client['connect']>[1],
+): Promise<void> {
+  try {
+    await client.connect(transport, options);
+  } catch (error) {
+    await client.close().catch(() => undefined);
+    await transport.close().catch(() => undefined);
+    throw error;
+  }
+}
+
+/** Whether a failed request means the connection is gone (so reconnecting may help), not an answer. */
+function isConnectionLoss(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const { code, status } = error as { code?: unknown; status?: unknown };
+  if (status === 404) return true;
+  if (typeof status === 'number' && status >= 500) return true;
+  if (code === 'CONNECTION_CLOSED' || code === 'NOT_CONNECTED' || code === 'SEND_FAILED') return true;
+  // fetch() failing to reach the server at all (connection refused or reset).
+  return error instanceof TypeError && /fetch failed/i.test(error.message);
+}
+
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(abortError(signal as AbortSignal));
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}

@@ -1,0 +1,448 @@
+import { basename } from 'node:path';
+import { z } from 'zod';
+import { ConfigError } from '../../core/errors.ts';
+import type { JsonObject } from '../../core/json.ts';
+import { checkOptionObject, describeValue, isPlainObject } from '../../core/options.ts';
+import { holdForProcess, holdForSession } from '../../core/session-resources.ts';
+import type { Tool, ToolContext } from '../tool.ts';
+import { ToolAnswerError } from '../tool-answer-error.ts';
+import type { ToolSource, ToolSourceScope } from '../tool-source.ts';
+import {
+  type EraVerdict,
+  type ListedMcpTool,
+  McpConnection,
+  type McpTarget,
+  type ReconnectPolicy,
+} from './connection.ts';
+import { McpConnectionError } from './errors.ts';
+import { resultText } from './result-content.ts';
+import { assertMcpSdkInstalled } from './sdk.ts';
+import { exposedToolName } from './tool-names.ts';
+
+/** What a per-session server's settings are computed from. */
+export interface McpSessionInfo {
+  /** The session's id (a plain run's own id). */
+  sessionId: string;
+  /** The run context (the `context` option) of the run that opened the session's connection. */
+  context?: unknown;
+}
+
+/** A setting given as a value, or (for `scope: 'session'`) computed for each session. */
+export type McpSetting<T> = T | ((session: McpSessionInfo) => T);
+
+interface McpServerCommonOptions {
+  /** Names the server in errors and events. Default: derived from the command or the URL's host. */
+  name?: string | undefined;
+  /**
+   * `'process'` (default): one connection shared by every run and session of the process. `'session'`: each
+   * session (each plain run) gets its own connection, and for stdio its own process, opened at its first model
+   * call and closed when the session closes, suspends or the run ends.
+   */
+  scope?: 'process' | 'session' | undefined;
+  /** Only these of the server's tools (by the server's names) are offered to the model. Default: all. */
+  tools?: readonly string[] | undefined;
+  /** Put before every tool name the model sees (`fs_` makes `read_file` into `fs_read_file`). Default: none. */
+  prefix?: string | undefined;
+  /** A time limit per call for these tools; overrides the agent's `limits.toolTimeoutMs`. */
+  timeoutMs?: number | undefined;
+  /** Retries of a call that failed to reach the server; overrides the agent's `limits.toolRetries`. */
+  retries?: number | undefined;
+  /** Every call of these tools needs a person's approval first (see `tool({ needsApproval })`). */
+  needsApproval?: boolean | undefined;
+  /** Reconnecting after the server went away. Default: 4 attempts, 100 ms doubling up to 2 s. */
+  reconnect?: Partial<ReconnectPolicy> | undefined;
+  /** How long one connection attempt (start and handshake) may take. Default 30 s. */
+  connectTimeoutMs?: number | undefined;
+}
+
+/** A server started as a child process, speaking MCP on its stdin and stdout. */
+export interface McpStdioServerOptions extends McpServerCommonOptions {
+  command: string;
+  args?: McpSetting<readonly string[]> | undefined;
+  /** Added to a minimal inherited environment (PATH, HOME, ...), as the SDK does. */
+  env?: McpSetting<Readonly<Record<string, string>>> | undefined;
+  cwd?: McpSetting<string> | undefined;
+  /** The server's stderr: `'pipe'` (default) keeps its end for error messages; or `'inherit'`, `'ignore'`. */
+  stderr?: 'pipe' | 'inherit' | 'ignore' | undefined;
+}
+
+/** A server reached over Streamable HTTP. */
+export interface McpHttpServerOptions extends McpServerCommonOptions {
+  url: McpSetting<string | URL>;
+  headers?: McpSetting<Readonly<Record<string, string>>> | undefined;
+}
+
+export type McpServerOptions = McpStdioServerOptions | McpHttpServerOptions;
+
+const optionKeys: readonly string[] = [
+  'name',
+  'scope',
+  'tools',
+  'prefix',
+  'timeoutMs',
+  'retries',
+  'needsApproval',
+  'reconnect',
+  'connectTimeoutMs',
+  'command',
+  'args',
+  'env',
+  'cwd',
+  'stderr',
+  'url',
+  'headers',
+];
+
+const defaultReconnect: ReconnectPolicy = { attempts: 4, initialDelayMs: 100, maxDelayMs: 2_000 };
+
+/** Arguments of an MCP tool are checked by the server; locally they only need to be a JSON object. */
+const mcpArguments = z.looseObject({});
+
+/**
+ * An MCP server as a source of tools for an agent: `tools: [myTool, mcpServer({ command: 'node', args: [...] })]`.
+ * Its tools are listed at the start of a run (connecting on first use) and again when the server says the list
+ * changed or its cache time runs out. Close it with `await server.close()` or `await using`.
+ */
+export class McpToolServer implements ToolSource, AsyncDisposable {
+  readonly kind = 'tool-source' as const;
+  readonly name: string;
+  readonly scope: 'process' | 'session';
+  readonly #options: McpServerOptions;
+  readonly #reconnect: ReconnectPolicy;
+  readonly #connectTimeoutMs: number;
+  readonly #allowed: ReadonlySet<string> | undefined;
+  readonly #prefix: string;
+  #shared: McpConnection | undefined;
+  #forgetShared: (() => void) | undefined;
+  readonly #sessions = new Map<string, { connection: McpConnection; forget: () => void }>();
+  readonly #verdicts = new Map<string, EraVerdict>();
+  #tools: readonly Tool[] = [];
+  #version = 0;
+  #stale = true;
+  #expiresAt = Number.POSITIVE_INFINITY;
+  #listing: Promise<void> | undefined;
+
+  constructor(options: McpServerOptions) {
+    const where = 'mcpServer()';
+    if (!isPlainObject(options)) throw new ConfigError(`${where}: options must be an object.`);
+    checkOptionObject(options, optionKeys, where);
+    const stdio = 'command' in options && options.command !== undefined;
+    const http = 'url' in options && options.url !== undefined;
+    if (stdio === http)
+      throw new ConfigError(
+        `${where}: give either a command (a stdio server) or a url (a Streamable HTTP server).`,
+      );
+    if (stdio && typeof (options as McpStdioServerOptions).command !== 'string')
+      throw new ConfigError(`${where}: command must be a string.`);
+    const scope = options.scope ?? 'process';
+    if (scope !== 'process' && scope !== 'session')
+      throw new ConfigError(`${where}: scope must be "process" or "session", got ${describeValue(scope)}.`);
+    if (scope === 'process') {
+      for (const key of ['args', 'env', 'cwd', 'url', 'headers'] as const)
+        if (typeof (options as Record<string, unknown>)[key] === 'function')
+          throw new ConfigError(
+            `${where}: ${key} can be a function of the session only with scope: 'session'.`,
+          );
+    }
+    if (
+      options.tools !== undefined &&
+      (!Array.isArray(options.tools) || options.tools.some((name) => typeof name !== 'string'))
+    )
+      throw new ConfigError(`${where}: tools must be an array of the server's tool names.`);
+    if (
+      options.prefix !== undefined &&
+      (typeof options.prefix !== 'string' || !/^[a-zA-Z0-9_-]*$/.test(options.prefix))
+    )
+      throw new ConfigError(`${where}: prefix may only hold letters, digits, "_" and "-".`);
+    if (options.name !== undefined && (typeof options.name !== 'string' || options.name === ''))
+      throw new ConfigError(`${where}: name must be a non-empty string.`);
+    const { timeoutMs, retries } = options;
+    if (timeoutMs !== undefined && (typeof timeoutMs !== 'number' || !(timeoutMs > 0)))
+      throw new ConfigError(
+        `${where}: timeoutMs must be a positive number of milliseconds, got ${describeValue(timeoutMs)}.`,
+      );
+    if (retries !== undefined && (!Number.isInteger(retries) || retries < 0))
+      throw new ConfigError(`${where}: retries must be an integer >= 0, got ${describeValue(retries)}.`);
+    const reconnect = { ...defaultReconnect, ...(options.reconnect ?? {}) };
+    if (!Number.isInteger(reconnect.attempts) || reconnect.attempts < 1)
+      throw new ConfigError(`${where}: reconnect.attempts must be an integer >= 1.`);
+    if (!(reconnect.initialDelayMs >= 0) || !(reconnect.maxDelayMs >= 0))
+      throw new ConfigError(`${where}: reconnect delays must be numbers of milliseconds >= 0.`);
+    const connectTimeoutMs = options.connectTimeoutMs ?? 30_000;
+    if (typeof connectTimeoutMs !== 'number' || !(connectTimeoutMs > 0))
+      throw new ConfigError(`${where}: connectTimeoutMs must be a positive number of milliseconds.`);
+    this.#connectTimeoutMs = connectTimeoutMs;
+    assertMcpSdkInstalled('@modelcontextprotocol/client', where);
+    this.#options = options;
+    this.#reconnect = reconnect;
+    this.scope = scope;
+    this.#allowed = options.tools ? new Set(options.tools) : undefined;
+    this.#prefix = options.prefix ?? '';
+    this.name = options.name ?? defaultName(options);
+  }
+
+  get version(): number {
+    return this.#version;
+  }
+
+  current(): readonly Tool[] {
+    return this.#tools;
+  }
+
+  /** Open connections: the shared one and one per live session. */
+  get openConnections(): number {
+    let open = this.#shared?.connected ? 1 : 0;
+    for (const { connection } of this.#sessions.values()) if (connection.connected) open++;
+    return open;
+  }
+
+  /** The protocol version agreed with the server on the shared connection (or a session's), once connected. */
+  protocolVersion(session?: McpSessionInfo): string | undefined {
+    if (session) return this.#sessions.get(session.sessionId)?.connection.protocolVersion;
+    return this.#shared?.protocolVersion;
+  }
+
+  isReady(scope: ToolSourceScope): boolean {
+    if (this.#listing !== undefined || this.#needsListing()) return false;
+    return this.scope === 'process' || this.#sessions.get(scope.sessionId)?.connection.connected === true;
+  }
+
+  async prepare(scope: ToolSourceScope): Promise<void> {
+    const connection = this.#connectionFor(scope.sessionId, scope.context);
+    // Another session's listing in flight is awaited rather than repeated; if it failed (its session closed
+    // under it), this session lists on its own connection.
+    for (let tries = 0; tries < 3 && this.#needsListing(); tries++) {
+      const inFlight = this.#listing;
+      if (inFlight) await inFlight.catch(() => undefined);
+      else await this.#list(connection, scope.signal);
+    }
+    if (this.#needsListing()) await this.#list(connection, scope.signal);
+    await connection.open(scope.signal);
+  }
+
+  /**
+   * Connects now and lists the tools (otherwise done at a run's first model call). A per-session server needs
+   * the session: `connect({ sessionId })`. Rejects with McpConnectionError when the server cannot be reached.
+   */
+  async connect(session?: McpSessionInfo): Promise<void> {
+    if (this.scope === 'session' && session === undefined)
+      throw new ConfigError(
+        `mcpServer("${this.name}") is per session: connect({ sessionId }) names the session.`,
+      );
+    await this.prepare({
+      sessionId: session?.sessionId ?? '',
+      signal: new AbortController().signal,
+      context: session?.context,
+    });
+  }
+
+  /** Closes every connection of this server (stopping stdio processes). A later run opens them again. */
+  async close(): Promise<void> {
+    const closing: Promise<void>[] = [];
+    if (this.#shared) {
+      closing.push(this.#shared.close());
+      this.#forgetShared?.();
+      this.#shared = undefined;
+    }
+    for (const [sessionId, held] of [...this.#sessions]) {
+      held.forget();
+      this.#sessions.delete(sessionId);
+      closing.push(held.connection.close());
+    }
+    await Promise.all(closing);
+  }
+
+  /** Closes the connection of one session (done for you when the session closes). */
+  async closeSession(sessionId: string): Promise<void> {
+    const held = this.#sessions.get(sessionId);
+    if (!held) return;
+    this.#sessions.delete(sessionId);
+    held.forget();
+    await held.connection.close();
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+
+  #connectionFor(sessionId: string, context: unknown): McpConnection {
+    if (this.scope === 'process') {
+      if (!this.#shared) {
+        const connection = this.#newConnection({ sessionId, context });
+        this.#shared = connection;
+        this.#forgetShared = holdForProcess(async () => {
+          if (this.#shared === connection) this.#shared = undefined;
+          await connection.close();
+        });
+      }
+      return this.#shared;
+    }
+    const held = this.#sessions.get(sessionId);
+    if (held) return held.connection;
+    const connection = this.#newConnection({ sessionId, context });
+    const forget = holdForSession(sessionId, async () => {
+      if (this.#sessions.get(sessionId)?.connection === connection) this.#sessions.delete(sessionId);
+      await connection.close();
+    });
+    this.#sessions.set(sessionId, { connection, forget });
+    return connection;
+  }
+
+  #newConnection(session: McpSessionInfo): McpConnection {
+    const target = this.#target(session);
+    // One program answers the probe the same way whatever its per-session arguments, so a stdio server's verdict
+    // is kept per declaration; an HTTP server's per URL.
+    const key = target.kind === 'stdio' ? target.command : target.url.href;
+    return new McpConnection(this.name, target, this.#reconnect, this.#connectTimeoutMs, {
+      toolsChanged: () => {
+        this.#stale = true;
+      },
+      verdict: () => this.#verdicts.get(key),
+      remember: (verdict) => {
+        if (verdict) this.#verdicts.set(key, verdict);
+        else this.#verdicts.delete(key);
+      },
+    });
+  }
+
+  #target(session: McpSessionInfo): McpTarget {
+    const where = `mcpServer("${this.name}")`;
+    const options = this.#options;
+    if ('command' in options && options.command !== undefined) {
+      const args = computed(options.args, session) ?? [];
+      if (!Array.isArray(args) || args.some((arg) => typeof arg !== 'string'))
+        throw new ConfigError(`${where}: args must be an array of strings.`);
+      const env = computed(options.env, session);
+      const cwd = computed(options.cwd, session);
+      return {
+        kind: 'stdio',
+        command: options.command,
+        args: [...args],
+        env: env ? { ...env } : undefined,
+        cwd,
+        stderr: options.stderr ?? 'pipe',
+      };
+    }
+    const http = options as McpHttpServerOptions;
+    const url = computed(http.url, session);
+    if (!(url instanceof URL) && (typeof url !== 'string' || !URL.canParse(url)))
+      throw new ConfigError(`${where}: url must be an absolute URL, got ${describeValue(url)}.`);
+    const headers = computed(http.headers, session);
+    return { kind: 'http', url: new URL(url), headers: headers ? { ...headers } : undefined };
+  }
+
+  #needsListing(): boolean {
+    return this.#version === 0 || this.#stale || Date.now() >= this.#expiresAt;
+  }
+
+  #list(connection: McpConnection, signal: AbortSignal): Promise<void> {
+    this.#listing ??= (async () => {
+      // Marked fresh before the request, so a change announced while it runs is not lost.
+      this.#stale = false;
+      try {
+        const listing = await connection.listTools(signal);
+        this.#adopt(listing.tools);
+        this.#expiresAt = listing.ttlMs === undefined ? Number.POSITIVE_INFINITY : Date.now() + listing.ttlMs;
+      } catch (error) {
+        this.#stale = true;
+        throw error;
+      }
+    })().finally(() => {
+      this.#listing = undefined;
+    });
+    return this.#listing;
+  }
+
+  #adopt(listed: readonly ListedMcpTool[]): void {
+    const tools: Tool[] = [];
+    const serverNames = new Map<string, string>();
+    for (const entry of listed) {
+      if (typeof entry?.name !== 'string') continue;
+      if (this.#allowed && !this.#allowed.has(entry.name)) continue;
+      const exposed = exposedToolName(this.#prefix, entry.name);
+      if (serverNames.has(exposed)) continue;
+      serverNames.set(exposed, entry.name);
+      tools.push(this.#toolFor(exposed, entry));
+    }
+    this.#tools = Object.freeze(tools);
+    this.#version++;
+  }
+
+  #toolFor(exposed: string, listed: ListedMcpTool): Tool {
+    const serverName = listed.name;
+    const { $schema: _ignored, ...schema } = isPlainObject(listed.inputSchema) ? listed.inputSchema : {};
+    const parameters = { ...schema, type: 'object' } as JsonObject;
+    const description =
+      typeof listed.description === 'string' && listed.description.trim() !== ''
+        ? listed.description
+        : `Tool "${serverName}" of the MCP server "${this.name}".`;
+    return {
+      kind: 'tool',
+      name: exposed,
+      description,
+      input: mcpArguments as z.ZodType<unknown>,
+      parameters,
+      timeoutMs: this.#options.timeoutMs,
+      retries: this.#options.retries,
+      fatal: false,
+      secret: Object.freeze([]),
+      needsApproval: this.#options.needsApproval ?? false,
+      execute: (args: unknown, context: ToolContext) => this.#call(serverName, args, context),
+    };
+  }
+
+  async #call(serverName: string, args: unknown, context: ToolContext): Promise<string> {
+    const connection = this.#connectionFor(context.sessionId, context.context);
+    let result: Awaited<ReturnType<McpConnection['callTool']>>;
+    try {
+      result = await connection.callTool(serverName, (args ?? {}) as Record<string, unknown>, context.signal);
+    } catch (error) {
+      if (context.signal.aborted || error instanceof McpConnectionError) throw error;
+      // A JSON-RPC error is the server's answer (unknown tool, invalid arguments): the model reads it.
+      if (isJsonRpcError(error))
+        throw new ToolAnswerError(`MCP server "${this.name}" answered with an error: ${error.message}`, {
+          cause: error,
+        });
+      throw error;
+    }
+    const text = resultText(result);
+    if (result.isError === true)
+      throw new ToolAnswerError(text === '' ? `tool "${serverName}" failed` : text);
+    return text;
+  }
+}
+
+/** Declares an MCP server whose tools an agent can use: `mcpServer({ command, args })` or `mcpServer({ url })`. */
+export function mcpServer(options: McpServerOptions): McpToolServer {
+  return new McpToolServer(options);
+}
+
+function computed<T>(setting: McpSetting<T> | undefined, session: McpSessionInfo): T | undefined {
+  return typeof setting === 'function' ? (setting as (session: McpSessionInfo) => T)(session) : setting;
+}
+
+function defaultName(options: McpServerOptions): string {
+  if ('command' in options && options.command !== undefined) {
+    const args = typeof options.args === 'function' ? [] : (options.args ?? []);
+    const script = [...args].reverse().find((arg) => !arg.startsWith('-') && /[\\/.]/.test(arg));
+    // `.../server-everything/dist/index.js` is named after its package, not `index`.
+    const parts = (script ?? options.command)
+      .split(/[\\/]/)
+      .map((part) => part.replace(/\.(m?js|cjs|ts|py)$/, ''))
+      .filter(
+        (part) => part !== '' && !['index', 'main', 'dist', 'build', 'lib', 'src', 'bin'].includes(part),
+      );
+    return parts.at(-1) ?? basename(options.command);
+  }
+  const url = (options as McpHttpServerOptions).url;
+  if (typeof url === 'function') return 'mcp';
+  try {
+    return new URL(url).host;
+  } catch {
+    return 'mcp';
+  }
+}
+
+function isJsonRpcError(error: unknown): error is Error & { code: number } {
+  return error instanceof Error && typeof (error as { code?: unknown }).code === 'number';
+}
