@@ -11,7 +11,7 @@ import { liveChildren, openPipes, openSockets } from './support.ts';
 
 const echoServer = fileURLToPath(new URL('./fixtures/stdio-echo-server.ts', import.meta.url));
 
-/** Sessions in this test; the 1,000-session figure is measured by the bench (bench/mcp.ts). */
+/** Sessions in this test (SDK-built servers); thousand-sessions.test.ts runs 1,000 with a bare server. */
 const sessionCount = 12;
 const concurrency = 4;
 
