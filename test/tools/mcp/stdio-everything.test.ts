@@ -124,8 +124,8 @@ describe('a JSON-RPC error answering a tool call', () => {
     writeFileSync(log, '');
     const server = mcpServer({
       command: process.execPath,
-      args: [fileURLToPath(new URL('./fixtures/json-rpc-error-server.ts', import.meta.url))],
-      env: { CALL_LOG: log },
+      args: [fileURLToPath(new URL('./fixtures/bare-server.ts', import.meta.url))],
+      env: { BARE_TOOL: 'error', CALL_LOG: log },
     });
     try {
       const model = scriptedModel([
@@ -139,7 +139,7 @@ describe('a JSON-RPC error answering a tool call', () => {
       expect(result.history.find((message) => message.role === 'tool')).toMatchObject({
         isError: true,
         content: expect.stringMatching(
-          /^Error: MCP server "json-rpc-error-server" answered with an error: .*the database is down/,
+          /^Error: MCP server "bare-server" answered with an error: .*the database is down/,
         ),
       });
       expect(readFileSync(log, 'utf8')).toBe('call\n');

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { sessionsHoldingResources } from '../../../src/core/session-resources.ts';
 import { liveChildren, openPipes, openSockets } from './support.ts';
 
-const bareServer = fileURLToPath(new URL('./fixtures/bare-echo-server.ts', import.meta.url));
+const bareServer = fileURLToPath(new URL('./fixtures/bare-server.ts', import.meta.url));
 
 const sessionCount = 1_000;
 const concurrency = 8;
