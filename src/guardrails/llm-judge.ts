@@ -4,7 +4,7 @@ import { ConfigError } from '../core/errors.ts';
 import { isModelProvider, type ModelProvider } from '../core/model.ts';
 import type { GuardrailVerdict } from '../policies/guardrail-verdict.ts';
 import { type RunOptions, run } from '../run/run.ts';
-import { runtimeKeyOf, runtimeOf } from '../run/run-runtime.ts';
+import { callerOf } from '../run/run-runtime.ts';
 import { type Guardrail, type GuardrailCheckInfo, type GuardrailOptions, guardrail } from './guardrail.ts';
 
 export interface LlmJudgeOptions extends Omit<GuardrailOptions, 'name' | 'check'> {
@@ -79,20 +79,15 @@ function judgePrompt(info: GuardrailCheckInfo): string {
 
 /** The judge runs in the caller's place: its spend on the caller's budgets, on the caller's clock. */
 function judgeOptions(info: GuardrailCheckInfo): RunOptions {
-  const callerKey = runtimeKeyOf(info);
-  const caller = callerKey === undefined ? undefined : runtimeOf(callerKey);
+  const caller = callerOf(info);
   judgeRuns += 1;
-  const options: RunOptions = {
+  return {
     // A judge agent of your own may read the caller's context (its tools and instructions too).
     context: info.context,
     signal: info.signal,
-    sessionId: `${callerKey ?? info.sessionId}:guardrail:${judgeRuns}`,
+    sessionId: `${caller?.key ?? info.sessionId}:guardrail:${judgeRuns}`,
+    parent: info,
   };
-  if (caller) {
-    options.parentScope = caller.resourceScope?.() ?? caller.bus.sessionId;
-    options.clock = caller.clock;
-  }
-  return options;
 }
 
 function verdictFrom(output: unknown, text: string): GuardrailVerdict | null {

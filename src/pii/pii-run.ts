@@ -91,26 +91,12 @@ export function revealResponse(run: PiiRun, response: ModelResponse): ModelRespo
   return revealed;
 }
 
-/** Masking lent to nested runs about to start, by their session id. */
-const lent = new Map<string, PiiRun>();
-
 /**
  * An agent used as a tool by a plain run runs on a bus of its own: it shares its caller's masker, so placeholders
- * agree, while its events are masked once, where the caller forwards them. Returns the function that takes the
- * loan back if the nested run never started.
+ * agree, while its events are masked once, where the caller forwards them.
  */
-export function lendPii(sessionId: string, run: PiiRun): () => void {
-  lent.set(sessionId, { ...run, options: { ...run.options, events: false } });
-  return () => lent.delete(sessionId);
-}
-
-/** The masking lent to the run of `bus`, attached to it (once). */
-export function attachLentPii(bus: EventBus): PiiRun | undefined {
-  const run = lent.get(bus.sessionId);
-  if (!run) return undefined;
-  lent.delete(bus.sessionId);
-  runs.set(bus, run);
-  return run;
+export function lendPii(bus: EventBus, run: PiiRun): void {
+  runs.set(bus, { ...run, options: { ...run.options, events: false } });
 }
 
 /**

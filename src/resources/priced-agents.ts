@@ -1,7 +1,12 @@
 import type { Agent } from '../agent/define-agent.ts';
 import { ConfigError } from '../core/errors.ts';
 import { defaultPrices, findPrice } from '../core/prices.ts';
-import { type RunResourceOptions, sharedManagerOf } from './resource-run.ts';
+import {
+  parentScopeOf,
+  type ResourceCaller,
+  type RunResourceOptions,
+  sharedManagerOf,
+} from './resource-run.ts';
 import { sessionScope } from './scope-names.ts';
 
 /** What the check needs to know of the run about to start. */
@@ -9,6 +14,8 @@ export interface PriceCheckRun {
   sessionId: string;
   /** Agents known by name, for handoff targets given as names (a system's `agents`). */
   known?: ReadonlyMap<string, Agent<unknown>>;
+  /** The run that starts this one, whose budgets it draws on. */
+  caller?: ResourceCaller | undefined;
 }
 
 /**
@@ -23,13 +30,14 @@ export function checkReachablePrices(
   options: RunResourceOptions,
   run: PriceCheckRun,
 ): void {
-  const manager = sharedManagerOf(options);
+  const manager = sharedManagerOf(options, run.caller);
+  const parentScope = parentScopeOf(options, run.caller);
   let usdScope: string | null;
   if (manager) {
     usdScope = manager.usdBudgetFor({
       session: run.sessionId,
       ...(options.tenant !== undefined ? { tenant: options.tenant } : {}),
-      ...(options.parentScope !== undefined ? { parentSession: options.parentScope } : {}),
+      ...(parentScope !== undefined ? { parentSession: parentScope } : {}),
       ...(options.budget !== undefined ? { budget: options.budget } : {}),
     });
   } else {

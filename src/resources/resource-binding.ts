@@ -1,24 +1,5 @@
 import type { ModelRequest, ToolSpec } from '../core/model.ts';
 import { defaultOutputEstimate } from './output-estimates.ts';
-import type { ResourceManager } from './resource-manager.ts';
-
-/**
- * Which resource manager a running session asks before each model call. Looked up by session id, like the run
- * runtime, so the machine's context stays plain data and runs without budgets pay nothing.
- */
-const bindings = new Map<string, ResourceManager>();
-
-export function bindResources(sessionId: string, manager: ResourceManager): void {
-  bindings.set(sessionId, manager);
-}
-
-export function resourcesOf(sessionId: string): ResourceManager | undefined {
-  return bindings.get(sessionId);
-}
-
-export function unbindResources(sessionId: string): void {
-  bindings.delete(sessionId);
-}
 
 export { defaultOutputEstimate };
 

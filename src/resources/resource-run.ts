@@ -1,7 +1,7 @@
 import type { Clock } from '../core/clock.ts';
+import { ConfigError } from '../core/errors.ts';
 import type { EventBus } from '../core/event-bus.ts';
 import type { BudgetLimit } from '../machines/resources.ts';
-import { bindResources, resourcesOf, unbindResources } from './resource-binding.ts';
 import { createResourceManager, type ResourceManager, type ResourceNotice } from './resource-manager.ts';
 
 /** The resource options of a run (see RunOptions). */
@@ -20,9 +20,11 @@ export interface RunResourceOptions {
  */
 export function attachResources(
   options: RunResourceOptions,
+  caller: ResourceCaller | undefined,
   run: { sessionId: string; agent: string; provider: string; model: string; clock: Clock; bus: EventBus },
-): (() => void) | undefined {
-  const shared = sharedManagerOf(options);
+): { manager: ResourceManager; detach: () => void } | undefined {
+  const shared = sharedManagerOf(options, caller);
+  const parentScope = parentScopeOf(options, caller);
   const manager =
     shared ?? (options.budget !== undefined ? createResourceManager({ clock: run.clock }) : undefined);
   if (!manager) return undefined;
@@ -34,7 +36,7 @@ export function attachResources(
       provider: run.provider,
       model: run.model,
       ...(options.tenant !== undefined ? { tenant: options.tenant } : {}),
-      ...(options.parentScope !== undefined && !owned ? { parentSession: options.parentScope } : {}),
+      ...(parentScope !== undefined && !owned ? { parentSession: parentScope } : {}),
       ...(budget !== undefined ? { budget } : {}),
       onNotice: (notice) => forward(run.bus, run.agent, notice),
     });
@@ -42,18 +44,46 @@ export function attachResources(
     if (owned) manager.stop();
     throw error;
   }
-  bindResources(run.sessionId, manager);
-  return () => {
-    unbindResources(run.sessionId);
-    manager.closeRun(run.sessionId);
-    if (owned) manager.stop();
+  return {
+    manager,
+    detach: () => {
+      manager.closeRun(run.sessionId);
+      if (owned) manager.stop();
+    },
   };
 }
 
-/** The manager a run shares: its own option, else its caller's (a nested run draws on its caller's budgets). */
-export function sharedManagerOf(options: RunResourceOptions): ResourceManager | undefined {
+/** The run a nested run draws on: its manager, budget scope and bus. */
+export interface ResourceCaller {
+  resources?: ResourceManager | undefined;
+  resourceScope?: (() => string) | undefined;
+  bus: EventBus;
+}
+
+/** The budget scope a run's spend also counts on: the one its options name, else its caller's (turn, else run). */
+export function parentScopeOf(
+  options: RunResourceOptions,
+  caller: ResourceCaller | undefined,
+): string | undefined {
+  if (options.parentScope !== undefined) return options.parentScope;
+  return caller?.resources ? (caller.resourceScope?.() ?? caller.bus.sessionId) : undefined;
+}
+
+/**
+ * The manager a run shares: its own option, else its caller's (a nested run draws on its caller's budgets). A
+ * `parentScope` names a scope of a manager, so it needs one.
+ */
+export function sharedManagerOf(
+  options: RunResourceOptions,
+  caller?: ResourceCaller | undefined,
+): ResourceManager | undefined {
   if (options.resources) return options.resources;
-  return options.parentScope !== undefined ? resourcesOf(options.parentScope) : undefined;
+  if (caller?.resources) return caller.resources;
+  if (options.parentScope !== undefined)
+    throw new ConfigError(
+      `parentScope "${options.parentScope}" names a budget scope of a resource manager: give that manager as \`resources\`, or pass the tool's context as \`parent\` to draw on the calling run's budgets.`,
+    );
+  return undefined;
 }
 
 /** A run's own notices become events on its stream. */

@@ -8,6 +8,7 @@ import type { Phase, RunEvent } from '../core/events.ts';
 import type { JsonValue } from '../core/json.ts';
 import { type Message, type RunInput, userMessage } from '../core/messages.ts';
 import type { RunResult } from '../core/result.ts';
+import { stopOrphans } from '../engine/actor-links.ts';
 import { guardrailInput } from '../guardrails/guardrail-plan.ts';
 import type {
   AgentCheckpoint,
@@ -19,14 +20,10 @@ import type {
 import type { AgentDescriptor, SessionContext, SupervisionPolicy } from '../machines/session.ts';
 import { checkpointOf } from '../run/agent-checkpoint.ts';
 import type { DurableRun } from '../run/durable-run.ts';
-import { type Delegator, onFatal, setDelegator, setScope, stopOrphans } from '../run/run-hooks.ts';
+import { hostAgent } from '../run/host.ts';
 import { failedBeforeAnyStep, runEndData } from '../run/run-result.ts';
-import {
-  type EffectExecutor,
-  type RunRuntime,
-  registerRuntime,
-  unregisterRuntime,
-} from '../run/run-runtime.ts';
+import { attachRuntimes, type Delegator, type EffectExecutor, type RunRuntime } from '../run/run-runtime.ts';
+import { attachSessionEffectsHost } from '../system/session-effects.ts';
 import { subFailure, turnResult } from '../system/session-result.ts';
 import { needsSession } from '../system/session-run.ts';
 import { type PeopleWaitHost, waitForPeople } from './approvals.ts';
@@ -41,7 +38,7 @@ import {
   stateKeys,
   summaryOf,
 } from './state.ts';
-import { type CheckpointSource, registerTurnSession, restateSessionMachine } from './turn-session.ts';
+import { type CheckpointSource, restateSessionMachine } from './turn-session.ts';
 
 /** An agent served as a virtual object, with the agents it can hand the conversation to. */
 export interface ServedAgent {
@@ -127,6 +124,8 @@ class TurnHost implements PeopleWaitHost, CheckpointSource {
   readonly #events: RunEvent[] = [];
   readonly #id: string;
   readonly #active = new Map<string, ActiveAgent>();
+  /** The runtimes of the turn's agents by key, which the session's actor carries. */
+  readonly #runtimes = new Map<string, RunRuntime>();
   readonly #checkpoints = new Map<string, { segment: number; checkpoint: AgentCheckpoint }>();
   readonly #disposers: (() => void)[] = [];
   readonly #awaits = new JournalAwaits(() => this.cancelled());
@@ -227,7 +226,6 @@ class TurnHost implements PeopleWaitHost, CheckpointSource {
       model: entry.model.model,
       provider: entry.model.provider,
     });
-    this.#disposers.push(registerTurnSession(this.#id, this));
     const owner = this.#served.agent;
     const actor = createActor(restateSessionMachine, {
       id: this.#id,
@@ -242,6 +240,9 @@ class TurnHost implements PeopleWaitHost, CheckpointSource {
       clock: this.#durableTimers(),
     });
     this.#actor = actor;
+    // The turn's agents find their runtimes, and its session effects this turn, on the session's actor.
+    attachRuntimes(actor, this.#runtimes);
+    attachSessionEffectsHost(actor, this);
     for (const emitted of ['handoff', 'supervisor'] as const) {
       actor.on(emitted, (event) => {
         if (event.type === 'handoff') this.#bus.emit(event.agent, 'handoff', event.data);
@@ -277,11 +278,12 @@ class TurnHost implements PeopleWaitHost, CheckpointSource {
     const key = `${this.#id}/${name}`;
     const runEffect: EffectExecutor = (effectKey, kind, effect) =>
       this.#runEffect(name, effectKey, kind, effect);
-    const runtime: RunRuntime = {
+    const active = this.#active;
+    const hosted = hostAgent({
+      key,
       agent: forTurn(agent),
       bus: this.#bus,
       clock: this.#clock,
-      onDelta: () => undefined,
       sessionId: this.ctx.key,
       route: name,
       turn: this.#turn.number,
@@ -289,17 +291,23 @@ class TurnHost implements PeopleWaitHost, CheckpointSource {
       peopleCanDecide: true,
       durable: this.#durableFor(name),
       runEffect,
-    };
-    registerRuntime(key, runtime);
-    this.#disposers.push(
-      () => unregisterRuntime(key),
-      setDelegator(key, this.#delegatorFor(name)),
-      onFatal(key, (error) => {
+      get deadline() {
+        return active.get(name)?.scope.deadline ?? null;
+      },
+      delegate: this.#delegatorFor(name),
+      onFatal: (error) => {
         const context = this.#actor?.getSnapshot().context;
         if (context?.current === name && context.activeId !== null)
           this.#actor?.send({ type: 'agent.crashed', id: context.activeId, error });
-      }),
-    );
+      },
+    });
+    // Deltas are not journaled: a Restate turn's events are its whole responses.
+    hosted.runtime.onDelta = () => undefined;
+    this.#runtimes.set(key, hosted.runtime);
+    this.#disposers.push(() => {
+      this.#runtimes.delete(key);
+      hosted.release();
+    });
   }
 
   /** Follows the active agent: phase events, its deadline, the reference that decisions and timeouts go to. */
@@ -318,7 +326,6 @@ class TurnHost implements PeopleWaitHost, CheckpointSource {
       scope: { deadline: timeoutMs === null ? null : this.#clock.now() + timeoutMs },
     };
     this.#active.set(name, active);
-    this.#disposers.push(setScope(`${this.#id}/${name}`, active.scope));
     let lastPhase = '';
     const onSnapshot = (snapshot: SnapshotFrom<AgentMachine>) => {
       const [phase, state] = phaseOf(snapshot.value);

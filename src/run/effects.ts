@@ -7,19 +7,19 @@ import type { GuardrailBlock } from '../core/guardrail-block.ts';
 import { lastUserText, type Message, type ToolCall } from '../core/messages.ts';
 import type { ModelDelta, ModelRequest } from '../core/model.ts';
 import { addUsage, emptyUsage, totalTokens, type Usage } from '../core/usage.ts';
+import { parentOf, relay } from '../engine/actor-links.ts';
 import type { AgentGuardrails } from '../guardrails/guardrail.ts';
 import type { AgentContext, AgentEvent, EffectCommand, ToolOutcome } from '../machines/agent.ts';
 import { hasCounts, type PiiCounts } from '../pii/pii-masker.ts';
 import { maskMessages, piiOf, revealResponse } from '../pii/pii-run.ts';
 import { denialError } from '../resources/denial-error.ts';
-import { estimateRequest, resourcesOf } from '../resources/resource-binding.ts';
+import { estimateRequest } from '../resources/resource-binding.ts';
 import type { Grant } from '../resources/resource-manager.ts';
 import { type ClassifiedCalls, classifyCalls, type DecidedOutcomes } from './approval-check.ts';
 import { checkGuardrails, type GuardrailPlace } from './guardrail-checks.ts';
 import { normalizeResponse } from './normalize-response.ts';
 import { checkPermission } from './permission-check.ts';
-import { reportFatal, takeNestedSteps } from './run-hooks.ts';
-import { contextInfoOf, emitFrom, type RunRuntime, runtimeOf } from './run-runtime.ts';
+import { contextInfoOf, emitFrom, type RunRuntime, runtimeOfEffects } from './run-runtime.ts';
 import { redactArgs, secretKeysOf, streamedArgumentsGuard, toolCallEventData } from './secrets.ts';
 import { StreamGate } from './stream-gate.ts';
 import { runToolBatch, type ToolGuardrails } from './tool-runner.ts';
@@ -27,10 +27,10 @@ import { runToolBatch, type ToolGuardrails } from './tool-runner.ts';
 /** What the effects actor's snapshot holds: a callback actor's (status and input: serializable). */
 export type EffectsSnapshot = CallbackSnapshot<{ sessionId: string }>;
 
-/** The parts of an XState actor scope this logic uses (`_relay` and `_parent` are XState's own, untyped). */
+/** The parts of an XState actor scope this logic uses. */
 interface EffectsScope {
-  self: AnyActorRef & { _parent?: AnyActorRef };
-  system: { _relay(source: AnyActorRef, target: AnyActorRef, event: AgentEvent): void };
+  self: AnyActorRef;
+  system: unknown;
 }
 
 /** Where a running effects actor keeps its state: on the actor itself, so it goes when the actor goes. */
@@ -75,7 +75,7 @@ class EffectsInstance {
   readonly #controller = new AbortController();
   readonly #runtime: RunRuntime | undefined;
   readonly #scope: EffectsScope;
-  /** The key this run's runtime is registered under. */
+  /** The key of this agent's run (its machine's session id), for messages. */
   readonly #key: string;
   #closed = false;
   #cumulative: Usage = emptyUsage;
@@ -83,7 +83,7 @@ class EffectsInstance {
   constructor(key: string, scope: EffectsScope) {
     this.#key = key;
     this.#scope = scope;
-    this.#runtime = runtimeOf(key);
+    this.#runtime = runtimeOfEffects(scope.self, key);
   }
 
   close(): void {
@@ -100,12 +100,13 @@ class EffectsInstance {
   #answer(event: AgentEvent): void {
     if (this.#closed) return;
     const { self, system } = this.#scope;
-    if (self._parent) system._relay(self, self._parent, event);
+    const parent = parentOf(self);
+    if (parent) relay(system, self, parent, event);
   }
 
   /** The agent's context right now: the state that decided the command being handled. */
   #context(): AgentContext {
-    return (this.#scope.self._parent as AnyActorRef).getSnapshot().context as AgentContext;
+    return (parentOf(this.#scope.self) as AnyActorRef).getSnapshot().context as AgentContext;
   }
 
   /** A durable write failed: the effect does not start and the run fails with the store's error. */
@@ -214,7 +215,7 @@ class EffectsInstance {
     return {
       stage,
       run: contextInfoOf(runtime),
-      runtimeKey: this.#key,
+      caller: runtime,
       clock: runtime.clock,
       emit: runtime.bus.listening ? (data) => emitFrom(runtime, 'guardrail', data) : undefined,
     };
@@ -377,7 +378,6 @@ class EffectsInstance {
     where: BatchPlace,
     classified: ClassifiedCalls,
   ): void {
-    const key = this.#key;
     const durable = runtime.durable;
     const signal = this.#controller.signal;
     if (this.#closed) return;
@@ -392,7 +392,7 @@ class EffectsInstance {
       retries: runtime.agent.limits.toolRetries,
       ...where,
       callPath: runtime.callPath ?? '',
-      runtimeKey: key,
+      caller: runtime,
       agent: runtime.agent.name,
       context: runtime.context,
       signal,
@@ -412,7 +412,8 @@ class EffectsInstance {
         // A failed `fatal: true` tool fails the agent actor: the session's supervisor decides. Its outcome is not
         // recorded, so a restart runs it again.
         const fatal = outcome.isError && outcome.executed && runtime.agent.tools.find(call.name)?.fatal;
-        if (fatal) reportFatal(key, { name: 'FatalToolError', code: 'tool_fatal', message: outcome.content });
+        if (fatal)
+          runtime.onFatal?.({ name: 'FatalToolError', code: 'tool_fatal', message: outcome.content });
         if (runtime.bus.listening) emitToolResponse(runtime, call, outcome, durationMs);
         if (!durable || fatal || signal.aborted) return;
         try {
@@ -432,7 +433,8 @@ class EffectsInstance {
           error,
         }),
     }).then((results) => {
-      const nestedSteps = takeNestedSteps(key);
+      const nestedSteps = runtime.nestedSteps;
+      runtime.nestedSteps = 0;
       const event: Extract<AgentEvent, { type: 'tools.done' }> = { type: 'tools.done', results };
       if (nestedSteps > 0) event.nestedSteps = nestedSteps;
       if (classified.pending.length > 0) event.pending = classified.pending;
@@ -636,7 +638,7 @@ async function callModel(
   // A run with a resource manager reserves an estimate first; a spent budget stops the run (budget_exhausted).
   // The budget scope the call draws on: a turn with its own budget, else the run (or session).
   const scope = runtime.resourceScope?.() ?? bus.sessionId;
-  const resources = resourcesOf(scope);
+  const resources = runtime.resources;
   let grant: Grant | undefined;
   if (resources) {
     const { provider, model } = agent.model;

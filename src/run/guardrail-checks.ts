@@ -4,15 +4,15 @@ import type { GuardrailBlock } from '../core/guardrail-block.ts';
 import type { Guardrail, GuardrailCheckInfo } from '../guardrails/guardrail.ts';
 import { failedVerdict, type GuardrailVerdict, verdictOf } from '../policies/guardrail-verdict.ts';
 import type { RunContextInfo } from './run-context.ts';
-import { bindRuntimeKey } from './run-runtime.ts';
+import { bindCaller, type RunRuntime } from './run-runtime.ts';
 
 /** Where a check runs: what its info says, how its decisions are reported, the clock its timeouts use. */
 export interface GuardrailPlace {
   stage: GuardrailCheckInfo['stage'];
   /** The run's context and place, as checks read them. */
   run: RunContextInfo;
-  /** The key the run's runtime is registered under: a judge run finds its caller (and its budget) through it. */
-  runtimeKey: string;
+  /** The run that checks: a judge run finds its caller (and its budget) through it. */
+  caller: RunRuntime;
   clock: Clock;
   /** Reports one decision as a `guardrail` event; absent when nobody listens. */
   emit?: ((data: RunEventData['guardrail']) => void) | undefined;
@@ -52,7 +52,7 @@ export function checkGuardrails(
   };
   if (place.tool !== undefined) info.tool = place.tool;
   if (place.toolCallId !== undefined) info.toolCallId = place.toolCallId;
-  bindRuntimeKey(info, place.runtimeKey);
+  bindCaller(info, place.caller);
   let waiting: { guardrail: Guardrail; result: Promise<unknown> }[] | undefined;
   for (const guardrail of guardrails) {
     let result: unknown;

@@ -4,6 +4,7 @@ import { validateHistory } from '../core/history.ts';
 import type { RunInput } from '../core/messages.ts';
 import { checkOptionObject, describeValue } from '../core/options.ts';
 import { checkBudget } from '../resources/resource-config.ts';
+import { callerOf } from './run-runtime.ts';
 
 /**
  * The checks every public entry point (run, stream, spawn, restore, parallel) makes on its input and options
@@ -116,6 +117,11 @@ const auditLog: FieldCheck = (value, where, key) => {
     wrong(where, key, 'an audit log from createAuditLog()', value);
 };
 
+const runParent: FieldCheck = (value, where, key) => {
+  if (callerOf(value as object) === undefined)
+    wrong(where, key, "a tool's ctx (or a guardrail check's info) of a run in progress", value);
+};
+
 /** Any value: the run context is the caller's own (checked by its type at compile time). */
 const anyValue: FieldCheck = () => undefined;
 
@@ -134,6 +140,7 @@ const runChecks = {
   onApproval: listener,
   pii: piiOptions,
   audit: auditLog,
+  parent: runParent,
 } satisfies Record<string, FieldCheck>;
 
 const sessionChecks = {
@@ -163,6 +170,10 @@ const parallelChecks = {
   budget,
   tenant: nonEmptyString,
   parentScope: nonEmptyString,
+  onApproval: listener,
+  pii: piiOptions,
+  audit: auditLog,
+  parent: runParent,
 } satisfies Record<string, FieldCheck>;
 
 const storeLike: FieldCheck = (value, where, key) => {

@@ -1,17 +1,27 @@
+import type { AnyActorRef } from 'xstate';
 import type { Agent } from '../agent/define-agent.ts';
+import type { AuditLog } from '../audit/audit-log.ts';
+import type { ApprovalDecision, ApprovalRequest } from '../core/approvals.ts';
 import type { Clock } from '../core/clock.ts';
+import type { ErrorInfo } from '../core/errors.ts';
 import type { EventBus, EventOrigin } from '../core/event-bus.ts';
 import type { RunEventData, RunEventType } from '../core/events.ts';
 import type { ModelDelta } from '../core/model.ts';
+import type { RunResult } from '../core/result.ts';
+import { parentOf } from '../engine/actor-links.ts';
+import type { ResourceManager } from '../resources/resource-manager.ts';
 import type { DurableRun } from './durable-run.ts';
+import type { InspectObserver } from './inspect.ts';
 import type { RunContextInfo } from './run-context.ts';
 
 /**
- * What a running session's effects need and machine context must not hold (functions, SDK clients, the event
- * bus). Looked up by session id: it keeps the statechart's context serializable and avoids building a machine
- * per run (`machine.provide()` costs about 100 µs here).
+ * What a running agent's effects need and machine context must not hold (functions, SDK clients, the event bus,
+ * the budgets): one object per agent run, made by the run host and handed over by reference (on the agent actor,
+ * or on the host actor that runs the agent as a child), never looked up by a string key.
  */
 export interface RunRuntime {
+  /** The key of this agent's run: its machine's session id, unique among the runs of its host. */
+  key: string;
   agent: Agent<unknown>;
   bus: EventBus;
   clock: Clock;
@@ -47,7 +57,31 @@ export interface RunRuntime {
    * Absent: effects run directly.
    */
   runEffect?: EffectExecutor;
+  /** The resource manager model calls reserve from (budgets, quotas); absent: nothing to ask. */
+  resources?: ResourceManager | undefined;
+  /** Clock time at which this run times out (null: never): the agents it uses as tools inherit it. */
+  deadline?: number | null | undefined;
+  /** The inspection observer the agents it uses as tools report to. */
+  inspect?: InspectObserver | undefined;
+  /** Decides on calls that wait for people when no session does (a plain run's `onApproval`). */
+  onApproval?: ((request: ApprovalRequest) => ApprovalDecision | Promise<ApprovalDecision>) | undefined;
+  /** The audit log this run records in; nested runs record in the same one. */
+  audit?: AuditLog | undefined;
+  /** A fatal tool failed: the session's supervisor decides. Absent outside sessions. */
+  onFatal?: ((error: ErrorInfo) => void) | undefined;
+  /** Runs an agent used as a tool as a child of this run's session; absent: it runs on its own actor. */
+  delegate?: Delegator | undefined;
+  /** Model calls made by agents used as tools since this run's last tool batch ended. */
+  nestedSteps: number;
 }
+
+/** Runs an agent used as a tool as a child of the caller's session actor. */
+export type Delegator = (request: {
+  agent: Agent<unknown>;
+  input: string;
+  callId: string;
+  signal: AbortSignal;
+}) => Promise<RunResult<unknown>>;
 
 /**
  * Runs `effect` under `key` (unique within the run) and returns its result, which is plain JSON. A journaling
@@ -60,35 +94,65 @@ export type EffectExecutor = <T>(
   effect: () => Promise<T>,
 ) => Promise<T>;
 
-/** Where a tool context keeps the key of the run that called it (agents used as tools find their caller by it). */
-const runtimeKeySymbol = Symbol('troupe.runtimeKey');
+/** Where an agent actor keeps its runtime (a run's own agent), and a host actor its agents' runtimes. */
+const runtimeSlot = Symbol('troupe.runtime');
+const runtimesSlot = Symbol('troupe.runtimes');
+/** Where a tool context or a guardrail check keeps the runtime of the run that called it. */
+const callerSlot = Symbol('troupe.caller');
 
-export function bindRuntimeKey(context: object, key: string): void {
-  Object.defineProperty(context, runtimeKeySymbol, { value: key, enumerable: false });
+type RuntimeHolder = { [runtimeSlot]?: RunRuntime; [runtimesSlot]?: ReadonlyMap<string, RunRuntime> };
+
+/** Gives an agent actor (created, not yet started) its runtime: its effects actor finds it there. */
+export function attachRuntime(agentActor: AnyActorRef, runtime: RunRuntime): void {
+  Object.defineProperty(agentActor, runtimeSlot, { value: runtime, enumerable: false, configurable: true });
 }
 
-/** The runtime key of the run a tool context belongs to. */
-export function runtimeKeyOf(context: object): string | undefined {
-  return (context as { [runtimeKeySymbol]?: string })[runtimeKeySymbol];
+/**
+ * Gives a host actor (a session, a group) the runtimes of the agents it runs as children, by their runtime key: a
+ * child agent's effects actor finds its own there through its parent. The map belongs to the host; it adds and
+ * removes entries as agents come and go.
+ */
+export function attachRuntimes(hostActor: AnyActorRef, runtimes: ReadonlyMap<string, RunRuntime>): void {
+  Object.defineProperty(hostActor, runtimesSlot, { value: runtimes, enumerable: false, configurable: true });
 }
 
-const runtimes = new Map<string, RunRuntime>();
-
-export function registerRuntime(sessionId: string, runtime: RunRuntime): void {
-  runtimes.set(sessionId, runtime);
+/** The runtime of the agent whose effects actor is `effects`: on the agent actor, else on the agent's host. */
+export function runtimeOfEffects(effects: AnyActorRef, key: string): RunRuntime | undefined {
+  const agent = parentOf(effects) as (AnyActorRef & RuntimeHolder) | undefined;
+  if (!agent) return undefined;
+  const own = agent[runtimeSlot];
+  if (own) return own;
+  const host = parentOf(agent) as (AnyActorRef & RuntimeHolder) | undefined;
+  return host?.[runtimesSlot]?.get(key);
 }
 
-export function runtimeOf(sessionId: string): RunRuntime | undefined {
-  return runtimes.get(sessionId);
+/** Binds a tool context (or a guardrail check's info) to the run that makes it, for the runs it may start. */
+export function bindCaller(context: object, runtime: RunRuntime): void {
+  Object.defineProperty(context, callerSlot, { value: runtime, enumerable: false });
 }
 
-export function unregisterRuntime(sessionId: string): void {
-  runtimes.delete(sessionId);
+/** The run a tool context (or a guardrail check's info) belongs to, when Troupe made it. */
+export function callerOf(context: object | null | undefined): RunRuntime | undefined {
+  if (typeof context !== 'object' || context === null) return undefined;
+  return (context as { [callerSlot]?: RunRuntime })[callerSlot];
 }
 
-/** Sessions registered now; a finished run must not stay here (tests check it). */
+let live = 0;
+
+/** Counts a runtime in from its run's start; returns what counts it out at its end (once). */
+export function countRuntime(): () => void {
+  live += 1;
+  let counted = true;
+  return () => {
+    if (!counted) return;
+    counted = false;
+    live -= 1;
+  };
+}
+
+/** Runs whose runtime is live now; a finished run must not count here (tests check it). */
 export function activeRuntimeCount(): number {
-  return runtimes.size;
+  return live;
 }
 
 /** What instruction functions and policies know about the run: its context and where the agent runs. */

@@ -12,7 +12,8 @@ import type { JsonValue } from '../core/json.ts';
 import { type Message, type RunInput, userMessage } from '../core/messages.ts';
 import type { RunResult } from '../core/result.ts';
 import { releaseSessionResources } from '../core/session-resources.ts';
-import { guardrailInput } from '../guardrails/guardrail-plan.ts';
+import { stopOrphans } from '../engine/actor-links.ts';
+import type { GuardrailCheckInfo } from '../guardrails/guardrail.ts';
 import {
   type AgentContext,
   type AgentMachine,
@@ -20,19 +21,21 @@ import {
   agentOutputOf,
 } from '../machines/agent.ts';
 import { type PiiOptions, resolvePii } from '../pii/pii-options.ts';
-import { attachLentPii, attachPii, inspectorMasking } from '../pii/pii-run.ts';
+import { attachPii, inspectorMasking, lendPii, type PiiRun, piiOf } from '../pii/pii-run.ts';
 import { checkReachablePrices } from '../resources/priced-agents.ts';
 import type { ResourceManager } from '../resources/resource-manager.ts';
 import { attachResources } from '../resources/resource-run.ts';
 import { type ApprovalHandler, needsSession, runInSession } from '../system/session-run.ts';
+import type { ToolContext } from '../tools/tool.ts';
+import { type AgentRunSpec, agentInput, emitRunStart, hostAgent } from './host.ts';
 import { redactingInspector, secretArguments } from './inspect.ts';
+import { claimSessionId } from './live-sessions.ts';
 import { PhaseReporter } from './phase-events.ts';
 import type { OptionsWithContext } from './run-context.ts';
-import { setScope, stopOrphans } from './run-hooks.ts';
 import { runHost } from './run-host.ts';
 import { checkRunArguments } from './run-options.ts';
 import { buildRunResult, failedBeforeAnyStep, runEndData } from './run-result.ts';
-import { deltaForwarder, type RunRuntime, registerRuntime, unregisterRuntime } from './run-runtime.ts';
+import { attachRuntime, callerOf, type RunRuntime } from './run-runtime.ts';
 import { runtimeAgentMachine } from './runtime-agent-machine.ts';
 
 export interface RunOptions {
@@ -65,8 +68,16 @@ export interface RunOptions {
     | undefined;
   /** Whose budgets this run draws on (see createResourceManager's `budgets.tenants`). Default 'default'. */
   tenant?: string | undefined;
-  /** Session id of the run that started this one (a nested agent): its spend counts on the caller's budgets. */
+  /**
+   * A budget scope of `resources` that this run's spend also counts on (the session id of a run or session that
+   * uses the same manager). Inside a tool, pass `parent: ctx` instead: it finds the caller's manager itself.
+   */
   parentScope?: string | undefined;
+  /**
+   * The tool context (`ctx`) or guardrail check (`info`) of the run that starts this one: this run's spend counts on
+   * that run's budgets, and it takes that run's clock, inspector and audit log unless given its own.
+   */
+  parent?: ToolContext<unknown> | GuardrailCheckInfo<unknown> | undefined;
   /**
    * Decides on tool calls that wait for a person (tools with `needsApproval`, the `askHuman` tool): called with
    * each request, it returns `{ type: 'approve' }`, `{ type: 'reject', reason }` or `{ type: 'answer', text }` (or a
@@ -93,6 +104,10 @@ export type NestedPlacement = Required<Pick<RunRuntime, 'sessionId' | 'route' | 
   origin: EventOrigin;
   /** The caller's session turn: part of the nested tools' idempotency keys. */
   turn: number;
+  /** The run that called: its budgets, clock, inspector and audit log carry down. */
+  caller?: RunRuntime | undefined;
+  /** The caller's masking, lent so that placeholders agree (the caller masks the forwarded events). */
+  pii?: PiiRun | undefined;
 };
 
 interface StartedRun<TOutput> {
@@ -116,72 +131,86 @@ function startRun<TOutput>(
     throw new ConfigError('run(): the first argument must be an agent from defineAgent().');
   const callerHistory = options.history ?? [];
   const sessionId = options.sessionId ?? randomUUID();
-  const clock = options.clock ?? systemClock;
+  const caller = placement?.caller ?? callerOf(options.parent);
+  const clock = options.clock ?? caller?.clock ?? systemClock;
+  const releaseId = claimSessionId(sessionId, 'run()');
   const bus = new EventBus(sessionId, clock);
-  const pii = attachPii(bus, resolvePii(options.pii, 'run()')) ?? attachLentPii(bus);
-  checkReachablePrices([agent as Agent<unknown>], options, { sessionId });
-  const detachResources = attachResources(options, {
-    sessionId,
-    agent: agent.name,
-    provider: agent.model.provider,
-    model: agent.model.model,
-    clock,
-    bus,
-  });
+  let detachResources: (() => void) | undefined;
+  let resources: ResourceManager | undefined;
+  try {
+    const pii = attachPii(bus, resolvePii(options.pii, 'run()'));
+    if (!pii && placement?.pii) lendPii(bus, placement.pii);
+    checkReachablePrices([agent as Agent<unknown>], options, { sessionId, caller });
+    const attached = attachResources(options, caller, {
+      sessionId,
+      agent: agent.name,
+      provider: agent.model.provider,
+      model: agent.model.model,
+      clock,
+      bus,
+    });
+    detachResources = attached?.detach;
+    resources = attached?.manager;
+  } catch (error) {
+    releaseId();
+    throw error;
+  }
   beforeStart?.(bus);
-  const audit = options.audit;
+  // A nested run whose events its caller forwards is audited there, once.
+  const audit = options.audit ?? (placement ? undefined : caller?.audit);
   if (audit) bus.subscribe((event) => audit.observe(event));
   const origin = placement?.origin;
-  const runtime: RunRuntime = {
+  const deadline = agent.limits.timeoutMs === null ? null : clock.now() + agent.limits.timeoutMs;
+  const inspect = options.inspect ?? caller?.inspect;
+  const spec: AgentRunSpec = {
+    key: sessionId,
     agent: agent as Agent<unknown>,
     bus,
     clock,
-    onDelta: deltaForwarder(bus, agent.name, origin),
     context: options.context,
+    resources,
+    deadline,
+    inspect,
+    onApproval: options.onApproval,
+    audit,
   };
-  if (placement) Object.assign(runtime, placement);
-  registerRuntime(sessionId, runtime);
+  if (placement) {
+    spec.sessionId = placement.sessionId;
+    spec.route = placement.route;
+    spec.callPath = placement.callPath;
+    spec.origin = placement.origin;
+    spec.turn = placement.turn;
+  }
+  const { runtime, release } = hostAgent(spec);
 
   const actor = createActor(runtimeAgentMachine, {
-    input: {
+    input: agentInput(
+      agent as Agent<unknown>,
       sessionId,
-      agent: agent.name,
-      limits: agent.limits,
-      toolNames: agent.tools.names,
-      hasOutputSchema: agent.outputSchema !== undefined,
-      history: [...callerHistory, userMessage(input)],
-      baseLength: callerHistory.length,
-      ...guardrailInput(agent.guardrails),
-    },
+      [...callerHistory, userMessage(input)],
+      callerHistory.length,
+    ),
     // Secrets (tool arguments marked secret, API-key-like fields) are redacted before the observer sees anything.
     // An inspected run is a root actor (inspection is per actor system); the others share the run host's system.
     ...(options.inspect
       ? {
-          inspect: redactingInspector(options.inspect, secretArguments(agent), inspectorMasking(pii)),
+          inspect: redactingInspector(options.inspect, secretArguments(agent), inspectorMasking(piiOf(bus))),
         }
       : { parent: runHost() }),
   } as Parameters<typeof createActor<AgentMachine>>[1]);
+  attachRuntime(actor, runtime);
 
   const result = new Promise<RunResult<TOutput>>((resolve) => {
     const phases = new PhaseReporter((type, data) => bus.emit(agent.name, type, data, origin));
     let lastContext: AgentContext | undefined;
     let timer: unknown;
     let finished = false;
-    // Nested runs (agentTool) read the deadline and inspector here: the caller's time limit carries down.
-    const clearScope =
-      agent.limits.timeoutMs !== null || options.inspect
-        ? setScope(sessionId, {
-            deadline: agent.limits.timeoutMs === null ? null : clock.now() + agent.limits.timeoutMs,
-            ...(options.inspect ? { inspect: options.inspect } : {}),
-          })
-        : undefined;
     const onAbort = () => actor.send({ type: 'abort', reason: abortReason(options.signal, 'run') });
 
     const finish = (output: AgentMachineOutput | undefined, internalError?: unknown) => {
       if (finished) return;
       finished = true;
       if (timer !== undefined) clock.clearTimeout(timer);
-      clearScope?.();
       options.signal?.removeEventListener('abort', onAbort);
       const final = output ?? (lastContext && agentOutputOf(lastContext));
       const runResult = final
@@ -193,7 +222,8 @@ function startRun<TOutput>(
           });
       if (bus.listening) bus.emit(agent.name, 'run_end', runEndData(runResult), origin);
       detachResources?.();
-      unregisterRuntime(sessionId);
+      release();
+      releaseId();
       // A plain run closes what its tools opened for it (per-session MCP servers) before its result is given.
       const releasing = placement ? undefined : releaseSessionResources(sessionId);
       if (releasing) void releasing.then(() => resolve(runResult));
@@ -214,18 +244,7 @@ function startRun<TOutput>(
       },
     });
 
-    if (bus.listening)
-      bus.emit(
-        agent.name,
-        'run_start',
-        {
-          input: input as JsonValue,
-          historyLength: callerHistory.length,
-          model: agent.model.model,
-          provider: agent.model.provider,
-        },
-        origin,
-      );
+    if (bus.listening) emitRunStart(bus, agent as Agent<unknown>, input, callerHistory.length, origin);
     if (agent.limits.timeoutMs !== null) {
       timer = clock.setTimeout(() => actor.send({ type: 'timeout' }), agent.limits.timeoutMs);
     }

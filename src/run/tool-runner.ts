@@ -11,7 +11,7 @@ import type { ToolOutcome } from '../machines/agent.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
 import type { Tool, ToolContext } from '../tools/tool.ts';
 import { ToolAnswerError } from '../tools/tool-answer-error.ts';
-import { bindRuntimeKey, type EffectExecutor } from './run-runtime.ts';
+import { bindCaller, type EffectExecutor, type RunRuntime } from './run-runtime.ts';
 
 /** Whether a tool runs an agent (agentTool): such a call is an `agent` effect for durable executors. */
 function isAgentTool(found: Tool | undefined): boolean {
@@ -42,8 +42,8 @@ export interface ToolBatch {
   turn: number;
   /** Ids of the calls that started this (nested) run, joined by '/', or '' at the top: part of idempotency keys. */
   callPath: string;
-  /** The key the run's runtime is registered under (agents used as tools find their caller through it). */
-  runtimeKey: string;
+  /** The run that calls (agents used as tools find their caller through it); absent outside a run. */
+  caller?: RunRuntime | undefined;
   agent: string;
   step: number;
   /** The caller's run context, handed to every tool as `ctx.context`. */
@@ -311,7 +311,7 @@ function attemptTool(
     attempt,
     idempotencyKey: idempotencyKey(batch, call.id),
   };
-  bindRuntimeKey(context, batch.runtimeKey);
+  if (batch.caller) bindCaller(context, batch.caller);
   if (timeoutMs === null) {
     // Without a timeout the attempt's signal is the run's own: no controller, timer or listeners per call (about
     // 3 µs of the hot path). A tool that ignores an abort does not hold the loop: runToolBatch settles on it.

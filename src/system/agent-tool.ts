@@ -2,10 +2,9 @@ import { z } from 'zod';
 import type { Agent } from '../agent/define-agent.ts';
 import { ConfigError } from '../core/errors.ts';
 import type { RunResult } from '../core/result.ts';
-import { lendPii, piiOf } from '../pii/pii-run.ts';
+import { piiOf } from '../pii/pii-run.ts';
 import { type NestedPlacement, type RunOptions, streamPlaced } from '../run/run.ts';
-import { addNestedSteps, delegatorOf, scopeOf } from '../run/run-hooks.ts';
-import { runtimeKeyOf, runtimeOf } from '../run/run-runtime.ts';
+import { callerOf, type RunRuntime } from '../run/run-runtime.ts';
 import { type Tool, type ToolContext, tool } from '../tools/tool.ts';
 import { needsSession, needsSupervisor } from './session-run.ts';
 
@@ -62,9 +61,7 @@ export function agentTool<TOutput, TContext = unknown>(
     // A sub-run is not retried: its failure goes back to the model, which decides.
     retries: 0,
     async execute({ input }, ctx) {
-      const callerKey = runtimeKeyOf(ctx) ?? ctx.sessionId;
-      const caller = runtimeOf(callerKey);
-      const scope = scopeOf(callerKey);
+      const caller = callerOf(ctx);
       const limits = { ...agent.limits };
       if (caller) {
         const remaining = caller.agent.limits.maxSteps - ctx.step;
@@ -72,19 +69,19 @@ export function agentTool<TOutput, TContext = unknown>(
         limits.maxSteps = Math.min(limits.maxSteps, remaining);
       }
       const clock = caller?.clock;
-      if (scope?.deadline != null && clock) {
-        const left = scope.deadline - clock.now();
+      if (caller?.deadline != null && clock) {
+        const left = caller.deadline - clock.now();
         if (left <= 0) throw new Error(`no time left for ${agent.name} within the caller's timeout.`);
         limits.timeoutMs = limits.timeoutMs === null ? left : Math.min(limits.timeoutMs, left);
       }
       const nested = Object.freeze({ ...agent, limits }) as Agent<unknown>;
-      const delegator = delegatorOf(callerKey);
+      const delegator = caller?.delegate;
       const result =
         delegator && !needsSupervisor(nested)
           ? await delegator({ agent: nested, input, callId: ctx.callId, signal: ctx.signal })
-          : await runApart(nested, input, ctx, callerKey, caller, scope);
+          : await runApart(nested, input, ctx, caller);
       // The sub-run's model calls count against the caller's step limit, whatever its outcome.
-      if (caller) addNestedSteps(callerKey, result.iterationsUsed);
+      if (caller) caller.nestedSteps += result.iterationsUsed;
       if (result.status !== 'completed') throw new SubAgentError(agent.name, result);
       return result.output !== undefined ? result.output : result.text;
     },
@@ -99,19 +96,16 @@ async function runApart(
   nested: Agent<unknown>,
   input: string,
   ctx: ToolContext,
-  callerKey: string,
-  caller: ReturnType<typeof runtimeOf>,
-  scope: ReturnType<typeof scopeOf>,
+  caller: RunRuntime | undefined,
 ): Promise<RunResult<unknown>> {
-  const runOptions: RunOptions = { signal: ctx.signal, sessionId: `${callerKey}:${ctx.callId}` };
-  // The sub-run's spend counts on the caller's budgets.
-  // A nested agent works for the same caller: it gets the calling agent's context.
+  const runOptions: RunOptions = {
+    signal: ctx.signal,
+    sessionId: `${caller?.key ?? ctx.sessionId}:${ctx.callId}`,
+  };
+  // A nested agent works for the same caller: it gets the calling agent's context, and the people who decide for
+  // the caller decide for it.
   if (ctx.context !== undefined) runOptions.context = ctx.context;
-  if (caller) {
-    runOptions.parentScope = caller.bus.sessionId;
-    runOptions.clock = caller.clock;
-  }
-  if (scope?.inspect) runOptions.inspect = scope.inspect;
+  if (caller?.onApproval) runOptions.onApproval = caller.onApproval;
   // The sub-run sits in the caller's session: its tools see the caller's session id and their route, and its
   // events (its own run_start and run_end too) carry that route, one level deeper than the caller's.
   const callerRoute = caller?.route ?? caller?.agent.name ?? '';
@@ -122,18 +116,15 @@ async function runApart(
     callPath: caller?.callPath ? `${caller.callPath}/${ctx.callId}` : ctx.callId,
     origin: { route: `${callerRoute}>${ctx.callId}/${nested.name}`, depth: callerDepth + 1 },
     turn: ctx.turn,
+    // Its spend counts on the caller's budgets; it runs on the caller's clock, inspector and audit log.
+    caller,
   };
   // A sub-agent that needs a session (handoffs) runs in a private one: its tools are placed like the others', its
   // events relative to it (placed here).
   const inSession = needsSession(nested);
   const callerPii = caller && !inSession ? piiOf(caller.bus) : undefined;
-  const returnLoan = callerPii && runOptions.sessionId ? lendPii(runOptions.sessionId, callerPii) : undefined;
-  let sub: ReturnType<typeof streamPlaced>;
-  try {
-    sub = streamPlaced(nested, input, runOptions, placement);
-  } finally {
-    returnLoan?.();
-  }
+  if (callerPii) placement.pii = callerPii;
+  const sub = streamPlaced(nested, input, runOptions, placement);
   for await (const event of sub) {
     if (!caller) continue;
     const origin = inSession

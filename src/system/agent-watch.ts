@@ -2,10 +2,11 @@ import type { AnyActorRef, SnapshotFrom } from 'xstate';
 import type { Agent } from '../agent/define-agent.ts';
 import type { Clock } from '../core/clock.ts';
 import type { EventBus } from '../core/event-bus.ts';
+import { stopOrphans } from '../engine/actor-links.ts';
 import type { AgentMachine } from '../machines/agent.ts';
 import type { InspectObserver } from '../run/inspect.ts';
 import { PhaseReporter } from '../run/phase-events.ts';
-import { setScope, stopOrphans } from '../run/run-hooks.ts';
+import type { RunRuntime } from '../run/run-runtime.ts';
 
 /**
  * Watches the agent holding a session's conversation while it runs: its phase and decode-retry events, its own
@@ -14,7 +15,8 @@ import { setScope, stopOrphans } from '../run/run-hooks.ts';
 export function watchAgent(options: {
   child: AnyActorRef;
   agent: Agent<unknown>;
-  runtimeKey: string;
+  /** The agent's runtime: its deadline and inspector are what its nested agents inherit. */
+  runtime: RunRuntime | undefined;
   bus: EventBus;
   clock: Clock;
   inspect?: InspectObserver | undefined;
@@ -34,12 +36,13 @@ export function watchAgent(options: {
   const timeoutMs = agent.limits.timeoutMs;
   const timer =
     timeoutMs === null ? undefined : clock.setTimeout(() => child.send({ type: 'timeout' }), timeoutMs);
-  const clearScope = setScope(options.runtimeKey, {
-    deadline: timeoutMs === null ? null : clock.now() + timeoutMs,
-    ...(options.inspect ? { inspect: options.inspect } : {}),
-  });
+  const runtime = options.runtime;
+  if (runtime) {
+    runtime.deadline = timeoutMs === null ? null : clock.now() + timeoutMs;
+    runtime.inspect = options.inspect;
+  }
   return () => {
-    clearScope();
+    if (runtime) runtime.deadline = undefined;
     subscription.unsubscribe();
     if (timer !== undefined) clock.clearTimeout(timer);
   };

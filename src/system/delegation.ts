@@ -2,17 +2,16 @@ import type { Actor, AnyActorRef, SnapshotFrom } from 'xstate';
 import type { Clock } from '../core/clock.ts';
 import { toErrorInfo } from '../core/errors.ts';
 import type { EventBus } from '../core/event-bus.ts';
-import type { JsonValue } from '../core/json.ts';
 import { userMessage } from '../core/messages.ts';
 import type { RunResult } from '../core/result.ts';
-import { guardrailInput } from '../guardrails/guardrail-plan.ts';
-import type { AgentMachine, AgentMachineInput, AgentMachineOutput } from '../machines/agent.ts';
+import { stopOrphans } from '../engine/actor-links.ts';
+import type { AgentMachine, AgentMachineOutput } from '../machines/agent.ts';
 import type { SessionMachine } from '../machines/session.ts';
+import { agentInput, emitRunStart, hostAgent } from '../run/host.ts';
 import type { InspectObserver } from '../run/inspect.ts';
 import { PhaseReporter } from '../run/phase-events.ts';
-import { type Delegator, onFatal, setDelegator, setScope, stopOrphans } from '../run/run-hooks.ts';
 import { buildRunResult, runEndData } from '../run/run-result.ts';
-import { deltaForwarder, registerRuntime, runtimeOf, unregisterRuntime } from '../run/run-runtime.ts';
+import type { Delegator, RunRuntime } from '../run/run-runtime.ts';
 import type { SessionDurability } from './session-durability.ts';
 import { subFailure } from './session-result.ts';
 
@@ -35,6 +34,8 @@ export interface DelegationHost {
   resourceScope: () => string;
   /** Hands committed decisions to the agents that wait for them (a nested agent resumed while waiting, say). */
   applyStoredDecisions: () => void;
+  /** The session's runtimes by key, which its actor carries: a nested agent's goes there while it runs. */
+  runtimes: Map<string, RunRuntime>;
 }
 
 /**
@@ -42,40 +43,30 @@ export interface DelegationHost {
  * stopped when they finish. Each has its own route (`caller>callId/name`), its own run_start and run_end events at
  * one more depth than its caller, and durable checkpoints: if the session is interrupted while the nested agent
  * runs, the calling tool runs again after recovery (same call id) and the nested agent resumes from its checkpoint
- * instead of starting over. Returns the delegator for the runtime registered under `callerKey`.
+ * instead of starting over. Returns the delegator of the agent run `caller`.
  */
-export function delegatorFor(host: DelegationHost, callerKey: string): Delegator {
+export function delegatorFor(host: DelegationHost, caller: RunRuntime): Delegator {
   return async (request) => {
     // Leave the caller's call stack first: the tool may have been started inside a transition of this system.
     await Promise.resolve();
     const { agent } = request;
     const { sessionId, bus, clock } = host;
     if (host.finished()) return subFailure(sessionId, agent.name, request.input, 'the session has closed');
-    const caller = runtimeOf(callerKey);
-    const callerRoute = caller?.route ?? caller?.agent.name ?? '';
+    const callerRoute = caller.route ?? caller.agent.name;
     const route = `${callerRoute}>${request.callId}/${agent.name}`;
     const callPath =
-      caller?.callPath === undefined || caller.callPath === ''
+      caller.callPath === undefined || caller.callPath === ''
         ? request.callId
         : `${caller.callPath}/${request.callId}`;
-    const origin = { route, depth: (caller?.origin?.depth ?? 0) + 1 };
+    const origin = { route, depth: (caller.origin?.depth ?? 0) + 1 };
     const id = host.nextChildId();
-    const key = `${callerKey}>${request.callId}`;
+    const key = `${caller.key}>${request.callId}`;
     const timeoutMs = agent.limits.timeoutMs;
-    const undo: (() => void)[] = [
-      () => unregisterRuntime(key),
-      setDelegator(key, delegatorFor(host, key)),
-      setScope(key, {
-        deadline: timeoutMs === null ? null : clock.now() + timeoutMs,
-        ...(host.inspect ? { inspect: host.inspect } : {}),
-      }),
-      () => host.routes.delete(route),
-    ];
-    registerRuntime(key, {
+    const hosted = hostAgent({
+      key,
       agent,
       bus,
       clock,
-      onDelta: deltaForwarder(bus, agent.name, origin),
       sessionId,
       route,
       get turn() {
@@ -83,40 +74,37 @@ export function delegatorFor(host: DelegationHost, callerKey: string): Delegator
       },
       callPath,
       origin,
-      // A nested agent works for the same caller: it gets the calling agent's context.
+      // A nested agent works for the same caller: it gets the calling agent's context, budgets and audit log.
       get context() {
-        return caller?.context;
+        return caller.context;
       },
-      peopleCanDecide: caller?.peopleCanDecide === true,
+      peopleCanDecide: caller.peopleCanDecide === true,
       durable: host.durability.runFor({ route, nested: true }),
       resourceScope: host.resourceScope,
+      get resources() {
+        return caller.resources;
+      },
+      deadline: timeoutMs === null ? null : clock.now() + timeoutMs,
+      inspect: host.inspect,
+      audit: caller.audit,
     });
-    const input: AgentMachineInput = {
-      sessionId: key,
-      agent: agent.name,
-      limits: agent.limits,
-      toolNames: agent.tools.names,
-      hasOutputSchema: agent.outputSchema !== undefined,
-      history: [userMessage(request.input)],
-      baseLength: 0,
-      ...guardrailInput(agent.guardrails),
-    };
+    const runtime = hosted.runtime;
+    runtime.delegate = delegatorFor(host, runtime);
+    host.runtimes.set(key, runtime);
+    const undo: (() => void)[] = [
+      () => {
+        host.runtimes.delete(key);
+        hosted.release();
+      },
+      () => host.routes.delete(route),
+    ];
+    const input = agentInput(agent, key, [userMessage(request.input)], 0);
     const resume = host.durability.nestedCheckpoint(route);
     if (resume) {
       input.resume = resume;
       input.history = resume.history;
     }
-    bus.emit(
-      agent.name,
-      'run_start',
-      {
-        input: request.input as JsonValue,
-        historyLength: 0,
-        model: agent.model.model,
-        provider: agent.model.provider,
-      },
-      origin,
-    );
+    emitRunStart(bus, agent, request.input, 0, origin);
     const actor = host.actor();
     return new Promise<RunResult<unknown>>((resolve) => {
       let settled = false;
@@ -163,7 +151,7 @@ export function delegatorFor(host: DelegationHost, callerKey: string): Delegator
       // Decisions stored while the session was down (or by another process) reach it once it waits.
       if (now.context.approvals) host.applyStoredDecisions();
       // A fatal tool of the sub-agent fails the sub-run: the caller's model gets the error.
-      undo.push(onFatal(key, (error) => settle(undefined, `the sub-agent failed: ${error.message}`)));
+      runtime.onFatal = (error) => settle(undefined, `the sub-agent failed: ${error.message}`);
       if (timeoutMs !== null) timer = clock.setTimeout(() => started.send({ type: 'timeout' }), timeoutMs);
       request.signal.addEventListener('abort', onAbort, { once: true });
       if (request.signal.aborted) onAbort();

@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { createActor } from 'xstate';
+import { type AnyActorRef, createActor, type SnapshotFrom } from 'xstate';
 import type { Agent } from '../agent/define-agent.ts';
+import type { AuditLog } from '../audit/audit-log.ts';
 import { type Clock, systemClock } from '../core/clock.ts';
 import { ConfigError, toErrorInfo } from '../core/errors.ts';
-import { EventBus } from '../core/event-bus.ts';
+import { EventBus, type EventOrigin } from '../core/event-bus.ts';
 import type { RunEvent } from '../core/events.ts';
 import { validateHistory } from '../core/history.ts';
 import type { JsonValue } from '../core/json.ts';
@@ -12,23 +13,27 @@ import { addCount, countOf } from '../core/records.ts';
 import type { RunResult } from '../core/result.ts';
 import type { RunStatus } from '../core/stop-reason.ts';
 import { compileMachine } from '../engine/compiled-machine.ts';
-import { guardrailInput } from '../guardrails/guardrail-plan.ts';
+import type { AgentMachine } from '../machines/agent.ts';
 import {
   type GroupContext,
   type GroupMachine,
   type GroupMember,
   groupMachine,
 } from '../machines/supervisor-group.ts';
+import { type PiiOptions, resolvePii } from '../pii/pii-options.ts';
+import { attachPii, inspectorMasking, piiOf } from '../pii/pii-run.ts';
 import { checkReachablePrices } from '../resources/priced-agents.ts';
 import type { ResourceManager } from '../resources/resource-manager.ts';
 import { attachResources, type RunResourceOptions } from '../resources/resource-run.ts';
+import { agentInput, emitRunStart, hostAgent } from '../run/host.ts';
 import { type InspectObserver, redactingInspector, secretArguments } from '../run/inspect.ts';
+import { PhaseReporter } from '../run/phase-events.ts';
 import { type RunOptions, run } from '../run/run.ts';
 import { checkParallelOptions, checkParallelRunOptions, checkRunInput } from '../run/run-options.ts';
-import { buildRunResult, failedBeforeAnyStep } from '../run/run-result.ts';
-import { deltaForwarder, registerRuntime, unregisterRuntime } from '../run/run-runtime.ts';
+import { buildRunResult, failedBeforeAnyStep, runEndData } from '../run/run-result.ts';
+import { attachRuntimes, callerOf, type RunRuntime } from '../run/run-runtime.ts';
 import { runtimeAgentMachine } from '../run/runtime-agent-machine.ts';
-import { needsSession } from './session-run.ts';
+import { type ApprovalHandler, needsSession } from './session-run.ts';
 
 /** How `parallel` merges the answers: majority vote, all of them in order, or a synthesizer agent's answer. */
 export type MergeStrategy = 'vote' | 'concat' | Agent<unknown>;
@@ -53,6 +58,14 @@ export interface ParallelRunOptions {
   budget?: RunResourceOptions['budget'] | undefined;
   tenant?: string | undefined;
   parentScope?: string | undefined;
+  /** Decides on calls that wait for people, as run()'s `onApproval` does, for every agent of the group. */
+  onApproval?: ApprovalHandler | undefined;
+  /** Masks personal data in the group's events (see RunOptions.pii). */
+  pii?: PiiOptions | undefined;
+  /** The audit log every agent of the group records in. */
+  audit?: AuditLog | undefined;
+  /** The tool context (`ctx`) of the run that starts the group: its spend counts on that run's budgets. */
+  parent?: RunOptions['parent'];
 }
 
 /** The merged answer of agents that worked side by side on one task. */
@@ -132,10 +145,14 @@ function runOptionsOf(options: ParallelRunOptions): RunOptions {
   if (options.resources) out.resources = options.resources;
   if (options.tenant !== undefined) out.tenant = options.tenant;
   if (options.parentScope !== undefined) out.parentScope = options.parentScope;
+  if (options.onApproval) out.onApproval = options.onApproval;
+  if (options.pii) out.pii = options.pii;
+  if (options.audit) out.audit = options.audit;
+  if (options.parent) out.parent = options.parent;
   return out;
 }
 
-/** One group actor, one child per agent; resolves with every agent's result in order. */
+/** One group actor, one child per agent, each started by the run host; resolves with every result in order. */
 function runGroup(
   agents: Agent<unknown>[],
   input: RunInput,
@@ -144,17 +161,21 @@ function runGroup(
   const history = options.history ?? [];
   validateHistory(history);
   const groupId = randomUUID();
-  const clock = options.clock ?? systemClock;
+  const caller = callerOf(options.parent);
+  const clock = options.clock ?? caller?.clock ?? systemClock;
   const bus = new EventBus(groupId, clock);
   const undo: (() => void)[] = [];
+  attachPii(bus, resolvePii(options.pii, 'parallel().run()'));
   if (options.onEvent) undo.push(bus.subscribe(options.onEvent));
+  const audit = options.audit ?? caller?.audit;
+  if (audit) undo.push(bus.subscribe((event) => audit.observe(event)));
   const first = agents[0] as Agent<unknown>;
   const resourceOptions: RunResourceOptions = {};
   for (const key of ['resources', 'budget', 'tenant', 'parentScope'] as const)
     if (options[key] !== undefined) Object.assign(resourceOptions, { [key]: options[key] });
   // Every member (and what it reaches) must have a price under a USD budget: a ConfigError before anything runs.
-  checkReachablePrices(agents, resourceOptions, { sessionId: groupId });
-  const detach = attachResources(resourceOptions, {
+  checkReachablePrices(agents, resourceOptions, { sessionId: groupId, caller });
+  const attached = attachResources(resourceOptions, caller, {
     sessionId: groupId,
     agent: first.name,
     provider: first.model.provider,
@@ -162,73 +183,71 @@ function runGroup(
     clock,
     bus,
   });
-  if (detach) undo.push(detach);
+  if (attached) undo.push(attached.detach);
+  const inspect = options.inspect ?? caller?.inspect;
+  const runtimes = new Map<string, RunRuntime>();
   const members: GroupMember[] = agents.map((agent, index) => {
     const id = `${agent.name.replace(/\./g, '_')}-${index + 1}`;
     const key = `${groupId}/${id}`;
-    registerRuntime(key, {
+    const timeoutMs = agent.limits.timeoutMs;
+    const hosted = hostAgent({
+      key,
       agent,
       bus,
       clock,
-      onDelta: deltaForwarder(bus, agent.name),
       context: options.context,
+      resources: attached?.manager,
+      deadline: timeoutMs === null ? null : clock.now() + timeoutMs,
+      inspect,
+      onApproval: options.onApproval,
+      audit,
+      origin: { route: id, depth: 0 },
     });
-    undo.push(() => unregisterRuntime(key));
-    return {
-      id,
-      input: {
-        sessionId: key,
-        agent: agent.name,
-        limits: agent.limits,
-        toolNames: agent.tools.names,
-        hasOutputSchema: agent.outputSchema !== undefined,
-        history: [...history, userMessage(input)],
-        baseLength: history.length,
-        ...guardrailInput(agent.guardrails),
-      },
-    };
+    runtimes.set(key, hosted.runtime);
+    undo.push(hosted.release);
+    return { id, input: agentInput(agent, key, [...history, userMessage(input)], history.length) };
   });
   const actor = createActor(runtimeGroupMachine, {
     id: `parallel-${groupId}`,
     input: { members },
     clock,
-    ...(options.inspect
+    ...(inspect
       ? {
           inspect: redactingInspector(
-            options.inspect,
+            inspect,
             agents.flatMap((agent) => secretArguments(agent)),
+            inspectorMasking(piiOf(bus)),
           ),
         }
       : {}),
   });
+  attachRuntimes(actor, runtimes);
   return new Promise((resolve) => {
     let finished = false;
     const onAbort = () => actor.send({ type: 'abort', reason: 'the group was aborted' });
+    const watching: { unsubscribe(): void }[] = [];
     const finish = (context: GroupContext | undefined, error?: unknown) => {
       if (finished) return;
       finished = true;
       for (const timer of timers) clock.clearTimeout(timer);
+      for (const subscription of watching) subscription.unsubscribe();
       options.signal?.removeEventListener('abort', onAbort);
-      for (const step of undo) step();
-      resolve(
-        members.map((member, index) => {
-          const output = context?.outputs[member.id];
-          if (output) return { ...buildRunResult<unknown>(output), sessionId: groupId };
-          const failure =
-            context?.failures[member.id] ?? toErrorInfo(error ?? new Error('the group ended early'));
-          return failedBeforeAnyStep<unknown>(
-            groupId,
-            (agents[index] as Agent<unknown>).name,
-            history,
-            input,
-            {
+      const results = members.map((member, index) => {
+        const output = context?.outputs[member.id];
+        const result = output
+          ? { ...buildRunResult<unknown>(output), sessionId: groupId }
+          : failedBeforeAnyStep<unknown>(groupId, (agents[index] as Agent<unknown>).name, history, input, {
               name: 'InternalError',
               code: 'agent_crashed',
-              message: failure.message,
-            },
-          );
-        }),
-      );
+              message: (
+                context?.failures[member.id] ?? toErrorInfo(error ?? new Error('the group ended early'))
+              ).message,
+            });
+        if (bus.listening) bus.emit(result.agent, 'run_end', runEndData(result), originOf(member));
+        return result;
+      });
+      for (const step of undo) step();
+      resolve(results);
     };
     const timers: unknown[] = [];
     actor.subscribe({
@@ -238,7 +257,25 @@ function runGroup(
       // A root actor without an error observer crashes the process; ours becomes failed results.
       error: (error) => finish(undefined, error),
     });
+    if (bus.listening)
+      members.forEach((member, index) => {
+        emitRunStart(bus, agents[index] as Agent<unknown>, input, history.length, originOf(member));
+      });
     actor.start();
+    // Each member's phases and decode retries, as for a run of its own.
+    members.forEach((member, index) => {
+      const child = actor.getSnapshot().children[member.id] as AnyActorRef | undefined;
+      if (!child || !bus.listening || finished) return;
+      const agent = agents[index] as Agent<unknown>;
+      const phases = new PhaseReporter((type, data) => bus.emit(agent.name, type, data, originOf(member)));
+      watching.push(
+        child.subscribe({
+          next: (snapshot: SnapshotFrom<AgentMachine>) => phases.observe(snapshot),
+          error: () => undefined,
+        }),
+      );
+      phases.observe(child.getSnapshot() as SnapshotFrom<AgentMachine>);
+    });
     agents.forEach((agent, index) => {
       const timeoutMs = agent.limits.timeoutMs;
       const id = (members[index] as GroupMember).id;
@@ -250,6 +287,11 @@ function runGroup(
       if (options.signal?.aborted) onAbort();
     }
   });
+}
+
+/** Where a member's events come from: its id in the group (the same agent may be a member twice). */
+function originOf(member: GroupMember): EventOrigin {
+  return { route: member.id, depth: 0 };
 }
 
 function answerOf(result: RunResult<unknown>): JsonValue {

@@ -1,22 +1,24 @@
 import type { Actor } from 'xstate';
 import type { Agent } from '../agent/define-agent.ts';
+import type { AuditLog } from '../audit/audit-log.ts';
 import type { Clock } from '../core/clock.ts';
 import type { ErrorInfo } from '../core/errors.ts';
 import type { EventBus } from '../core/event-bus.ts';
 import type { AgentDescriptor, SessionMachine } from '../machines/session.ts';
+import type { ResourceManager } from '../resources/resource-manager.ts';
+import { hostAgent } from '../run/host.ts';
+import type { InspectObserver } from '../run/inspect.ts';
 import type { NestedPlacement } from '../run/run.ts';
-import { onFatal, setDelegator } from '../run/run-hooks.ts';
-import { deltaForwarder, registerRuntime, unregisterRuntime } from '../run/run-runtime.ts';
+import type { RunRuntime } from '../run/run-runtime.ts';
 import { type DelegationHost, delegatorFor } from './delegation.ts';
 import { descriptorOf } from './session-catalog.ts';
 import type { SessionDurability } from './session-durability.ts';
-import { registerSessionRuntime, unregisterSessionRuntime } from './session-effects.ts';
 
 /**
  * Makes a session's agents runnable: each agent's runtime (its model, tools, event bus, its durable hooks and the
  * session turn its tools see), where its fatal tool failures go (the supervisor), and how the agents it uses as
- * tools run (as children of the session). Returns the agents as the session machine describes them, and what
- * undoes all of it.
+ * tools run (as children of the session). The runtimes go into the session's own map, which its actor carries.
+ * Returns the agents as the session machine describes them, and what undoes all of it.
  */
 export function registerSessionAgents(options: {
   sessionId: string;
@@ -30,6 +32,12 @@ export function registerSessionAgents(options: {
   onFatal: (name: string, error: ErrorInfo) => void;
   /** The budget scope model calls reserve from now (the turn's, or the session's). */
   resourceScope: () => string;
+  /** The resource manager model calls reserve from now (the turn's, or the session's). */
+  resources: () => ResourceManager | undefined;
+  /** The session's runtimes by key, which the session's actor carries. */
+  runtimes: Map<string, RunRuntime>;
+  inspect?: InspectObserver | undefined;
+  audit?: AuditLog | undefined;
   /** Where the session sits in a caller's session, when it runs an agent used as a tool. */
   placement?: NestedPlacement | undefined;
   /** The run context of the turn in progress (a turn may replace the session's). */
@@ -37,26 +45,20 @@ export function registerSessionAgents(options: {
   /** Whether people can decide on waiting calls (see RunRuntime.peopleCanDecide). */
   peopleCanDecide: boolean;
 }): { descriptors: Record<string, AgentDescriptor>; dispose: () => void } {
-  const { sessionId, agents, bus, clock, durability, actor, placement } = options;
+  const { sessionId, agents, bus, clock, durability, actor, placement, runtimes } = options;
   // In a caller's session, every agent of this one sits where the called agent does: `caller>callId/<name>`.
   const entryName = placement ? placement.route.slice(placement.route.lastIndexOf('/') + 1) : '';
   const routePrefix = placement ? placement.route.slice(0, placement.route.length - entryName.length) : '';
   const undo: (() => void)[] = [];
-  registerSessionRuntime({
-    agents,
-    sessionId,
-    checkpoint: (agent, segment) => durability.topCheckpoint(agent, segment),
-  });
-  undo.push(() => unregisterSessionRuntime(sessionId));
   const descriptors: Record<string, AgentDescriptor> = {};
   for (const [name, agent] of agents) {
     descriptors[name] = descriptorOf(agent);
     const key = `${sessionId}/${name}`;
-    registerRuntime(key, {
+    const hosted = hostAgent({
+      key,
       agent,
       bus,
       clock,
-      onDelta: deltaForwarder(bus, name),
       sessionId: placement?.sessionId ?? sessionId,
       route: `${routePrefix}${name}`,
       get turn() {
@@ -69,10 +71,19 @@ export function registerSessionAgents(options: {
       peopleCanDecide: options.peopleCanDecide,
       durable: durability.runFor({ route: name, nested: false }),
       resourceScope: options.resourceScope,
+      get resources() {
+        return options.resources();
+      },
+      inspect: options.inspect,
+      audit: options.audit,
+      onFatal: (error) => options.onFatal(name, error),
     });
-    undo.push(() => unregisterRuntime(key));
-    undo.push(onFatal(key, (error) => options.onFatal(name, error)));
-    undo.push(setDelegator(key, delegatorFor(options.delegation, key)));
+    hosted.runtime.delegate = delegatorFor(options.delegation, hosted.runtime);
+    runtimes.set(key, hosted.runtime);
+    undo.push(() => {
+      runtimes.delete(key);
+      hosted.release();
+    });
   }
   return {
     descriptors,

@@ -1,55 +1,49 @@
-import { fromCallback } from 'xstate';
-import type { Agent } from '../agent/define-agent.ts';
+import { type AnyActorRef, fromCallback } from 'xstate';
+import type { HandoffInputFilter } from '../agent/handoff.ts';
 import { TroupeError, toErrorInfo } from '../core/errors.ts';
 import { validateHistory } from '../core/history.ts';
+import { parentOf } from '../engine/actor-links.ts';
 import type { AgentCheckpoint } from '../machines/agent.ts';
 import type { SessionCommand } from '../machines/session.ts';
 
-/** What a running session's effects need besides the command: its agents (for filters) and its checkpoints. */
-export interface SessionRuntime {
-  agents: ReadonlyMap<string, Agent<unknown>>;
-  sessionId: string;
-  /** The last committed checkpoint of `agent` in `segment`, to resume from. */
-  checkpoint(agent: string, segment: number): AgentCheckpoint | undefined;
+/** What a session's effects ask of the session (or Restate turn) that runs the session machine. */
+export interface SessionEffectsHost {
+  /** The handoff input filter of an agent handing the conversation over. */
+  filterFor(agent: string): HandoffInputFilter | undefined;
+  /** The agent's last committed checkpoint in `segment`, to resume from (null: start the agent afresh). */
+  checkpointFor(agent: string, segment: number): AgentCheckpoint | null;
 }
 
-const sessionRuntimes = new Map<string, SessionRuntime>();
+const hostSlot = Symbol('troupe.sessionEffectsHost');
 
-export function registerSessionRuntime(runtime: SessionRuntime): void {
-  sessionRuntimes.set(runtime.sessionId, runtime);
-}
-
-export function unregisterSessionRuntime(sessionId: string): void {
-  sessionRuntimes.delete(sessionId);
-}
-
-export function hasSessionRuntime(sessionId: string): boolean {
-  return sessionRuntimes.has(sessionId);
+/** Gives a session machine's actor (created, not yet started) the host its effects ask. */
+export function attachSessionEffectsHost(sessionActor: AnyActorRef, host: SessionEffectsHost): void {
+  Object.defineProperty(sessionActor, hostSlot, { value: host, enumerable: false, configurable: true });
 }
 
 /**
  * The session's effects: applies the handing-off agent's input filter (a user function) and finds the last
- * committed checkpoint after a restart or a recovery. Never throws: failures become `prepare.failed`.
+ * committed checkpoint after a restart or a recovery. It finds its host on the session actor that runs it. Never
+ * throws: failures become `prepare.failed`.
  */
 export const sessionEffectsLogic = fromCallback<SessionCommand, { sessionId: string }>(
-  ({ input, sendBack, receive }) => {
+  ({ input, sendBack, receive, self }) => {
     let closed = false;
     const reply = (event: Parameters<typeof sendBack>[0]) => {
       if (!closed) sendBack(event);
     };
+    const session = parentOf(self) as (AnyActorRef & { [hostSlot]?: SessionEffectsHost }) | undefined;
     receive((command) => {
-      const runtime = sessionRuntimes.get(input.sessionId);
+      const host = session?.[hostSlot];
       try {
-        if (!runtime) throw new TroupeError('runtime_missing', `No runtime for session ${input.sessionId}.`);
+        if (!host) throw new TroupeError('runtime_missing', `No runtime for session ${input.sessionId}.`);
         let history = command.history;
-        const from = command.filterFrom === null ? undefined : runtime.agents.get(command.filterFrom);
-        if (from?.handoffInputFilter) {
-          history = [...from.handoffInputFilter({ history, from: from.name, to: command.agent })];
+        const filter = command.filterFrom === null ? undefined : host.filterFor(command.filterFrom);
+        if (filter && command.filterFrom !== null) {
+          history = [...filter({ history, from: command.filterFrom, to: command.agent })];
           validateHistory(history);
         }
-        const resume = command.fromCheckpoint
-          ? (runtime.checkpoint(command.agent, command.segment) ?? null)
-          : null;
+        const resume = command.fromCheckpoint ? host.checkpointFor(command.agent, command.segment) : null;
         reply({ type: 'prepared', history, resume });
       } catch (error) {
         reply({ type: 'prepare.failed', error: toErrorInfo(error) });

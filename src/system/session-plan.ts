@@ -5,10 +5,10 @@ import { validateHistory } from '../core/history.ts';
 import type { Message, RunInput } from '../core/messages.ts';
 import type { SupervisionPolicy } from '../machines/session.ts';
 import type { StoredSession, StoredSessionState, TurnCheckpoint } from '../persistence/store.ts';
+import { sessionIdRunning } from '../run/live-sessions.ts';
 import { checkRunInput } from '../run/run-options.ts';
 import type { SessionEnvironment, SessionOptions, SessionStart } from './session.ts';
 import { agentCatalog, supervisionOf } from './session-catalog.ts';
-import { hasSessionRuntime } from './session-effects.ts';
 
 /** Everything a session is started from, worked out and checked before anything runs. */
 export interface SessionPlan {
@@ -55,7 +55,7 @@ export function planSession(
   const history = stored ? stored.session.transcript : (options.history ?? []);
   validateHistory(history);
   const sessionId = stored?.session.id ?? options.id ?? randomUUID();
-  if (hasSessionRuntime(sessionId))
+  if (sessionIdRunning(sessionId))
     throw new ConfigError(`A session with id "${sessionId}" is already running.`);
   const agents = agentCatalog(entry, environment.agents);
   const kept = stored?.session.options;

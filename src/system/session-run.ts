@@ -6,8 +6,10 @@ import type { RunEvent } from '../core/events.ts';
 import type { RunInput } from '../core/messages.ts';
 import type { RunResult } from '../core/result.ts';
 import { resolvePii } from '../pii/pii-options.ts';
+import { parentScopeOf, sharedManagerOf } from '../resources/resource-run.ts';
 import type { InspectObserver } from '../run/inspect.ts';
-import type { NestedPlacement } from '../run/run.ts';
+import type { NestedPlacement, RunOptions } from '../run/run.ts';
+import { callerOf } from '../run/run-runtime.ts';
 import { defaultEnvironment, type Session, type SessionOptions, startSession } from './session.ts';
 
 const supervised = new WeakMap<object, boolean>();
@@ -71,6 +73,7 @@ export interface SessionRunOptions
   onApproval?: ApprovalHandler | undefined;
   pii?: import('../pii/pii-options.ts').PiiOptions | undefined;
   audit?: import('../audit/audit-log.ts').AuditLog | undefined;
+  parent?: RunOptions['parent'];
 }
 
 /**
@@ -83,17 +86,24 @@ export function runInSession<TOutput>(
   options: SessionRunOptions,
   placement?: NestedPlacement,
 ): { sessionId: string; result: Promise<RunResult<TOutput>>; events: AsyncIterable<RunEvent> } {
+  const caller = placement?.caller ?? callerOf(options.parent);
+  const onApproval = options.onApproval ?? caller?.onApproval;
   const asker = toolAskingPeople(agent as Agent<unknown>);
-  if (asker !== null && options.onApproval === undefined)
+  if (asker !== null && onApproval === undefined)
     throw new ConfigError(
       `Tool ${asker} waits for a person's decision: pass onApproval to run() or stream(), or run the agent in a session (createAgentSystem().spawn()) and decide with session.approve() / reject() / answer().`,
     );
-  const environment = defaultEnvironment(options.clock ?? systemClock);
+  const environment = defaultEnvironment(options.clock ?? caller?.clock ?? systemClock);
   // Without a handler nobody can decide: a permission policy's `ask` then denies instead of waiting forever.
-  if (options.onApproval === undefined) environment.peopleCanDecide = false;
-  const audit = options.audit;
-  if (audit) environment.onEvent = (event) => audit.observe(event);
-  if (options.inspect) environment.inspect = options.inspect;
+  if (onApproval === undefined) environment.peopleCanDecide = false;
+  // A nested run whose events its caller forwards is audited there, once.
+  const audit = options.audit ?? (placement ? undefined : caller?.audit);
+  if (audit) {
+    environment.onEvent = (event) => audit.observe(event);
+    environment.audit = audit;
+  }
+  const inspect = options.inspect ?? caller?.inspect;
+  if (inspect) environment.inspect = inspect;
   if (options.pii) environment.pii = resolvePii(options.pii, 'run()');
   if (placement) environment.placement = placement;
   const sessionOptions: SessionOptions = {};
@@ -103,11 +113,13 @@ export function runInSession<TOutput>(
   if (options.signal !== undefined) sessionOptions.signal = options.signal;
   if (options.budget !== undefined) sessionOptions.budget = options.budget;
   if (options.tenant !== undefined) sessionOptions.tenant = options.tenant;
-  if (options.parentScope !== undefined) sessionOptions.parentScope = options.parentScope;
-  if (options.resources !== undefined) environment.resources = options.resources;
+  const resources = sharedManagerOf(options, caller);
+  if (resources !== undefined) environment.resources = resources;
+  const parentScope = parentScopeOf(options, caller);
+  if (parentScope !== undefined) sessionOptions.parentScope = parentScope;
   const session = startSession(agent, input, sessionOptions, environment);
   const events = session.events();
-  if (options.onApproval) decideWith(session, options.onApproval);
+  if (onApproval) decideWith(session, onApproval);
   const result = session.result.then(async (value) => {
     await session.stop();
     return value;

@@ -20,10 +20,13 @@ import {
 import type { MaybePromise, StoredSessionStatus } from '../persistence/store.ts';
 import { attachPii, inspectorMasking, piiOf } from '../pii/pii-run.ts';
 import { checkReachablePrices } from '../resources/priced-agents.ts';
+import type { ResourceManager } from '../resources/resource-manager.ts';
 import { attachResources, type RunResourceOptions } from '../resources/resource-run.ts';
 import { redactingInspector, secretArguments } from '../run/inspect.ts';
+import { claimSessionId } from '../run/live-sessions.ts';
 import { checkRunInput, checkTurnOptions } from '../run/run-options.ts';
 import { runEndData } from '../run/run-result.ts';
+import { attachRuntimes, type RunRuntime } from '../run/run-runtime.ts';
 import { runtimeAgentMachine } from '../run/runtime-agent-machine.ts';
 import { watchAgent } from './agent-watch.ts';
 import type { DelegationHost } from './delegation.ts';
@@ -39,7 +42,7 @@ import {
 import { registerSessionAgents } from './session-agents.ts';
 import { SessionApprovals } from './session-approvals.ts';
 import { afterCommit, committed, SessionDurability } from './session-durability.ts';
-import { sessionEffectsLogic } from './session-effects.ts';
+import { attachSessionEffectsHost, sessionEffectsLogic } from './session-effects.ts';
 import { SessionLog } from './session-log.ts';
 import type { SessionPlan } from './session-plan.ts';
 import { interruptedTurnResult, turnResult, unstartedTurnResult } from './session-result.ts';
@@ -86,6 +89,14 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
   #childSeq = 0;
   /** The run context of the turn in progress: the session's, until a turn gives its own. Never stored. */
   #context: unknown;
+  /** The resource manager the session's model calls reserve from (budgets, quotas), if any. */
+  #resources: ResourceManager | undefined;
+  /** The manager of the turn in progress, when the turn has a budget of its own. */
+  #turnResources: ResourceManager | undefined;
+  /** The runtimes of the session's agents (those it runs and the agents they use as tools), by runtime key. */
+  readonly #runtimes = new Map<string, RunRuntime>();
+  /** Gives the session's id back when it closes. */
+  readonly #releaseId: () => void;
   readonly #onAbort = () => void this.stop(abortReason(this.#options.signal, 'session'));
 
   constructor(
@@ -94,6 +105,7 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
     options: SessionOptions,
     environment: SessionEnvironment,
   ) {
+    this.#releaseId = claimSessionId(plan.sessionId, 'spawn()');
     this.#plan = plan;
     this.#environment = environment;
     this.#options = options;
@@ -160,6 +172,10 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
       delegation: this.#delegationHost(),
       onFatal: (name, error) => this.#crash(name, error),
       resourceScope: () => this.#controls.scope ?? this.id,
+      resources: () => this.#turnResources ?? this.#resources,
+      runtimes: this.#runtimes,
+      inspect: environment.inspect,
+      audit: environment.audit,
       placement: environment.placement,
       context: () => this.#context,
       peopleCanDecide: environment.peopleCanDecide !== false,
@@ -180,7 +196,7 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
     if (kept.tenant !== undefined) resourceOptions.tenant = kept.tenant;
     if (kept.parentScope !== undefined) resourceOptions.parentScope = kept.parentScope;
     checkReachablePrices([entry], resourceOptions, { sessionId: this.id, known: this.#environment.agents });
-    const detach = attachResources(resourceOptions, {
+    const attached = attachResources(resourceOptions, undefined, {
       sessionId: this.id,
       agent: entry.name,
       provider: entry.model.provider,
@@ -188,7 +204,10 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
       clock: this.#clock,
       bus: this.#bus,
     });
-    if (detach) this.#disposers.push(detach);
+    if (attached) {
+      this.#resources = attached.manager;
+      this.#disposers.push(attached.detach);
+    }
   }
 
   /** A turn with a budget of its own draws on it first, then on the session's (and the tenant's). */
@@ -198,9 +217,13 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
   ): { scope: string; close: () => void } {
     const scope = `${this.id}#turn-${turn}`;
     const agent = this.#plan.agents.get(this.#current);
-    const options: RunResourceOptions = { budget, parentScope: this.id };
-    if (this.#environment.resources) options.resources = this.#environment.resources;
-    const close = attachResources(options, {
+    // The turn's scope sits under the session's, in the session's manager; without one it gets a private manager.
+    const options: RunResourceOptions = { budget };
+    if (this.#resources) {
+      options.resources = this.#resources;
+      options.parentScope = this.id;
+    }
+    const attached = attachResources(options, undefined, {
       sessionId: scope,
       agent: this.#current,
       provider: agent?.model.provider ?? '',
@@ -208,7 +231,14 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
       clock: this.#clock,
       bus: this.#bus,
     });
-    return { scope, close: close ?? (() => undefined) };
+    this.#turnResources = attached?.manager;
+    return {
+      scope,
+      close: () => {
+        this.#turnResources = undefined;
+        attached?.detach();
+      },
+    };
   }
 
   #delegationHost(): DelegationHost {
@@ -225,6 +255,7 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
       nextChildId: () => `sub-${++this.#childSeq}`,
       resourceScope: () => this.#controls.scope ?? this.id,
       applyStoredDecisions: () => this.#approvals.applyStored(),
+      runtimes: this.#runtimes,
     };
   }
 
@@ -250,6 +281,12 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
       ...(inspect
         ? { inspect: redactingInspector(inspect, secretKeys, inspectorMasking(piiOf(this.#bus))) }
         : {}),
+    });
+    // The session's agents find their runtimes, and its effects their host, on the session's actor.
+    attachRuntimes(actor, this.#runtimes);
+    attachSessionEffectsHost(actor, {
+      filterFor: (agent) => plan.agents.get(agent)?.handoffInputFilter,
+      checkpointFor: (agent, segment) => this.#durability.topCheckpoint(agent, segment) ?? null,
     });
     actor.subscribe({
       next: (snapshot) => this.#onSnapshot(snapshot.context, snapshot.status === 'done'),
@@ -333,8 +370,11 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
       checkRunInput(input, 'send()');
       checkTurnOptions(options, 'send()');
       if (options.budget) {
-        const resources: RunResourceOptions = { budget: options.budget, parentScope: this.id };
-        if (this.#environment.resources) resources.resources = this.#environment.resources;
+        const resources: RunResourceOptions = { budget: options.budget };
+        if (this.#resources) {
+          resources.resources = this.#resources;
+          resources.parentScope = this.id;
+        }
         checkReachablePrices([...this.#plan.agents.values()], resources, {
           sessionId: this.id,
           known: this.#environment.agents,
@@ -461,7 +501,7 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
     const stopWatching = watchAgent({
       child,
       agent,
-      runtimeKey: `${this.id}/${context.current}`,
+      runtime: this.#runtimes.get(`${this.id}/${context.current}`),
       bus: this.#bus,
       clock: this.#clock,
       inspect: this.#environment.inspect,
@@ -605,6 +645,7 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
     this.#approvals.stop();
     for (const dispose of this.#disposers) dispose();
     this.#options.signal?.removeEventListener('abort', this.#onAbort);
+    this.#releaseId();
   }
 
   /** The last step of closing or suspending, once the store has everything. */

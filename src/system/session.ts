@@ -1,4 +1,5 @@
 import type { Agent } from '../agent/define-agent.ts';
+import type { AuditLog } from '../audit/audit-log.ts';
 import type { ApprovalRecord, ApprovalRequest } from '../core/approvals.ts';
 import { type Clock, systemClock } from '../core/clock.ts';
 import { TroupeError } from '../core/errors.ts';
@@ -96,6 +97,8 @@ export interface SessionEnvironment {
   accepting?: (() => boolean) | undefined;
   /** Masking of personal data in every session's events, inspector frames and (optionally) model requests. */
   pii?: ResolvedPii | undefined;
+  /** The audit log the session's events are recorded in (through onEvent); runs its tools start record there too. */
+  audit?: AuditLog | undefined;
 }
 
 /** A conversation held by a session supervisor actor: one turn at a time, follow-ups continue the history. */

@@ -197,6 +197,7 @@ export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem
       for (const stream of streams) stream.push(event);
     },
     onConfigError: (where: string, error: unknown) => auditConfigError(audit, where, error),
+    ...(audit ? { audit } : {}),
     onClose: (session: Session) => {
       if (sessions.get(session.id) === session) sessions.delete(session.id);
     },

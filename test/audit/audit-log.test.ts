@@ -20,7 +20,7 @@ import {
 import { scriptedModel } from 'troupe/testing';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { emitFrom, runtimeKeyOf, runtimeOf } from '../../src/run/run-runtime.ts';
+import { callerOf, emitFrom } from '../../src/run/run-runtime.ts';
 import { until } from '../support/until.ts';
 
 interface Caller {
@@ -165,7 +165,7 @@ describe('the audit log', () => {
       description: 'Emits security events.',
       input: z.object({}),
       execute: (_args, ctx) => {
-        const runtime = runtimeOf(runtimeKeyOf(ctx) ?? '');
+        const runtime = callerOf(ctx);
         if (!runtime) throw new Error('no runtime');
         emitFrom(runtime, 'guardrail', { guardrail: 'no-pii', stage: 'tool_input', decision: 'block' });
         emitFrom(runtime, 'redaction', { target: 'model', counts: { email: 2 } });

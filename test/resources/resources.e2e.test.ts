@@ -119,7 +119,7 @@ describe('budgets end to end', () => {
       input: z.object({}),
       execute: async (_args, ctx) => {
         const child = await run(answeringAgent('helper', { input: 200, output: 50 }), 'help', {
-          parentScope: ctx.sessionId,
+          parent: ctx,
           sessionId: `${ctx.sessionId}/helper`,
         });
         childSpent = child.usage.input + child.usage.output;
@@ -162,7 +162,7 @@ describe('budgets end to end', () => {
       description: 'Asks a helper agent',
       input: z.object({}),
       execute: async (_args, ctx) => {
-        const child = await run(toolHungryAgent('helper'), 'help', { parentScope: ctx.sessionId });
+        const child = await run(toolHungryAgent('helper'), 'help', { parent: ctx });
         childStop = child.stopReason;
         return child.stopReason;
       },

@@ -47,7 +47,6 @@ describe('classifyCalls with people’s decisions', () => {
       route: 'a',
       turn: 1,
       callPath: '',
-      runtimeKey: 's',
       agent: 'a',
       step: 1,
       signal: new AbortController().signal,

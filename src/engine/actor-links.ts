@@ -1,0 +1,36 @@
+import type { AnyActorRef, EventObject } from 'xstate';
+
+/**
+ * The few members of XState's actor objects that are not in its public types and that Troupe relies on, on both
+ * interpreters: an actor's parent, the system's relay (what `sendBack` and `sendParent` use), and an actor's stop
+ * procedure. They are kept here, beside the compiled interpreter, so that one file says what an XState upgrade must
+ * keep (test/engine checks each of them on the installed xstate).
+ */
+interface ActorInternals {
+  _parent?: AnyActorRef;
+  _stop?: () => void;
+}
+
+interface SystemInternals {
+  _relay(source: AnyActorRef, target: AnyActorRef, event: EventObject): void;
+}
+
+/** The actor that spawned or invoked `actor`; undefined for a root actor. */
+export function parentOf(actor: AnyActorRef): AnyActorRef | undefined {
+  return (actor as AnyActorRef & ActorInternals)._parent;
+}
+
+/** Delivers `event` from `source` to `target` as XState's own `sendBack` does (inspected, in order). */
+export function relay(system: unknown, source: AnyActorRef, target: AnyActorRef, event: EventObject): void {
+  (system as SystemInternals)._relay(source, target, event);
+}
+
+/**
+ * Stops the children a failed actor left running. An actor that errors from its own action leaves its children
+ * running (statelyai/xstate#5153): their cleanup never runs, so their in-flight calls are never aborted. The public
+ * API cannot stop a non-root actor; the internal stop runs the child's normal stop procedure.
+ */
+export function stopOrphans(failed: { getSnapshot(): unknown }): void {
+  const children = (failed.getSnapshot() as { children?: Record<string, unknown> }).children ?? {};
+  for (const orphan of Object.values(children)) (orphan as ActorInternals)._stop?.();
+}
