@@ -520,6 +520,10 @@ export const agentMachine = setup({
     outputAccepted: ({ context, event }) =>
       responseDecision(context, event)?.kind === 'terminate_with_output' &&
       (!context.config.hasOutputSchema || (event.type === 'model.response' && event.decoded?.ok === true)),
+    /** The model refused (or a content filter stopped it): what it said is an answer the output checks cover. */
+    modelRefused: ({ event }) =>
+      event.type === 'model.response' &&
+      (event.response.stopReason === 'refusal' || event.response.stopReason === 'content_filter'),
     refused: ({ context }) =>
       context.decision?.kind === 'terminate' && context.decision.reason === 'guardrail_blocked',
     decoded: ({ context }) => context.answer.decodeError === null,
@@ -874,6 +878,8 @@ export const agentMachine = setup({
                 target: '#agent.stopped',
                 actions: ['stopGuardrailBlocked', 'withholdAnswer'],
               },
+              // A refusal that passed its check still ends the run as the refusal it is.
+              { guard: 'refused', target: '#agent.stopped', actions: 'stopOnDecision' },
               { target: '#agent.completed', actions: 'completeWithOutput' },
             ],
           },
@@ -886,6 +892,12 @@ export const agentMachine = setup({
               on: {
                 // The policy's decision on the response picks the transition (the guards compute it, once).
                 'model.response': [
+                  // A refusal is an answer too: the output guardrails check it before anyone reads it.
+                  {
+                    guard: and(['checksOutput', 'modelRefused']),
+                    target: '#agent.running.checkingOutput',
+                    actions: 'recordToolUseResponse',
+                  },
                   {
                     guard: 'decidedToStop',
                     target: '#agent.stopped',
@@ -997,6 +1009,7 @@ export const agentMachine = setup({
             },
             decoding: {
               always: [
+                { guard: and(['checksOutput', 'refused']), target: '#agent.running.checkingOutput' },
                 { guard: 'refused', target: '#agent.stopped', actions: 'stopOnDecision' },
                 { guard: and(['checksOutput', 'decoded']), target: '#agent.running.checkingOutput' },
                 { guard: 'decoded', target: '#agent.completed', actions: 'completeWithOutput' },

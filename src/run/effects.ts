@@ -5,7 +5,7 @@ import type { ApprovalRequest } from '../core/approvals.ts';
 import { ModelError, toErrorInfo } from '../core/errors.ts';
 import type { GuardrailBlock } from '../core/guardrail-block.ts';
 import { lastUserText, type Message, type ToolCall } from '../core/messages.ts';
-import type { ModelDelta, ModelRequest } from '../core/model.ts';
+import type { ModelDelta, ModelRequest, ModelResponse } from '../core/model.ts';
 import { addUsage, emptyUsage, totalTokens, type Usage } from '../core/usage.ts';
 import { parentOf, relay } from '../engine/actor-links.ts';
 import type { AgentGuardrails } from '../guardrails/guardrail.ts';
@@ -79,6 +79,8 @@ class EffectsInstance {
   readonly #key: string;
   #closed = false;
   #cumulative: Usage = emptyUsage;
+  /** An answer waiting for the output guardrails' verdict before its model_response leaves. */
+  #held: { step: number; response: ModelResponse } | undefined;
 
   constructor(key: string, scope: EffectsScope) {
     this.#key = key;
@@ -163,8 +165,11 @@ class EffectsInstance {
   }
 
   #start(runtime: RunRuntime, command: EffectCommand): void {
-    if (command.type === 'model.call') this.#callModel(runtime, command);
-    else if (command.type === 'tools.run') void this.#runTools(runtime, command);
+    // A held answer the machine did not have checked (it failed to decode, say) leaves without its text.
+    if (command.type === 'model.call') {
+      this.#releaseHeld(runtime, false);
+      this.#callModel(runtime, command);
+    } else if (command.type === 'tools.run') void this.#runTools(runtime, command);
     else if (command.type === 'guardrails.check') this.#checkGuardrails(runtime, command);
     // approval.wait: nothing to start; people's decisions come back as approval.decided events.
   }
@@ -196,7 +201,10 @@ class EffectsInstance {
       if (this.#closed) return;
       if (event.type === 'model.response') {
         this.#cumulative = addUsage(this.#cumulative, event.response.usage);
-        if (runtime.bus.listening) emitUsage(runtime, event.response.usage, this.#cumulative);
+        if (runtime.bus.listening) {
+          emitUsage(runtime, event.response.usage, this.#cumulative);
+          this.#showResponse(runtime, command.step, event.response);
+        }
         if (durable) {
           try {
             await durable.recordModel(command.call, event);
@@ -208,6 +216,26 @@ class EffectsInstance {
       }
       this.#answer(event);
     });
+  }
+
+  /**
+   * The `model_response` event of a response. An answer the output guardrails will check is held back until they
+   * have: its text leaves with their verdict (see #releaseHeld), never before.
+   */
+  #showResponse(runtime: RunRuntime, step: number, response: ModelResponse): void {
+    if (checksAnswers(runtime) && response.toolCalls.length === 0) {
+      this.#held = { step, response };
+      return;
+    }
+    emitResponse(runtime, step, response, true);
+  }
+
+  /** A held answer leaves: with its text once the output guardrails let it pass, without it otherwise. */
+  #releaseHeld(runtime: RunRuntime, passed: boolean): void {
+    const held = this.#held;
+    if (!held) return;
+    this.#held = undefined;
+    if (runtime.bus.listening) emitResponse(runtime, held.step, held.response, passed);
   }
 
   /** Where this run's guardrails check: for their info, their events and their timers. */
@@ -227,6 +255,11 @@ class EffectsInstance {
     const list = (command.stage === 'input' ? guardrails?.input : guardrails?.output) ?? [];
     const place = this.#guardrailPlace(runtime, command.stage);
     const check = () => checkGuardrails(list, command.value, command.text, place, this.#controller.signal);
+    // The answer these output checks cover leaves with their verdict.
+    const answer = (block: GuardrailBlock | null) => {
+      if (command.stage === 'output') this.#releaseHeld(runtime, block === null);
+      this.#answer(doneEvent(block));
+    };
     // A durable executor records the decision, so a replay decides the same way (a judge model may not).
     const outcome = runtime.runEffect
       ? runtime.runEffect(
@@ -236,19 +269,15 @@ class EffectsInstance {
         )
       : check();
     if (outcome instanceof Promise)
-      void outcome.then(
-        (block) => this.#answer(doneEvent(block)),
+      void outcome.then(answer, (error: unknown) =>
         // The executor could not run or record the check: fail closed, as for a check that failed.
-        (error: unknown) =>
-          this.#answer(
-            doneEvent({
-              name: list[0]?.name ?? 'guardrails',
-              stage: command.stage,
-              message: `the check could not be run: ${error instanceof Error ? error.message : String(error)}`,
-            }),
-          ),
+        answer({
+          name: list[0]?.name ?? 'guardrails',
+          stage: command.stage,
+          message: `the check could not be run: ${error instanceof Error ? error.message : String(error)}`,
+        }),
       );
-    else this.#answer(doneEvent(outcome));
+    else answer(outcome);
   }
 
   /**
@@ -319,9 +348,15 @@ class EffectsInstance {
     void called.then(async (event) => {
       if (settled || this.#closed) return;
       const usage = event.type === 'model.response' ? event.response.usage : undefined;
+      // A blocked response leaves no text: its model_response says what was spent, never what was said.
+      const withheld = () => {
+        if (event.type === 'model.response' && runtime.bus.listening)
+          emitResponse(runtime, command.step, event.response, false);
+      };
       if (gate && event.type === 'model.response') {
-        const found = await gate.finish(event.response.text);
+        const found = await gate.finish(answerText(event.response));
         if (found) {
+          withheld();
           block(found, usage);
           return;
         }
@@ -329,13 +364,17 @@ class EffectsInstance {
       // The input checks decide before the response (or the failure) is let through.
       const inputBlock = await input;
       if (inputBlock) {
+        withheld();
         block(inputBlock, usage);
         return;
       }
       if (settled || this.#closed) return;
       if (event.type === 'model.response') {
         this.#cumulative = addUsage(this.#cumulative, event.response.usage);
-        if (runtime.bus.listening) emitUsage(runtime, event.response.usage, this.#cumulative);
+        if (runtime.bus.listening) {
+          emitUsage(runtime, event.response.usage, this.#cumulative);
+          this.#showResponse(runtime, command.step, event.response);
+        }
         if (durable) {
           try {
             await durable.recordModel(command.call, event);
@@ -610,6 +649,7 @@ async function callModel(
     }
   }
   const onDelta = runtime.onDelta;
+  const holdsText = checksAnswers(runtime);
   let guard: ((index: number, text: string) => string) | undefined;
   const textGate = hooks?.textGate;
   const request: ModelRequest = {
@@ -622,6 +662,8 @@ async function callModel(
     onDelta: (delta) => {
       if (signal.aborted) return;
       if (textGate && delta.type === 'text') return textGate(delta);
+      // Text the output guardrails will check whole does not stream: it leaves with their verdict.
+      if (holdsText && delta.type === 'text') return;
       if (delta.type !== 'tool_call' || !bus.listening) return onDelta(delta);
       guard ??= streamedArgumentsGuard(secretKeysOf(agent));
       const shown = guard(delta.index, delta.argsDelta);
@@ -668,15 +710,6 @@ async function callModel(
     );
     if (resources && grant) resources.settle(grant, response.usage);
     if (signal.aborted) return abortedEvent();
-    if (bus.listening) {
-      emitFrom(runtime, 'model_response', {
-        step: command.step,
-        text: response.text,
-        toolCalls: response.toolCalls.length,
-        stopReason: response.stopReason ?? null,
-        usage: response.usage,
-      });
-    }
     // Decode here, where the schema lives, so the machine only sees data. In the tool-use phase only a text answer
     // is worth decoding; a valid one ends the run without the extra final-output call.
     const schema = agent.outputSchema;
@@ -747,5 +780,27 @@ function emitUsage(runtime: RunRuntime, usage: Usage, cumulative: Usage): void {
     total_tokens: totalTokens(usage),
     usage,
     cumulative,
+  });
+}
+
+/** Whether the agent's answers wait for its output guardrails (the ones that check the whole answer). */
+function checksAnswers(runtime: RunRuntime): boolean {
+  const guardrails = runtime.agent.guardrails;
+  return guardrails !== undefined && guardrails.output.length > 0;
+}
+
+/** The text an answer shows the caller: a refusal usually comes without text, and then it is the refusal. */
+function answerText(response: ModelResponse): string {
+  return response.text === '' && response.refusal !== undefined ? response.refusal : response.text;
+}
+
+/** The `model_response` event; `withText` false leaves the text (and any refusal) out. */
+function emitResponse(runtime: RunRuntime, step: number, response: ModelResponse, withText: boolean): void {
+  emitFrom(runtime, 'model_response', {
+    step,
+    text: withText ? response.text : '',
+    toolCalls: response.toolCalls.length,
+    stopReason: response.stopReason ?? null,
+    usage: response.usage,
   });
 }
