@@ -28,7 +28,7 @@ import { attachResources, type RunResourceOptions } from '../resources/resource-
 import { agentInput, emitRunStart, hostAgent } from '../run/host.ts';
 import { type InspectObserver, redactingInspector, secretArguments } from '../run/inspect.ts';
 import { PhaseReporter } from '../run/phase-events.ts';
-import { type RunOptions, run } from '../run/run.ts';
+import { type RunOptions, run, stream } from '../run/run.ts';
 import { checkParallelOptions, checkParallelRunOptions, checkRunInput } from '../run/run-options.ts';
 import { buildRunResult, failedBeforeAnyStep, runEndData } from '../run/run-result.ts';
 import { attachRuntimes, callerOf, type RunRuntime } from '../run/run-runtime.ts';
@@ -118,9 +118,7 @@ export function parallel(agents: readonly Agent<unknown>[], options: ParallelOpt
       const [grouped, separate] = await Promise.all([
         together.length > 0 ? runGroup(together, input, runOptions) : Promise.resolve([]),
         Promise.all(
-          group
-            .filter((_agent, index) => apart[index])
-            .map((agent) => run(agent, input, runOptionsOf(runOptions))),
+          group.filter((_agent, index) => apart[index]).map((agent) => runApart(agent, input, runOptions)),
         ),
       ]);
       const results = apart.map(
@@ -133,6 +131,19 @@ export function parallel(agents: readonly Agent<unknown>[], options: ParallelOpt
       return synthesize(merge, input, results, done, synthOptions);
     },
   };
+}
+
+/** A member that needs a session of its own: its events still reach the group's `onEvent`. */
+async function runApart(
+  agent: Agent<unknown>,
+  input: RunInput,
+  options: ParallelRunOptions,
+): Promise<RunResult<unknown>> {
+  const onEvent = options.onEvent;
+  if (!onEvent) return run(agent, input, runOptionsOf(options));
+  const member = stream(agent, input, runOptionsOf(options));
+  for await (const event of member) onEvent(event);
+  return member.result;
 }
 
 function runOptionsOf(options: ParallelRunOptions): RunOptions {

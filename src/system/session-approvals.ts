@@ -22,6 +22,7 @@ export class SessionApprovals {
   readonly #clock: Clock;
   /** The agents of the session by route: the one holding the conversation and nested ones. */
   readonly #routes: ReadonlyMap<string, AnyActorRef>;
+  readonly #baseDepth: number;
   readonly #pollMs: number;
   #pollTimer: unknown;
   #stopped = false;
@@ -33,6 +34,8 @@ export class SessionApprovals {
     bus: EventBus;
     clock: Clock;
     routes: ReadonlyMap<string, AnyActorRef>;
+    /** How many `>` the routes of this session's own agents hold (a session placed in a caller's). */
+    baseDepth?: number;
     pollMs: number;
   }) {
     this.#sessionId = options.sessionId;
@@ -41,6 +44,7 @@ export class SessionApprovals {
     this.#bus = options.bus;
     this.#clock = options.clock;
     this.#routes = options.routes;
+    this.#baseDepth = options.baseDepth ?? 0;
     this.#pollMs = options.pollMs;
   }
 
@@ -102,7 +106,7 @@ export class SessionApprovals {
           'approval_decided',
           { callId: record.callId, tool: record.tool, decision: record.decision },
           // A nested agent's route is `caller>callId/name`: one level deeper per `>`.
-          { route, depth: route.split('>').length - 1 },
+          { route, depth: route.split('>').length - 1 - this.#baseDepth },
         );
         child.send({ type: 'approval.decided', callId: record.callId, decision: record.decision });
       }

@@ -145,6 +145,8 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
       bus: this.#bus,
       clock: this.#clock,
       routes: this.#routes,
+      // Routes of a session placed in a caller's start one level below the caller's: depth counts from here.
+      baseDepth: environment.placement ? environment.placement.route.split('>').length - 1 : 0,
       pollMs: environment.approvalPollMs ?? 1_000,
     });
     this.#controls = new TurnControls(
@@ -492,16 +494,18 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
     if (this.#watched?.id === id) return;
     this.#watched?.stop();
     this.#watched = undefined;
-    this.#routes.delete(this.#current);
     if (id === null) return;
     const child = this.#actor.getSnapshot().children[id] as AnyActorRef | undefined;
     const agent = this.#plan.agents.get(context.current);
     if (!child || !agent) return;
-    this.#routes.set(context.current, child);
+    // Decisions reach the agent by the route its requests carry (inside a caller's session, a placed one).
+    const runtime = this.#runtimes.get(`${this.id}/${context.current}`);
+    const route = runtime?.route ?? context.current;
+    this.#routes.set(route, child);
     const stopWatching = watchAgent({
       child,
       agent,
-      runtime: this.#runtimes.get(`${this.id}/${context.current}`),
+      runtime,
       bus: this.#bus,
       clock: this.#clock,
       inspect: this.#environment.inspect,
@@ -521,6 +525,7 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
       stop: () => {
         stopWatching();
         subscription.unsubscribe();
+        this.#routes.delete(route);
       },
     };
   }
