@@ -119,7 +119,7 @@ export function sqlQuery(options: SqlQueryOptions): SqlQueryTool {
   });
   const created = tool<typeof input, SqlQueryResult>({
     name: options.name ?? 'sql_query',
-    description: `Runs one read-only SQLite query (SELECT or WITH ... SELECT; no comments, no writes, no PRAGMA) and returns the columns and at most ${maxRows} rows as JSON. Add LIMIT, WHERE or aggregates to stay under the cap. Tables:\n${describeSqlSchema(schema, maxSchemaChars)}`,
+    description: `Runs one read-only SQLite query (SELECT or WITH ... SELECT; no comments, parameters, writes or PRAGMA) and returns the columns and at most ${maxRows} rows as JSON. Add LIMIT, WHERE or aggregates to stay under the cap. Tables:\n${describeSqlSchema(schema, maxSchemaChars)}`,
     input,
     retries: 0,
     execute: async ({ query }, context) => {
