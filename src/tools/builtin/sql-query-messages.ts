@@ -14,6 +14,11 @@ export interface QueryRequestMessage {
 /** Sent once by the query process when it can take queries (its watchdog thread is running). */
 export interface QueryProcessReadyMessage {
   ready: true;
+  /**
+   * How its memory is bounded: a cap on its address space (every allocation past it fails), or only the watchdog
+   * killing it past a resident size.
+   */
+  memoryBound: 'address-space' | 'resident-memory';
 }
 
 /** The query process's answer: a ReadOnlyQueryOutcome as JSON text. */

@@ -53,6 +53,7 @@ interface QueryProcess {
 export class SqlQueryRunner {
   readonly #entry: string;
   readonly #timeoutMs: number;
+  readonly #memoryLimitBytes: number;
   #process: QueryProcess | undefined;
   #running: RunningQuery | undefined;
   readonly #queue: QueryJob[] = [];
@@ -60,10 +61,14 @@ export class SqlQueryRunner {
   #closed = false;
   #closeWhenIdle = false;
 
-  /** `entry` is the query process's module; `timeoutMs` bounds each query. */
-  constructor(entry: string, timeoutMs: number) {
+  /**
+   * `entry` is the query process's module; `timeoutMs` bounds each query, `memoryLimitBytes` the memory the process
+   * may take past its start-up size.
+   */
+  constructor(entry: string, timeoutMs: number, memoryLimitBytes: number) {
     this.#entry = entry;
     this.#timeoutMs = timeoutMs;
+    this.#memoryLimitBytes = memoryLimitBytes;
   }
 
   /** The query process's id while one is running (idle or busy), else undefined. */
@@ -168,7 +173,7 @@ export class SqlQueryRunner {
   }
 
   #spawn(): QueryProcess {
-    const child = fork(this.#entry, [String(process.pid)], {
+    const child = fork(this.#entry, [String(process.pid), String(this.#memoryLimitBytes)], {
       serialization: 'advanced',
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
       execArgv: [],

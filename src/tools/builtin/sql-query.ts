@@ -62,8 +62,10 @@ const sqlQueryOptionKeys: readonly string[] = [
   'maxQueryLength',
 ];
 
-/** SQLite's own heap limit for one query: a sort or a recursive CTE cannot take the machine's memory. */
-const heapLimitBytes = 256 * 1024 * 1024;
+/** Memory the query process may take past its start-up size: a sort or a recursive CTE cannot take the machine's. */
+const memoryLimitBytes = 256 * 1024 * 1024;
+/** Largest string or blob a query may make or read: past it, the query fails with a message that says so. */
+const maxValueBytes = 16 * 1024 * 1024;
 
 /**
  * A tool that answers one read-only SQL query on a SQLite file (node:sqlite; Node.js 24.10 or newer, whose
@@ -75,8 +77,11 @@ const heapLimitBytes = 256 * 1024 * 1024;
  * SQLite's authorizer allows only reads and function calls (not `load_extension`); and the compiled program is
  * checked for writes the way `sqlite3_stmt_readonly` does. Queries run one at a time in a long-lived child process
  * (started on the first query) that is killed after `timeoutMs` (or when the call is aborted), so a runaway
- * recursive CTE ends; the next query starts a fresh process. A refused, failing or timed-out query comes back to the
- * model as an error result saying why.
+ * recursive CTE ends; the next query starts a fresh process. The process's memory is bounded too: 256 MiB past its
+ * start-up size for whatever a query does (a cap on its address space on Linux, where an allocation past it fails
+ * and the query reports "out of memory"; a watchdog that kills the process elsewhere), and 16 MiB for any one
+ * string or blob. A refused, failing, timed-out or memory-bound query comes back to the model as an error result
+ * saying why.
  */
 export function sqlQuery(options: SqlQueryOptions): SqlQueryTool {
   checkOptionObject(options as unknown, sqlQueryOptionKeys, 'sqlQuery(): options');
@@ -108,19 +113,19 @@ export function sqlQuery(options: SqlQueryOptions): SqlQueryTool {
       { cause: error },
     );
   }
-  const runner = new SqlQueryRunner(childEntry, timeoutMs);
+  const runner = new SqlQueryRunner(childEntry, timeoutMs, memoryLimitBytes);
   const input = z.object({
     query: z.string().describe('One SQLite SELECT (or WITH ... SELECT) statement, without comments.'),
   });
   const created = tool<typeof input, SqlQueryResult>({
     name: options.name ?? 'sql_query',
-    description: `Runs one read-only SQLite query (SELECT or WITH ... SELECT; no comments, no writes, no PRAGMA) and returns the columns and at most ${maxRows} rows as JSON. Add LIMIT, WHERE or aggregates to stay under the cap. Tables:\n${describeSqlSchema(schema, maxSchemaChars)}`,
+    description: `Runs one read-only SQLite query (SELECT or WITH ... SELECT; no comments, parameters, writes or PRAGMA) and returns the columns and at most ${maxRows} rows as JSON. Add LIMIT, WHERE or aggregates to stay under the cap. Tables:\n${describeSqlSchema(schema, maxSchemaChars)}`,
     input,
     retries: 0,
     execute: async ({ query }, context) => {
       const sql = checkReadOnlyStatement(query, maxQueryLength);
       const outcome = await runner.run(
-        { database, sql, maxRows, maxCellChars, heapLimitBytes },
+        { database, sql, maxRows, maxCellChars, maxValueBytes },
         context?.signal,
       );
       if (!outcome.ok) throw new ToolInputError(outcome.message);

@@ -5,8 +5,9 @@ import type * as Sqlite from 'node:sqlite';
  * extension loading off, ATTACH limited to no databases and the defensive flag on; an authorizer lets the statement
  * read tables and call functions and denies everything else (writes, PRAGMA, ATTACH, transactions, schema changes,
  * `load_extension`); and the compiled program is checked the way `sqlite3_stmt_readonly` does (no write transaction,
- * no table opened for writing). It is synchronous and can run forever on a runaway query: the sqlQuery tool runs it
- * in a child process it can kill.
+ * no table opened for writing). One value (a string or blob) is bounded by SQLITE_LIMIT_LENGTH. It is synchronous
+ * and can run forever, or take all the memory it may, on a runaway query: the sqlQuery tool runs it in a child
+ * process it can kill and whose memory it bounds.
  */
 
 export interface ReadOnlyQueryRequest {
@@ -15,8 +16,8 @@ export interface ReadOnlyQueryRequest {
   maxRows: number;
   /** Longest text kept in one cell; longer text is cut and says so. */
   maxCellChars: number;
-  /** SQLite's hard heap limit for the query, in bytes. */
-  heapLimitBytes: number;
+  /** Largest string or blob the query may make or read (SQLITE_LIMIT_LENGTH), in bytes. */
+  maxValueBytes: number;
 }
 
 /** A JSON-safe cell: integers beyond 2^53 and blobs become strings. */
@@ -63,13 +64,12 @@ export function runReadOnlyQuery(request: ReadOnlyQueryRequest): ReadOnlyQueryOu
       readOnly: true,
       allowExtension: false,
       defensive: true,
-      limits: { attach: 0 },
+      limits: { attach: 0, length: request.maxValueBytes },
     });
   } catch (error) {
     return { ok: false, message: `The database could not be opened: ${messageOf(error)}` };
   }
   try {
-    db.prepare(`PRAGMA hard_heap_limit = ${Math.floor(request.heapLimitBytes)}`).get();
     const denied: string[] = [];
     const { constants } = sqlite;
     db.setAuthorizer((action, first, second) => {
@@ -90,7 +90,10 @@ export function runReadOnlyQuery(request: ReadOnlyQueryRequest): ReadOnlyQueryOu
     } catch (error) {
       if (denied.length > 0)
         return { ok: false, message: `Only reading is allowed; refused: ${denied.join(', ')}.` };
-      return { ok: false, message: `SQLite rejected the query: ${messageOf(error)}` };
+      return {
+        ok: false,
+        message: memoryMessage(error, request) ?? `SQLite rejected the query: ${messageOf(error)}`,
+      };
     }
     const writes = db
       .prepare(`EXPLAIN ${request.sql}`)
@@ -117,7 +120,7 @@ export function runReadOnlyQuery(request: ReadOnlyQueryRequest): ReadOnlyQueryOu
     }
     return { ok: true, columns, rows, truncated };
   } catch (error) {
-    return { ok: false, message: `The query failed: ${messageOf(error)}` };
+    return { ok: false, message: memoryMessage(error, request) ?? `The query failed: ${messageOf(error)}` };
   } finally {
     db.close();
   }
@@ -150,6 +153,16 @@ function describeAction(
   const what = (name ?? `action ${action}`).replace(/^SQLITE_/, '');
   const detail = [first, second].filter((part) => part !== null && part !== '').join(' ');
   return detail === '' ? what : `${what} (${detail})`;
+}
+
+/** What to tell the model when SQLite ran out of the memory a query may use. */
+function memoryMessage(error: unknown, request: ReadOnlyQueryRequest): string | undefined {
+  const message = messageOf(error);
+  if (/string or blob too big/i.test(message))
+    return `The query would make a value larger than ${request.maxValueBytes} bytes, the most a query may (SQLite: ${message}). Select shorter values: substr(), length() or aggregates.`;
+  if (/out of memory/i.test(message))
+    return `The query needs more memory than a query may use (SQLite: ${message}). Make it lighter: filter earlier, add LIMIT, sort or group fewer rows.`;
+  return undefined;
 }
 
 function messageOf(error: unknown): string {

@@ -1,10 +1,13 @@
 import { ToolInputError } from '../../core/errors.ts';
+import { type SqlToken, sqlTokens } from './sql-tokens.ts';
 
 /**
  * The first wall of the sqlQuery tool, before SQLite sees anything: a query must be one SELECT (or WITH ... SELECT)
- * statement, with no comments, no second statement and none of the words that only writing or reconfiguring
- * statements use. It reads the text the way SQLite's tokenizer does, so quoted strings and identifiers are skipped
- * (`WHERE note = 'drop; -- me'` is fine). Returns the statement without a trailing `;`.
+ * statement, with no comments, no parameters, no second statement and none of the words that only writing or
+ * reconfiguring statements use. It splits the text with SQLite's own token rules (sqlTokens), so what it checks is
+ * what SQLite will run: quoted strings, blobs and identifiers are skipped (`WHERE note = 'drop; -- me'` is fine),
+ * and a parameter such as `$a(x')` is one token, as SQLite reads it, not the start of a string. Returns the
+ * statement without a trailing `;`.
  */
 export function checkReadOnlyStatement(sql: string, maxLength: number): string {
   if (sql.length > maxLength)
@@ -12,49 +15,55 @@ export function checkReadOnlyStatement(sql: string, maxLength: number): string {
       `The query is ${sql.length} characters long; at most ${maxLength} are accepted.`,
     );
   if (sql.includes('\u0000')) throw refusal('it contains a NUL character');
-  const words: string[] = [];
+  const tokens = sqlTokens(sql);
+  // A single trailing semicolon (and white space) is allowed and dropped.
+  let count = tokens.length;
+  while (count > 0 && tokens[count - 1]?.kind === 'space') count--;
   let end = sql.length;
-  // A single trailing semicolon (and whitespace) is allowed and dropped.
-  const trailing = /;\s*$/.exec(sql);
-  if (trailing !== null) end = trailing.index;
-  let at = 0;
-  while (at < end) {
-    const char = sql[at] as string;
-    if (char === "'" || char === '"' || char === '`') {
-      at = skipQuoted(sql, at, end, char);
-      continue;
-    }
-    if (char === '[') {
-      const close = sql.indexOf(']', at + 1);
-      if (close === -1 || close >= end) throw refusal('a "[" identifier is never closed');
-      at = close + 1;
-      continue;
-    }
-    if (char === '-' && sql[at + 1] === '-') throw refusal('comments (--) are not allowed');
-    if (char === '/' && sql[at + 1] === '*') throw refusal('comments (/* */) are not allowed');
-    if (char === ';') throw refusal('only one statement is allowed (found ";" before the end)');
-    if (/[A-Za-z_]/.test(char)) {
-      const word = /[A-Za-z0-9_$]+/y;
-      word.lastIndex = at;
-      const match = word.exec(sql);
-      const text = (match?.[0] ?? char).toUpperCase();
-      words.push(text);
-      at += match?.[0].length ?? 1;
-      continue;
-    }
-    at++;
+  if (tokens[count - 1]?.kind === 'semicolon') {
+    count--;
+    end = (tokens[count] as SqlToken).start;
   }
-  const first = words[0];
-  if (first !== 'SELECT' && first !== 'WITH')
+  const words: string[] = [];
+  let first: SqlToken | undefined;
+  for (const token of tokens.slice(0, count)) {
+    const text = sql.slice(token.start, token.end);
+    switch (token.kind) {
+      case 'space':
+        continue;
+      case 'comment':
+        throw refusal(`comments (${text.startsWith('--') ? '--' : '/* */'}) are not allowed`);
+      case 'semicolon':
+        throw refusal('only one statement is allowed (found ";" before the end)');
+      case 'parameter':
+        throw refusal(`parameters such as ${short(text)} are not allowed (the tool binds none)`);
+      case 'illegal':
+        throw refusal(
+          `SQLite cannot read ${short(text)} (an unterminated quote or a character SQL does not use)`,
+        );
+      case 'word':
+        words.push(text.toUpperCase());
+        break;
+      default:
+        break;
+    }
+    first ??= token;
+  }
+  const start = first === undefined ? undefined : sql.slice(first.start, first.end).toUpperCase();
+  if (first?.kind !== 'word' || (start !== 'SELECT' && start !== 'WITH'))
     throw refusal(
       first === undefined
         ? 'it is empty'
-        : `it starts with ${first}; only SELECT and WITH ... SELECT are allowed`,
+        : `it starts with ${short(start ?? '')}; only SELECT and WITH ... SELECT are allowed`,
     );
   const forbidden = words.filter((word) => forbiddenWords.has(word));
   if (forbidden.length > 0)
     throw refusal(`${[...new Set(forbidden)].join(', ')} cannot appear in a read-only query`);
   return sql.slice(0, end);
+}
+
+function short(text: string): string {
+  return JSON.stringify(text.length > 24 ? `${text.slice(0, 24)}…` : text);
 }
 
 /**
@@ -82,21 +91,6 @@ const forbiddenWords: ReadonlySet<string> = new Set([
   'RELEASE',
   'LOAD_EXTENSION',
 ]);
-
-function skipQuoted(sql: string, start: number, end: number, quote: string): number {
-  let at = start + 1;
-  while (at < end) {
-    if (sql[at] === quote) {
-      if (sql[at + 1] === quote) {
-        at += 2;
-        continue;
-      }
-      return at + 1;
-    }
-    at++;
-  }
-  throw refusal(`a ${quote} quote is never closed`);
-}
 
 function refusal(reason: string): ToolInputError {
   return new ToolInputError(`Query refused: ${reason}. Send one read-only SELECT statement.`);

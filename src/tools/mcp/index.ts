@@ -5,7 +5,16 @@
  */
 export type { ReconnectPolicy } from './connection.ts';
 export { McpConnectionError } from './errors.ts';
-export { type McpServing, type ServeMcpOptions, type ServeMcpTransport, serveMcp } from './serve.ts';
+export {
+  type McpCall,
+  type McpIdentity,
+  type McpServing,
+  type ServeMcpAuth,
+  type ServeMcpHttpTransport,
+  type ServeMcpOptions,
+  type ServeMcpTransport,
+  serveMcp,
+} from './serve.ts';
 export {
   type McpHttpServerOptions,
   type McpServerOptions,

@@ -219,7 +219,7 @@ describe('sqlQuery', () => {
 
   it('a query process ends itself past its deadline, even when no parent kills it', async () => {
     const entry = fileURLToPath(new URL('../../../src/tools/builtin/sql-query-process.ts', import.meta.url));
-    const child = fork(entry, [String(process.pid)], {
+    const child = fork(entry, [String(process.pid), String(1 << 28)], {
       serialization: 'advanced',
       stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
       execArgv: [],
@@ -234,7 +234,7 @@ describe('sqlQuery', () => {
         sql: 'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c',
         maxRows: 5,
         maxCellChars: 100,
-        heapLimitBytes: 1 << 26,
+        maxValueBytes: 1 << 24,
       },
       timeoutMs: 100,
       maxAnswerChars: 1 << 20,
@@ -482,7 +482,7 @@ describe('refused queries', () => {
         sql,
         maxRows: 5,
         maxCellChars: 100,
-        heapLimitBytes: 1 << 26,
+        maxValueBytes: 1 << 24,
       });
       expect(outcome.ok, sql).toBe(false);
     }
@@ -592,7 +592,7 @@ describe('fuzz', () => {
           sql: statement,
           maxRows: 5,
           maxCellChars: 100,
-          heapLimitBytes: 1 << 26,
+          maxValueBytes: 1 << 24,
         });
         if (outcome.ok) answered++;
         if (hashOf(database) !== hashBefore) writes++;
