@@ -1,11 +1,12 @@
 import type { ObjectContext, ObjectSharedContext, RestatePromise } from '@restatedev/restate-sdk';
-import { CancelledError, TerminalError } from '@restatedev/restate-sdk';
+import { CancelledError, serde, TerminalError } from '@restatedev/restate-sdk';
 import {
   type ApprovalDecision,
   type ApprovalRequest,
   type ApprovalStatus,
   statusOfDecision,
 } from '../core/approvals.ts';
+import { ApprovalError } from '../system/approval-error.ts';
 import { type StoredApproval, stateKeys } from './state.ts';
 
 /**
@@ -13,9 +14,12 @@ import { type StoredApproval, stateKeys } from './state.ts';
  * turn's exclusive handler makes one awakeable per waiting call, writes the requests with their awakeable ids to
  * the object's state and suspends on the awakeables, in call order. A decision comes from any process: the shared
  * handlers `approve`, `reject` and `answer` (they run while the exclusive handler is suspended: shared handlers
- * are not queued behind it) resolve the call's awakeable, and so does Restate's own
- * `POST /restate/awakeables/<id>/resolve` with an ApprovalDecision as the body. Each decision is journaled, so a
- * crashed or restarted service replays it instead of asking again.
+ * are not queued behind it) pass it to the call's own `decide` handler, exclusive under the key
+ * `<session>!<awakeableId>`, which records the first decision in its state and resolves the awakeable, and refuses
+ * every later one: exactly one decision applies, and the caller learns which. Restate's own
+ * `POST /restate/awakeables/<id>/resolve` with an ApprovalDecision as the body also decides (the first resolution
+ * wins, unchecked). Each decision is journaled, so a crashed or restarted service replays it instead of asking
+ * again.
  */
 
 /** What the wait needs from the turn that runs it. */
@@ -116,13 +120,35 @@ export interface DecisionReceipt {
   status: ApprovalStatus;
 }
 
+/** The request of the `decide` handler: the one decision on a waiting call. */
+export interface DecisionRequest {
+  sessionId: string;
+  callId: string;
+  awakeableId: string;
+  decision: ApprovalDecision;
+}
+
+/** What the `decide` handler keeps under its key: the decision that applies. */
+interface RecordedDecision {
+  decision: ApprovalDecision;
+  status: ApprovalStatus;
+}
+
+/** The `<session>!<awakeableId>` key under which the one decision on a waiting call is recorded. */
+export function decisionKey(sessionId: string, awakeableId: string): string {
+  return `${sessionId}!${awakeableId}`;
+}
+
 /**
- * Decides a waiting call from a shared handler: finds the call among the turn's pending requests and resolves its
- * awakeable. Throws a TerminalError (404) when no such call waits, and (400) when the decision does not fit the
- * request (an approval for a question, an answer for an approval, a missing reason or text).
+ * Decides a waiting call from a shared handler: finds the call among the turn's requests and passes the decision to
+ * the call's `decide` handler, which records the first decision durably and refuses any other. Throws a
+ * TerminalError carrying an ApprovalError's message when the call does not wait for this decision: 404 when no such
+ * call waits, 409 when it was already decided, 400 when the decision does not fit the request (an approval for a
+ * question, an answer for an approval).
  */
 export async function decideCall(
   ctx: ObjectSharedContext,
+  objectName: string,
   callId: unknown,
   decision: ApprovalDecision,
 ): Promise<DecisionReceipt> {
@@ -130,15 +156,43 @@ export async function decideCall(
     throw new TerminalError('callId must be a non-empty string.', { errorCode: 400 });
   const records = (await ctx.get<StoredApproval[]>(stateKeys.approvals)) ?? [];
   const record = records.find((candidate) => candidate.callId === callId);
-  if (record?.status !== 'pending')
-    throw new TerminalError(
-      record
-        ? `Call "${callId}" of session "${ctx.key}" was already decided (${record.status}).`
-        : `No call "${callId}" waits for a decision in session "${ctx.key}".`,
-      { errorCode: 404 },
-    );
+  const refuse = (why: string, errorCode: number) =>
+    new TerminalError(new ApprovalError(ctx.key, callId, why).message, { errorCode });
+  if (!record) throw refuse('no call waits under this id', 404);
+  if (record.status !== 'pending') throw refuse(`it was already ${record.status}`, 409);
+  if (decision.type === 'answer' && record.kind !== 'question')
+    throw refuse('it waits for an approval, not an answer: use approve() or reject()', 400);
+  if (decision.type === 'approve' && record.kind === 'question')
+    throw refuse('it is a question: use answer() or reject()', 400);
   const problem = decisionProblem(decision, record.kind);
-  if (problem !== undefined) throw new TerminalError(`Call "${callId}": ${problem}.`, { errorCode: 400 });
-  ctx.resolveAwakeable(record.awakeableId, decision);
-  return { callId, status: statusOfDecision(decision) };
+  if (problem !== undefined) throw refuse(problem, 400);
+  const request: DecisionRequest = { sessionId: ctx.key, callId, awakeableId: record.awakeableId, decision };
+  return ctx.genericCall<DecisionRequest, DecisionReceipt>({
+    service: objectName,
+    method: 'decide',
+    key: decisionKey(ctx.key, record.awakeableId),
+    parameter: request,
+    inputSerde: serde.json,
+    outputSerde: serde.json,
+  });
+}
+
+/**
+ * The `decide` handler (exclusive per waiting call): the first decision is written to the key's state and resolves
+ * the call's awakeable; every later one is refused with an ApprovalError's message (409) that says which applied.
+ */
+export async function recordDecision(ctx: ObjectContext, request: DecisionRequest): Promise<DecisionReceipt> {
+  const { sessionId, callId, awakeableId, decision } = request;
+  const recorded = await ctx.get<RecordedDecision>(stateKeys.decision);
+  if (recorded)
+    throw new TerminalError(
+      new ApprovalError(sessionId, callId, `it was already ${recorded.status}`).message,
+      {
+        errorCode: 409,
+      },
+    );
+  const status = statusOfDecision(decision);
+  ctx.set(stateKeys.decision, { decision, status } satisfies RecordedDecision);
+  ctx.resolveAwakeable(awakeableId, decision);
+  return { callId, status };
 }
