@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateHistory } from '../../src/core/history.ts';
 import { type RestateSession, restateClient } from '../../src/restate/client.ts';
 import type { StoredApproval } from '../../src/restate/state.ts';
+import { ApprovalError } from '../../src/system/approval-error.ts';
 import { readEffects, startCounts } from './support/effects-log.ts';
 import {
   freePort,
@@ -80,20 +81,24 @@ describe.skipIf(unavailable !== undefined)('troupe/restate: approvals from anoth
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(await approver('c1').status()).toMatchObject({ turn: { number: 1, status: 'waiting' } });
 
-    // Wrong decisions are refused and change nothing.
-    await expect(approver('c1').approve(question?.callId as string)).rejects.toMatchObject({ status: 400 });
-    await expect(approver('c1').answer(refund?.callId as string, 'yes')).rejects.toMatchObject({
-      status: 400,
-    });
+    // Wrong decisions are refused (as in-process: ApprovalErrors) and change nothing.
+    await expect(approver('c1').approve(question?.callId as string)).rejects.toThrow(
+      `Session "c1": cannot decide on call "${question?.callId}": it is a question: use answer() or reject().`,
+    );
+    await expect(approver('c1').answer(refund?.callId as string, 'yes')).rejects.toBeInstanceOf(
+      ApprovalError,
+    );
 
     expect(await approver('c1').approve(refund?.callId as string)).toEqual({
       callId: refund?.callId,
       status: 'approved',
     });
-    // Once the turn has recorded the decision, deciding again is refused (until then a second decision is accepted
-    // and ignored: the first one counts).
+    // Deciding again is refused, before and after the turn has recorded the decision.
+    await expect(approver('c1').reject(refund?.callId as string, 'no')).rejects.toThrow(
+      `Session "c1": cannot decide on call "${refund?.callId}": it was already approved.`,
+    );
     await waitFor(async () => (await approver('c1').approvals())[0]?.status === 'approved', 10_000);
-    await expect(approver('c1').approve(refund?.callId as string)).rejects.toMatchObject({ status: 404 });
+    await expect(approver('c1').approve(refund?.callId as string)).rejects.toBeInstanceOf(ApprovalError);
     expect(await approver('c1').answer(question?.callId as string, 'account 7')).toMatchObject({
       status: 'answered',
     });
