@@ -216,9 +216,15 @@ class TurnHost implements PeopleWaitHost, CheckpointSource {
    */
   #openBudget(entry: Agent<unknown>): void {
     const given = this.#request.delegated?.budget;
+    const own = this.#settings.budget;
+    // An agent used as a tool may spend what its caller had left, and no more than its own endpoint's budget.
     const budget: BudgetLimit | undefined = given
-      ? { ...this.#settings.budget, ...given }
-      : this.#settings.budget;
+      ? {
+          ...own,
+          ...withLimit('tokens', own?.tokens, given.tokens),
+          ...withLimit('usd', own?.usd, given.usd),
+        }
+      : own;
     if (!budget) return;
     const scope = `${this.#id}/budget`;
     const detach = attachResources(
@@ -712,6 +718,16 @@ class TurnHost implements PeopleWaitHost, CheckpointSource {
     // an agent used as a tool shares the user's session and leaves them to its caller's turn.
     if (!this.#request.delegated) void releaseSessionResources(this.#sessionId);
   }
+}
+
+/** `{ [key]: the smaller of the two limits }`, or nothing when neither is set. */
+function withLimit(
+  key: 'tokens' | 'usd',
+  a: number | undefined,
+  b: number | undefined,
+): Partial<Record<'tokens' | 'usd', number>> {
+  if (a === undefined && b === undefined) return {};
+  return { [key]: Math.min(a ?? Number.POSITIVE_INFINITY, b ?? Number.POSITIVE_INFINITY) };
 }
 
 function minOf(a: number | null, b: number | null): number | null {

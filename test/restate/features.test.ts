@@ -160,6 +160,22 @@ const cautious = defineAgent({
   ),
 });
 
+/** An agent used as a tool that spends 30,000 tokens on its one answer. */
+const hungry = defineAgent({
+  name: 'hungry',
+  description: 'Thinks hard.',
+  instructions: 'You think hard.',
+  model: scriptedModel(() => ({ text: 'thought', usage: { input: 15_000, output: 15_000 } }), {
+    model: 'hungry',
+  }),
+});
+const patron = defineAgent({
+  name: 'patron',
+  instructions: 'You delegate.',
+  tools: [agentTool(hungry)],
+  model: oneCall('patron', 'hungry', { input: 'think' }, { input: 500, output: 500 }),
+});
+
 describe.skipIf(unavailable !== undefined)('troupe/restate: the in-process features hold on Restate', () => {
   let server: RestateServer;
   const endpoints: ServedEndpoint[] = [];
@@ -200,7 +216,7 @@ describe.skipIf(unavailable !== undefined)('troupe/restate: the in-process featu
         register: server.admin,
         budget: { tokens: 10 },
       }),
-      await serveAgents([cautious], {
+      await serveAgents([cautious, patron], {
         port: 0,
         logger: quietLogger,
         register: server.admin,
@@ -330,5 +346,12 @@ describe.skipIf(unavailable !== undefined)('troupe/restate: the in-process featu
     });
     expect(local).toMatchObject({ stopReason: 'budget_exhausted' });
     expect(result).toMatchObject({ stopReason: 'budget_exhausted', toolCalls: local.toolCalls });
+  });
+
+  it('counts what an agent used as a tool spends on its caller’s turn budget', async () => {
+    const result = await session('patron', 'b3').send('delegate');
+    const local = await run(patron, 'delegate', { budget: { tokens: 25_000 } });
+    expect(local).toMatchObject({ stopReason: 'budget_exhausted' });
+    expect(result).toMatchObject({ stopReason: 'budget_exhausted', toolCalls: 1 });
   });
 });
