@@ -11,6 +11,7 @@ import type { RunResult } from '../core/result.ts';
 import type { BudgetLimit } from '../machines/resources.ts';
 import { defaultSupervision, type SupervisionPolicy } from '../machines/session.ts';
 import type { PiiOptions } from '../pii/pii-options.ts';
+import { needsSession } from '../system/session-run.ts';
 import { type DecisionReceipt, type DecisionRequest, decideCall, recordDecision } from './approvals.ts';
 import {
   type ContextSource,
@@ -178,6 +179,7 @@ export function agentObjects(
     ...settingsOf(options),
     ...featuresOf(options, known.values(), where),
   };
+  if (settings.budget) refuseUnbudgetedDelegates(known, where);
   const serviceOptions: restate.ObjectOptions = {
     inactivityTimeout: options.inactivityTimeout ?? 5 * 60_000,
     abortTimeout: options.abortTimeout ?? 15 * 60_000,
@@ -314,6 +316,21 @@ function knownAgents(agents: readonly Agent<unknown>[]): Map<string, Agent<unkno
   };
   for (const agent of agents) visit(agent);
   return known;
+}
+
+/**
+ * An agent used as a tool that needs a session of its own (handoffs, fatal tools) runs inside one journaled call of
+ * its caller, in a private session whose model calls a turn's budget cannot reach: refused when turns have budgets.
+ */
+function refuseUnbudgetedDelegates(known: ReadonlyMap<string, Agent<unknown>>, where: string): void {
+  for (const agent of known.values())
+    for (const name of agent.tools.names) {
+      const delegate = delegateOf(agent.tools.find(name));
+      if (delegate && needsSession(delegate))
+        throw new ConfigError(
+          `${where}: budget: agent "${agent.name}" uses "${delegate.name}" as a tool, which has handoffs or fatal tools: on Restate it runs inside one journaled call of its caller, where a turn's budget cannot hold its model calls. Leave out budget, or give it no handoffs and no fatal tools.`,
+        );
+    }
 }
 
 /** The agents a session started with `entry` can hold the conversation with: handoffs, followed to the end. */

@@ -1,7 +1,9 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AuditRecord } from '../../src/audit/audit-record.ts';
+import { verifyAuditLog } from '../../src/audit/verify-audit-log.ts';
 import { validateHistory } from '../../src/core/history.ts';
 import { type RestateSession, restateClient } from '../../src/restate/client.ts';
 import type { StoredApproval } from '../../src/restate/state.ts';
@@ -25,14 +27,16 @@ describe.skipIf(unavailable !== undefined)('troupe/restate: approvals from anoth
   let port: number;
   let dir: string;
   let effectsLog: string;
+  let auditLog: string;
 
   const startEndpoint = async () => {
-    service = await startService({ PORT: String(port), EFFECTS_LOG: effectsLog });
+    service = await startService({ PORT: String(port), EFFECTS_LOG: effectsLog, AUDIT_LOG: auditLog });
   };
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'troupe-approvals-'));
     effectsLog = join(dir, 'effects.log');
+    auditLog = join(dir, 'audit.jsonl');
     server = await startRestateServer();
     port = await freePort();
     await startEndpoint();
@@ -174,6 +178,19 @@ describe.skipIf(unavailable !== undefined)('troupe/restate: approvals from anoth
       ['c3/t1|clerk|m2', 1],
       ['c3/t1|clerk|m5', 1],
       ['c3/t1|tool|f2', 1],
+    ]);
+    // The audit trail spans both processes: every request and decision once, one intact chain.
+    expect(verifyAuditLog(auditLog)).toMatchObject({ ok: true });
+    const records = readFileSync(auditLog, 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as AuditRecord)
+      .filter((record) => record.sessionId === 'c3');
+    expect(records.map((record) => `${record.type} ${(record.data as { callId: string }).callId}`)).toEqual([
+      `approval_requested ${refund?.callId}`,
+      `approval_requested ${question?.callId}`,
+      `approval_decided ${refund?.callId}`,
+      `approval_decided ${question?.callId}`,
     ]);
   });
 });

@@ -77,6 +77,16 @@ describe('restateAgents', () => {
     });
   });
 
+  it('refuses a budget when an agent used as a tool needs a session of its own, which the budget cannot reach', () => {
+    const billing = agent('billing');
+    const desk = agent('desk', { description: 'The desk.', handoffs: [billing] });
+    const concierge = agent('concierge', { tools: [agentTool(desk)] });
+    expect(() => restateAgents([concierge], { budget: { tokens: 100 } })).toThrow(
+      /agent "concierge" uses "desk" as a tool, which has handoffs or fatal tools/,
+    );
+    expect(() => restateAgents([concierge])).not.toThrow();
+  });
+
   it('takes the features that hold on Restate', () => {
     const audit = createAuditLog();
     expect(() =>
