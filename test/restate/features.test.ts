@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineAgent } from '../../src/agent/define-agent.ts';
@@ -5,6 +6,7 @@ import { createAuditLog } from '../../src/audit/audit-log.ts';
 import { memoryAuditSink } from '../../src/audit/memory-audit-sink.ts';
 import type { Message } from '../../src/core/messages.ts';
 import type { ModelRequest } from '../../src/core/model.ts';
+import { sessionsHoldingResources } from '../../src/core/session-resources.ts';
 import { restateClient } from '../../src/restate/client.ts';
 import { type ServedEndpoint, serveAgents } from '../../src/restate/serve.ts';
 import { run } from '../../src/run/run.ts';
@@ -12,6 +14,7 @@ import { contextType } from '../../src/run/run-context.ts';
 import { agentTool } from '../../src/system/agent-tool.ts';
 import { ApprovalError } from '../../src/system/approval-error.ts';
 import { type ScriptedTurn, scriptedModel } from '../../src/testing/scripted-model.ts';
+import { mcpServer } from '../../src/tools/mcp/index.ts';
 import { tool } from '../../src/tools/tool.ts';
 import type { ToolSource } from '../../src/tools/tool-source.ts';
 import {
@@ -130,6 +133,22 @@ const stamper = defineAgent({
   model: oneCall('stamper', 'stamp'),
 });
 
+/** A real MCP server (stdio), one process per session, set up from the session id and the run context. */
+const bareServer = fileURLToPath(new URL('../tools/mcp/fixtures/bare-server.ts', import.meta.url));
+const echoes = mcpServer({
+  command: process.execPath,
+  args: [bareServer],
+  scope: 'session',
+  env: ({ sessionId, context }) => ({ SESSION_TAG: `${sessionId}/${(context as DeskContext).user}` }),
+});
+const echoer = defineAgent({
+  name: 'echoer',
+  instructions: 'You echo.',
+  tools: [echoes],
+  limits: { toolTimeoutMs: 10_000 },
+  model: oneCall('echoer', 'echo', { text: 'x' }),
+});
+
 const spender = defineAgent({
   name: 'spender',
   instructions: 'You spend.',
@@ -197,7 +216,7 @@ describe.skipIf(unavailable !== undefined)('troupe/restate: the in-process featu
   beforeAll(async () => {
     server = await startRestateServer();
     endpoints.push(
-      await serveAgents([refunder, outer, decoder, stamper], {
+      await serveAgents([refunder, outer, decoder, stamper, echoer], {
         port: 0,
         logger: quietLogger,
         register: server.admin,
@@ -228,6 +247,7 @@ describe.skipIf(unavailable !== undefined)('troupe/restate: the in-process featu
   }, 60_000);
 
   afterAll(async () => {
+    await echoes.close();
     for (const endpoint of endpoints) await endpoint.close();
     await server?.stop();
   });
@@ -319,6 +339,12 @@ describe.skipIf(unavailable !== undefined)('troupe/restate: the in-process featu
     const result = await session('stamper', 's1').send('stamp it');
     expect(result.text).toBe('stamper: stamped');
     expect(stamps.lists).toBeGreaterThan(0);
+  });
+
+  it('keeps an MCP server per session, set up from the run context, and closes it when the turn ends', async () => {
+    const result = await session('echoer', 'm1').send('echo');
+    expect(result.text).toBe('echoer: m1/user-of-m1:x');
+    await waitFor(() => echoes.openConnections === 0 && sessionsHoldingResources() === 0, 10_000);
   });
 
   it('holds a turn to its budget, as in-process', async () => {
