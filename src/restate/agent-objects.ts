@@ -12,7 +12,13 @@ import type { BudgetLimit } from '../machines/resources.ts';
 import { defaultSupervision, type SupervisionPolicy } from '../machines/session.ts';
 import type { PiiOptions } from '../pii/pii-options.ts';
 import { needsSession } from '../system/session-run.ts';
-import { type DecisionReceipt, type DecisionRequest, decideCall, recordDecision } from './approvals.ts';
+import {
+  type AppliedDecision,
+  type DecisionReceipt,
+  type DecisionRequest,
+  decideCall,
+  recordDecision,
+} from './approvals.ts';
 import {
   type ContextSource,
   checkOptionNames,
@@ -102,7 +108,7 @@ export interface AgentObjectHandlers {
    * Records the one decision on a waiting call (keyed `<session>!<awakeableId>`: exclusive per call) and resolves its
    * awakeable; a second decision is refused. Not reachable through the ingress: approve, reject and answer call it.
    */
-  decide(ctx: ObjectContext, request: DecisionRequest): Promise<DecisionReceipt>;
+  decide(ctx: ObjectContext, request: DecisionRequest): Promise<AppliedDecision>;
 }
 
 export interface ImportRequest {

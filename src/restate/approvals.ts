@@ -17,14 +17,17 @@ import { type StoredApproval, stateKeys } from './state.ts';
  * are not queued behind it) pass it to the call's own `decide` handler, exclusive under the key
  * `<session>!<awakeableId>`, which records the first decision in its state and resolves the awakeable, and refuses
  * every later one: exactly one decision applies, and the caller learns which. Restate's own
- * `POST /restate/awakeables/<id>/resolve` with an ApprovalDecision as the body also decides (the first resolution
- * wins, unchecked). Each decision is journaled, so a crashed or restarted service replays it instead of asking
- * again.
+ * `POST /restate/awakeables/<id>/resolve` with an ApprovalDecision as the body also decides: the turn confirms every
+ * decision with the call's `decide` handler, which records a direct one there, so a handler's receipt never names a
+ * decision that did not apply. Each decision is journaled, so a crashed or restarted service replays it instead of
+ * asking again.
  */
 
 /** What the wait needs from the turn that runs it. */
 export interface PeopleWaitHost {
   ctx: ObjectContext;
+  /** The object the turn runs in: its `decide` handler keeps the one decision on each call. */
+  objectName: string;
   /** Awaits a journal promise (see JournalAwaits). */
   wait<T>(promise: RestatePromise<T>): Promise<T>;
   /** The records of the turn so far (earlier batches included), by call id, in the order they were asked. */
@@ -74,6 +77,9 @@ export async function waitForPeople(
           reason: `the decision was rejected: ${error instanceof Error ? error.message : String(error)}`,
         };
       }
+      // The decision recorded for the call applies: the one given through approve/reject/answer, else (the
+      // awakeable was resolved directly) this one, recorded now, so that a later approve/reject/answer is refused.
+      decision = await confirmDecision(host, record, decision);
       const decidedAt = await host.now();
       const updated: StoredApproval = { ...record, status: statusOfDecision(decision), decision, decidedAt };
       host.approvals.set(record.callId, updated);
@@ -126,12 +132,16 @@ export interface DecisionRequest {
   callId: string;
   awakeableId: string;
   decision: ApprovalDecision;
+  /**
+   * Sent by the waiting turn once its awakeable is resolved: answers with the decision recorded for the call, or
+   * records this one (it came through the awakeable directly) and answers with it. Never refused.
+   */
+  confirm?: boolean;
 }
 
-/** What the `decide` handler keeps under its key: the decision that applies. */
-interface RecordedDecision {
+/** What the `decide` handler keeps under its key, and answers: the decision that applies. */
+export interface AppliedDecision extends DecisionReceipt {
   decision: ApprovalDecision;
-  status: ApprovalStatus;
 }
 
 /** The `<session>!<awakeableId>` key under which the one decision on a waiting call is recorded. */
@@ -167,7 +177,7 @@ export async function decideCall(
   const problem = decisionProblem(decision, record.kind);
   if (problem !== undefined) throw refuse(problem, 400);
   const request: DecisionRequest = { sessionId: ctx.key, callId, awakeableId: record.awakeableId, decision };
-  return ctx.genericCall<DecisionRequest, DecisionReceipt>({
+  const applied = await ctx.genericCall<DecisionRequest, AppliedDecision>({
     service: objectName,
     method: 'decide',
     key: decisionKey(ctx.key, record.awakeableId),
@@ -175,24 +185,50 @@ export async function decideCall(
     inputSerde: serde.json,
     outputSerde: serde.json,
   });
+  return { callId: applied.callId, status: applied.status };
+}
+
+/** The decision that applies to a call whose awakeable resolved with `decision` (see DecisionRequest.confirm). */
+function confirmDecision(
+  host: PeopleWaitHost,
+  record: StoredApproval,
+  decision: ApprovalDecision,
+): Promise<ApprovalDecision> {
+  const { ctx } = host;
+  const call = ctx.genericCall<DecisionRequest, AppliedDecision>({
+    service: host.objectName,
+    method: 'decide',
+    key: decisionKey(ctx.key, record.awakeableId),
+    parameter: {
+      sessionId: ctx.key,
+      callId: record.callId,
+      awakeableId: record.awakeableId,
+      decision,
+      confirm: true,
+    },
+    inputSerde: serde.json,
+    outputSerde: serde.json,
+  });
+  return host.wait(call).then((applied) => applied.decision);
 }
 
 /**
  * The `decide` handler (exclusive per waiting call): the first decision is written to the key's state and resolves
  * the call's awakeable; every later one is refused with an ApprovalError's message (409) that says which applied.
+ * The waiting turn confirms (see DecisionRequest.confirm) the decision it applies.
  */
-export async function recordDecision(ctx: ObjectContext, request: DecisionRequest): Promise<DecisionReceipt> {
+export async function recordDecision(ctx: ObjectContext, request: DecisionRequest): Promise<AppliedDecision> {
   const { sessionId, callId, awakeableId, decision } = request;
-  const recorded = await ctx.get<RecordedDecision>(stateKeys.decision);
-  if (recorded)
+  const recorded = await ctx.get<AppliedDecision>(stateKeys.decision);
+  if (recorded) {
+    if (request.confirm === true) return recorded;
     throw new TerminalError(
       new ApprovalError(sessionId, callId, `it was already ${recorded.status}`).message,
-      {
-        errorCode: 409,
-      },
+      { errorCode: 409 },
     );
-  const status = statusOfDecision(decision);
-  ctx.set(stateKeys.decision, { decision, status } satisfies RecordedDecision);
-  ctx.resolveAwakeable(awakeableId, decision);
-  return { callId, status };
+  }
+  const applied: AppliedDecision = { callId, status: statusOfDecision(decision), decision };
+  ctx.set(stateKeys.decision, applied);
+  if (request.confirm !== true) ctx.resolveAwakeable(awakeableId, decision);
+  return applied;
 }

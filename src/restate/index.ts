@@ -11,7 +11,7 @@ export {
   type RestateOptionsArgument,
   restateAgents,
 } from './agent-objects.ts';
-export type { DecisionReceipt, DecisionRequest } from './approvals.ts';
+export type { AppliedDecision, DecisionReceipt, DecisionRequest } from './approvals.ts';
 export {
   type RestateAgentsClient,
   type RestateClientOptions,

@@ -138,6 +138,7 @@ interface ActiveAgent {
 
 class TurnHost implements PeopleWaitHost, CheckpointSource {
   readonly ctx: ObjectContext;
+  readonly objectName: string;
   readonly approvals = new Map<string, StoredApproval>();
   readonly #served: ServedAgent;
   readonly #request: TurnRequest;
@@ -179,6 +180,7 @@ class TurnHost implements PeopleWaitHost, CheckpointSource {
     context: unknown,
   ) {
     this.ctx = ctx;
+    this.objectName = served.objectName;
     this.#context = context;
     this.#sessionId = request.delegated?.sessionId ?? ctx.key;
     this.#served = served;

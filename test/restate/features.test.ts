@@ -285,6 +285,38 @@ describe.skipIf(unavailable !== undefined)('troupe/restate: the in-process featu
     await expect(refunderSession.approve('nope')).rejects.toBeInstanceOf(ApprovalError);
   });
 
+  it('applies the decision a handler’s receipt names, also when the awakeable is resolved directly at once', async () => {
+    const refunderSession = session('refunder', 'r3');
+    const started = await refunderSession.start('refund my order');
+    let waiting: { callId: string; awakeableId: string }[] = [];
+    await waitFor(async () => {
+      waiting = await refunderSession.pendingApprovals();
+      return waiting.length === 1;
+    }, 20_000);
+    const [{ callId, awakeableId } = { callId: '', awakeableId: '' }] = waiting;
+    const [direct, approved] = await Promise.allSettled([
+      fetch(`${server.ingress}/restate/awakeables/${awakeableId}/resolve`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ type: 'reject', reason: 'resolved directly' }),
+      }),
+      refunderSession.approve(callId),
+    ]);
+    expect(direct.status).toBe('fulfilled');
+    const result = await restateClient({ ingress: server.ingress }).result(started.invocationId);
+    expect(result.status).toBe('completed');
+    const [record] = await refunderSession.approvals();
+    if (approved.status === 'fulfilled') {
+      expect(record?.status).toBe('approved');
+      expect(refunds.filter((id) => id === 'r3')).toHaveLength(1);
+    } else {
+      expect(approved.reason).toBeInstanceOf(ApprovalError);
+      expect(record?.status).toBe('rejected');
+      expect(refunds.filter((id) => id === 'r3')).toHaveLength(0);
+    }
+    await expect(refunderSession.approve(callId)).rejects.toThrow(`it was already ${record?.status}.`);
+  });
+
   it('masks the events and records the audit trail through the same machinery as in-process', async () => {
     const refunderSession = session('refunder', 'r2');
     const turn = refunderSession.send('refund my order, I am jane.doe@example.com');
