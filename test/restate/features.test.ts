@@ -179,6 +179,16 @@ const cautious = defineAgent({
   ),
 });
 
+/** Repeats what it was told: with model masking it sees placeholders, and its answer is revealed. */
+const privyModel = scriptedModel(
+  (request: ModelRequest): ScriptedTurn => {
+    const said = request.messages.at(-1)?.content;
+    return { text: `noted: ${typeof said === 'string' ? said : ''}` };
+  },
+  { model: 'privy' },
+);
+const privy = defineAgent({ name: 'privy', instructions: 'You take notes.', model: privyModel });
+
 /** An agent used as a tool that spends 30,000 tokens on its one answer. */
 const hungry = defineAgent({
   name: 'hungry',
@@ -234,6 +244,12 @@ describe.skipIf(unavailable !== undefined)('troupe/restate: the in-process featu
         logger: quietLogger,
         register: server.admin,
         budget: { tokens: 10 },
+      }),
+      await serveAgents([privy], {
+        port: 0,
+        logger: quietLogger,
+        register: server.admin,
+        pii: { kinds: ['email'], model: true },
       }),
       await serveAgents([cautious, patron], {
         port: 0,
@@ -351,6 +367,14 @@ describe.skipIf(unavailable !== undefined)('troupe/restate: the in-process featu
     expect(notRedactions(records)).toEqual(notRedactions(local.records));
     expect(notRedactions(records)).toEqual(['approval_decided', 'approval_requested']);
     expect(kinds(records)).toContain('redaction');
+  });
+
+  it('masks what the model sees with pii.model, inside the journaled call, and reveals its answer', async () => {
+    const result = await session('privy', 'p1').send('write to jane.doe@example.com');
+    expect(result.text).toBe('noted: write to jane.doe@example.com');
+    expect(JSON.stringify(privyModel.requests)).not.toContain('jane.doe@example.com');
+    expect(JSON.stringify(privyModel.requests.at(-1)?.messages)).toContain('<EMAIL_1>');
+    expect(JSON.stringify(await session('privy', 'p1').events())).not.toContain('jane.doe@example.com');
   });
 
   it('gives tools of an agent used as a tool the user’s session id and a run context computed per turn', async () => {
