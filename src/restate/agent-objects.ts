@@ -2,13 +2,29 @@ import type { ObjectContext, ObjectSharedContext, VirtualObjectDefinition } from
 import * as restate from '@restatedev/restate-sdk';
 import { TerminalError } from '@restatedev/restate-sdk';
 import type { Agent } from '../agent/define-agent.ts';
+import { type AuditLog, auditConfigError } from '../audit/audit-log.ts';
 import { ConfigError, HistoryValidationError } from '../core/errors.ts';
 import type { RunEvent } from '../core/events.ts';
 import { validateHistory } from '../core/history.ts';
 import type { Message, RunInput } from '../core/messages.ts';
 import type { RunResult } from '../core/result.ts';
+import type { BudgetLimit } from '../machines/resources.ts';
 import { defaultSupervision, type SupervisionPolicy } from '../machines/session.ts';
-import { type DecisionReceipt, decideCall } from './approvals.ts';
+import type { PiiOptions } from '../pii/pii-options.ts';
+import { needsSession } from '../system/session-run.ts';
+import {
+  type AppliedDecision,
+  type DecisionReceipt,
+  type DecisionRequest,
+  decideCall,
+  recordDecision,
+} from './approvals.ts';
+import {
+  type ContextSource,
+  checkOptionNames,
+  featuresOf,
+  restateAgentsOptionNames,
+} from './restate-options.ts';
 import { delegateOf } from './runtime-agent.ts';
 import {
   type SessionStatusView,
@@ -19,7 +35,7 @@ import {
 } from './state.ts';
 import { type DelegateRequest, runTurn, type ServedAgent, type TurnSettings } from './turn.ts';
 
-export interface RestateAgentsOptions {
+export interface RestateAgentsOptions<TContext = unknown> {
   /** The virtual object's name for an agent; default: the agent's name (Restate wants `[a-zA-Z][a-zA-Z0-9._-]*`). */
   objectName?: (agent: Agent<unknown>) => string;
   /**
@@ -43,6 +59,31 @@ export interface RestateAgentsOptions {
   maxEvents?: number;
   /** What happens when an agent actor fails (a fatal tool); default: restart twice with back-off, then escalate. */
   supervision?: Partial<SupervisionPolicy>;
+  /**
+   * The run context of each turn (tools get it as `ctx.context`, instruction functions and policies as
+   * `info.context`), computed in the endpoint process when a turn starts and again on every replay of it: it is never
+   * journaled or stored, so it may hold clients and secrets. An agent used as a tool gets the context computed for
+   * its own object with the user's session id. Required when the agents declare a context type.
+   */
+  context?: ContextSource<TContext>;
+  /**
+   * Masks personal data in the turns' events (the `events` handler, the object's state) and, with `model: true`, in
+   * what the model sees, as `run(agent, input, { pii })` does. Placeholders are numbered per turn.
+   */
+  pii?: PiiOptions;
+  /**
+   * The audit log (createAuditLog) of the endpoint process: the turns' security-relevant events are recorded (and
+   * flushed) when a turn waits for people and when it ends, inside the journaled step that writes its events, so a
+   * crash loses none of them (a crash during that step may record a batch twice).
+   */
+  audit?: AuditLog;
+  /**
+   * The budget of each turn (tokens, USD): every model call reserves from it first and a spent budget ends the turn
+   * `budget_exhausted`, as `run(agent, input, { budget })` does. The decision is part of the journaled call, and a
+   * replay counts the journaled calls' usage again. An agent used as a tool gets what its caller had left when the
+   * caller's last model call ended, and its usage counts on its caller's budget.
+   */
+  budget?: BudgetLimit;
 }
 
 /** The handlers of an agent's virtual object (keyed by session id). */
@@ -63,6 +104,11 @@ export interface AgentObjectHandlers {
   approve(ctx: ObjectSharedContext, request: { callId: string }): Promise<DecisionReceipt>;
   reject(ctx: ObjectSharedContext, request: { callId: string; reason: string }): Promise<DecisionReceipt>;
   answer(ctx: ObjectSharedContext, request: { callId: string; text: string }): Promise<DecisionReceipt>;
+  /**
+   * Records the one decision on a waiting call (keyed `<session>!<awakeableId>`: exclusive per call) and resolves its
+   * awakeable; a second decision is refused. Not reachable through the ingress: approve, reject and answer call it.
+   */
+  decide(ctx: ObjectContext, request: DecisionRequest): Promise<AppliedDecision>;
 }
 
 export interface ImportRequest {
@@ -80,13 +126,47 @@ const objectNamePattern = /^([a-zA-Z]|_[a-zA-Z0-9])[a-zA-Z0-9._-]*$/;
  * (`restate.createEndpointHandler({ services: restateAgents([triage]) })`, or `serveAgents`). Agents reachable
  * from the given ones (handoff targets, agents used as tools) are served too. A handoff stays inside the session's
  * object; an agent used as a tool runs in its own object (key `<session>><turn>.<callId>`), called durably.
- * Throws a ConfigError for an agent name Restate refuses, two agents with one name, or a handoff to an agent
- * given by a name nobody defines.
+ * Throws a ConfigError for an agent name Restate refuses, two agents with one name, a handoff to an agent given by a
+ * name nobody defines, and an option that is unknown or cannot hold on Restate (saying why).
  */
-export function restateAgents(
-  agents: readonly Agent<unknown>[],
-  options: RestateAgentsOptions = {},
+export function restateAgents<TContext = unknown>(
+  agents: readonly Agent<unknown, TContext>[],
+  ...given: RestateOptionsArgument<RestateAgentsOptions<TContext>, TContext>
 ): AgentObject[] {
+  const options = (given[0] ?? {}) as RestateAgentsOptions;
+  try {
+    return agentObjects(
+      agents as readonly Agent<unknown>[],
+      options,
+      restateAgentsOptionNames,
+      'restateAgents()',
+    );
+  } catch (error) {
+    auditConfigError(auditOf(options), 'restateAgents()', error);
+    throw error;
+  }
+}
+
+/**
+ * The options argument of restateAgents and serveAgents for agents of context type `TContext`: optional when the
+ * agents declare no context (or one that may be undefined), and with a required `context` function when they do.
+ */
+export type RestateOptionsArgument<TOptions, TContext> = unknown extends TContext
+  ? [options?: TOptions]
+  : undefined extends TContext
+    ? [options?: TOptions]
+    : [options: TOptions & { context: ContextSource<TContext> }];
+
+/** restateAgents after its type checks: `known` names the options the caller may give. */
+export function agentObjects(
+  agents: readonly Agent<unknown>[],
+  options: RestateAgentsOptions,
+  knownOptions: ReadonlySet<string>,
+  where: string,
+): AgentObject[] {
+  if (typeof options !== 'object' || options === null)
+    throw new ConfigError(`${where}: options must be an object.`);
+  checkOptionNames(options, knownOptions, where);
   const known = knownAgents(agents);
   const names = new Map<string, string>();
   const objectNames = new Set<string>();
@@ -101,7 +181,11 @@ export function restateAgents(
     objectNames.add(name);
     names.set(agent.name, name);
   }
-  const settings = settingsOf(options);
+  const settings: TurnSettings = {
+    ...settingsOf(options),
+    ...featuresOf(options, known.values(), where),
+  };
+  if (settings.budget) refuseUnbudgetedDelegates(known, where);
   const serviceOptions: restate.ObjectOptions = {
     inactivityTimeout: options.inactivityTimeout ?? 5 * 60_000,
     abortTimeout: options.abortTimeout ?? 15 * 60_000,
@@ -137,8 +221,7 @@ function agentObject(
     delegate: async (ctx, request) => {
       const problem = delegateProblem(request);
       if (problem !== undefined) throw new TerminalError(`delegate: ${problem}`, { errorCode: 400 });
-      const { input, maxSteps, timeoutMs } = request;
-      return runTurn(ctx, served, { input, delegated: { maxSteps, timeoutMs } }, settings);
+      return runTurn(ctx, served, { input: request.input, delegated: request }, settings);
     },
     importConversation: async (ctx, request) => {
       const existing = await ctx.get<StoredConversation>(stateKeys.conversation);
@@ -181,17 +264,19 @@ function agentObject(
     },
     events: async (ctx) => (await ctx.get<RunEvent[]>(stateKeys.events)) ?? [],
     approvals: async (ctx) => (await ctx.get<StoredApproval[]>(stateKeys.approvals)) ?? [],
-    approve: async (ctx, request) => decideCall(ctx, field(request, 'callId'), { type: 'approve' }),
+    approve: async (ctx, request) =>
+      decideCall(ctx, served.objectName, field(request, 'callId'), { type: 'approve' }),
     reject: async (ctx, request) =>
-      decideCall(ctx, field(request, 'callId'), {
+      decideCall(ctx, served.objectName, field(request, 'callId'), {
         type: 'reject',
         reason: String(field(request, 'reason') ?? ''),
       }),
     answer: async (ctx, request) =>
-      decideCall(ctx, field(request, 'callId'), {
+      decideCall(ctx, served.objectName, field(request, 'callId'), {
         type: 'answer',
         text: String(field(request, 'text') ?? ''),
       }),
+    decide: async (ctx, request) => recordDecision(ctx, request),
   };
   const shared = restate.handlers.object.shared;
   return restate.object({
@@ -208,6 +293,7 @@ function agentObject(
       approve: shared(handlers.approve),
       reject: shared(handlers.reject),
       answer: shared(handlers.answer),
+      decide: restate.handlers.object.exclusive({ ingressPrivate: true }, handlers.decide),
     },
     options: serviceOptions,
   }) as AgentObject;
@@ -236,6 +322,21 @@ function knownAgents(agents: readonly Agent<unknown>[]): Map<string, Agent<unkno
   };
   for (const agent of agents) visit(agent);
   return known;
+}
+
+/**
+ * An agent used as a tool that needs a session of its own (handoffs, fatal tools) runs inside one journaled call of
+ * its caller, in a private session whose model calls a turn's budget cannot reach: refused when turns have budgets.
+ */
+function refuseUnbudgetedDelegates(known: ReadonlyMap<string, Agent<unknown>>, where: string): void {
+  for (const agent of known.values())
+    for (const name of agent.tools.names) {
+      const delegate = delegateOf(agent.tools.find(name));
+      if (delegate && needsSession(delegate))
+        throw new ConfigError(
+          `${where}: budget: agent "${agent.name}" uses "${delegate.name}" as a tool, which has handoffs or fatal tools: on Restate it runs inside one journaled call of its caller, where a turn's budget cannot hold its model calls. Leave out budget, or give it no handoffs and no fatal tools.`,
+        );
+    }
 }
 
 /** The agents a session started with `entry` can hold the conversation with: handoffs, followed to the end. */
@@ -300,6 +401,12 @@ function supervisionOf(given: Partial<SupervisionPolicy> | undefined): Supervisi
   return policy;
 }
 
+/** The audit log of options that may be malformed (a ConfigError is being reported). */
+export function auditOf(options: unknown): AuditLog | undefined {
+  const audit = (options as { audit?: { kind?: unknown } } | null | undefined)?.audit;
+  return audit?.kind === 'audit-log' ? (audit as AuditLog) : undefined;
+}
+
 /** A request's own field (a JSON body: nothing is read from the prototype chain), or undefined. */
 function field(request: unknown, key: string): unknown {
   if (typeof request !== 'object' || request === null || !Object.hasOwn(request, key)) return undefined;
@@ -314,7 +421,15 @@ function isRunInput(input: unknown): input is RunInput {
 }
 
 function delegateProblem(request: unknown): string | undefined {
-  if (typeof request !== 'object' || request === null) return 'expected {input, maxSteps, timeoutMs}.';
+  if (typeof request !== 'object' || request === null)
+    return 'expected {input, maxSteps, timeoutMs, sessionId, route, turn, callPath}.';
+  for (const key of ['sessionId', 'route', 'callPath'])
+    if (typeof field(request, key) !== 'string') return `${key} must be a string.`;
+  const turn = field(request, 'turn');
+  if (typeof turn !== 'number' || !Number.isInteger(turn) || turn < 1) return 'turn must be an integer >= 1.';
+  const budget = field(request, 'budget');
+  if (budget !== undefined && (typeof budget !== 'object' || budget === null))
+    return 'budget must be an object.';
   const input = field(request, 'input');
   const maxSteps = field(request, 'maxSteps');
   const timeoutMs = field(request, 'timeoutMs');

@@ -1,11 +1,12 @@
 import type { ObjectContext, ObjectSharedContext, RestatePromise } from '@restatedev/restate-sdk';
-import { CancelledError, TerminalError } from '@restatedev/restate-sdk';
+import { CancelledError, serde, TerminalError } from '@restatedev/restate-sdk';
 import {
   type ApprovalDecision,
   type ApprovalRequest,
   type ApprovalStatus,
   statusOfDecision,
 } from '../core/approvals.ts';
+import { ApprovalError } from '../system/approval-error.ts';
 import { type StoredApproval, stateKeys } from './state.ts';
 
 /**
@@ -13,14 +14,20 @@ import { type StoredApproval, stateKeys } from './state.ts';
  * turn's exclusive handler makes one awakeable per waiting call, writes the requests with their awakeable ids to
  * the object's state and suspends on the awakeables, in call order. A decision comes from any process: the shared
  * handlers `approve`, `reject` and `answer` (they run while the exclusive handler is suspended: shared handlers
- * are not queued behind it) resolve the call's awakeable, and so does Restate's own
- * `POST /restate/awakeables/<id>/resolve` with an ApprovalDecision as the body. Each decision is journaled, so a
- * crashed or restarted service replays it instead of asking again.
+ * are not queued behind it) pass it to the call's own `decide` handler, exclusive under the key
+ * `<session>!<awakeableId>`, which records the first decision in its state and resolves the awakeable, and refuses
+ * every later one: exactly one decision applies, and the caller learns which. Restate's own
+ * `POST /restate/awakeables/<id>/resolve` with an ApprovalDecision as the body also decides: the turn confirms every
+ * decision with the call's `decide` handler, which records a direct one there, so a handler's receipt never names a
+ * decision that did not apply. Each decision is journaled, so a crashed or restarted service replays it instead of
+ * asking again.
  */
 
 /** What the wait needs from the turn that runs it. */
 export interface PeopleWaitHost {
   ctx: ObjectContext;
+  /** The object the turn runs in: its `decide` handler keeps the one decision on each call. */
+  objectName: string;
   /** Awaits a journal promise (see JournalAwaits). */
   wait<T>(promise: RestatePromise<T>): Promise<T>;
   /** The records of the turn so far (earlier batches included), by call id, in the order they were asked. */
@@ -70,6 +77,9 @@ export async function waitForPeople(
           reason: `the decision was rejected: ${error instanceof Error ? error.message : String(error)}`,
         };
       }
+      // The decision recorded for the call applies: the one given through approve/reject/answer, else (the
+      // awakeable was resolved directly) this one, recorded now, so that a later approve/reject/answer is refused.
+      decision = await confirmDecision(host, record, decision);
       const decidedAt = await host.now();
       const updated: StoredApproval = { ...record, status: statusOfDecision(decision), decision, decidedAt };
       host.approvals.set(record.callId, updated);
@@ -116,13 +126,39 @@ export interface DecisionReceipt {
   status: ApprovalStatus;
 }
 
+/** The request of the `decide` handler: the one decision on a waiting call. */
+export interface DecisionRequest {
+  sessionId: string;
+  callId: string;
+  awakeableId: string;
+  decision: ApprovalDecision;
+  /**
+   * Sent by the waiting turn once its awakeable is resolved: answers with the decision recorded for the call, or
+   * records this one (it came through the awakeable directly) and answers with it. Never refused.
+   */
+  confirm?: boolean;
+}
+
+/** What the `decide` handler keeps under its key, and answers: the decision that applies. */
+export interface AppliedDecision extends DecisionReceipt {
+  decision: ApprovalDecision;
+}
+
+/** The `<session>!<awakeableId>` key under which the one decision on a waiting call is recorded. */
+export function decisionKey(sessionId: string, awakeableId: string): string {
+  return `${sessionId}!${awakeableId}`;
+}
+
 /**
- * Decides a waiting call from a shared handler: finds the call among the turn's pending requests and resolves its
- * awakeable. Throws a TerminalError (404) when no such call waits, and (400) when the decision does not fit the
- * request (an approval for a question, an answer for an approval, a missing reason or text).
+ * Decides a waiting call from a shared handler: finds the call among the turn's requests and passes the decision to
+ * the call's `decide` handler, which records the first decision durably and refuses any other. Throws a
+ * TerminalError carrying an ApprovalError's message when the call does not wait for this decision: 404 when no such
+ * call waits, 409 when it was already decided, 400 when the decision does not fit the request (an approval for a
+ * question, an answer for an approval).
  */
 export async function decideCall(
   ctx: ObjectSharedContext,
+  objectName: string,
   callId: unknown,
   decision: ApprovalDecision,
 ): Promise<DecisionReceipt> {
@@ -130,15 +166,69 @@ export async function decideCall(
     throw new TerminalError('callId must be a non-empty string.', { errorCode: 400 });
   const records = (await ctx.get<StoredApproval[]>(stateKeys.approvals)) ?? [];
   const record = records.find((candidate) => candidate.callId === callId);
-  if (record?.status !== 'pending')
-    throw new TerminalError(
-      record
-        ? `Call "${callId}" of session "${ctx.key}" was already decided (${record.status}).`
-        : `No call "${callId}" waits for a decision in session "${ctx.key}".`,
-      { errorCode: 404 },
-    );
+  const refuse = (why: string, errorCode: number) =>
+    new TerminalError(new ApprovalError(ctx.key, callId, why).message, { errorCode });
+  if (!record) throw refuse('no call waits under this id', 404);
+  if (record.status !== 'pending') throw refuse(`it was already ${record.status}`, 409);
+  if (decision.type === 'answer' && record.kind !== 'question')
+    throw refuse('it waits for an approval, not an answer: use approve() or reject()', 400);
+  if (decision.type === 'approve' && record.kind === 'question')
+    throw refuse('it is a question: use answer() or reject()', 400);
   const problem = decisionProblem(decision, record.kind);
-  if (problem !== undefined) throw new TerminalError(`Call "${callId}": ${problem}.`, { errorCode: 400 });
-  ctx.resolveAwakeable(record.awakeableId, decision);
-  return { callId, status: statusOfDecision(decision) };
+  if (problem !== undefined) throw refuse(problem, 400);
+  const request: DecisionRequest = { sessionId: ctx.key, callId, awakeableId: record.awakeableId, decision };
+  const applied = await ctx.genericCall<DecisionRequest, AppliedDecision>({
+    service: objectName,
+    method: 'decide',
+    key: decisionKey(ctx.key, record.awakeableId),
+    parameter: request,
+    inputSerde: serde.json,
+    outputSerde: serde.json,
+  });
+  return { callId: applied.callId, status: applied.status };
+}
+
+/** The decision that applies to a call whose awakeable resolved with `decision` (see DecisionRequest.confirm). */
+function confirmDecision(
+  host: PeopleWaitHost,
+  record: StoredApproval,
+  decision: ApprovalDecision,
+): Promise<ApprovalDecision> {
+  const { ctx } = host;
+  const call = ctx.genericCall<DecisionRequest, AppliedDecision>({
+    service: host.objectName,
+    method: 'decide',
+    key: decisionKey(ctx.key, record.awakeableId),
+    parameter: {
+      sessionId: ctx.key,
+      callId: record.callId,
+      awakeableId: record.awakeableId,
+      decision,
+      confirm: true,
+    },
+    inputSerde: serde.json,
+    outputSerde: serde.json,
+  });
+  return host.wait(call).then((applied) => applied.decision);
+}
+
+/**
+ * The `decide` handler (exclusive per waiting call): the first decision is written to the key's state and resolves
+ * the call's awakeable; every later one is refused with an ApprovalError's message (409) that says which applied.
+ * The waiting turn confirms (see DecisionRequest.confirm) the decision it applies.
+ */
+export async function recordDecision(ctx: ObjectContext, request: DecisionRequest): Promise<AppliedDecision> {
+  const { sessionId, callId, awakeableId, decision } = request;
+  const recorded = await ctx.get<AppliedDecision>(stateKeys.decision);
+  if (recorded) {
+    if (request.confirm === true) return recorded;
+    throw new TerminalError(
+      new ApprovalError(sessionId, callId, `it was already ${recorded.status}`).message,
+      { errorCode: 409 },
+    );
+  }
+  const applied: AppliedDecision = { callId, status: statusOfDecision(decision), decision };
+  ctx.set(stateKeys.decision, applied);
+  if (request.confirm !== true) ctx.resolveAwakeable(awakeableId, decision);
+  return applied;
 }

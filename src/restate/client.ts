@@ -3,6 +3,7 @@ import { TroupeError } from '../core/errors.ts';
 import type { RunEvent } from '../core/events.ts';
 import type { Message, RunInput } from '../core/messages.ts';
 import type { RunResult } from '../core/result.ts';
+import { ApprovalError } from '../system/approval-error.ts';
 import type { DecisionReceipt } from './approvals.ts';
 import type { SessionStatusView, StoredApproval } from './state.ts';
 
@@ -44,8 +45,14 @@ export interface RestateSession {
   approvals(): Promise<StoredApproval[]>;
   /** The calls that wait for a decision now. */
   pendingApprovals(): Promise<StoredApproval[]>;
+  /**
+   * Approves a waiting call. Exactly one decision applies to a call: one for a call that does not wait for it (an
+   * unknown id, a call already decided, a question) rejects with an ApprovalError that says why.
+   */
   approve(callId: string): Promise<DecisionReceipt>;
+  /** Rejects a waiting call (ApprovalError as for approve). */
   reject(callId: string, reason: string): Promise<DecisionReceipt>;
+  /** Answers a waiting question (ApprovalError as for approve). */
   answer(callId: string, text: string): Promise<DecisionReceipt>;
   /** Starts the session from a conversation kept elsewhere (see the README's move from an embedded store). */
   importConversation(transcript: readonly Message[], agent?: string): Promise<SessionStatusView>;
@@ -69,7 +76,11 @@ export function restateClient(options: RestateClientOptions): RestateAgentsClien
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     });
     const text = await response.text();
-    if (!response.ok) throw new RestateRequestError(response.status, failureMessage(response.status, text));
+    if (!response.ok) {
+      const refusal = approvalRefusal(response.status, text);
+      if (refusal) throw refusal;
+      throw new RestateRequestError(response.status, failureMessage(response.status, text));
+    }
     return (text === '' ? undefined : JSON.parse(text)) as T;
   };
   return {
@@ -104,6 +115,24 @@ export function restateClient(options: RestateClientOptions): RestateAgentsClien
     result: (invocationId) =>
       call(`/restate/invocation/${encodeURIComponent(invocationId)}/attach`, undefined),
   };
+}
+
+const approvalRefusalPattern = /^Session "(.*)": cannot decide on call "(.*)": (.*)\.$/s;
+
+/** The ApprovalError a decision handler refused a decision with (its message comes back in the body), if it is one. */
+function approvalRefusal(status: number, body: string): ApprovalError | undefined {
+  if (status !== 400 && status !== 404 && status !== 409) return undefined;
+  let message: unknown;
+  try {
+    message = (JSON.parse(body) as { message?: unknown }).message;
+  } catch {
+    return undefined;
+  }
+  if (typeof message !== 'string') return undefined;
+  const match = approvalRefusalPattern.exec(message);
+  if (!match) return undefined;
+  const [, sessionId = '', callId = '', why = ''] = match;
+  return new ApprovalError(sessionId, callId, why);
 }
 
 function failureMessage(status: number, body: string): string {

@@ -8,9 +8,10 @@ export {
   type AgentObjectHandlers,
   type ImportRequest,
   type RestateAgentsOptions,
+  type RestateOptionsArgument,
   restateAgents,
 } from './agent-objects.ts';
-export type { DecisionReceipt } from './approvals.ts';
+export type { AppliedDecision, DecisionReceipt, DecisionRequest } from './approvals.ts';
 export {
   type RestateAgentsClient,
   type RestateClientOptions,
@@ -19,6 +20,7 @@ export {
   restateClient,
   type SendOptions,
 } from './client.ts';
+export type { ContextRequest, ContextSource } from './restate-options.ts';
 export { type ServeAgentsOptions, type ServedEndpoint, serveAgents } from './serve.ts';
 export type {
   SessionStatusView,
@@ -28,4 +30,4 @@ export type {
   TurnStatus,
   TurnSummary,
 } from './state.ts';
-export type { DelegateRequest } from './turn.ts';
+export type { DelegateLimits, DelegateRequest } from './turn.ts';

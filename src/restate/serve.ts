@@ -1,10 +1,17 @@
 import http2 from 'node:http2';
 import { createEndpointHandler, type LoggerTransport } from '@restatedev/restate-sdk';
 import type { Agent } from '../agent/define-agent.ts';
-import { type RestateAgentsOptions, restateAgents } from './agent-objects.ts';
+import { auditConfigError } from '../audit/audit-log.ts';
+import {
+  agentObjects,
+  auditOf,
+  type RestateAgentsOptions,
+  type RestateOptionsArgument,
+} from './agent-objects.ts';
 import { RestateRequestError } from './client.ts';
+import { restateAgentsOptionNames, serveAgentsOptionNames } from './restate-options.ts';
 
-export interface ServeAgentsOptions extends RestateAgentsOptions {
+export interface ServeAgentsOptions<TContext = unknown> extends RestateAgentsOptions<TContext> {
   /** Default 9080; 0 picks a free port. */
   port?: number;
   /** The interface to listen on. Default '127.0.0.1': put the endpoint where only your Restate server reaches it. */
@@ -34,13 +41,26 @@ export interface ServedEndpoint {
 
 /**
  * Serves the agents' virtual objects (see restateAgents) over HTTP/2, the protocol Restate talks to endpoints in.
- * Resolves once it listens.
+ * Resolves once it listens. Throws a ConfigError (synchronously) for what restateAgents refuses and for an option
+ * that is unknown.
  */
-export function serveAgents(
-  agents: readonly Agent<unknown>[],
-  options: ServeAgentsOptions = {},
+export function serveAgents<TContext = unknown>(
+  agents: readonly Agent<unknown, TContext>[],
+  ...given: RestateOptionsArgument<ServeAgentsOptions<TContext>, TContext>
 ): Promise<ServedEndpoint> {
-  const services = restateAgents(agents, options);
+  const options = (given[0] ?? {}) as ServeAgentsOptions;
+  let services: ReturnType<typeof agentObjects>;
+  try {
+    services = agentObjects(
+      agents as readonly Agent<unknown>[],
+      options,
+      new Set([...restateAgentsOptionNames, ...serveAgentsOptionNames]),
+      'serveAgents()',
+    );
+  } catch (error) {
+    auditConfigError(auditOf(options), 'serveAgents()', error);
+    throw error;
+  }
   const server = http2.createServer(
     createEndpointHandler({
       services,

@@ -19,6 +19,8 @@ export const stateKeys = {
   approvals: 'approvals',
   /** RunEvent[]: the current (or last) turn's events, written when it waits for people and when it ends. */
   events: 'events',
+  /** The decision on one waiting call, under the key `<session>!<awakeableId>` (see the `decide` handler). */
+  decision: 'decision',
 } as const;
 
 export interface StoredConversation {

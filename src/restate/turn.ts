@@ -4,10 +4,12 @@ import { type Actor, type AnyActorRef, createActor, type SnapshotFrom } from 'xs
 import type { Agent } from '../agent/define-agent.ts';
 import type { ApprovalDecision, ApprovalRequest } from '../core/approvals.ts';
 import { type ErrorInfo, toErrorInfo } from '../core/errors.ts';
-import type { Phase, RunEvent } from '../core/events.ts';
+import type { RunEvent } from '../core/events.ts';
 import type { JsonValue } from '../core/json.ts';
 import { type Message, type RunInput, userMessage } from '../core/messages.ts';
 import type { RunResult } from '../core/result.ts';
+import { releaseSessionResources } from '../core/session-resources.ts';
+import type { Usage } from '../core/usage.ts';
 import { stopOrphans } from '../engine/actor-links.ts';
 import { guardrailInput } from '../guardrails/guardrail-plan.ts';
 import type {
@@ -17,19 +19,25 @@ import type {
   AgentMachine,
   EffectCommand,
 } from '../machines/agent.ts';
+import type { BudgetLimit } from '../machines/resources.ts';
 import type { AgentDescriptor, SessionContext, SupervisionPolicy } from '../machines/session.ts';
+import { attachPii } from '../pii/pii-run.ts';
+import type { ResourceManager } from '../resources/resource-manager.ts';
+import { attachResources } from '../resources/resource-run.ts';
 import { checkpointOf } from '../run/agent-checkpoint.ts';
 import type { DurableRun } from '../run/durable-run.ts';
 import { hostAgent } from '../run/host.ts';
+import { PhaseReporter } from '../run/phase-events.ts';
 import { failedBeforeAnyStep, runEndData } from '../run/run-result.ts';
 import { attachRuntimes, type Delegator, type EffectExecutor, type RunRuntime } from '../run/run-runtime.ts';
 import { attachSessionEffectsHost } from '../system/session-effects.ts';
 import { subFailure, turnResult } from '../system/session-result.ts';
 import { needsSession } from '../system/session-run.ts';
 import { type PeopleWaitHost, waitForPeople } from './approvals.ts';
-import { JournalClock, JournaledBus } from './effect-capture.ts';
+import { captured, JournalClock, JournaledBus } from './effect-capture.ts';
 import { JournalAwaits } from './journal-awaits.ts';
 import { type JournalSettings, journaledEffect } from './journaled-effect.ts';
+import type { TurnFeatures } from './restate-options.ts';
 import { delegateOf, forTurn } from './runtime-agent.ts';
 import {
   type StoredApproval,
@@ -50,7 +58,7 @@ export interface ServedAgent {
   objectOf(agentName: string): string | undefined;
 }
 
-export interface TurnSettings extends JournalSettings {
+export interface TurnSettings extends JournalSettings, TurnFeatures {
   supervision: SupervisionPolicy;
   /** Events kept in the object's state for the last turn (the newest). */
   maxEvents: number;
@@ -62,10 +70,20 @@ export interface TurnRequest {
   delegated?: DelegateLimits;
 }
 
-/** What a calling agent passes on to an agent it uses as a tool. */
+/** What a calling agent passes on to an agent it uses as a tool: its limits, and where it runs for the user. */
 export interface DelegateLimits {
   maxSteps: number;
   timeoutMs: number | null;
+  /** The user's session id: the tools of the agent used as a tool see it, as in-process. */
+  sessionId: string;
+  /** The agent's place in the session: `caller>callId/name`. */
+  route: string;
+  /** The caller's session turn. */
+  turn: number;
+  /** Ids of the calls that started this run, joined by '/'. */
+  callPath: string;
+  /** What was left of the caller's turn budget when the call started (absent: the caller had none). */
+  budget?: { tokens?: number; usd?: number };
 }
 
 /** The request of the `delegate` handler (an agent used as a tool by another session's agent). */
@@ -97,7 +115,14 @@ export async function runTurn(
   const turn: StoredTurn = { number, status: 'running', input: request.input, startedAt };
   ctx.set(stateKeys.turn, turn);
   ctx.clear(stateKeys.approvals);
-  const host = new TurnHost(ctx, served, request, settings, stored, turn);
+  // Computed anew on every attempt, in this process: the context is never journaled or stored.
+  const context = settings.context
+    ? await settings.context({
+        sessionId: request.delegated?.sessionId ?? ctx.key,
+        agent: served.agent.name,
+      })
+    : undefined;
+  const host = new TurnHost(ctx, served, request, settings, stored, turn, context);
   return host.run();
 }
 
@@ -110,6 +135,7 @@ interface ActiveAgent {
 
 class TurnHost implements PeopleWaitHost, CheckpointSource {
   readonly ctx: ObjectContext;
+  readonly objectName: string;
   readonly approvals = new Map<string, StoredApproval>();
   readonly #served: ServedAgent;
   readonly #request: TurnRequest;
@@ -129,6 +155,18 @@ class TurnHost implements PeopleWaitHost, CheckpointSource {
   readonly #checkpoints = new Map<string, { segment: number; checkpoint: AgentCheckpoint }>();
   readonly #disposers: (() => void)[] = [];
   readonly #awaits = new JournalAwaits(() => this.cancelled());
+  readonly #context: unknown;
+  /** The session id the agents' tools and events see: the user's, also in an agent used as a tool. */
+  readonly #sessionId: string;
+  /** The key the turn's budget is bound under (see attachResources), when it has one. */
+  #budgetScope: string | undefined;
+  /** The manager of the turn's budget, when it has one. */
+  #budgetManager: ResourceManager | undefined;
+  /** What was left of the budget when the last model call ended: what an agent used as a tool may spend. */
+  #budgetLeft: { tokens?: number; usd?: number } | undefined;
+  /** Events recorded in the audit log so far, as journaled (see #writeEvents), and in this attempt. */
+  #audited = 0;
+  #observed = 0;
   #actor: Actor<typeof restateSessionMachine> | undefined;
   #waitedFrom = 0;
   #closed = false;
@@ -140,8 +178,12 @@ class TurnHost implements PeopleWaitHost, CheckpointSource {
     settings: TurnSettings,
     stored: StoredConversation | null,
     turn: StoredTurn,
+    context: unknown,
   ) {
     this.ctx = ctx;
+    this.objectName = served.objectName;
+    this.#context = context;
+    this.#sessionId = request.delegated?.sessionId ?? ctx.key;
     this.#served = served;
     this.#request = request;
     this.#settings = settings;
@@ -165,8 +207,73 @@ class TurnHost implements PeopleWaitHost, CheckpointSource {
       });
     }
     this.#clock = new JournalClock(turn.startedAt);
-    this.#bus = new JournaledBus(ctx.key, this.#clock, this.#firstSeq);
+    this.#bus = new JournaledBus(this.#sessionId, this.#clock, this.#firstSeq);
     this.#id = `${served.objectName}/${ctx.key}~${++attempts}`;
+    // Masking sits between the bus and its listeners: the events kept in state and audited are masked.
+    attachPii(this.#bus, settings.pii);
+  }
+
+  /**
+   * Opens the turn's budget: the configured one, or for an agent used as a tool what its caller had left. Its
+   * model calls reserve from it inside their journal entries (see callModel); replayed calls are counted again.
+   */
+  #openBudget(entry: Agent<unknown>): void {
+    const given = this.#request.delegated?.budget;
+    const own = this.#settings.budget;
+    // An agent used as a tool may spend what its caller had left, and no more than its own endpoint's budget.
+    const budget: BudgetLimit | undefined = given
+      ? {
+          ...own,
+          ...withLimit('tokens', own?.tokens, given.tokens),
+          ...withLimit('usd', own?.usd, given.usd),
+        }
+      : own;
+    if (!budget) return;
+    const scope = `${this.#id}/budget`;
+    const attached = attachResources({ budget }, undefined, {
+      sessionId: scope,
+      agent: entry.name,
+      provider: entry.model.provider,
+      model: entry.model.model,
+      clock: this.#clock,
+      bus: this.#bus,
+    });
+    if (attached) {
+      this.#disposers.push(attached.detach);
+      this.#budgetManager = attached.manager;
+    }
+    this.#budgetScope = scope;
+    this.#budgetLeft = this.#remainingBudget();
+  }
+
+  #remainingBudget(): { tokens?: number; usd?: number } | undefined {
+    if (this.#budgetScope === undefined) return undefined;
+    const usage = this.#budgetManager?.usage({ session: this.#budgetScope }).session;
+    if (!usage) return undefined;
+    const left: { tokens?: number; usd?: number } = {};
+    if (usage.remainingTokens !== null) left.tokens = usage.remainingTokens;
+    if (usage.remainingUsd !== null) left.usd = usage.remainingUsd;
+    return left;
+  }
+
+  /**
+   * Counts usage the turn's budget did not see in this attempt (a model call replayed from the journal, an agent
+   * used as a tool) as spent. Its notices are dropped: the journal replays those of the original call.
+   */
+  async #charge(usage: Usage, agent: Agent<unknown>): Promise<void> {
+    const scope = this.#budgetScope;
+    const manager = this.#budgetManager;
+    if (!manager || scope === undefined) return;
+    await captured(async () => {
+      const { provider, model } = agent.model;
+      const outcome = await manager.reserve({
+        session: scope,
+        provider,
+        model,
+        estimate: { input: 0, output: 0 },
+      });
+      if (outcome.granted) manager.settle(outcome.grant, usage);
+    });
   }
 
   async run(): Promise<RunResult<unknown>> {
@@ -175,11 +282,12 @@ class TurnHost implements PeopleWaitHost, CheckpointSource {
     signal.addEventListener('abort', onAttemptEnd, { once: true });
     this.#disposers.push(() => signal.removeEventListener('abort', onAttemptEnd));
     try {
+      await this.#listSources(signal);
       const ended = await this.#runSession();
       const result = ended.context
-        ? { ...turnResult<unknown>(ended.context), sessionId: this.ctx.key }
+        ? { ...turnResult<unknown>(ended.context), sessionId: this.#sessionId }
         : failedBeforeAnyStep<unknown>(
-            this.ctx.key,
+            this.#sessionId,
             this.#entry,
             this.#transcript,
             this.#request.input,
@@ -202,6 +310,20 @@ class TurnHost implements PeopleWaitHost, CheckpointSource {
     }
   }
 
+  /**
+   * Lists the agents' tool sources (MCP servers) in this process before anything runs: a replay decides with the
+   * tools the original attempt had (which calls wait for approval, which tools exist) without re-running the model
+   * calls that listed them. A source that cannot be reached fails the first model call that needs it, as in-process.
+   */
+  async #listSources(signal: AbortSignal): Promise<void> {
+    const listing: Promise<void>[] = [];
+    for (const agent of this.#agents.values()) {
+      const preparing = agent.tools.prepare({ sessionId: this.#sessionId, signal, context: this.#context });
+      if (preparing) listing.push(preparing.catch(() => undefined));
+    }
+    await Promise.all(listing);
+  }
+
   /** Starts the session machine for this turn and resolves with its context once the turn has ended. */
   #runSession(): Promise<{ context?: SessionContext; error: ErrorInfo }> {
     // Own properties only (an agent may be named __proto__): the machine takes a record of descriptors.
@@ -220,6 +342,7 @@ class TurnHost implements PeopleWaitHost, CheckpointSource {
     for (const [name, agent] of this.#agents) this.#register(name, agent);
     this.#disposers.push(this.#bus.subscribe((event) => this.#events.push(event)));
     const entry = this.#agents.get(this.#entry) ?? this.#served.agent;
+    this.#openBudget(entry);
     this.#bus.emit(entry.name, 'run_start', {
       input: this.#request.input as JsonValue,
       historyLength: this.#transcript.length,
@@ -279,14 +402,22 @@ class TurnHost implements PeopleWaitHost, CheckpointSource {
     const runEffect: EffectExecutor = (effectKey, kind, effect) =>
       this.#runEffect(name, effectKey, kind, effect);
     const active = this.#active;
+    const placement = this.#request.delegated;
+    const budget = this;
     const hosted = hostAgent({
       key,
       agent: forTurn(agent),
       bus: this.#bus,
       clock: this.#clock,
-      sessionId: this.ctx.key,
-      route: name,
-      turn: this.#turn.number,
+      sessionId: this.#sessionId,
+      route: placement && name === this.#served.agent.name ? placement.route : name,
+      turn: placement?.turn ?? this.#turn.number,
+      callPath: placement?.callPath ?? '',
+      context: this.#context,
+      resourceScope: () => this.#budgetScope ?? this.#bus.sessionId,
+      get resources() {
+        return budget.#budgetManager;
+      },
       // Restate sessions wait for approvals durably: a permission policy may ask a person.
       peopleCanDecide: true,
       durable: this.#durableFor(name),
@@ -326,19 +457,13 @@ class TurnHost implements PeopleWaitHost, CheckpointSource {
       scope: { deadline: timeoutMs === null ? null : this.#clock.now() + timeoutMs },
     };
     this.#active.set(name, active);
-    let lastPhase = '';
-    const onSnapshot = (snapshot: SnapshotFrom<AgentMachine>) => {
-      const [phase, state] = phaseOf(snapshot.value);
-      const phaseKey = `${phase}.${state}`;
-      if (phaseKey === lastPhase) return;
-      lastPhase = phaseKey;
-      this.#bus.emit(name, 'phase', {
-        phase,
-        state,
-        step: snapshot.context.step,
-        retryCount: snapshot.context.retryCount,
-      });
-    };
+    // Phase and decode_retry events, as in-process; a restarted agent's earlier retries are not reported again.
+    const first = ref.getSnapshot() as SnapshotFrom<AgentMachine>;
+    const phases = new PhaseReporter(
+      (type, data) => this.#bus.emit(name, type, data),
+      first.context.retryCount,
+    );
+    const onSnapshot = (snapshot: SnapshotFrom<AgentMachine>) => phases.observe(snapshot);
     const subscription = ref.subscribe({ next: onSnapshot, error: () => stopOrphans(ref) });
     this.#disposers.push(() => subscription.unsubscribe());
     onSnapshot(ref.getSnapshot());
@@ -431,11 +556,29 @@ class TurnHost implements PeopleWaitHost, CheckpointSource {
 
   async #writeEvents(): Promise<RunEvent[]> {
     const max = this.#settings.maxEvents;
-    const events = await this.wait(
-      this.ctx.run('events', () => this.#events.slice(-max), { serde: serde.json }),
+    const written = await this.wait(
+      this.ctx.run('events', () => this.#auditedEvents(max), { serde: serde.json }),
     );
-    this.ctx.set(stateKeys.events, events);
-    return events;
+    this.#audited = written.audited;
+    this.ctx.set(stateKeys.events, written.events);
+    return written.events;
+  }
+
+  /**
+   * The body of the journal entry that writes the events: records the events not audited yet (those before the
+   * last entry are, as journaled), flushes the log, and returns the events to keep with the audited count.
+   */
+  async #auditedEvents(max: number): Promise<{ events: RunEvent[]; audited: number }> {
+    const audit = this.#settings.audit;
+    const count = this.#events.length;
+    if (audit) {
+      // A retried entry in this attempt records nothing twice; the log keeps what it could not write queued.
+      for (const event of this.#events.slice(Math.max(this.#audited, this.#observed), count))
+        audit.observe(event);
+      this.#observed = count;
+      await audit.flush().catch(() => undefined);
+    }
+    return { events: this.#events.slice(-max), audited: count };
   }
 
   #runEffect<T>(
@@ -448,9 +591,18 @@ class TurnHost implements PeopleWaitHost, CheckpointSource {
     // session of its own in this process (handoffs): then its whole run is one journaled effect.
     if (kind === 'agent' && !this.#runsInProcess(agent, key)) return effect();
     const active = this.#active.get(agent);
-    return journaledEffect(
+    // A model call whose result comes from the journal was not counted by this attempt's budget: count it.
+    const budgeted = kind === 'model' && this.#budgetScope !== undefined;
+    let ran = false;
+    const call = budgeted
+      ? () => {
+          ran = true;
+          return effect();
+        }
+      : effect;
+    const result = journaledEffect(
       this.ctx,
-      { key, kind, effect, deadline: active?.scope.deadline ?? null },
+      { key, kind, effect: call, deadline: active?.scope.deadline ?? null },
       this.#settings,
       {
         clock: this.#clock,
@@ -464,6 +616,14 @@ class TurnHost implements PeopleWaitHost, CheckpointSource {
         cancelled: () => this.cancelled(),
       },
     );
+    if (!budgeted) return result;
+    return result.then(async (value) => {
+      const usage = usageOf(value);
+      const model = this.#agents.get(agent);
+      if (!ran && usage && model) await this.#charge(usage, model);
+      this.#budgetLeft = this.#remainingBudget();
+      return value;
+    });
   }
 
   /** Whether the agent tool called under `key` runs its agent in-process (it needs a session: handoffs). */
@@ -479,20 +639,35 @@ class TurnHost implements PeopleWaitHost, CheckpointSource {
   }
 
   /** Agents used as tools by `caller`: a durable request-response call to the sub-agent's own object. */
-  #delegatorFor(caller: string): Delegator {
+  #delegatorFor(name: string): Delegator {
     return (request) => {
       const objectName = this.#served.objectOf(request.agent.name);
       if (objectName === undefined)
         return Promise.resolve(
-          subFailure(this.ctx.key, request.agent.name, request.input, 'no object serves this agent'),
+          subFailure(this.#sessionId, request.agent.name, request.input, 'no object serves this agent'),
         );
       // The caller's tool timeout cannot race the call (a timer is not journaled): it bounds the sub-run instead.
-      const toolTimeout = this.#agents.get(caller)?.limits.toolTimeoutMs ?? null;
+      const toolTimeout = this.#agents.get(name)?.limits.toolTimeoutMs ?? null;
+      const caller = this.#request.delegated;
+      const callerRoute = caller && name === this.#served.agent.name ? caller.route : name;
       const parameter: DelegateRequest = {
         input: request.input,
         maxSteps: request.agent.limits.maxSteps,
         timeoutMs: minOf(request.agent.limits.timeoutMs, toolTimeout),
+        sessionId: this.#sessionId,
+        route: `${callerRoute}>${request.callId}/${request.agent.name}`,
+        turn: caller?.turn ?? this.#turn.number,
+        callPath: caller?.callPath ? `${caller.callPath}/${request.callId}` : request.callId,
       };
+      // The budget left when the caller's last model call ended: the same on every replay.
+      const left = this.#budgetLeft;
+      if (left) {
+        if ((left.tokens ?? 1) <= 0 || (left.usd ?? 1) <= 0)
+          return Promise.resolve(
+            subFailure(this.#sessionId, request.agent.name, request.input, 'the turn’s budget is spent'),
+          );
+        parameter.budget = left;
+      }
       const call = this.ctx.genericCall<DelegateRequest, RunResult<unknown>>({
         service: objectName,
         method: 'delegate',
@@ -502,7 +677,11 @@ class TurnHost implements PeopleWaitHost, CheckpointSource {
         outputSerde: serde.json,
       });
       return this.wait(call).then(
-        (result) => result,
+        async (result) => {
+          // What the agent used as a tool spent counts on this turn's budget.
+          if (this.#budgetScope !== undefined) await this.#charge(result.usage, request.agent);
+          return result;
+        },
         (error: unknown) => {
           if (error instanceof CancelledError) {
             this.cancelled();
@@ -510,7 +689,7 @@ class TurnHost implements PeopleWaitHost, CheckpointSource {
           }
           const message = error instanceof TerminalError ? error.message : toErrorInfo(error).message;
           return subFailure(
-            this.ctx.key,
+            this.#sessionId,
             request.agent.name,
             request.input,
             `the sub-agent failed: ${message}`,
@@ -550,7 +729,20 @@ class TurnHost implements PeopleWaitHost, CheckpointSource {
     this.#closed = true;
     for (const dispose of this.#disposers.splice(0)) dispose();
     this.#actor?.stop();
+    // Per-session tool sources (MCP servers with scope 'session') close with the session's turn in this process;
+    // an agent used as a tool shares the user's session and leaves them to its caller's turn.
+    if (!this.#request.delegated) void releaseSessionResources(this.#sessionId);
   }
+}
+
+/** `{ [key]: the smaller of the two limits }`, or nothing when neither is set. */
+function withLimit(
+  key: 'tokens' | 'usd',
+  a: number | undefined,
+  b: number | undefined,
+): Partial<Record<'tokens' | 'usd', number>> {
+  if (a === undefined && b === undefined) return {};
+  return { [key]: Math.min(a ?? Number.POSITIVE_INFINITY, b ?? Number.POSITIVE_INFINITY) };
 }
 
 function minOf(a: number | null, b: number | null): number | null {
@@ -559,11 +751,8 @@ function minOf(a: number | null, b: number | null): number | null {
   return Math.min(a, b);
 }
 
-function phaseOf(value: SnapshotFrom<AgentMachine>['value']): [Phase, string] {
-  if (typeof value === 'string') return [value as Phase, value];
-  const running = (value as { running?: unknown }).running;
-  if (typeof running === 'string') return [running === 'finalOutput' ? 'finalOutput' : 'toolUse', running];
-  const inner = running as Record<string, string>;
-  if ('finalOutput' in inner) return ['finalOutput', inner.finalOutput ?? ''];
-  return ['toolUse', inner.toolUse ?? ''];
+/** The usage of a model call's outcome, if it has one. */
+function usageOf(value: unknown): Usage | undefined {
+  const event = value as Partial<Extract<AgentEvent, { type: 'model.response' }>> | undefined;
+  return event?.type === 'model.response' ? event.response?.usage : undefined;
 }

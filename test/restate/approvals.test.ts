@@ -1,10 +1,13 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AuditRecord } from '../../src/audit/audit-record.ts';
+import { verifyAuditLog } from '../../src/audit/verify-audit-log.ts';
 import { validateHistory } from '../../src/core/history.ts';
 import { type RestateSession, restateClient } from '../../src/restate/client.ts';
 import type { StoredApproval } from '../../src/restate/state.ts';
+import { ApprovalError } from '../../src/system/approval-error.ts';
 import { readEffects, startCounts } from './support/effects-log.ts';
 import {
   freePort,
@@ -24,14 +27,16 @@ describe.skipIf(unavailable !== undefined)('troupe/restate: approvals from anoth
   let port: number;
   let dir: string;
   let effectsLog: string;
+  let auditLog: string;
 
   const startEndpoint = async () => {
-    service = await startService({ PORT: String(port), EFFECTS_LOG: effectsLog });
+    service = await startService({ PORT: String(port), EFFECTS_LOG: effectsLog, AUDIT_LOG: auditLog });
   };
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'troupe-approvals-'));
     effectsLog = join(dir, 'effects.log');
+    auditLog = join(dir, 'audit.jsonl');
     server = await startRestateServer();
     port = await freePort();
     await startEndpoint();
@@ -80,20 +85,24 @@ describe.skipIf(unavailable !== undefined)('troupe/restate: approvals from anoth
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(await approver('c1').status()).toMatchObject({ turn: { number: 1, status: 'waiting' } });
 
-    // Wrong decisions are refused and change nothing.
-    await expect(approver('c1').approve(question?.callId as string)).rejects.toMatchObject({ status: 400 });
-    await expect(approver('c1').answer(refund?.callId as string, 'yes')).rejects.toMatchObject({
-      status: 400,
-    });
+    // Wrong decisions are refused (as in-process: ApprovalErrors) and change nothing.
+    await expect(approver('c1').approve(question?.callId as string)).rejects.toThrow(
+      `Session "c1": cannot decide on call "${question?.callId}": it is a question: use answer() or reject().`,
+    );
+    await expect(approver('c1').answer(refund?.callId as string, 'yes')).rejects.toBeInstanceOf(
+      ApprovalError,
+    );
 
     expect(await approver('c1').approve(refund?.callId as string)).toEqual({
       callId: refund?.callId,
       status: 'approved',
     });
-    // Once the turn has recorded the decision, deciding again is refused (until then a second decision is accepted
-    // and ignored: the first one counts).
+    // Deciding again is refused, before and after the turn has recorded the decision.
+    await expect(approver('c1').reject(refund?.callId as string, 'no')).rejects.toThrow(
+      `Session "c1": cannot decide on call "${refund?.callId}": it was already approved.`,
+    );
     await waitFor(async () => (await approver('c1').approvals())[0]?.status === 'approved', 10_000);
-    await expect(approver('c1').approve(refund?.callId as string)).rejects.toMatchObject({ status: 404 });
+    await expect(approver('c1').approve(refund?.callId as string)).rejects.toBeInstanceOf(ApprovalError);
     expect(await approver('c1').answer(question?.callId as string, 'account 7')).toMatchObject({
       status: 'answered',
     });
@@ -169,6 +178,19 @@ describe.skipIf(unavailable !== undefined)('troupe/restate: approvals from anoth
       ['c3/t1|clerk|m2', 1],
       ['c3/t1|clerk|m5', 1],
       ['c3/t1|tool|f2', 1],
+    ]);
+    // The audit trail spans both processes: every request and decision once, one intact chain.
+    expect(verifyAuditLog(auditLog)).toMatchObject({ ok: true });
+    const records = readFileSync(auditLog, 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as AuditRecord)
+      .filter((record) => record.sessionId === 'c3');
+    expect(records.map((record) => `${record.type} ${(record.data as { callId: string }).callId}`)).toEqual([
+      `approval_requested ${refund?.callId}`,
+      `approval_requested ${question?.callId}`,
+      `approval_decided ${refund?.callId}`,
+      `approval_decided ${question?.callId}`,
     ]);
   });
 });

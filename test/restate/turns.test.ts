@@ -3,6 +3,7 @@ import { validateHistory } from '../../src/core/history.ts';
 import type { Message } from '../../src/core/messages.ts';
 import { RestateRequestError, restateClient } from '../../src/restate/client.ts';
 import { type ServedEndpoint, serveAgents } from '../../src/restate/serve.ts';
+import { ApprovalError } from '../../src/system/approval-error.ts';
 import { deskAgents, type EffectLine, memoryProbe } from './support/desk-agents.ts';
 import {
   quietLogger,
@@ -124,9 +125,12 @@ describe.skipIf(unavailable !== undefined)('troupe/restate: turns through the in
   it('refuses bad input and unknown calls with typed errors', async () => {
     const session = client().session('triage', 'user-3');
     await expect(session.send(42 as never)).rejects.toMatchObject({ status: 400 });
+    await expect(session.send(42 as never)).rejects.toBeInstanceOf(RestateRequestError);
     const rejected = session.approve('nope');
-    await expect(rejected).rejects.toBeInstanceOf(RestateRequestError);
-    await expect(rejected).rejects.toMatchObject({ status: 404 });
+    await expect(rejected).rejects.toBeInstanceOf(ApprovalError);
+    await expect(rejected).rejects.toThrow(
+      'Session "user-3": cannot decide on call "nope": no call waits under this id.',
+    );
   });
 
   it('imports a conversation kept elsewhere, then continues it', async () => {

@@ -29,6 +29,8 @@ export interface ServiceEnv {
   EFFECTS_LOG: string;
   /** The n-th crash point this process reaches SIGKILLs it; 0 or absent: never. */
   CRASH_AT?: string;
+  /** Where the endpoint's audit log goes (JSONL); absent: no audit log. */
+  AUDIT_LOG?: string;
 }
 
 export function startService(env: ServiceEnv): Promise<ServiceProcess> {
