@@ -179,7 +179,7 @@ export {
   type Settlement,
 } from './resources/resource-manager.ts';
 export { type InspectObserver, redact, redactingInspector } from './run/inspect.ts';
-export { type AgentStep, type RunOptions, type RunStream, run, stream } from './run/run.ts';
+export type { AgentStep, RunOptions, RunStream } from './run/run.ts';
 export {
   type ContextType,
   contextType,
@@ -188,8 +188,8 @@ export {
   type RunContextInfo,
 } from './run/run-context.ts';
 export { activeRuntimeCount } from './run/run-runtime.ts';
-export { type AgentTool, type AgentToolOptions, agentTool, SubAgentError } from './system/agent-tool.ts';
-export { ApprovalError } from './system/approval-error.ts';
+export { type AgentTool, type AgentToolOptions, agentTool, SubAgentError } from './sessions/agent-tool.ts';
+export { ApprovalError } from './sessions/approval-error.ts';
 export {
   type MergeStrategy,
   type ParallelGroup,
@@ -197,7 +197,8 @@ export {
   type ParallelResult,
   type ParallelRunOptions,
   parallel,
-} from './system/parallel.ts';
+} from './sessions/parallel.ts';
+export { run, stream } from './sessions/run.ts';
 export {
   type Session,
   SessionClosedError,
@@ -205,16 +206,16 @@ export {
   type SessionOptions,
   type SessionStatus,
   type TurnOptions,
-} from './system/session.ts';
-export type { ApprovalHandler } from './system/session-run.ts';
-export type { RecoverOptions, RestoreOptions } from './system/system.ts';
+} from './sessions/session.ts';
+export type { ApprovalHandler } from './sessions/session-run.ts';
+export type { RecoverOptions, RestoreOptions } from './sessions/system.ts';
 export {
   type AgentSystem,
   type AgentSystemOptions,
   createAgentSystem,
   type RecoverResult,
   type ShutdownOptions,
-} from './system/system.ts';
+} from './sessions/system.ts';
 export { type AskHumanOptions, askHuman } from './tools/ask-human.ts';
 export { ToolRegistry } from './tools/registry.ts';
 export { type Tool, type ToolContext, type ToolOptions, tool } from './tools/tool.ts';

@@ -89,7 +89,7 @@ export interface ExecuteOptions {
    * Keep clear of known bugs: run()/stream()'s onApproval only gives decisions of the request's kind (an approval
    * for a question, or an answer to an approval, makes the run wait forever; test/run/approval-decisions.test.ts),
    * and a session turn that never started is not held to its historyDelta (it reports the running turn's;
-   * test/system/session-queued-turns.test.ts).
+   * test/sessions/session-queued-turns.test.ts).
    */
   avoidKnownBugs?: boolean | undefined;
 }
@@ -1265,7 +1265,7 @@ async function executeSession(
     const where = `${tag} session turn #${turn}`;
     if (options.avoidKnownBugs && k >= starts) {
       // A queued turn ended before it started reports the running turn's delta and spend as its own
-      // (test/system/session-queued-turns.test.ts): only its history is checked.
+      // (test/sessions/session-queued-turns.test.ts): only its history is checked.
       checkResult(
         { ...result, historyDelta: result.history.slice(previousHistory.length) },
         previousHistory,

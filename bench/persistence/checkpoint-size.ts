@@ -31,7 +31,7 @@ import {
   type StoredSession,
   type SyncSessionStore,
 } from '../../dist/index.js';
-import { median, spread, stepAgent } from '../system/durable-workload.ts';
+import { median, spread, stepAgent } from '../sessions/durable-workload.ts';
 
 const resultChars = Number(process.argv[2] ?? 0);
 const rounds = Number(process.argv[3] ?? 7);

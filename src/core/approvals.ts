@@ -46,3 +46,9 @@ export interface ApprovalRecord extends ApprovalRequest {
 export function statusOfDecision(decision: ApprovalDecision): ApprovalStatus {
   return decision.type === 'approve' ? 'approved' : decision.type === 'reject' ? 'rejected' : 'answered';
 }
+
+/**
+ * Decides on a call that waits for people, for `run()` and `stream()` (which have no session to approve through):
+ * return the decision, or a promise of it. If it throws, the call is rejected with the error as the reason.
+ */
+export type ApprovalHandler = (request: ApprovalRequest) => ApprovalDecision | Promise<ApprovalDecision>;

@@ -23,8 +23,8 @@ export interface GuardrailCheckInfo<TContext = unknown> extends RunContextInfo<T
   /** For the streaming checks of an output guardrail: true while the text is a part of a reply still arriving. */
   partial: boolean;
   /** The tool and call checked, for the tool_input and tool_output stages. */
-  tool?: string;
-  toolCallId?: string;
+  tool?: string | undefined;
+  toolCallId?: string | undefined;
 }
 
 /**

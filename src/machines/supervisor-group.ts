@@ -6,7 +6,7 @@ import { type AgentMachineInput, type AgentMachineOutput, agentMachine } from '.
  * A group supervisor, behind `parallel` (several agents on one task, their answers merged): runs the agents side
  * by side as its children (explicit ids, each stopped as soon as it is done) and ends when every one has ended,
  * with each one's final context or failure. A member's failure does not stop the others. Pure: the runtime
- * (src/system/parallel.ts) provides the agent logic with its effects, and sends `abort` / `timeout` on the
+ * (src/sessions/parallel.ts) provides the agent logic with its effects, and sends `abort` / `timeout` on the
  * caller's behalf.
  */
 

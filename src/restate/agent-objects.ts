@@ -11,7 +11,7 @@ import type { RunResult } from '../core/result.ts';
 import type { BudgetLimit } from '../machines/resources.ts';
 import { defaultSupervision, type SupervisionPolicy } from '../machines/session.ts';
 import type { PiiOptions } from '../pii/pii-options.ts';
-import { needsSession } from '../system/session-run.ts';
+import { needsSession } from '../sessions/session-run.ts';
 import {
   type AppliedDecision,
   type DecisionReceipt,

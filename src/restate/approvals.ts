@@ -6,7 +6,7 @@ import {
   type ApprovalStatus,
   statusOfDecision,
 } from '../core/approvals.ts';
-import { ApprovalError } from '../system/approval-error.ts';
+import { ApprovalError } from '../sessions/approval-error.ts';
 import { type StoredApproval, stateKeys } from './state.ts';
 
 /**

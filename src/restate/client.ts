@@ -3,7 +3,7 @@ import { TroupeError } from '../core/errors.ts';
 import type { RunEvent } from '../core/events.ts';
 import type { Message, RunInput } from '../core/messages.ts';
 import type { RunResult } from '../core/result.ts';
-import { ApprovalError } from '../system/approval-error.ts';
+import { ApprovalError } from '../sessions/approval-error.ts';
 import type { DecisionReceipt } from './approvals.ts';
 import type { SessionStatusView, StoredApproval } from './state.ts';
 

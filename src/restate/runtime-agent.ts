@@ -1,5 +1,5 @@
 import type { Agent } from '../agent/define-agent.ts';
-import type { AgentTool } from '../system/agent-tool.ts';
+import type { AgentTool } from '../sessions/agent-tool.ts';
 import { ToolRegistry } from '../tools/registry.ts';
 import type { Tool } from '../tools/tool.ts';
 import type { ToolSource } from '../tools/tool-source.ts';

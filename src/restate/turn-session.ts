@@ -1,7 +1,7 @@
 import { compileMachine } from '../engine/compiled-machine.ts';
 import { type SessionMachine, sessionMachine } from '../machines/session.ts';
 import { runtimeAgentMachine } from '../run/runtime-agent-machine.ts';
-import { type SessionEffectsHost, sessionEffectsLogic } from '../system/session-effects.ts';
+import { type SessionEffectsHost, sessionEffectsLogic } from '../sessions/session-effects.ts';
 
 /** What the session machine's effects ask of the turn that runs it. */
 export type CheckpointSource = SessionEffectsHost;

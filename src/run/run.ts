@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { createActor, type InspectionEvent, type Observer, type SnapshotFrom } from 'xstate';
 import type { Agent } from '../agent/define-agent.ts';
-import { type AuditLog, auditConfigError } from '../audit/audit-log.ts';
+import type { AuditLog } from '../audit/audit-log.ts';
 import { abortReason } from '../core/abort.ts';
+import type { ApprovalHandler } from '../core/approvals.ts';
 import { AsyncQueue } from '../core/async-queue.ts';
 import { type Clock, systemClock } from '../core/clock.ts';
 import { ConfigError } from '../core/errors.ts';
@@ -25,15 +26,12 @@ import { attachPii, inspectorMasking, lendPii, type PiiRun, piiOf } from '../pii
 import { checkReachablePrices } from '../resources/priced-agents.ts';
 import type { ResourceManager } from '../resources/resource-manager.ts';
 import { attachResources } from '../resources/resource-run.ts';
-import { type ApprovalHandler, needsSession, runInSession } from '../system/session-run.ts';
 import type { ToolContext } from '../tools/tool.ts';
 import { type AgentRunSpec, agentInput, emitRunStart, hostAgent } from './host.ts';
 import { redactingInspector, secretArguments } from './inspect.ts';
 import { claimSessionId } from './live-sessions.ts';
 import { PhaseReporter } from './phase-events.ts';
-import type { OptionsWithContext } from './run-context.ts';
 import { runHost } from './run-host.ts';
-import { checkRunArguments } from './run-options.ts';
 import { buildRunResult, failedBeforeAnyStep, runEndData } from './run-result.ts';
 import { attachRuntime, callerOf, type RunRuntime } from './run-runtime.ts';
 import { runtimeAgentMachine } from './runtime-agent-machine.ts';
@@ -110,7 +108,7 @@ export type NestedPlacement = Required<Pick<RunRuntime, 'sessionId' | 'route' | 
   pii?: PiiRun | undefined;
 };
 
-interface StartedRun<TOutput> {
+export interface StartedRun<TOutput> {
   sessionId: string;
   bus: EventBus;
   result: Promise<RunResult<TOutput>>;
@@ -120,7 +118,7 @@ interface StartedRun<TOutput> {
  * Starts one run: the agent machine as a root actor, its effects actor, the abort and timeout wiring, and the
  * result promise, which always resolves (never rejects) once the run has ended, however it ended.
  */
-function startRun<TOutput>(
+export function startRun<TOutput>(
   agent: Agent<TOutput>,
   input: RunInput,
   options: RunOptions,
@@ -256,29 +254,6 @@ function startRun<TOutput>(
   return { sessionId, bus, result };
 }
 
-/**
- * Runs an agent to the end and resolves with its one typed result. It rejects only for bad input (a ConfigError
- * or HistoryValidationError before anything runs); everything that happens during the run is in the result.
- */
-export async function run<TOutput, TContext = unknown>(
-  agent: Agent<TOutput, TContext>,
-  input: RunInput,
-  ...given: OptionsWithContext<RunOptions, NoInfer<TContext>>
-): Promise<RunResult<TOutput>> {
-  const options: RunOptions = given[0] === undefined ? {} : given[0];
-  try {
-    checkRunArguments(agent, input, options, 'run()');
-    // Handoffs and fatal tools need a session supervisor; a plain agent keeps the one-actor hot path.
-    if (agent?.kind === 'agent' && needsSession(agent as Agent<unknown>))
-      return await runInSession(agent, input, options).result;
-    return await startRun(agent, input, options).result;
-  } catch (error) {
-    // Only bad input rejects (the result promise never does): a ConfigError goes to the audit log.
-    auditConfigError(auditOf(options), 'run()', error);
-    throw error;
-  }
-}
-
 /** A streaming run: iterate its events with `for await`, and await `result` for the outcome. */
 export interface RunStream<TOutput> extends AsyncIterable<RunEvent> {
   readonly sessionId: string;
@@ -295,40 +270,15 @@ export type AgentStep =
   | { type: 'final_response'; agent: string; text: string };
 
 /**
- * Starts a run and returns its events as an AsyncIterable (from run_start to run_end), buffered from the start so
- * nothing is missed, plus the `result` promise. Throws at once for bad input, like `run` rejects.
+ * A run on the single-actor path, streamed: its events from run_start to run_end, buffered from the start so
+ * nothing is missed, and its result. `placement` puts a nested run in its caller's session.
  */
-export function stream<TOutput, TContext = unknown>(
-  agent: Agent<TOutput, TContext>,
-  input: RunInput,
-  ...given: OptionsWithContext<RunOptions, NoInfer<TContext>>
-): RunStream<TOutput> {
-  return streamPlaced(agent as Agent<TOutput>, input, given[0] === undefined ? {} : given[0]);
-}
-
-/** `stream()`, for a nested run placed in its caller's session (`placement`) when the run needs no session. */
-export function streamPlaced<TOutput>(
+export function streamRun<TOutput>(
   agent: Agent<TOutput>,
   input: RunInput,
   options: RunOptions,
   placement?: NestedPlacement,
 ): RunStream<TOutput> {
-  try {
-    checkRunArguments(agent, input, options, 'stream()');
-  } catch (error) {
-    auditConfigError(auditOf(options), 'stream()', error);
-    throw error;
-  }
-  if (agent?.kind === 'agent' && needsSession(agent as Agent<unknown>)) {
-    const session = runInSession(agent, input, options, placement);
-    const events = session.events;
-    return {
-      sessionId: session.sessionId,
-      result: session.result,
-      [Symbol.asyncIterator]: () => events[Symbol.asyncIterator](),
-      steps: () => stepsFrom(events, session.result),
-    };
-  }
   const queue = new AsyncQueue<RunEvent>();
   const depth = placement?.origin.depth ?? 0;
   const started = startRun(
@@ -357,7 +307,7 @@ export function streamPlaced<TOutput>(
  * calls start and end, so calls of one batch interleave; a call is held back until it and every call before it have
  * their result.
  */
-async function* stepsFrom(
+export async function* stepsFrom(
   events: AsyncIterable<RunEvent>,
   result: Promise<RunResult<unknown>>,
 ): AsyncIterable<AgentStep> {
@@ -405,7 +355,7 @@ async function* stepsFrom(
 }
 
 /** The audit log of options that may be malformed (a ConfigError is being reported). */
-function auditOf(options: unknown): AuditLog | undefined {
+export function auditOf(options: unknown): AuditLog | undefined {
   const audit = (options as { audit?: { kind?: unknown } } | null | undefined)?.audit;
   return audit?.kind === 'audit-log' ? (audit as AuditLog) : undefined;
 }

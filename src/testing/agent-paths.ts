@@ -12,7 +12,7 @@ import { type RunStatus, type StopReason, statusOf } from '../core/stop-reason.t
 import type { Guardrail } from '../guardrails/guardrail.ts';
 import { guardrailInput } from '../guardrails/guardrail-plan.ts';
 import type { AgentEvent } from '../machines/agent.ts';
-import { run } from '../run/run.ts';
+import { run } from '../sessions/run.ts';
 import { type AgentSnapshot, shortestAgentPaths } from './agent-graph.ts';
 import { agentVariant } from './agent-variant.ts';
 import type { PathCoverage } from './path-coverage.ts';

@@ -1,11 +1,12 @@
 import { AssertionError } from 'node:assert';
 import type { Arbitrary } from 'fast-check';
 import type { Agent } from '../agent/define-agent.ts';
+import type { ApprovalHandler } from '../core/approvals.ts';
 import type { Message, RunInput } from '../core/messages.ts';
 import type { RunResult } from '../core/result.ts';
 import type { StopReason } from '../core/stop-reason.ts';
-import { type RunOptions, run } from '../run/run.ts';
-import type { ApprovalHandler } from '../system/session-run.ts';
+import type { RunOptions } from '../run/run.ts';
+import { run } from '../sessions/run.ts';
 import { agentVariant, type ToolStubs } from './agent-variant.ts';
 import { arbitraryModelTurns, type ModelTurnsOptions } from './arbitrary-turns.ts';
 import { fastCheck } from './fast-check.ts';

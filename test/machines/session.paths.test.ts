@@ -7,7 +7,7 @@ import { agentMachine } from '../../src/machines/agent.ts';
 import { type SessionContext, type SessionEvent, sessionMachine } from '../../src/machines/session.ts';
 import { groupMachine } from '../../src/machines/supervisor-group.ts';
 import { createMemoryStore } from '../../src/persistence/memory-store.ts';
-import { createAgentSystem } from '../../src/system/system.ts';
+import { createAgentSystem } from '../../src/sessions/system.ts';
 import { dyingStore } from '../support/dying-store.ts';
 import { allTransitions, sessionOnlyStates, transitionName } from './agent-paths.ts';
 import {

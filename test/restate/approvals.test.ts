@@ -7,7 +7,7 @@ import { verifyAuditLog } from '../../src/audit/verify-audit-log.ts';
 import { validateHistory } from '../../src/core/history.ts';
 import { type RestateSession, restateClient } from '../../src/restate/client.ts';
 import type { StoredApproval } from '../../src/restate/state.ts';
-import { ApprovalError } from '../../src/system/approval-error.ts';
+import { ApprovalError } from '../../src/sessions/approval-error.ts';
 import { readEffects, startCounts } from './support/effects-log.ts';
 import {
   freePort,

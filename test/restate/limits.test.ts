@@ -5,7 +5,7 @@ import { sleep } from '../../src/core/abort.ts';
 import { validateHistory } from '../../src/core/history.ts';
 import { restateClient } from '../../src/restate/client.ts';
 import { type ServedEndpoint, serveAgents } from '../../src/restate/serve.ts';
-import { agentTool } from '../../src/system/agent-tool.ts';
+import { agentTool } from '../../src/sessions/agent-tool.ts';
 import { tool } from '../../src/tools/tool.ts';
 import { deskAgents, deskModel, effect, last, latestResults, memoryProbe } from './support/desk-agents.ts';
 import { startCounts } from './support/effects-log.ts';

@@ -7,7 +7,7 @@ import { createResourceManager } from '../../src/resources/resource-manager.ts';
 import { restateAgents } from '../../src/restate/agent-objects.ts';
 import { serveAgents } from '../../src/restate/serve.ts';
 import { contextType } from '../../src/run/run-context.ts';
-import { agentTool } from '../../src/system/agent-tool.ts';
+import { agentTool } from '../../src/sessions/agent-tool.ts';
 import { scriptedModel } from '../../src/testing/scripted-model.ts';
 
 const agent = (name: string, extra = {}) =>

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineAgent } from '../../src/agent/define-agent.ts';
 import { forTurn } from '../../src/restate/runtime-agent.ts';
-import { agentTool } from '../../src/system/agent-tool.ts';
+import { agentTool } from '../../src/sessions/agent-tool.ts';
 import { scriptedModel } from '../../src/testing/scripted-model.ts';
 import { tool } from '../../src/tools/tool.ts';
 import type { ToolSource } from '../../src/tools/tool-source.ts';

@@ -3,7 +3,7 @@ import { validateHistory } from '../../src/core/history.ts';
 import type { Message } from '../../src/core/messages.ts';
 import { RestateRequestError, restateClient } from '../../src/restate/client.ts';
 import { type ServedEndpoint, serveAgents } from '../../src/restate/serve.ts';
-import { ApprovalError } from '../../src/system/approval-error.ts';
+import { ApprovalError } from '../../src/sessions/approval-error.ts';
 import { deskAgents, type EffectLine, memoryProbe } from './support/desk-agents.ts';
 import {
   quietLogger,

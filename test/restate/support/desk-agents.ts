@@ -5,7 +5,7 @@ import { sleep } from '../../../src/core/abort.ts';
 import type { Message, ToolCall } from '../../../src/core/messages.ts';
 import { messageText } from '../../../src/core/messages.ts';
 import type { ModelProvider, ModelRequest, ModelResponse } from '../../../src/core/model.ts';
-import { agentTool } from '../../../src/system/agent-tool.ts';
+import { agentTool } from '../../../src/sessions/agent-tool.ts';
 import { askHuman } from '../../../src/tools/ask-human.ts';
 import { tool } from '../../../src/tools/tool.ts';
 

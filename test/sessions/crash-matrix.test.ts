@@ -475,7 +475,7 @@ describe('crash matrix: durable sessions killed with SIGKILL and recovered by an
   }, 60_000);
 
   /*
-   * Known bug (src/system, owned by the lead; remove `.fails` once fixed). A nested agent (agentTool) that waits
+   * Known bug (src/sessions, owned by the lead; remove `.fails` once fixed). A nested agent (agentTool) that waits
    * for an approval when the process dies resumes straight into its approval wait, and a decision another process
    * stored meanwhile never reaches it: the recovered session waits forever (the child's watchdog reports it). The
    * session hands stored decisions to waiting agents in applyStoredDecisions(), which runs only (1) when the agent
@@ -493,7 +493,7 @@ describe('crash matrix: durable sessions killed with SIGKILL and recovered by an
   }, 60_000);
 
   /*
-   * Known bug (src/system/session.ts, owned by the lead; remove `.fails` once fixed): applyStoredDecisions() emits
+   * Known bug (src/sessions/session.ts, owned by the lead; remove `.fails` once fixed): applyStoredDecisions() emits
    * `approval_decided` with `bus.emit(record.agent, ...)` and no origin, so a nested agent's decision comes out with
    * route `researcher` and depth 0, as if the agent held the conversation. It should carry the record's route and
    * the nested run's depth, like the nested agent's other events: passing `{ route, depth: route.split('>').length

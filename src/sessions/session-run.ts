@@ -1,5 +1,5 @@
 import type { Agent } from '../agent/define-agent.ts';
-import type { ApprovalDecision, ApprovalRequest } from '../core/approvals.ts';
+import type { ApprovalDecision, ApprovalHandler } from '../core/approvals.ts';
 import { systemClock } from '../core/clock.ts';
 import { ConfigError } from '../core/errors.ts';
 import type { RunEvent } from '../core/events.ts';
@@ -58,11 +58,7 @@ export function needsSession(agent: Agent<unknown>): boolean {
   return needsSupervisor(agent) || toolAskingPeople(agent) !== null || agent.permissions !== undefined;
 }
 
-/**
- * Decides on a call that waits for people, for `run()` and `stream()` (which have no session to approve through):
- * return the decision, or a promise of it. If it throws, the call is rejected with the error as the reason.
- */
-export type ApprovalHandler = (request: ApprovalRequest) => ApprovalDecision | Promise<ApprovalDecision>;
+export type { ApprovalHandler } from '../core/approvals.ts';
 
 export interface SessionRunOptions
   extends Pick<SessionOptions, 'context' | 'history' | 'signal' | 'budget' | 'tenant' | 'parentScope'> {

@@ -28,11 +28,12 @@ import { attachResources, type RunResourceOptions } from '../resources/resource-
 import { agentInput, emitRunStart, hostAgent } from '../run/host.ts';
 import { type InspectObserver, redactingInspector, secretArguments } from '../run/inspect.ts';
 import { PhaseReporter } from '../run/phase-events.ts';
-import { type RunOptions, run, stream } from '../run/run.ts';
+import type { RunOptions } from '../run/run.ts';
 import { checkParallelOptions, checkParallelRunOptions, checkRunInput } from '../run/run-options.ts';
 import { buildRunResult, failedBeforeAnyStep, runEndData } from '../run/run-result.ts';
 import { attachRuntimes, callerOf, type RunRuntime } from '../run/run-runtime.ts';
 import { runtimeAgentMachine } from '../run/runtime-agent-machine.ts';
+import { run, stream } from './run.ts';
 import { type ApprovalHandler, needsSession } from './session-run.ts';
 
 /** How `parallel` merges the answers: majority vote, all of them in order, or a synthesizer agent's answer. */

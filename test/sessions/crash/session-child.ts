@@ -11,7 +11,7 @@
  *   sessions there pick the decisions up by polling the store.
  *
  * With a kill point (`kind`, `count`) it SIGKILLs itself the `count`th time it reaches a point of that kind.
- *   node --import tsx test/system/crash/session-child.ts   (the plan comes in TROUPE_CRASH_PLAN, as JSON)
+ *   node --import tsx test/sessions/crash/session-child.ts   (the plan comes in TROUPE_CRASH_PLAN, as JSON)
  */
 import { writeSync } from 'node:fs';
 import { validateHistory } from '../../../src/core/history.ts';

@@ -3,9 +3,10 @@ import type { Agent } from '../agent/define-agent.ts';
 import { ConfigError } from '../core/errors.ts';
 import type { RunResult } from '../core/result.ts';
 import { piiOf } from '../pii/pii-run.ts';
-import { type NestedPlacement, type RunOptions, streamPlaced } from '../run/run.ts';
+import type { NestedPlacement, RunOptions } from '../run/run.ts';
 import { callerOf, type RunRuntime } from '../run/run-runtime.ts';
 import { type Tool, type ToolContext, tool } from '../tools/tool.ts';
+import { streamPlaced } from './run.ts';
 import { needsSession, needsSupervisor } from './session-run.ts';
 
 export interface AgentToolOptions {
