@@ -1,9 +1,17 @@
 import type { Agent } from '../agent/define-agent.ts';
+import type { AuditLog } from '../audit/audit-log.ts';
+import type { Clock } from '../core/clock.ts';
+import { ConfigError } from '../core/errors.ts';
 import type { EventBus, EventOrigin } from '../core/event-bus.ts';
 import type { JsonValue } from '../core/json.ts';
 import type { Message, RunInput } from '../core/messages.ts';
 import { guardrailInput } from '../guardrails/guardrail-plan.ts';
 import type { AgentMachineInput } from '../machines/agent.ts';
+import type { ResolvedPii } from '../pii/pii-options.ts';
+import { attachPii } from '../pii/pii-run.ts';
+import { checkReachablePrices } from '../resources/priced-agents.ts';
+import type { ResourceManager } from '../resources/resource-manager.ts';
+import { attachResources, type ResourceCaller, type RunResourceOptions } from '../resources/resource-run.ts';
 import { countRuntime, deltaForwarder, type RunRuntime } from './run-runtime.ts';
 
 /**
@@ -75,4 +83,62 @@ export function emitRunStart(
     origin,
   );
   return seq;
+}
+
+/** What a run, group or session draws on: its budgets, masking and audit log, as its entry point was given them. */
+export interface RunScopeSpec {
+  /** The run's (or session's, or group's) id: its budget scope and its bus's session id. */
+  sessionId: string;
+  bus: EventBus;
+  clock: Clock;
+  /** The agents that start here, the entry first: every model they can reach needs a price under a USD budget. */
+  agents: readonly Agent<unknown>[];
+  /** Agents known by name (handoff targets given as strings). */
+  known?: ReadonlyMap<string, Agent<unknown>> | undefined;
+  resources: RunResourceOptions;
+  /** The run that starts this one: its budgets, when the options name none. */
+  caller?: ResourceCaller | undefined;
+  /** Masking of personal data in the bus's events (and model requests); absent: none. */
+  pii?: ResolvedPii | undefined;
+  /** The audit log every event of the bus is recorded in; absent: none. */
+  audit?: AuditLog | undefined;
+}
+
+/** What a run scope opened: the manager its model calls reserve from, and what closes the scope (once). */
+export interface OpenedRunScope {
+  resources: ResourceManager | undefined;
+  close: () => void;
+}
+
+/**
+ * Attaches a run's cross-cutting features to its bus before anything runs: personal-data masking, the audit log,
+ * and the budget scope (every reachable model priced under a USD budget, the run's own budget opened under its
+ * caller's). Throws a ConfigError for what cannot apply, leaving nothing attached.
+ */
+export function openRunScope(spec: RunScopeSpec): OpenedRunScope {
+  const { sessionId, bus, clock, agents } = spec;
+  const entry = agents[0];
+  if (!entry) throw new ConfigError('a run needs an agent.');
+  attachPii(bus, spec.pii);
+  checkReachablePrices(agents, spec.resources, { sessionId, caller: spec.caller, known: spec.known });
+  const attached = attachResources(spec.resources, spec.caller, {
+    sessionId,
+    agent: entry.name,
+    provider: entry.model.provider,
+    model: entry.model.model,
+    clock,
+    bus,
+  });
+  const audit = spec.audit;
+  const stopAuditing = audit ? bus.subscribe((event) => audit.observe(event)) : undefined;
+  let open = true;
+  return {
+    resources: attached?.manager,
+    close: () => {
+      if (!open) return;
+      open = false;
+      stopAuditing?.();
+      attached?.detach();
+    },
+  };
 }

@@ -22,12 +22,17 @@ import {
   agentOutputOf,
 } from '../machines/agent.ts';
 import { type PiiOptions, resolvePii } from '../pii/pii-options.ts';
-import { attachPii, inspectorMasking, lendPii, type PiiRun, piiOf } from '../pii/pii-run.ts';
-import { checkReachablePrices } from '../resources/priced-agents.ts';
+import { inspectorMasking, lendPii, type PiiRun, piiOf } from '../pii/pii-run.ts';
 import type { ResourceManager } from '../resources/resource-manager.ts';
-import { attachResources } from '../resources/resource-run.ts';
 import type { ToolContext } from '../tools/tool.ts';
-import { type AgentRunSpec, agentInput, emitRunStart, hostAgent } from './host.ts';
+import {
+  type AgentRunSpec,
+  agentInput,
+  emitRunStart,
+  hostAgent,
+  type OpenedRunScope,
+  openRunScope,
+} from './host.ts';
 import { redactingInspector, secretArguments } from './inspect.ts';
 import { claimSessionId } from './live-sessions.ts';
 import { PhaseReporter } from './phase-events.ts';
@@ -133,30 +138,27 @@ export function startRun<TOutput>(
   const clock = options.clock ?? caller?.clock ?? systemClock;
   const releaseId = claimSessionId(sessionId, 'run()');
   const bus = new EventBus(sessionId, clock);
-  let detachResources: (() => void) | undefined;
-  let resources: ResourceManager | undefined;
+  let scope: OpenedRunScope;
   try {
-    const pii = attachPii(bus, resolvePii(options.pii, 'run()'));
-    if (!pii && placement?.pii) lendPii(bus, placement.pii);
-    checkReachablePrices([agent as Agent<unknown>], options, { sessionId, caller });
-    const attached = attachResources(options, caller, {
+    scope = openRunScope({
       sessionId,
-      agent: agent.name,
-      provider: agent.model.provider,
-      model: agent.model.model,
-      clock,
       bus,
+      clock,
+      agents: [agent as Agent<unknown>],
+      resources: options,
+      caller,
+      pii: resolvePii(options.pii, 'run()'),
+      // A nested run whose events its caller forwards is audited there, once.
+      audit: options.audit ?? (placement ? undefined : caller?.audit),
     });
-    detachResources = attached?.detach;
-    resources = attached?.manager;
   } catch (error) {
     releaseId();
     throw error;
   }
+  // A nested run without masking of its own shares its caller's placeholders.
+  if (!piiOf(bus) && placement?.pii) lendPii(bus, placement.pii);
   beforeStart?.(bus);
-  // A nested run whose events its caller forwards is audited there, once.
   const audit = options.audit ?? (placement ? undefined : caller?.audit);
-  if (audit) bus.subscribe((event) => audit.observe(event));
   const origin = placement?.origin;
   const deadline = agent.limits.timeoutMs === null ? null : clock.now() + agent.limits.timeoutMs;
   const inspect = options.inspect ?? caller?.inspect;
@@ -166,7 +168,7 @@ export function startRun<TOutput>(
     bus,
     clock,
     context: options.context,
-    resources,
+    resources: scope.resources,
     deadline,
     inspect,
     onApproval: options.onApproval,
@@ -219,7 +221,7 @@ export function startRun<TOutput>(
             message: internalError instanceof Error ? internalError.message : String(internalError),
           });
       if (bus.listening) bus.emit(agent.name, 'run_end', runEndData(runResult), origin);
-      detachResources?.();
+      scope.close();
       release();
       releaseId();
       // A plain run closes what its tools opened for it (per-session MCP servers) before its result is given.

@@ -21,11 +21,10 @@ import {
   groupMachine,
 } from '../machines/supervisor-group.ts';
 import { type PiiOptions, resolvePii } from '../pii/pii-options.ts';
-import { attachPii, inspectorMasking, piiOf } from '../pii/pii-run.ts';
-import { checkReachablePrices } from '../resources/priced-agents.ts';
+import { inspectorMasking, piiOf } from '../pii/pii-run.ts';
 import type { ResourceManager } from '../resources/resource-manager.ts';
-import { attachResources, type RunResourceOptions } from '../resources/resource-run.ts';
-import { agentInput, emitRunStart, hostAgent } from '../run/host.ts';
+import type { RunResourceOptions } from '../resources/resource-run.ts';
+import { agentInput, emitRunStart, hostAgent, openRunScope } from '../run/host.ts';
 import { type InspectObserver, redactingInspector, secretArguments } from '../run/inspect.ts';
 import { PhaseReporter } from '../run/phase-events.ts';
 import type { RunOptions } from '../run/run.ts';
@@ -177,25 +176,22 @@ function runGroup(
   const clock = options.clock ?? caller?.clock ?? systemClock;
   const bus = new EventBus(groupId, clock);
   const undo: (() => void)[] = [];
-  attachPii(bus, resolvePii(options.pii, 'parallel().run()'));
-  if (options.onEvent) undo.push(bus.subscribe(options.onEvent));
   const audit = options.audit ?? caller?.audit;
-  if (audit) undo.push(bus.subscribe((event) => audit.observe(event)));
-  const first = agents[0] as Agent<unknown>;
   const resourceOptions: RunResourceOptions = {};
   for (const key of ['resources', 'budget', 'tenant', 'parentScope'] as const)
     if (options[key] !== undefined) Object.assign(resourceOptions, { [key]: options[key] });
-  // Every member (and what it reaches) must have a price under a USD budget: a ConfigError before anything runs.
-  checkReachablePrices(agents, resourceOptions, { sessionId: groupId, caller });
-  const attached = attachResources(resourceOptions, caller, {
+  const scope = openRunScope({
     sessionId: groupId,
-    agent: first.name,
-    provider: first.model.provider,
-    model: first.model.model,
-    clock,
     bus,
+    clock,
+    agents,
+    resources: resourceOptions,
+    caller,
+    pii: resolvePii(options.pii, 'parallel().run()'),
+    audit,
   });
-  if (attached) undo.push(attached.detach);
+  undo.push(scope.close);
+  if (options.onEvent) undo.push(bus.subscribe(options.onEvent));
   const inspect = options.inspect ?? caller?.inspect;
   const runtimes = new Map<string, RunRuntime>();
   const members: GroupMember[] = agents.map((agent, index) => {
@@ -208,7 +204,7 @@ function runGroup(
       bus,
       clock,
       context: options.context,
-      resources: attached?.manager,
+      resources: scope.resources,
       deadline: timeoutMs === null ? null : clock.now() + timeoutMs,
       inspect,
       onApproval: options.onApproval,

@@ -22,6 +22,7 @@ import { attachPii, inspectorMasking, piiOf } from '../pii/pii-run.ts';
 import { checkReachablePrices } from '../resources/priced-agents.ts';
 import type { ResourceManager } from '../resources/resource-manager.ts';
 import { attachResources, type RunResourceOptions } from '../resources/resource-run.ts';
+import { openRunScope } from '../run/host.ts';
 import { redactingInspector, secretArguments } from '../run/inspect.ts';
 import { claimSessionId } from '../run/live-sessions.ts';
 import { checkRunInput, checkTurnOptions } from '../run/run-options.ts';
@@ -197,19 +198,17 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
     if (kept.budget) resourceOptions.budget = kept.budget;
     if (kept.tenant !== undefined) resourceOptions.tenant = kept.tenant;
     if (kept.parentScope !== undefined) resourceOptions.parentScope = kept.parentScope;
-    checkReachablePrices([entry], resourceOptions, { sessionId: this.id, known: this.#environment.agents });
-    const attached = attachResources(resourceOptions, undefined, {
+    // Masking is attached with the bus; the audit log reads the committed events (environment.onEvent).
+    const scope = openRunScope({
       sessionId: this.id,
-      agent: entry.name,
-      provider: entry.model.provider,
-      model: entry.model.model,
-      clock: this.#clock,
       bus: this.#bus,
+      clock: this.#clock,
+      agents: [entry],
+      known: this.#environment.agents,
+      resources: resourceOptions,
     });
-    if (attached) {
-      this.#resources = attached.manager;
-      this.#disposers.push(attached.detach);
-    }
+    this.#resources = scope.resources;
+    this.#disposers.push(scope.close);
   }
 
   /** A turn with a budget of its own draws on it first, then on the session's (and the tenant's). */
