@@ -26,6 +26,7 @@ const notBehavioural = [
   'test/docs/**',
   'test/persistence/**',
   'test/policies/**',
+  'test/guardrails/*verdict.test.ts',
   'test/providers/**',
   'test/support/**',
 ];

@@ -106,6 +106,7 @@ export {
 } from './guardrails/guardrail.ts';
 export { type LlmJudgeOptions, llmJudge } from './guardrails/llm-judge.ts';
 export { type TokenEncoding, type TokenLimitOptions, tokenLimit } from './guardrails/token-limit.ts';
+export type { GuardrailVerdict } from './guardrails/verdict.ts';
 export {
   type AgentAnswer,
   type AgentContext,
@@ -153,7 +154,6 @@ export type { SyncSessionStore } from './persistence/sync-store.ts';
 export { type PiiKind, piiKinds } from './pii/pii-detectors.ts';
 export { type PiiCounts, PiiMasker } from './pii/pii-masker.ts';
 export type { PiiOptions } from './pii/pii-options.ts';
-export type { GuardrailVerdict } from './policies/guardrail-verdict.ts';
 export * from './policies/index.ts';
 export {
   type ByRoleOptions,

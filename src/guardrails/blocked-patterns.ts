@@ -1,7 +1,7 @@
 import { ConfigError } from '../core/errors.ts';
-import { patternVerdict, statelessPatterns } from '../policies/blocked-patterns.ts';
-import { textOf } from '../policies/guardrail-verdict.ts';
+import { patternVerdict, statelessPatterns } from './blocked-patterns-verdict.ts';
 import { type Guardrail, type GuardrailOptions, guardrail } from './guardrail.ts';
+import { textOf } from './verdict.ts';
 
 export interface BlockedPatternsOptions extends Omit<GuardrailOptions, 'name' | 'check'> {
   /** Default 'blocked-patterns'. */

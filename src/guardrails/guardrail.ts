@@ -1,8 +1,8 @@
 import { ConfigError } from '../core/errors.ts';
 import type { GuardrailStage } from '../core/events.ts';
 import { checkOptionObject, isPlainObject } from '../core/options.ts';
-import type { GuardrailVerdict } from '../policies/guardrail-verdict.ts';
 import type { RunContextInfo } from '../run/run-context.ts';
+import type { GuardrailVerdict } from './verdict.ts';
 
 /**
  * What a check learns besides the value: the run's context and place (RunContextInfo: `context`, `sessionId`,

@@ -2,11 +2,11 @@ import { z } from 'zod';
 import { type Agent, defineAgent } from '../agent/define-agent.ts';
 import { ConfigError } from '../core/errors.ts';
 import { isModelProvider, type ModelProvider } from '../core/model.ts';
-import type { GuardrailVerdict } from '../policies/guardrail-verdict.ts';
 import type { RunOptions } from '../run/run.ts';
 import { callerOf } from '../run/run-runtime.ts';
 import { run } from '../sessions/run.ts';
 import { type Guardrail, type GuardrailCheckInfo, type GuardrailOptions, guardrail } from './guardrail.ts';
+import type { GuardrailVerdict } from './verdict.ts';
 
 export interface LlmJudgeOptions extends Omit<GuardrailOptions, 'name' | 'check'> {
   /** Default 'llm-judge'. */

@@ -1,7 +1,7 @@
 import { ConfigError } from '../core/errors.ts';
-import { textOf } from '../policies/guardrail-verdict.ts';
-import { tokenLimitVerdict } from '../policies/token-limit-verdict.ts';
 import { type Guardrail, type GuardrailOptions, guardrail } from './guardrail.ts';
+import { tokenLimitVerdict } from './token-limit-verdict.ts';
+import { textOf } from './verdict.ts';
 
 /** The encodings `tokenLimit` counts with: o200k_base (GPT-4o and later), cl100k_base (GPT-4, GPT-3.5). */
 export type TokenEncoding = 'o200k_base' | 'cl100k_base';

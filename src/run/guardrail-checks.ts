@@ -2,7 +2,7 @@ import type { Clock } from '../core/clock.ts';
 import type { RunEventData } from '../core/events.ts';
 import type { GuardrailBlock } from '../core/guardrail-block.ts';
 import type { Guardrail, GuardrailCheckInfo } from '../guardrails/guardrail.ts';
-import { failedVerdict, type GuardrailVerdict, verdictOf } from '../policies/guardrail-verdict.ts';
+import { failedVerdict, type GuardrailVerdict, verdictOf } from '../guardrails/verdict.ts';
 import type { RunContextInfo } from './run-context.ts';
 import { bindCaller, type RunRuntime } from './run-runtime.ts';
 

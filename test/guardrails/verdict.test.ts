@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { failedVerdict, textOf, verdictOf } from '../../src/policies/guardrail-verdict.ts';
+import { failedVerdict, textOf, verdictOf } from '../../src/guardrails/verdict.ts';
 
 describe('verdictOf: what a guardrail check returned, read as a verdict', () => {
   it('takes each decision, with or without a message', () => {

@@ -1,4 +1,4 @@
-import type { GuardrailVerdict } from './guardrail-verdict.ts';
+import type { GuardrailVerdict } from './verdict.ts';
 
 /**
  * Patterns copied without the `g` and `y` flags: those make `test` stateful (it resumes at `lastIndex`), so one

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { patternVerdict, statelessPatterns } from '../../src/policies/blocked-patterns.ts';
+import { patternVerdict, statelessPatterns } from '../../src/guardrails/blocked-patterns-verdict.ts';
 
 describe('patternVerdict', () => {
   it('blocks text matching any pattern, naming the first one that matched and not the text', () => {

@@ -1,4 +1,4 @@
-import type { GuardrailVerdict } from './guardrail-verdict.ts';
+import type { GuardrailVerdict } from './verdict.ts';
 
 /** Blocks a text whose token count is over `max` (`tokens` is false when the counter stopped past it). Pure. */
 export function tokenLimitVerdict(tokens: number | false, max: number): GuardrailVerdict {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { tokenLimitVerdict } from '../../src/policies/token-limit-verdict.ts';
+import { tokenLimitVerdict } from '../../src/guardrails/token-limit-verdict.ts';
 
 describe('tokenLimitVerdict', () => {
   const over = { decision: 'block', message: 'the text is over the limit of 10 tokens' };
