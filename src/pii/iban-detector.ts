@@ -1,0 +1,67 @@
+import { type Detector, isAsciiAlnum, isAsciiLetter, isDigit, type PiiMatch } from './detector.ts';
+import { ibanLibrary } from './pii-libraries.ts';
+
+/**
+ * Two letters, two check digits and up to 30 letters or digits, in either case, grouped by single spaces in any
+ * way (`DE89 3704 0044 …`, `de89 37040 04405 …`); checked by ibantools afterwards.
+ */
+const ibanPattern = /(?<![A-Za-z0-9])[A-Za-z]{2}\d{2}(?: ?[A-Za-z0-9]){11,30}(?![A-Za-z0-9])/g;
+
+const maxChars = 34;
+
+/**
+ * The pattern may take a following word that happens to be letters and digits ("DE89 ... 00 AB12"): a candidate
+ * that fails is shortened group by group before giving up.
+ */
+function find(text: string, _settings: unknown, found: PiiMatch[]): void {
+  const iban = ibanLibrary();
+  for (const match of text.matchAll(ibanPattern)) {
+    let candidate = match[0];
+    for (;;) {
+      const compact = candidate.replace(/ /g, '').toUpperCase();
+      if (compact.length >= 15 && iban.isValidIBAN(compact)) {
+        found.push({ kind: 'iban', start: match.index, end: match.index + candidate.length });
+        break;
+      }
+      const space = candidate.lastIndexOf(' ');
+      if (space < 0) break;
+      candidate = candidate.slice(0, space);
+    }
+  }
+}
+
+/** Whether an IBAN's head (two letters, two digits) can start at `at`, as far as the text goes. */
+function headFits(text: string, at: number): boolean {
+  for (let k = 0; k < 4; k++) {
+    if (at + k >= text.length) return true;
+    const code = text.charCodeAt(at + k);
+    if (k < 2 ? !isAsciiLetter(code) : !isDigit(code)) return false;
+  }
+  return true;
+}
+
+/** Groups of letters and digits at the end, up to 34 characters back: the earliest that fits an IBAN's head. */
+function pendingFrom(text: string): number {
+  let at = text.length;
+  if (text.charCodeAt(at - 1) === 32 && isAsciiAlnum(text.charCodeAt(at - 2))) at--;
+  let from = text.length;
+  let chars = 0;
+  while (at > 0) {
+    const code = text.charCodeAt(at - 1);
+    if (isAsciiAlnum(code)) {
+      if (++chars > maxChars) break;
+      at--;
+      if ((at === 0 || !isAsciiAlnum(text.charCodeAt(at - 1))) && headFits(text, at)) from = at;
+    } else if (code === 32 && isAsciiAlnum(text.charCodeAt(at - 2))) at--;
+    else break;
+  }
+  return from;
+}
+
+export const ibanDetector: Detector = {
+  kind: 'iban',
+  // 34 characters, 33 single spaces between them and the one that may follow.
+  maxPending: maxChars * 2,
+  find,
+  pendingFrom,
+};
