@@ -20,6 +20,39 @@ export interface InspectedActorRef {
   getSnapshot(): unknown;
 }
 
+/**
+ * A transition a microstep took, as an observer gets it (in `_transitions`): the event type, the ids of its source
+ * and target states, and its place among the source's transitions for that event type (as `pathCoverage()` of
+ * troupe/testing names transitions), never the state nodes themselves.
+ */
+export interface InspectedTransition {
+  readonly eventType: string;
+  readonly source: { readonly id: string };
+  readonly target: readonly { readonly id: string }[] | undefined;
+  readonly reenter: boolean;
+  /** The transition's index in its source's list for `eventType` (`always` for eventless ones). */
+  readonly index: number;
+}
+
+interface TransitionLike {
+  eventType: string;
+  reenter: boolean;
+  source: { id: string; always?: readonly unknown[]; transitions: ReadonlyMap<string, readonly unknown[]> };
+  target?: readonly { id: string }[];
+}
+
+function transitionOf(transition: TransitionLike): InspectedTransition {
+  const { eventType, source } = transition;
+  const list = eventType === '' ? (source.always ?? []) : (source.transitions.get(eventType) ?? []);
+  return Object.freeze({
+    eventType,
+    source: Object.freeze({ id: source.id }),
+    target: transition.target?.map((node) => Object.freeze({ id: node.id })),
+    reenter: transition.reenter,
+    index: list.indexOf(transition),
+  });
+}
+
 /** Deeper than this, a value is replaced whole: a secret must not slip through below a depth limit. */
 const maxDepth = 200;
 
@@ -162,13 +195,7 @@ export function redactingInspector(
     if ('event' in event) frame.event = copy(event.event, 0);
     if ('snapshot' in event) frame.snapshot = snapshotOf(event.snapshot);
     if ('action' in event) frame.action = copy(event.action, 0);
-    if ('_transitions' in event)
-      frame._transitions = event._transitions.map((transition) => ({
-        eventType: transition.eventType,
-        source: transition.source.id,
-        target: transition.target?.map((node) => node.id),
-        reenter: transition.reenter,
-      }));
+    if ('_transitions' in event) frame._transitions = event._transitions.map(transitionOf);
     return frame;
   };
 
