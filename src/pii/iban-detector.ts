@@ -40,11 +40,22 @@ function headFits(text: string, at: number): boolean {
   return true;
 }
 
+/** A digit close to the end: without one, no IBAN whose head is complete can be under way. */
+const digitNearEnd = /\d/;
+
 /** Groups of letters and digits at the end, up to 34 characters back: the earliest that fits an IBAN's head. */
 function pendingFrom(text: string): number {
-  let at = text.length;
+  const length = text.length;
+  if (!digitNearEnd.test(length > maxChars * 2 ? text.slice(-maxChars * 2) : text)) {
+    // Only a head still being written (one or two letters) at the very end.
+    let start = length;
+    while (start > 0 && length - start < 3 && isAsciiLetter(text.charCodeAt(start - 1))) start--;
+    const alone = start === 0 || !isAsciiAlnum(text.charCodeAt(start - 1));
+    return start < length && length - start <= 2 && alone ? start : length;
+  }
+  let at = length;
   if (text.charCodeAt(at - 1) === 32 && isAsciiAlnum(text.charCodeAt(at - 2))) at--;
-  let from = text.length;
+  let from = length;
   let chars = 0;
   while (at > 0) {
     const code = text.charCodeAt(at - 1);

@@ -220,8 +220,14 @@ function isTokenChar(code: number): boolean {
   );
 }
 
+/** The first characters of every prefix: a tail starting otherwise begins no key. */
+const prefixStarts: ReadonlySet<number> = new Set(
+  keyShapes.flatMap((shape) => shape.prefixes.map((prefix) => prefix.charCodeAt(0))),
+);
+
 /** Whether `tail` is the beginning of a key of some shape, or of a shape's prefix. */
 function startsKey(tail: string): boolean {
+  if (!prefixStarts.has(tail.charCodeAt(0))) return false;
   for (const shape of keyShapes) {
     if (tail.length > shape.maxLength) continue;
     for (const prefix of shape.prefixes) {
@@ -233,8 +239,32 @@ function startsKey(tail: string): boolean {
   return false;
 }
 
-/** The word `Bearer` (or its beginning), white space and a token being written, at the end. */
-const pendingBearer = /(?<![A-Za-z0-9_])[Bb](?:e(?:a(?:r(?:e(?:r(?:\s+[A-Za-z0-9._~+/-]*=*)?)?)?)?)?)?$/;
+/**
+ * Where a Bearer token may be under way: the word `Bearer` (or its beginning) at the end, or after it white space
+ * and a token being written (the token characters at the end start at `token`).
+ */
+function bearerPendingFrom(text: string, token: number): number {
+  // The word, or its beginning, at the end (`Authorization:Bear`).
+  for (let at = Math.max(token, text.length - 6); at < text.length; at++)
+    if (isBearerWord(text, at, text.length, true)) return at;
+  let word = token;
+  while (word > 0 && text.length - word < longest && isSpace(text.charCodeAt(word - 1))) word--;
+  if (word === token) return text.length;
+  return isBearerWord(text, word - 6, word, false) ? word - 6 : text.length;
+}
+
+/** `Bearer` or `bearer` at [start, end) (or its beginning, with `partial`), not glued to a word before it. */
+function isBearerWord(text: string, start: number, end: number, partial: boolean): boolean {
+  if (start < 0 || end - start > 6 || (!partial && end - start !== 6)) return false;
+  if (start > 0 && isWordChar(text.charCodeAt(start - 1))) return false;
+  const first = text.charCodeAt(start);
+  if (first !== 66 && first !== 98) return false;
+  return 'earer'.startsWith(text.slice(start + 1, end));
+}
+
+function isSpace(code: number): boolean {
+  return code === 32 || code === 10 || code === 13 || code === 9 || code === 12 || code === 11;
+}
 
 /** What may follow a PEM header before the key's end: base64 lines, `Name: value` headers, blank lines. */
 const keyLine = /^(?:[A-Za-z0-9+/=]*|[A-Za-z-]+: .*)[ \t]*\r?$/;
@@ -276,8 +306,7 @@ function pendingFrom(text: string): number {
       break;
     }
   }
-  const bearer = pendingBearer.exec(text.length > longest ? text.slice(-longest) : text);
-  if (bearer) from = Math.min(from, bearer.index + Math.max(0, text.length - longest));
+  from = Math.min(from, bearerPendingFrom(text, start));
   if (text.includes('-----')) from = Math.min(from, pemPendingFrom(text));
   return from;
 }
