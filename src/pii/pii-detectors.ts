@@ -63,14 +63,18 @@ function findIn(text: string, settings: DetectorSettings): PiiMatch[] {
   return kept.sort((a, b) => a.start - b.start);
 }
 
-/** The values in a streamed text so far, and where the text must be held back from (see `pendingFrom`). */
+/**
+ * The values in a streamed text so far, and where the text must be held back from: the earliest place at which its
+ * end could be the beginning of a value of an enabled kind that more text would complete (each detector says, and
+ * bounds how far back that can be); `text.length` when nothing can be under way.
+ */
 export interface StreamScan {
   matches: PiiMatch[];
   pendingFrom: number;
 }
 
 /**
- * `findPii` and `pendingFrom` of one text, on one normalized view: what a stream of deltas asks of each delta.
+ * `findPii` and the hold-back of one text, on one normalized view: what a stream of deltas asks of each delta.
  */
 export function scanStream(text: string, settings: DetectorSettings): StreamScan {
   const view = normalize(text);
@@ -86,18 +90,6 @@ export function scanStream(text: string, settings: DetectorSettings): StreamScan
     from = originalIndex(view, from);
   }
   return { matches, pendingFrom: keepSurrogatePair(text, from) };
-}
-
-/**
- * Where streamed text must be held back from: the earliest place at which the end of `text` could be the
- * beginning of a value of an enabled kind that more text would complete (each detector says, and bounds how far
- * back that can be); `text.length` when nothing can be under way.
- */
-export function pendingFrom(text: string, settings: DetectorSettings): number {
-  const view = normalize(text);
-  const from =
-    view === undefined ? pendingIn(text, settings) : originalIndex(view, pendingIn(view.text, settings));
-  return keepSurrogatePair(text, from);
 }
 
 /** Never split a surrogate pair: its halves mean nothing apart. */

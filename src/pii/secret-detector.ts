@@ -158,8 +158,13 @@ const bearerPattern = /\b[Bb]earer\s+([A-Za-z0-9._~+/-]{16,}=*)/g;
  */
 const pemPattern =
   /-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----[\s\S]{0,8192}?-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----/g;
-const openPemPattern =
-  /-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----(?:[ \t]*\r?\n(?:[ \t]*\r?\n)?(?:[A-Za-z0-9+/=]+(?=[ \t]*\r?\n|[ \t]*$)|[A-Za-z-]+: [^\r\n]*))+/g;
+/** A line break, or one escaped in a JSON string (`\n`): keys are pasted into tool arguments too. */
+const lineBreak = String.raw`(?:\r?\n|\\r\\n|\\n)`;
+const openPemPattern = new RegExp(
+  String.raw`-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----(?:[ \t]*${lineBreak}(?:[ \t]*${lineBreak})?(?:[A-Za-z0-9+/=]+(?=[ \t]*${lineBreak}|[ \t]*$|")|[A-Za-z-]+: [^\r\n"\\]*))+`,
+  'g',
+);
+const lineBreaks = new RegExp(lineBreak);
 const pemHeader = /^-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----/;
 const wholePem = new RegExp(pemPattern.source);
 const maxPem = 8192 + 128;
@@ -270,7 +275,7 @@ function isSpace(code: number): boolean {
 const keyLine = /^(?:[A-Za-z0-9+/=]*|[A-Za-z-]+: .*)[ \t]*\r?$/;
 /** The last line so far: the beginning of a key line, a header or the end line. */
 const partialKeyLine =
-  /^(?:[A-Za-z0-9+/=]*|[A-Za-z-]+(?::.*)?|-{1,5}(?:E(?:N(?:D(?: [A-Z0-9 ]*-{0,5})?)?)?)?)[ \t\r]*$/;
+  /^(?:[A-Za-z0-9+/=]*|[A-Za-z-]+(?::.*)?|-{1,5}(?:E(?:N(?:D(?: [A-Z0-9 ]*-{0,5})?)?)?)?)[ \t\r]*\\?$/;
 const beginMarker = '-----BEGIN ';
 
 function pemPendingFrom(text: string): number {
@@ -282,7 +287,7 @@ function pemPendingFrom(text: string): number {
       // The header itself is still being written.
       if (/^-----BEGIN[ A-Z0-9-]*$/.test(tail)) return begin;
     } else if (!tail.includes('-----END') || !wholePem.test(tail)) {
-      const lines = tail.slice(header[0].length).split('\n');
+      const lines = tail.slice(header[0].length).split(lineBreaks);
       const last = lines.pop() as string;
       if (lines.every((line) => keyLine.test(line)) && partialKeyLine.test(last)) return begin;
     }

@@ -101,6 +101,26 @@ describe('PII masking of values split across deltas', () => {
     expect(text).toBe('<SECRET_1>\n');
   });
 
+  it('masks a PEM private key in streamed tool-call arguments (JSON, escaped line breaks), line by line', () => {
+    const masker = new PiiMasker({ kinds: new Set(piiKinds) });
+    const filter = maskingEventFilter(masker);
+    const shown: string[] = [];
+    const deliver: EventDelivery = (_agent, type, data) => {
+      if (type === 'tool_call_delta') shown.push((data as RunEventData['tool_call_delta']).argsDelta);
+    };
+    const pieces = ['{"path":"id_rsa","key":"', ...pem.map((line) => line.replace('\n', '\\n')), '"}'];
+    filter('a', 'tool_call_delta', { index: 0, id: 'c1', name: 'save', argsDelta: '' }, undefined, deliver);
+    for (const piece of pieces.slice(0, -2)) {
+      filter('a', 'tool_call_delta', { index: 0, argsDelta: piece }, undefined, deliver);
+      // Nothing of the key goes out while its end line has not come.
+      for (const line of pemBody) expect(shown.join('')).not.toContain(line.slice(0, 24));
+    }
+    for (const piece of pieces.slice(-2))
+      filter('a', 'tool_call_delta', { index: 0, argsDelta: piece }, undefined, deliver);
+    filter('a', 'phase', { phase: 'completed', state: 'done', step: 1, retryCount: 0 }, undefined, deliver);
+    expect(shown.join('')).toBe('{"path":"id_rsa","key":"<SECRET_1>\\n"}');
+  });
+
   it('masks every value, plain or disguised, split in two at every place, as the whole text is masked', () => {
     const values = [...Object.values(positives).flat(), ...disguised.map((sample) => sample.value)];
     for (const value of values) {
