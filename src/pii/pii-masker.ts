@@ -33,6 +33,11 @@ export class PiiMasker {
   readonly #byValue = new Map<string, string>();
   readonly #byPlaceholder = new Map<string, string>();
   readonly #next: Record<PiiKind, number> = { email: 0, phone: 0, card: 0, iban: 0, secret: 0 };
+  /**
+   * Short strings of event data found to hold nothing (field names, state names, ids): they come back in every
+   * event, and a set lookup costs a fraction of a scan.
+   */
+  readonly #clean = new Set<string>();
 
   constructor(settings: DetectorSettings) {
     this.settings = settings;
@@ -90,8 +95,7 @@ export class PiiMasker {
    * a placeholder string rather than let through unread.
    */
   maskDeep(value: unknown, counts?: PiiCounts, depth = 0): unknown {
-    if (typeof value === 'string')
-      return value.length < 6 && isPlain(value) ? value : this.mask(value, counts);
+    if (typeof value === 'string') return this.#maskShort(value, counts);
     if (value === null || typeof value !== 'object') return value;
     if (depth > 100) return '[too deep]';
     if (Array.isArray(value)) {
@@ -110,7 +114,7 @@ export class PiiMasker {
     for (let i = 0; i < keys.length; i++) {
       const key = keys[i] as string;
       const inner = source[key];
-      const maskedKey = key.length < 6 && isPlain(key) ? key : this.mask(key, counts);
+      const maskedKey = this.#maskShort(key, counts);
       const masked = this.maskDeep(inner, counts, depth + 1);
       if ((masked !== inner || maskedKey !== key) && copy === undefined) {
         copy = {};
@@ -119,6 +123,19 @@ export class PiiMasker {
       if (copy) setOwn(copy, maskedKey, masked);
     }
     return copy ?? value;
+  }
+
+  /** `mask`, remembering short strings that hold nothing. */
+  #maskShort(text: string, counts: PiiCounts | undefined): string {
+    if (text.length < 6 && isPlain(text)) return text;
+    if (text.length > 64) return this.mask(text, counts);
+    if (this.#clean.has(text)) return text;
+    const masked = this.mask(text, counts);
+    if (masked === text) {
+      if (this.#clean.size >= 4_096) this.#clean.clear();
+      this.#clean.add(text);
+    }
+    return masked;
   }
 
   /**
