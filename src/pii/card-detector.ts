@@ -10,12 +10,28 @@ const cardPattern = /(?<!\w|\d\.)\d(?:[ -]?\d){12,18}(?!\w|\.\d)/g;
 
 const maxDigits = 19;
 
+/**
+ * Candidates are tried from the longest down, group by group (`378282246310005 4111` holds the card
+ * `378282246310005`), and the search goes on right after what was found, or after the candidate's start when nothing
+ * was: a number next to another one (`1234567890 4111-1111-1111-1111`) is still found.
+ */
 function find(text: string, _settings: unknown, found: PiiMatch[]): void {
-  for (const match of text.matchAll(cardPattern)) {
+  const pattern = new RegExp(cardPattern);
+  for (let match = pattern.exec(text); match !== null; match = pattern.exec(text)) {
     const start = match.index;
-    const end = start + match[0].length;
-    if (continuesDashGroups(text, match[0], start, end)) continue;
-    if (isCardNumber(match[0])) found.push({ kind: 'card', start, end });
+    let candidate = match[0];
+    let end = start;
+    for (;;) {
+      if (!continuesDashGroups(text, candidate, start, start + candidate.length) && isCardNumber(candidate)) {
+        end = start + candidate.length;
+        found.push({ kind: 'card', start, end });
+        break;
+      }
+      const group = Math.max(candidate.lastIndexOf(' '), candidate.lastIndexOf('-'));
+      if (group < 0) break;
+      candidate = candidate.slice(0, group);
+    }
+    pattern.lastIndex = end > start ? end : start + 1;
   }
 }
 

@@ -11,22 +11,28 @@ const maxChars = 34;
 
 /**
  * The pattern may take a following word that happens to be letters and digits ("DE89 ... 00 AB12"): a candidate
- * that fails is shortened group by group before giving up.
+ * that fails is shortened group by group before giving up, and the search goes on right after what was found (or
+ * after the candidate's start), so an IBAN right after another one is found too.
  */
 function find(text: string, _settings: unknown, found: PiiMatch[]): void {
   const iban = ibanLibrary();
-  for (const match of text.matchAll(ibanPattern)) {
+  const pattern = new RegExp(ibanPattern);
+  for (let match = pattern.exec(text); match !== null; match = pattern.exec(text)) {
+    const start = match.index;
     let candidate = match[0];
+    let end = start;
     for (;;) {
       const compact = candidate.replace(/ /g, '').toUpperCase();
       if (compact.length >= 15 && iban.isValidIBAN(compact)) {
-        found.push({ kind: 'iban', start: match.index, end: match.index + candidate.length });
+        end = start + candidate.length;
+        found.push({ kind: 'iban', start, end });
         break;
       }
       const space = candidate.lastIndexOf(' ');
       if (space < 0) break;
       candidate = candidate.slice(0, space);
     }
+    pattern.lastIndex = end > start ? end : start + 1;
   }
 }
 

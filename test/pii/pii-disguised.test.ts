@@ -28,6 +28,15 @@ describe('PII detection on a normalized view', () => {
     expect(m.mask('иван@пример.рф.')).toBe('<EMAIL_2>.');
   });
 
+  it('finds a value right after another number or value (the search goes on after each candidate)', () => {
+    const m = masker();
+    expect(m.mask('378282246310005 4111 1111 1111 1111')).toBe('<CARD_1> <CARD_2>');
+    expect(m.mask('Order 1234567890 4111-1111-1111-1111;')).toBe('Order 1234567890 <CARD_3>;');
+    expect(m.mask('FR14 2004 1010 0505 0001 3M02 606 and GB29 NWBK 6016 1331 9268 19')).toBe(
+      '<IBAN_1> and <IBAN_2>',
+    );
+  });
+
   it('masks a PEM private key whose end line is missing (cut off), and not a header alone', () => {
     const key =
       '-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\nBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj';

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { EventDelivery } from '../../src/core/event-bus.ts';
 import type { RunEventData, RunEventType } from '../../src/core/events.ts';
 import { maskingEventFilter } from '../../src/pii/event-masking.ts';
-import { disguised, positives } from './pii-samples.ts';
+import { disguised, disguisedLookAlikes, lookAlikes, positives } from './pii-samples.ts';
 
 interface Delivered {
   type: RunEventType;
@@ -130,6 +130,41 @@ describe('PII masking of values split across deltas', () => {
         const text = streamed(pieces, { defaultCountry: 'US' }).deltas.join('');
         expect(text, `${JSON.stringify(pieces)}`).not.toContain(value);
         expect(text, `${JSON.stringify(pieces)}`).toBe(maskedWhole(pieces, 'US'));
+      }
+    }
+  });
+
+  it('streams mixed text split at random places exactly as the whole text is masked', () => {
+    const parts = [
+      ...Object.values(positives).flat(),
+      ...disguised.map((sample) => sample.text),
+      ...lookAlikes,
+      ...disguisedLookAlikes,
+      'Bearer\n\nabcDEF123456ghiJKL789mno',
+      pem.join(''),
+    ];
+    const separators = [' ', ', ', '\n', ' | ', ';', '"', ' and '];
+    // A fixed linear congruential sequence: the same "random" texts and splits on every run.
+    let seed = 7;
+    const next = (below: number) => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return Math.floor((seed / 2147483648) * below);
+    };
+    for (let round = 0; round < 150; round++) {
+      let whole = '';
+      for (let k = 0; k < 6; k++)
+        whole += `${parts[next(parts.length)]}${separators[next(separators.length)]}`;
+      const pieces: string[] = [];
+      for (let at = 0; at < whole.length; ) {
+        const size = 1 + next(12);
+        pieces.push(whole.slice(at, at + size));
+        at += size;
+      }
+      for (const defaultCountry of [undefined, 'US']) {
+        const options = defaultCountry ? { defaultCountry } : {};
+        expect(streamed(pieces, options).deltas.join(''), JSON.stringify(pieces)).toBe(
+          maskedWhole(pieces, defaultCountry),
+        );
       }
     }
   });
