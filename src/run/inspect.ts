@@ -139,7 +139,10 @@ export function redactingInspector(
     return out;
   };
 
-  /** A snapshot as data; a machine's keeps `matches`, `hasTag` and `can`, answered by the real snapshot. */
+  /**
+   * A snapshot as data. A machine's keeps `matches` and `hasTag`, answered by the real snapshot (they read only its
+   * state value and tags), and leaves out `can`, which would run the machine's guards on its real context.
+   */
   const snapshotOf = (snapshot: unknown): unknown => {
     if (typeof snapshot !== 'object' || snapshot === null || !('machine' in snapshot))
       return copy(snapshot, 0);
@@ -147,15 +150,13 @@ export function redactingInspector(
       tags?: unknown;
       matches?: (value: never) => boolean;
       hasTag?: (tag: string) => boolean;
-      can?: (event: never) => boolean;
     };
     const data = copyFields(snapshot, 0, machineInternals);
     data.historyValue = {};
-    const { matches, hasTag, can } = machine;
+    const { matches, hasTag } = machine;
     if (typeof matches === 'function')
       data.matches = (value: never) => matches.call(snapshot, value) === true;
     if (typeof hasTag === 'function') data.hasTag = (tag: string) => hasTag.call(snapshot, tag) === true;
-    if (typeof can === 'function') data.can = (event: never) => can.call(snapshot, event) === true;
     return data;
   };
 
