@@ -38,7 +38,7 @@ interface TransitionLike {
   eventType: string;
   reenter: boolean;
   source: { id: string; always?: readonly unknown[]; transitions: ReadonlyMap<string, readonly unknown[]> };
-  target?: readonly { id: string }[];
+  target?: readonly { id: string }[] | undefined;
 }
 
 function transitionOf(transition: TransitionLike): InspectedTransition {
