@@ -7,7 +7,7 @@ import { WebSocketServer } from 'ws';
 import { z } from 'zod';
 
 /**
- * REQUIREMENTS O3: the real @statelyai/inspect WebSocket inspector, attached to a system, sends the actor tree of a
+ * The real @statelyai/inspect WebSocket inspector, attached to a system, sends the actor tree of a
  * session to a local WebSocket server (what the Stately inspector would receive), and no secret reaches it.
  */
 
