@@ -20,6 +20,8 @@ const notBehavioural = [
   'test/tools/builtin/document-search.test.ts',
   'test/tools/builtin/sql-query.test.ts',
   'test/pii/pii-detectors.test.ts',
+  'test/pii/pii-disguised.test.ts',
+  'test/pii/pii-streaming.test.ts',
   // A thousand server processes: the per-session lifecycle runs on both interpreters in sessions.test.ts.
   'test/tools/mcp/thousand-sessions.test.ts',
   'test/core/**',

@@ -178,7 +178,13 @@ export {
   type ScopeUsage,
   type Settlement,
 } from './resources/resource-manager.ts';
-export { type InspectObserver, redact, redactingInspector } from './run/inspect.ts';
+export {
+  type InspectedActorRef,
+  type InspectedTransition,
+  type InspectObserver,
+  redact,
+  redactingInspector,
+} from './run/inspect.ts';
 export type { AgentStep, RunOptions, RunStream } from './run/run.ts';
 export {
   type ContextType,

@@ -1,22 +1,6 @@
 import type { EventDelivery, EventFilter, EventOrigin } from '../core/event-bus.ts';
 import type { RunEventData, RunEventType } from '../core/events.ts';
-import type { JsonValue } from '../core/json.ts';
 import { hasCounts, type PiiCounts, type PiiMasker } from './pii-masker.ts';
-import { holdFrom } from './stream-hold.ts';
-
-/** Events without text that could hold personal data: delivered as they are. */
-const plainEvents: ReadonlySet<RunEventType> = new Set<RunEventType>([
-  'phase',
-  'usage',
-  'spend',
-  'budget_warning',
-  'budget_wait',
-  'quota_wait',
-  'run_end',
-  'resumed',
-  'redaction',
-  'breaker',
-]);
 
 /** One stream of deltas being masked: text of one kind, from one agent's place in the session. */
 interface HeldStream {
@@ -28,11 +12,15 @@ interface HeldStream {
   held: string;
 }
 
+/** How much of a tool result's masked content its preview shows. */
+const previewLength = 200;
+
 /**
  * An event filter that masks personal data in every event before listeners (the stream, SSE, the stored event
- * log) see it, followed by a `redaction` event with the counts when something was masked. Streamed text is held
- * back only as far as a value being written could reach (see holdFrom), and released masked with the next delta
- * or, at the latest, before the next other event of the same agent.
+ * log) see it, followed by a `redaction` event with the counts when something was masked. Every string and every
+ * object key of every event's data is masked, whatever its type. Streamed text is held back only as far as a value
+ * still being written could reach (each detector says how far), and released masked with the next delta or, at the
+ * latest, before the next other event of the same agent.
  */
 export function maskingEventFilter(masker: PiiMasker): EventFilter {
   const streams = new Map<string, HeldStream>();
@@ -66,27 +54,29 @@ export function maskingEventFilter(masker: PiiMasker): EventFilter {
         stream = { agent, origin, type, index, route, held: '' };
         streams.set(key, stream);
       }
-      const chunk = 'argsDelta' in streamed ? streamed.argsDelta : streamed.content;
       const counts: PiiCounts = {};
-      const text = release(stream, chunk, masker, counts);
       if ('argsDelta' in streamed) {
+        const text = release(stream, streamed.argsDelta, masker, counts);
         // The delta that names a new call goes out even when its text is held: listeners learn of the call.
-        if (text !== '' || streamed.id !== undefined || streamed.name !== undefined)
-          deliver(agent, type, { ...streamed, argsDelta: text } as RunEventData[T], origin);
-      } else if (text !== '') deliver(agent, type, { content: text } as RunEventData[T], origin);
+        if (text !== '' || streamed.id !== undefined || streamed.name !== undefined) {
+          const masked = masker.maskDeep({ ...streamed, argsDelta: '' }, counts) as typeof streamed;
+          deliver(agent, type, { ...masked, argsDelta: text } as RunEventData[T], origin);
+        }
+      } else {
+        const text = release(stream, streamed.content, masker, counts);
+        if (text !== '') deliver(agent, type, { content: text } as RunEventData[T], origin);
+      }
       if (hasCounts(counts)) deliver(agent, 'redaction', { target: 'events', counts }, origin);
       return;
     }
-    if (type === 'redaction' || type === 'breaker') {
-      deliver(agent, type, data, origin);
+    if (type === 'redaction') {
+      // Counts this filter or model masking made: kind names and numbers, masked all the same.
+      deliver(agent, type, masker.maskDeep(data) as RunEventData[T], origin);
       return;
     }
     // Anything else of this agent ends its streams: what they held goes out first, in order.
-    flush(type === 'run_end' && (origin?.depth ?? 0) === 0 ? undefined : route, deliver);
-    if (plainEvents.has(type)) {
-      deliver(agent, type, data, origin);
-      return;
-    }
+    if (type !== 'breaker')
+      flush(type === 'run_end' && (origin?.depth ?? 0) === 0 ? undefined : route, deliver);
     const counts: PiiCounts = {};
     deliver(agent, type, maskData(type, data, masker, counts), origin);
     if (hasCounts(counts)) deliver(agent, 'redaction', { target: 'events', counts }, origin);
@@ -96,8 +86,8 @@ export function maskingEventFilter(masker: PiiMasker): EventFilter {
 /** The part of `stream.held + chunk` that can go now, masked; the rest stays held. */
 function release(stream: HeldStream, chunk: string, masker: PiiMasker, counts: PiiCounts): string {
   const text = stream.held + chunk;
-  let cut = holdFrom(text);
-  const matches = masker.find(text);
+  const { matches, pendingFrom } = masker.scan(text);
+  let cut = pendingFrom;
   for (const match of matches) {
     if (match.start < cut && match.end > cut) {
       cut = match.start;
@@ -114,6 +104,10 @@ function deliverStreamed(stream: HeldStream, text: string, deliver: EventDeliver
   else deliver(stream.agent, stream.type, { content: text }, stream.origin);
 }
 
+/**
+ * Every string and key of the data masked. A tool result's preview is cut from its masked content (masking a cut
+ * preview could miss a value the cut splits).
+ */
 function maskData<T extends RunEventType>(
   type: T,
   data: RunEventData[T],
@@ -122,10 +116,12 @@ function maskData<T extends RunEventType>(
 ): RunEventData[T] {
   if (type === 'tool_response') {
     const response = data as RunEventData['tool_response'];
-    const content = masker.mask(response.content, counts);
-    if (content === response.content) return data;
-    const preview = content.length > 200 ? `${content.slice(0, 200)}…` : content;
-    return { ...response, content, content_preview: preview } as RunEventData[T];
+    const { content_preview: _preview, ...rest } = response;
+    const masked = masker.maskDeep(rest, counts) as Omit<RunEventData['tool_response'], 'content_preview'>;
+    if (masked === rest) return data;
+    const preview =
+      masked.content.length > previewLength ? `${masked.content.slice(0, previewLength)}…` : masked.content;
+    return { ...masked, content_preview: preview } as RunEventData[T];
   }
-  return masker.maskJson(data as unknown as JsonValue, counts) as unknown as RunEventData[T];
+  return masker.maskDeep(data, counts) as RunEventData[T];
 }

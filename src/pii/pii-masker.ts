@@ -1,6 +1,13 @@
 import type { JsonValue } from '../core/json.ts';
 import { setOwn } from '../core/records.ts';
-import { type DetectorSettings, findPii, type PiiKind, type PiiMatch } from './pii-detectors.ts';
+import {
+  type DetectorSettings,
+  findPii,
+  type PiiKind,
+  type PiiMatch,
+  type StreamScan,
+  scanStream,
+} from './pii-detectors.ts';
 
 /** How many values of each kind were masked (never the values). */
 export type PiiCounts = Partial<Record<PiiKind, number>>;
@@ -26,6 +33,11 @@ export class PiiMasker {
   readonly #byValue = new Map<string, string>();
   readonly #byPlaceholder = new Map<string, string>();
   readonly #next: Record<PiiKind, number> = { email: 0, phone: 0, card: 0, iban: 0, secret: 0 };
+  /**
+   * Short strings of event data found to hold nothing (field names, state names, ids): they come back in every
+   * event, and a set lookup costs a fraction of a scan.
+   */
+  readonly #clean = new Set<string>();
 
   constructor(settings: DetectorSettings) {
     this.settings = settings;
@@ -48,6 +60,11 @@ export class PiiMasker {
     return findPii(text, this.settings);
   }
 
+  /** Values in a streamed text so far, and where it must be held back from. */
+  scan(text: string): StreamScan {
+    return scanStream(text, this.settings);
+  }
+
   /** `text` with every value found replaced by its placeholder, and what was replaced. */
   mask(text: string, counts?: PiiCounts): string {
     const matches = this.find(text);
@@ -67,26 +84,58 @@ export class PiiMasker {
     return out + text.slice(at, end);
   }
 
-  /** Every string inside a JSON value masked (keys kept); the same object back when nothing was found. */
-  maskJson<T extends JsonValue | undefined>(value: T, counts?: PiiCounts, depth = 0): T {
-    if (typeof value === 'string') return this.mask(value, counts) as T;
-    if (value === null || typeof value !== 'object' || depth > 100) return value;
+  /** Every string and every object key inside a JSON value masked; the same object back when nothing was found. */
+  maskJson<T extends JsonValue | undefined>(value: T, counts?: PiiCounts): T {
+    return this.maskDeep(value, counts) as T;
+  }
+
+  /**
+   * Every string and every own enumerable key inside `value` (arrays and objects, to any depth) masked: copies
+   * where something changed, the same objects where nothing did. Deeper than 100 levels a value is replaced by
+   * a placeholder string rather than let through unread.
+   */
+  maskDeep(value: unknown, counts?: PiiCounts, depth = 0): unknown {
+    if (typeof value === 'string') return this.#maskShort(value, counts);
+    if (value === null || typeof value !== 'object') return value;
+    if (depth > 100) return '[too deep]';
     if (Array.isArray(value)) {
-      let changed = false;
-      const items = value.map((item) => {
-        const masked = this.maskJson(item, counts, depth + 1);
-        if (masked !== item) changed = true;
-        return masked;
-      });
-      return (changed ? items : value) as T;
+      let items: unknown[] | undefined;
+      for (let i = 0; i < value.length; i++) {
+        const item: unknown = value[i];
+        const masked = this.maskDeep(item, counts, depth + 1);
+        if (masked !== item && items === undefined) items = value.slice();
+        if (items) items[i] = masked;
+      }
+      return items ?? value;
     }
-    let copy: Record<string, JsonValue> | undefined;
-    for (const [key, inner] of Object.entries(value)) {
-      const masked = this.maskJson(inner, counts, depth + 1);
-      if (masked !== inner && copy === undefined) copy = { ...value };
-      if (copy) setOwn(copy, key, masked);
+    let copy: Record<string, unknown> | undefined;
+    const source = value as Record<string, unknown>;
+    const keys = Object.keys(source);
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i] as string;
+      const inner = source[key];
+      const maskedKey = this.#maskShort(key, counts);
+      const masked = this.maskDeep(inner, counts, depth + 1);
+      if ((masked !== inner || maskedKey !== key) && copy === undefined) {
+        copy = {};
+        for (let j = 0; j < i; j++) setOwn(copy, keys[j] as string, source[keys[j] as string]);
+      }
+      if (copy) setOwn(copy, maskedKey, masked);
     }
-    return (copy ?? value) as T;
+    return copy ?? value;
+  }
+
+  /** `mask`, remembering short strings that hold nothing. */
+  #maskShort(text: string, counts: PiiCounts | undefined): string {
+    if (text.length < 6 && isPlain(text)) return text;
+    if (text.length > 64) return this.mask(text, counts);
+    if (this.#clean.has(text)) return text;
+    const masked = this.mask(text, counts);
+    if (masked === text) {
+      if (this.#clean.size >= 4_096) this.#clean.clear();
+      this.#clean.add(text);
+    }
+    return masked;
   }
 
   /**
@@ -101,13 +150,13 @@ export class PiiMasker {
     );
   }
 
-  /** `reveal` on every string of a JSON value. */
+  /** `reveal` on every string and every object key of a JSON value. */
   revealJson<T extends JsonValue>(value: T): T {
     if (typeof value === 'string') return this.reveal(value) as T;
     if (value === null || typeof value !== 'object') return value;
     if (Array.isArray(value)) return value.map((item) => this.revealJson(item)) as T;
     const copy: Record<string, JsonValue> = {};
-    for (const [key, inner] of Object.entries(value)) setOwn(copy, key, this.revealJson(inner));
+    for (const [key, inner] of Object.entries(value)) setOwn(copy, this.reveal(key), this.revealJson(inner));
     return copy as T;
   }
 }
@@ -121,4 +170,10 @@ export function addCounts(counts: PiiCounts, more: PiiCounts): void {
 export function hasCounts(counts: PiiCounts): boolean {
   for (const _ in counts) return true;
   return false;
+}
+
+/** Short ASCII text: no value fits in fewer than six characters of it (beyond ASCII, folding may widen text). */
+function isPlain(text: string): boolean {
+  for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) >= 0x80) return false;
+  return true;
 }

@@ -18,12 +18,13 @@ export interface PiiOptions {
    */
   defaultCountry?: string | undefined;
   /**
-   * Mask the events: the stream, SSE, traces built from them and the event log a session stores. Default true.
-   * Streamed text is held back at most to the end of the word (or number group) being written, so a value split
-   * across deltas is still masked.
+   * Mask the events (every string and object key of every event's data): the stream, SSE, traces built from them
+   * and the event log a session stores. Default true. Streamed text is held back only where a value may still be
+   * under way (a word that may meet an `@`, digit groups a card may continue, a `Bearer` and what follows it, a PEM
+   * key until its end line), so a value split across deltas is still masked.
    */
   events?: boolean | undefined;
-  /** Mask the strings of snapshots and events the inspection observer sees. Default true. */
+  /** Mask the strings and keys of snapshots and events the inspection observer sees. Default true. */
   inspector?: boolean | undefined;
   /**
    * Mask what is sent to the model: it sees placeholders, and placeholders it writes (in its answer or in tool

@@ -61,7 +61,7 @@ export function shortestAgentPaths(
 }
 
 /** A stable name for a transition of the definition: source state, event, position among its siblings. */
-export function transitionName(source: AnyStateNode, eventType: string, index: number): string {
+export function transitionName(source: { readonly id: string }, eventType: string, index: number): string {
   return `${source.id} --${eventType}[${index}]`;
 }
 

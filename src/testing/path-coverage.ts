@@ -1,6 +1,7 @@
 import { AssertionError } from 'node:assert';
-import type { AnyStateNode, InspectionEvent } from 'xstate';
+import type { AnyTransitionDefinition, InspectionEvent } from 'xstate';
 import type { GuardrailPlan } from '../machines/agent.ts';
+import type { InspectedTransition } from '../run/inspect.ts';
 import { applicableGraph, everyGuardrail, stateIds, transitionName } from './agent-graph.ts';
 
 /** What the recorded runs reached of the agent statechart, and what they never did. */
@@ -57,13 +58,14 @@ export function pathCoverage(): PathCoverage {
     for (const kind of Object.keys(plan) as (keyof GuardrailPlan)[]) if (guardrails[kind]) plan[kind] = true;
     reached.add('agent');
     for (const id of stateIds('agent', value)) reached.add(id);
-    for (const transition of event._transitions) {
-      const source = transition.source as AnyStateNode;
-      const list =
-        transition.eventType === ''
-          ? (source.always ?? [])
-          : (source.transitions.get(transition.eventType) ?? []);
-      taken.add(transitionName(source, transition.eventType, list.indexOf(transition)));
+    // Troupe's inspector hands transitions on as InspectedTransition (ids and an index); XState's own, as nodes.
+    for (const transition of event._transitions as readonly (
+      | InspectedTransition
+      | AnyTransitionDefinition
+    )[]) {
+      const { source, eventType } = transition;
+      const index = 'index' in transition ? transition.index : indexOf(transition);
+      taken.add(transitionName(source, eventType, index));
       // Taking a transition out of a state proves the state was entered (transient ones never show in snapshots).
       reached.add(source.id);
     }
@@ -114,4 +116,11 @@ export function pathCoverage(): PathCoverage {
       });
     },
   };
+}
+
+/** A transition's place among its source's transitions for its event type (`always` for eventless ones). */
+function indexOf(transition: AnyTransitionDefinition): number {
+  const { source, eventType } = transition;
+  const list = eventType === '' ? (source.always ?? []) : (source.transitions.get(eventType) ?? []);
+  return list.indexOf(transition);
 }

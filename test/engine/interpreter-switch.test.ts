@@ -1,6 +1,6 @@
 import { createAgentSystem, defineAgent, parallel, run } from 'troupe';
 import { scriptedModel } from 'troupe/testing';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { AnyActorLogic, InspectionEvent } from 'xstate';
 import { isCompiledMachine } from '../../src/engine/compiled-machine.ts';
 import { restateSessionMachine } from '../../src/restate/turn-session.ts';
@@ -14,6 +14,13 @@ import { runtimeAgentMachine } from '../../src/run/runtime-agent-machine.ts';
  */
 
 const onXState = process.env.TROUPE_INTERPRETER === 'xstate';
+
+// Observers get snapshot-only views of actors; this test looks at the actors themselves, so the redacting layer
+// hands inspection events on as they are.
+vi.mock('../../src/run/inspect.ts', async (original) => ({
+  ...(await original<typeof import('../../src/run/inspect.ts')>()),
+  redactingInspector: (target: (event: InspectionEvent) => void) => target,
+}));
 
 /** The ids of the state machines whose actors an inspected piece of work started, with whether each is compiled. */
 function machineWatcher() {

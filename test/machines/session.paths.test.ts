@@ -7,6 +7,7 @@ import { agentMachine } from '../../src/machines/agent.ts';
 import { type SessionContext, type SessionEvent, sessionMachine } from '../../src/machines/session.ts';
 import { groupMachine } from '../../src/machines/supervisor-group.ts';
 import { createMemoryStore } from '../../src/persistence/memory-store.ts';
+import type { InspectedTransition } from '../../src/run/inspect.ts';
 import { createAgentSystem } from '../../src/sessions/system.ts';
 import { dyingStore } from '../support/dying-store.ts';
 import { allTransitions, sessionOnlyStates, transitionName } from './agent-paths.ts';
@@ -153,14 +154,10 @@ describe("the agent machine's session-only transitions, on the real system runti
     const visited = new Set<string>();
     const inspect = (event: InspectionEvent) => {
       if (event.type !== '@xstate.microstep') return;
-      for (const transition of event._transitions) {
-        const source = transition.source as AnyStateNode;
-        if (source.machine !== agentMachine.root.machine && source.machine.id !== 'agent') continue;
-        const list =
-          transition.eventType === ''
-            ? (source.always ?? [])
-            : (source.transitions.get(transition.eventType) ?? []);
-        covered.add(transitionName(source, transition.eventType, list.indexOf(transition)));
+      // The system's inspector hands transitions on as their states' ids and their index, never the nodes.
+      for (const { source, eventType, index } of event._transitions as unknown as InspectedTransition[]) {
+        if (source.id !== 'agent' && !source.id.startsWith('agent.')) continue;
+        covered.add(transitionName(source, eventType, index));
       }
       const value = (event.snapshot as unknown as { value: unknown }).value;
       if (value === 'handingOff') visited.add('agent.handingOff');

@@ -97,3 +97,113 @@ export const lookAlikes = [
   'pk_live_4eC39HqLyjWDarjtT1zdp7dc is publishable',
   'AKIA is a prefix',
 ];
+
+/**
+ * Values written so that a plain pattern misses them, each with the placeholder kind it must get: next to the
+ * punctuation of CSV rows, JSON arrays and SQL output, internationalized addresses, fullwidth and other-script
+ * digits, look-alike letters and invisible characters inside a value.
+ */
+export const disguised: readonly { kind: string; text: string; value: string }[] = [
+  // Card numbers next to , . - / (the value is what must disappear).
+  { kind: 'CARD', text: '1,Ann,4111111111111111,12/27', value: '4111111111111111' },
+  { kind: 'CARD', text: '[4111111111111111,5555555555554444]', value: '4111111111111111' },
+  { kind: 'CARD', text: '[4111111111111111,5555555555554444]', value: '5555555555554444' },
+  { kind: 'CARD', text: 'id|card\n7|4111-1111-1111-1111.', value: '4111-1111-1111-1111' },
+  { kind: 'CARD', text: "(7,'x',4111111111111111),(8,'y',5555555555554444);", value: '4111111111111111' },
+  { kind: 'CARD', text: 'cards/4111111111111111/charges', value: '4111111111111111' },
+  { kind: 'CARD', text: 'card-4111111111111111-2027', value: '4111111111111111' },
+  { kind: 'CARD', text: 'paid with 4111111111111111.', value: '4111111111111111' },
+  // Internationalized addresses: Unicode local parts and domains, punycode.
+  { kind: 'EMAIL', text: 'write to müller@example.de today', value: 'müller@example.de' },
+  { kind: 'EMAIL', text: 'josé.garcía@correo.es', value: 'josé.garcía@correo.es' },
+  { kind: 'EMAIL', text: 'mail user@bücher.de', value: 'user@bücher.de' },
+  { kind: 'EMAIL', text: 'почта: иван@пример.рф.', value: 'иван@пример.рф' },
+  { kind: 'EMAIL', text: 'to 用户@例子.广告', value: '用户@例子.广告' },
+  { kind: 'EMAIL', text: 'Punycode ivan@xn--e1afmkfd.xn--p1ai works', value: 'ivan@xn--e1afmkfd.xn--p1ai' },
+  { kind: 'EMAIL', text: 'θέμα: γιώργος@παράδειγμα.ελ', value: 'γιώργος@παράδειγμα.ελ' },
+  // Fullwidth and other-script digits, non-breaking spaces and typographic dashes.
+  {
+    kind: 'CARD',
+    text: 'card ４１１１ １１１１ １１１１ １１１１ ok',
+    value: '４１１１ １１１１ １１１１ １１１１',
+  },
+  { kind: 'CARD', text: 'card ٤١١١١١١١١١١١١١١١ ok', value: '٤١١١١١١١١١١١١١١١' },
+  {
+    kind: 'CARD',
+    text: 'card 4111\u00a01111\u00a01111\u00a01111 ok',
+    value: '4111\u00a01111\u00a01111\u00a01111',
+  },
+  { kind: 'CARD', text: 'card 4111–1111–1111–1111 ok', value: '4111–1111–1111–1111' },
+  { kind: 'PHONE', text: 'call ＋１ ４１５ ５５５ ２６７１ now', value: '＋１ ４１５ ５５５ ２６７１' },
+  { kind: 'EMAIL', text: 'mail ｂｏｂ＠ｅｘａｍｐｌｅ．ｃｏｍ now', value: 'ｂｏｂ＠ｅｘａｍｐｌｅ．ｃｏｍ' },
+  {
+    kind: 'IBAN',
+    text: 'IBAN ＤＥ８９ ３７０４ ００４４ ０５３２ ０１３０ ００',
+    value: 'ＤＥ８９ ３７０４ ００４４ ０５３２ ０１３０ ００',
+  },
+  // Look-alike letters (Cyrillic, Greek) in an address or a key's prefix.
+  { kind: 'EMAIL', text: 'mail bоb@exаmple.com now', value: 'bоb@exаmple.com' },
+  {
+    kind: 'SECRET',
+    text: 'key ѕk-proj-AbC123dEf456GhI789jKl012MnO345pQr678',
+    value: 'ѕk-proj-AbC123dEf456GhI789jKl012MnO345pQr678',
+  },
+  { kind: 'SECRET', text: 'id АKIAIOSFODNN7EXAMPLE', value: 'АKIAIOSFODNN7EXAMPLE' },
+  {
+    kind: 'SECRET',
+    text: 'token ghр_1234567890abcdefghijklmnopqrstuvwxyzAB',
+    value: 'ghр_1234567890abcdefghijklmnopqrstuvwxyzAB',
+  },
+  {
+    kind: 'SECRET',
+    text: 'key һf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789',
+    value: 'һf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789',
+  },
+  { kind: 'SECRET', text: 'key sk_live_4eC39HqLyjWDarjtT1zdp7dс', value: 'sk_live_4eC39HqLyjWDarjtT1zdp7dс' },
+  // Invisible characters inside a value.
+  {
+    kind: 'CARD',
+    text: 'card 4111\u200b1111\u200b1111\u200b1111 ok',
+    value: '4111\u200b1111\u200b1111\u200b1111',
+  },
+  { kind: 'CARD', text: 'card 41\u200d11 1111 1111 1111 ok', value: '41\u200d11 1111 1111 1111' },
+  { kind: 'EMAIL', text: 'mail bob\u200b@example.com now', value: 'bob\u200b@example.com' },
+  { kind: 'EMAIL', text: 'mail bob\u00ad@exam\u2060ple.com now', value: 'bob\u00ad@exam\u2060ple.com' },
+  {
+    kind: 'SECRET',
+    text: 'sk-proj-AbC123\u200bdEf456GhI789jKl012MnO345pQr678',
+    value: 'sk-proj-AbC123\u200bdEf456GhI789jKl012MnO345pQr678',
+  },
+  { kind: 'IBAN', text: 'IBAN DE89\ufeff3704 0044 0532 0130 00', value: 'DE89\ufeff3704 0044 0532 0130 00' },
+  { kind: 'PHONE', text: 'call +1 415\u200c555 2671', value: '+1 415\u200c555 2671' },
+];
+
+/** Look-alikes in the same disguises: folded, they are still not personal data. */
+export const disguisedLookAlikes = [
+  'v１.２.３',
+  '２０２４-０５-１７',
+  'order ＃１２３４５６７８９０',
+  'ISBN 978\u200b-3-16-148410-0',
+  '４１１１ １１１１ １１１１ １１１２',
+  '4111\u200b1111\u200b1111\u200b1112',
+  '٤١١١١١١١١١١١١١١٢',
+  'id,amount,date\n1,19.99,2024-05-17\n2,1234567.50,2024-05-18',
+  '[1.5,2.25,3.125,1234567890]',
+  '0.4111111111111111',
+  'ratio 1.4111111111111111',
+  'pi 3.14159265358979323846',
+  '12345678-1234-1234-1234-123456789012',
+  'sha 2fd4e1c67a2d28fced849ee1bb76e7391b93eb12',
+  '１２３ｅ４５６７-ｅ８９ｂ-１２ｄ３-ａ４５６-４２６６１４１７４０００',
+  'привет, мир: пример.рф',
+  'Καλημέρα κόσμε',
+  'pkg@２.０.０',
+  'user@localhost',
+  'ѕk-learn is a library',
+  'price ＄１,２３４.５６',
+  'DE89 3704 0044 0532 0130 01\u200b',
+  'call 555\u200b-0100',
+  'Bearer\u200b token',
+  '-----BEGIN PUBLIC KEY-----',
+  'the header -----BEGIN RSA PRIVATE KEY----- starts a key',
+];

@@ -7,7 +7,7 @@ import { WebSocketServer } from 'ws';
 import { z } from 'zod';
 
 /**
- * REQUIREMENTS O3: the real @statelyai/inspect WebSocket inspector, attached to a system, sends the actor tree of a
+ * The real @statelyai/inspect WebSocket inspector, attached to a system, sends the actor tree of a
  * session to a local WebSocket server (what the Stately inspector would receive), and no secret reaches it.
  */
 
@@ -17,6 +17,7 @@ interface Frame {
   sessionId: string;
   parentId?: string;
   rootId?: string;
+  definition?: string;
 }
 
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -110,6 +111,31 @@ describe('Stately inspector over WebSocket', () => {
     // Events and snapshots flowed too, e.g. the agent's model response.
     expect(parsed.some((frame) => frame.type === '@xstate.event')).toBe(true);
     expect(parsed.some((frame) => frame.type === '@xstate.snapshot')).toBe(true);
+  });
+
+  it('gets masked personal data and still the statechart definitions', async () => {
+    const { url, frames, connected } = await localServer();
+    const inspector = createWebSocketInspector({ url });
+    cleanups.push(() => inspector.stop());
+    await connected;
+    const model = scriptedModel([{ text: 'Noted: bob@example.com, card 4111 1111 1111 1111' }]);
+    const agent = defineAgent({ name: 'clerk', instructions: 'note', model });
+    const system = createAgentSystem({ inspect: inspector.inspect, pii: {} });
+    const session = system.spawn(agent, 'I am bob@example.com', { id: 'masked' });
+    expect((await session.result).text).toBe('Noted: bob@example.com, card 4111 1111 1111 1111');
+    await system.shutdown();
+    await settle(frames);
+
+    const raw = frames.join('\n');
+    expect(raw).toContain('<EMAIL_1>');
+    expect(raw).not.toContain('bob@example.com');
+    expect(raw).not.toContain('4111 1111 1111 1111');
+    const parsed = frames.map((frame) => JSON.parse(frame) as Frame);
+    const agentActor = parsed.find((frame) => frame.type === '@xstate.actor' && frame.name === 'clerk-1');
+    expect(agentActor?.parentId).toBe(parsed.find((frame) => frame.name === 'masked')?.sessionId);
+    // The agent's machine definition, for the statechart: its states, without functions.
+    const definition = JSON.parse(agentActor?.definition ?? '{}') as { states?: Record<string, unknown> };
+    expect(Object.keys(definition.states ?? {})).toEqual(expect.arrayContaining(['completed', 'failed']));
   });
 
   it('run(agent, input, { inspect }) of a plain agent redacts secrets too', async () => {
