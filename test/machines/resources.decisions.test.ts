@@ -51,7 +51,9 @@ describe('resources: reservations granted, denied, or made to wait', () => {
   it('grants a call at once, saying how long it waited', () => {
     const w = world();
     w.open('s');
-    expect(w.reserve('a', { now: 5 })).toEqual([{ kind: 'granted', id: 'a', scope: 's', waitedMs: 0 }]);
+    expect(w.reserve('a', { now: 5 })).toEqual([
+      { kind: 'granted', id: 'a', scope: 's', waitedMs: 0, maxOutputTokens: null },
+    ]);
   });
 
   it('denies a second reservation under the same id, and one for an unknown scope', () => {
@@ -165,7 +167,7 @@ describe('resources: reservations granted, denied, or made to wait', () => {
     expect(w.state.nextWakeAt).toBe(61_000);
     expect(w.apply({ type: 'tick', now: 60_999 })).toEqual([]);
     expect(w.apply({ type: 'tick', now: 61_000 })).toEqual([
-      { kind: 'granted', id: 'b', scope: 's', waitedMs: 59_000 },
+      { kind: 'granted', id: 'b', scope: 's', waitedMs: 59_000, maxOutputTokens: null },
     ]);
     expect(w.state.nextWakeAt).toBe(121_000);
   });
@@ -176,7 +178,13 @@ describe('resources: reservations granted, denied, or made to wait', () => {
     w.reserve('a', { tokens: 60 });
     expect(w.reserve('b', { tokens: 50 })).toMatchObject([{ kind: 'waiting', quota: 'p:*' }]);
     // The first call used only 20 tokens: 20 + 50 fit in the minute.
-    expect(w.settle('a', 20)).toContainEqual({ kind: 'granted', id: 'b', scope: 's', waitedMs: 0 });
+    expect(w.settle('a', 20)).toContainEqual({
+      kind: 'granted',
+      id: 'b',
+      scope: 's',
+      waitedMs: 0,
+      maxOutputTokens: null,
+    });
   });
 
   it('keeps calls in flight under maxInFlight and the manager-wide concurrency', () => {
@@ -379,7 +387,7 @@ describe('resources: 429s from providers', () => {
     expect(w.state.nextWakeAt).toBe(6_000);
     expect(w.apply({ type: 'tick', now: 5_999 })).toEqual([]);
     expect(w.apply({ type: 'tick', now: 6_000 })).toEqual([
-      { kind: 'granted', id: 'a', scope: 's', waitedMs: 4_000 },
+      { kind: 'granted', id: 'a', scope: 's', waitedMs: 4_000, maxOutputTokens: null },
     ]);
   });
 
