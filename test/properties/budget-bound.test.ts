@@ -7,6 +7,7 @@ import {
   type ResourceManager,
   type ResourceNotice,
   run,
+  type ScopeUsage,
   tool,
 } from 'troupe';
 import { type ScriptedTurn, scriptedModel } from 'troupe/testing';
@@ -153,7 +154,7 @@ function observe(manager: ResourceManager) {
     while (current !== null && chain.length < 16) {
       chain.push(current);
       if (current.startsWith('tenant:')) break;
-      const usage = manager.usage({ session: current.slice('session:'.length) }).session;
+      const usage: ScopeUsage | null = manager.usage({ session: current.slice('session:'.length) }).session;
       current = usage?.parent ?? null;
     }
     return chain;
