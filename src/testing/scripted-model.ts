@@ -151,7 +151,7 @@ const charsPerToken = 4;
 function usageOf(turn: ScriptedTurn, request: ModelRequest): Usage {
   if (turn.usage) return normalizeUsage(turn.usage);
   let chars = textOf(turn).length;
-  for (const call of turn.toolCalls ?? []) chars += call.name.length + JSON.stringify(call.args ?? {}).length;
+  for (const call of turn.toolCalls ?? []) chars += call.name.length + jsonLength(call.args ?? {});
   return {
     input: estimateRequest(request).input,
     output: Math.ceil(chars / charsPerToken),
@@ -171,6 +171,15 @@ function cutOf(turn: ScriptedTurn, request: ModelRequest): { text: string; usage
     text: textOf(turn).slice(0, output * charsPerToken),
     usage: { ...usage, output, reasoning: Math.min(usage.reasoning, output) },
   };
+}
+
+/** The length of a value's JSON text; 0 for what JSON cannot hold (arguments nested too deep for the stack). */
+function jsonLength(value: unknown): number {
+  try {
+    return JSON.stringify(value)?.length ?? 0;
+  } catch {
+    return 0;
+  }
 }
 
 function piecesOf(text: string): ModelDelta[] {
