@@ -92,6 +92,28 @@ export interface QuotaState {
   blockedUntil: number;
 }
 
+/**
+ * What a call may spend, for a reservation sized when it is granted: its prompt's estimate and the most output it
+ * asks for. The grant caps that output at what every budget of the chain has left after its spend, the
+ * reservations of the calls in flight and this prompt, and holds the prompt plus the capped output; so a call
+ * that writes at most its cap can pass a budget only by what its prompt was under-estimated.
+ */
+export interface OutputBound {
+  /** The prompt's estimate in tokens, and in USD (null when the model has no price). */
+  inputTokens: number;
+  inputUsd: number | null;
+  /** The most output tokens the call asks for (its request's own limit, or the manager's default). */
+  maxTokens: number;
+  /** USD per output token at the dearest output rate (reasoning or not); null when the model has no price. */
+  usdPerToken: number | null;
+}
+
+/**
+ * The fewest output tokens worth a call: a budget that cannot pay the prompt and this much (or the call's own
+ * limit, if lower) denies the call, or holds it while calls in flight hold the rest.
+ */
+export const minOutputTokens = 16;
+
 export interface Reservation {
   id: string;
   scope: string;
@@ -99,9 +121,19 @@ export interface Reservation {
   chain: string[];
   provider: string;
   model: string;
+  /**
+   * What the budgets of the chain hold for it once granted: the estimate, or for a bounded reservation its
+   * prompt plus its output cap (set at the grant).
+   */
   tokens: number;
-  /** Estimated cost; null when the model has no price (allowed only if no scope has a USD budget). */
+  /** Estimated cost, like `tokens`; null when the model has no price (allowed only if no scope has a USD budget). */
   usd: number | null;
+  /** The estimate the quotas count until the call settles. */
+  quotaTokens: number;
+  /** Sizes the reservation at the grant; null for a reservation of a fixed estimate. */
+  bound: OutputBound | null;
+  /** The most output tokens the call may write, set at the grant of a bounded reservation under a budget. */
+  outputCap: number | null;
   quotas: string[];
   /** Per quota key, the sequence number of this call's log entry once granted. */
   logSeqs: Record<string, number>;
@@ -154,8 +186,11 @@ export type ResourceEvent =
       scope: string;
       provider: string;
       model: string;
+      /** The estimate: the prompt and the output the call is expected to write. */
       tokens: number;
       usd: number | null;
+      /** Present when the call's output is to be capped by its budgets (see OutputBound). */
+      bound?: OutputBound | undefined;
       now: number;
     }
   | { type: 'settle'; id: string; tokens: number; usd: number | null; now: number }
@@ -180,7 +215,14 @@ export interface ScopeSummary {
 }
 
 export type ResourceOutput =
-  | { kind: 'granted'; id: string; scope: string; waitedMs: number }
+  | {
+      kind: 'granted';
+      id: string;
+      scope: string;
+      waitedMs: number;
+      /** The most output tokens the call may write; null when nothing caps it (no budget, or a fixed estimate). */
+      maxOutputTokens: number | null;
+    }
   | { kind: 'waiting'; id: string; scope: string; quota: string; position: number }
   | {
       kind: 'budget_wait';
@@ -482,7 +524,10 @@ function expireWindow(state: ResourceState, scope: ScopeState, now: number): voi
   }
 }
 
-/** Why a call may not be granted now for its budgets: denied for good, or held until calls in flight settle. */
+/**
+ * What the budgets of a chain say about a call: denied for good, held until calls in flight settle, or it fits,
+ * with the most output tokens it may write (null when nothing caps it).
+ */
 type BudgetVerdict =
   | { kind: 'deny'; scope: ScopeState; reason: DenialReason; message: string }
   | {
@@ -492,27 +537,80 @@ type BudgetVerdict =
       spent: number;
       reserved: number;
       limit: number;
-    };
+    }
+  | { kind: 'fits'; outputCap: number | null };
+
+/** One budget of one scope, in one dimension, as the verdict weighs it. */
+interface Budget {
+  scope: ScopeState;
+  dimension: 'tokens' | 'usd';
+  limit: number;
+  spent: number;
+  reserved: number;
+}
 
 /**
- * Whether the budgets of the chain let a call start. A call may start while anything is left of every budget after
- * the spend and the estimates of the calls in flight, so spend exceeds a budget by at most one call. A budget whose
- * spend has reached its limit denies the call; one that only the calls in flight fill holds it until they settle
- * (their actual usage is usually far below their estimates). A denial anywhere in the chain wins over a hold.
+ * Whether the budgets of the chain let a call start. A denial anywhere in the chain wins over a hold.
+ *
+ * A bounded call (one with an `OutputBound`) fits when every budget can pay its prompt's estimate and at least
+ * `minOutputTokens` of output after its spend and what the calls in flight hold; its output is then capped at what
+ * the tightest budget has left, so its own spend stays within every budget unless its prompt was under-estimated.
+ * If that much is left only once the calls in flight settle, it is held; if not even their settling could leave
+ * it (the spend alone is too high), it is denied.
+ *
+ * A call of a fixed estimate starts while anything is left of every budget after the spend and the estimates of
+ * the calls in flight (so spend exceeds a budget by at most what one call spends above its estimate); it is held
+ * while only the calls in flight fill a budget, and denied once a budget's spend has reached it.
  */
 function budgetVerdict(
   state: ResourceState,
   chain: string[],
   model: string,
   usd: number | null,
+  bound: OutputBound | null,
   now: number,
-): BudgetVerdict | null {
+): BudgetVerdict {
   let held: BudgetVerdict | null = null;
+  let outputCap: number | null = null;
+  const minimal = bound ? Math.min(minOutputTokens, bound.maxTokens) : 0;
+  const weigh = (budget: Budget): BudgetVerdict | null => {
+    const { scope, dimension, limit, spent, reserved } = budget;
+    const label = dimension === 'tokens' ? 'token' : 'USD';
+    const shown = (value: number) => (dimension === 'tokens' ? String(value) : `$${round(value)}`);
+    const exhausted = (detail: string): BudgetVerdict => ({
+      kind: 'deny',
+      scope,
+      reason: 'budget_exhausted',
+      message: `${label} budget of ${scope.id} exhausted: ${shown(spent)} spent of ${shown(limit)}${detail}`,
+    });
+    if (!bound) {
+      if (spent >= limit) return exhausted('');
+      if (held === null && spent + reserved >= limit)
+        held = { kind: 'held', scope, dimension, spent, reserved, limit };
+      return null;
+    }
+    // What this budget could pay for the call's output, with and without the calls in flight.
+    const perToken = dimension === 'tokens' ? 1 : (bound.usdPerToken ?? 0);
+    const input = dimension === 'tokens' ? bound.inputTokens : (bound.inputUsd ?? 0);
+    const room = limit - spent - input;
+    const alone = outputTokensFor(room, perToken);
+    if (alone < minimal) {
+      const needs = `${shown(input)} for its prompt and ${minimal} output tokens`;
+      return exhausted(spent >= limit ? '' : `; the call needs ${needs}`);
+    }
+    const besideFlight = outputTokensFor(room - reserved, perToken);
+    if (besideFlight < minimal) {
+      if (held === null) held = { kind: 'held', scope, dimension, spent, reserved, limit };
+      return null;
+    }
+    outputCap = Math.min(outputCap ?? bound.maxTokens, besideFlight);
+    return null;
+  };
   for (const id of chain) {
     const scope = state.scopes[id];
     if (!scope) continue;
     expireWindow(state, scope, now);
-    if (scope.usdLimit !== null && usd === null) {
+    if (scope.usdLimit !== null && (usd === null || (bound !== null && bound.usdPerToken === null))) {
       return {
         kind: 'deny',
         scope,
@@ -521,45 +619,34 @@ function budgetVerdict(
       };
     }
     if (scope.tokensLimit !== null) {
-      if (scope.windowTokens >= scope.tokensLimit) {
-        return {
-          kind: 'deny',
-          scope,
-          reason: 'budget_exhausted',
-          message: `token budget of ${id} exhausted: ${scope.windowTokens} spent of ${scope.tokensLimit}`,
-        };
-      }
-      if (held === null && scope.windowTokens + scope.reservedTokens >= scope.tokensLimit)
-        held = {
-          kind: 'held',
-          scope,
-          dimension: 'tokens',
-          spent: scope.windowTokens,
-          reserved: scope.reservedTokens,
-          limit: scope.tokensLimit,
-        };
+      const verdict = weigh({
+        scope,
+        dimension: 'tokens',
+        limit: scope.tokensLimit,
+        spent: scope.windowTokens,
+        reserved: scope.reservedTokens,
+      });
+      if (verdict) return verdict;
     }
     if (scope.usdLimit !== null) {
-      if (scope.windowUsd >= scope.usdLimit) {
-        return {
-          kind: 'deny',
-          scope,
-          reason: 'budget_exhausted',
-          message: `USD budget of ${id} exhausted: $${round(scope.windowUsd)} spent of $${scope.usdLimit}`,
-        };
-      }
-      if (held === null && scope.windowUsd + scope.reservedUsd >= scope.usdLimit)
-        held = {
-          kind: 'held',
-          scope,
-          dimension: 'usd',
-          spent: scope.windowUsd,
-          reserved: scope.reservedUsd,
-          limit: scope.usdLimit,
-        };
+      const verdict = weigh({
+        scope,
+        dimension: 'usd',
+        limit: scope.usdLimit,
+        spent: scope.windowUsd,
+        reserved: scope.reservedUsd,
+      });
+      if (verdict) return verdict;
     }
   }
-  return held;
+  return held ?? { kind: 'fits', outputCap };
+}
+
+/** Whole output tokens that `room` pays for at `perToken` each (any number when output is free). */
+function outputTokensFor(room: number, perToken: number): number {
+  if (room < 0) return -1;
+  if (perToken <= 0) return Number.POSITIVE_INFINITY;
+  return Math.floor(room / perToken);
 }
 
 function round(usd: number): string {
@@ -625,7 +712,7 @@ function quotaAllows(state: ResourceState, quota: QuotaState, tokens: number, no
 function allQuotasAllow(state: ResourceState, reservation: Reservation, now: number): boolean {
   for (const key of reservation.quotas) {
     const quota = state.quotas[key];
-    if (quota && !quotaAllows(state, quota, reservation.tokens, now)) return false;
+    if (quota && !quotaAllows(state, quota, reservation.quotaTokens, now)) return false;
   }
   return true;
 }
@@ -652,8 +739,9 @@ function reserve(state: ResourceState, event: Extract<ResourceEvent, { type: 're
     deny('unknown_scope', event.scope, `unknown budget scope ${event.scope}`, 'reserve.denied_unknown_scope');
     return;
   }
-  const verdict = budgetVerdict(state, chain, event.model, event.usd, event.now);
-  if (verdict?.kind === 'deny') {
+  const bound = event.bound ?? null;
+  const verdict = budgetVerdict(state, chain, event.model, event.usd, bound, event.now);
+  if (verdict.kind === 'deny') {
     deny(
       verdict.reason,
       verdict.scope.id,
@@ -684,6 +772,9 @@ function reserve(state: ResourceState, event: Extract<ResourceEvent, { type: 're
     model: event.model,
     tokens: event.tokens,
     usd: event.usd,
+    quotaTokens: event.tokens,
+    bound,
+    outputCap: null,
     quotas,
     logSeqs: {},
     status: 'waiting',
@@ -692,7 +783,7 @@ function reserve(state: ResourceState, event: Extract<ResourceEvent, { type: 're
   };
   state.reservations[event.id] = reservation;
   state.scopes[event.scope]?.held.push(event.id);
-  if (verdict) {
+  if (verdict.kind === 'held') {
     // Only calls in flight stand in the way: wait for them to settle, then grant or deny.
     state.trace.push('reserve.held_budget');
     state.waiting.push(event.id);
@@ -703,7 +794,7 @@ function reserve(state: ResourceState, event: Extract<ResourceEvent, { type: 're
   const behind = state.waiting.length > 0 && sharesQuotaWithWaiter(state, quotas);
   if (!behind && allQuotasAllow(state, reservation, event.now)) {
     state.trace.push('reserve.granted');
-    grant(state, reservation, event.now);
+    grant(state, reservation, verdict.outputCap, event.now);
     return;
   }
   state.trace.push('reserve.queued');
@@ -739,13 +830,26 @@ function sharesQuotaWithWaiter(state: ResourceState, quotas: string[]): boolean 
 function blockingQuota(state: ResourceState, reservation: Reservation, now: number): string {
   for (const key of reservation.quotas) {
     const quota = state.quotas[key];
-    if (quota && !quotaAllows(state, quota, reservation.tokens, now)) return key;
+    if (quota && !quotaAllows(state, quota, reservation.quotaTokens, now)) return key;
   }
   return reservation.quotas[0] ?? globalQuotaKey;
 }
 
-function grant(state: ResourceState, reservation: Reservation, now: number): void {
+/**
+ * Grants a reservation. A bounded one under a budget holds its prompt plus `outputCap` output tokens from here on
+ * (decided in the same event as the budgets it was checked against, so no other grant comes in between).
+ */
+function grant(state: ResourceState, reservation: Reservation, outputCap: number | null, now: number): void {
   reservation.status = 'granted';
+  const bound = reservation.bound;
+  if (bound && outputCap !== null) {
+    reservation.outputCap = outputCap;
+    reservation.tokens = bound.inputTokens + outputCap;
+    reservation.usd =
+      bound.inputUsd === null || bound.usdPerToken === null
+        ? null
+        : bound.inputUsd + outputCap * bound.usdPerToken;
+  }
   for (const id of reservation.chain) {
     const scope = state.scopes[id];
     if (!scope) continue;
@@ -759,8 +863,8 @@ function grant(state: ResourceState, reservation: Reservation, now: number): voi
     quota.inFlight += 1;
     if (logsRequests(quota)) {
       reservation.logSeqs[key] = quota.logBase + quota.log.length;
-      quota.log.push({ id: reservation.id, at: now, tokens: reservation.tokens });
-      quota.logTokens += reservation.tokens;
+      quota.log.push({ id: reservation.id, at: now, tokens: reservation.quotaTokens });
+      quota.logTokens += reservation.quotaTokens;
     }
   }
   state.outbox.push({
@@ -768,6 +872,7 @@ function grant(state: ResourceState, reservation: Reservation, now: number): voi
     id: reservation.id,
     scope: reservation.scope,
     waitedMs: now - reservation.requestedAt,
+    maxOutputTokens: reservation.outputCap,
   });
 }
 
@@ -947,8 +1052,15 @@ function drain(state: ResourceState, now: number): void {
   for (const id of state.waiting) {
     const reservation = state.reservations[id];
     if (!reservation) continue;
-    const verdict = budgetVerdict(state, reservation.chain, reservation.model, reservation.usd, now);
-    if (verdict?.kind === 'deny') {
+    const verdict = budgetVerdict(
+      state,
+      reservation.chain,
+      reservation.model,
+      reservation.usd,
+      reservation.bound,
+      now,
+    );
+    if (verdict.kind === 'deny') {
       state.trace.push('wait.denied_budget');
       forget(state, reservation);
       state.outbox.push({
@@ -961,7 +1073,7 @@ function drain(state: ResourceState, now: number): void {
       });
       continue;
     }
-    if (verdict) {
+    if (verdict.kind === 'held') {
       state.trace.push('wait.held_budget');
       holdBack(state, reservation, verdict);
       still.push(id);
@@ -970,7 +1082,7 @@ function drain(state: ResourceState, now: number): void {
     reservation.heldBy = null;
     if (!reservation.quotas.some((key) => blocked.has(key)) && allQuotasAllow(state, reservation, now)) {
       state.trace.push('wait.granted');
-      grant(state, reservation, now);
+      grant(state, reservation, verdict.outputCap, now);
       continue;
     }
     for (const key of reservation.quotas) blocked.add(key);

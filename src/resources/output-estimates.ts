@@ -10,9 +10,9 @@ interface Mean {
 
 /**
  * What a call is expected to write, learned from the calls settled so far: the running mean of the output tokens
- * of this run's calls to the same model, else of every call to that model through the manager. Reserving that,
- * rather than the most a call may write, keeps a small budget from being held by estimates far above the real
- * spend; a call that writes more than its estimate is still counted in full when it settles.
+ * of this run's calls to the same model, else of every call to that model through the manager. Quotas count it
+ * (with the prompt) until the call settles, and a call under no budget reserves it; under a budget the
+ * reservation holds the call's output cap instead, since that, not the mean, bounds what the call may spend.
  */
 export class OutputEstimates {
   /** Per provider, per model. */

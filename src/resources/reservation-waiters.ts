@@ -7,8 +7,13 @@ export interface ReservationRequest {
   session: string;
   provider: string;
   model: string;
-  /** Estimated tokens: the prompt, and what the call is expected to write. Reserved as given. */
+  /** Estimated tokens: the prompt, and what the call is expected to write. */
   estimate: { input: number; output: number };
+  /**
+   * The most output tokens the call asks to write (its request's `maxOutputTokens`); the manager's
+   * `maxOutputTokens` when absent. Under a budget the grant caps it further (`Grant.maxOutputTokens`).
+   */
+  maxOutputTokens?: number | undefined;
 }
 
 /** A granted reservation: settle it with the call's usage, or release it if the call did not happen. */
@@ -17,8 +22,14 @@ export interface Grant {
   readonly session: string;
   readonly provider: string;
   readonly model: string;
+  /** What the budgets hold for the call until it settles: its prompt's estimate plus its output cap. */
   readonly tokens: number;
   readonly usd: number | null;
+  /**
+   * The most output tokens the call may write: what its budgets have left after their spend, the calls in flight
+   * and its prompt. Send the call with at most this `maxOutputTokens`. Null when no budget applies to the call.
+   */
+  readonly maxOutputTokens: number | null;
   readonly waitedMs: number;
 }
 
@@ -62,7 +73,11 @@ export class ReservationWaiters {
   }
 
   /** The call got its reservation: it resolves with a grant that stays outstanding until settled or released. */
-  grant(id: string, held: { tokens: number; usd: number | null } | undefined, waitedMs: number): void {
+  grant(
+    id: string,
+    held: { tokens: number; usd: number | null; outputCap: number | null } | undefined,
+    waitedMs: number,
+  ): void {
     const waiter = this.#take(id);
     if (!waiter) return;
     const { request } = waiter;
@@ -73,6 +88,7 @@ export class ReservationWaiters {
       model: request.model,
       tokens: held?.tokens ?? 0,
       usd: held?.usd ?? null,
+      maxOutputTokens: held?.outputCap ?? null,
       waitedMs,
     });
     this.#granted.set(id, grant);

@@ -12,7 +12,8 @@ const messageOverhead = 4;
  * A cheap, deliberately rough estimate of a request's size: about four characters per token for text, tool
  * specs and the output schema, plus what the call is expected to write (`expectedOutput`, the running mean the
  * manager learned, else a small default), never more than its `maxOutputTokens`. It is only a reservation: the
- * settlement replaces it with the provider's count, and a budget can be exceeded by at most one call.
+ * settlement replaces it with the provider's count. Under a budget the call's output is capped, so what a prompt is
+ * under-estimated by is what a call can pass the budget by.
  *
  * It never throws: it runs before the model call, outside the call's error handling, so whatever a message holds
  * (inputs are checked before a run starts, but a custom history filter or provider may hand over anything) counts

@@ -24,7 +24,15 @@ export interface ResourceManagerConfig {
   clock?: Clock | undefined;
   /** Tenant of runs that name none. Default 'default'. */
   defaultTenant?: string | undefined;
+  /**
+   * The most output tokens a call under a budget may write when its agent's settings give no `maxOutputTokens`
+   * (the budget's reservation must bound every call). Default 4,096.
+   */
+  maxOutputTokens?: number | undefined;
 }
+
+/** See `ResourceManagerConfig.maxOutputTokens`. */
+export const defaultMaxOutputTokens = 4_096;
 
 /** Throws a ConfigError naming the first bad budget, quota or concurrency setting. */
 export function checkConfig(config: ResourceManagerConfig, where: string): void {
@@ -44,6 +52,9 @@ export function checkConfig(config: ResourceManagerConfig, where: string): void 
   }
   if (config.concurrency !== undefined && !(Number.isInteger(config.concurrency) && config.concurrency > 0))
     throw new ConfigError(`${where}: concurrency must be a whole number > 0.`);
+  const ceiling = config.maxOutputTokens;
+  if (ceiling !== undefined && !(Number.isInteger(ceiling) && ceiling > 0))
+    throw new ConfigError(`${where}: maxOutputTokens must be a whole number > 0.`);
 }
 
 /** Throws a ConfigError unless every limit is a number > 0 and `warnAt` a fraction in (0, 1]. */

@@ -6,6 +6,7 @@ import { cost, findPrice, type ModelPrice, type PriceTable } from '../core/price
 import { totalTokens, type Usage } from '../core/usage.ts';
 import {
   type BudgetLimit,
+  type OutputBound,
   type ResourceEvent,
   type ResourceOutput,
   type ResourceState,
@@ -22,6 +23,7 @@ import {
 import {
   checkBudget,
   checkConfig,
+  defaultMaxOutputTokens,
   priceTableOf,
   type ResourceManagerConfig,
   tenantBudget,
@@ -66,9 +68,12 @@ export interface ResourceManager {
   /** Closes a run's scope, returning anything it still holds. Its spend stays counted in its tenant and callers. */
   closeRun(session: string): void;
   /**
-   * Resolves when granted or denied. Waits for quotas in FIFO order, and for the calls in flight when only their
-   * estimates fill a budget (then it is granted or denied once they settle). Aborting the signal while waiting
-   * releases.
+   * Resolves when granted or denied. Under a budget the grant caps the call's output (`grant.maxOutputTokens`) at
+   * what every budget of its chain has left after its spend, the calls in flight and the call's prompt, and holds
+   * the prompt plus that cap until the call settles; a call for which not even a minimal output is left is denied
+   * `budget_exhausted`. Waits for quotas in FIFO order, and for the calls in flight when only their reservations
+   * keep a minimal output from fitting (then it is granted or denied once they settle). Aborting the signal while
+   * waiting releases.
    */
   reserve(request: ReservationRequest, signal?: AbortSignal): Promise<ReservationOutcome>;
   /** Records the call's actual usage; returns null if the grant was already settled or released. */
@@ -108,6 +113,7 @@ export function createResourceManager(config: ResourceManagerConfig = {}): Resou
   const clock = config.clock ?? systemClock;
   const prices: PriceTable = priceTableOf(config, where);
   const defaultTenant = config.defaultTenant ?? 'default';
+  const outputCeiling = config.maxOutputTokens ?? defaultMaxOutputTokens;
   const actor: Actor<typeof resourceLogic> = createActor(resourceLogic, {
     input: {
       ...(config.quotas ? { quotas: config.quotas } : {}),
@@ -232,14 +238,15 @@ export function createResourceManager(config: ResourceManagerConfig = {}): Resou
           message: 'The call was aborted.',
         });
       const id = `r${++nextId}`;
+      const bound = boundOf(request, findPrice(prices, request.model), outputCeiling);
       const { input, output } = request.estimate;
-      const tokens = Math.max(0, Math.ceil(input + output));
-      const price = findPrice(prices, request.model);
-      const usd = price ? cost({ input, output, cached: 0, reasoning: 0 }, price) : null;
+      const expected = Math.min(bound.maxTokens, Math.max(0, output));
+      const tokens = Math.max(0, Math.ceil(input + expected));
+      const usd = bound.inputUsd === null ? null : bound.inputUsd + expected * (bound.usdPerToken ?? 0);
       return new Promise<ReservationOutcome>((resolve) => {
         waiters.add(id, request, resolve);
         const { provider, model } = request;
-        send({ type: 'reserve', id, scope, provider, model, tokens, usd, now: clock.now() });
+        send({ type: 'reserve', id, scope, provider, model, tokens, usd, bound, now: clock.now() });
         // Usually the call is granted (or denied) during that send: only a call that waits listens for an abort.
         if (signal && waiters.isWaiting(id))
           waiters.setAbortListener(
@@ -308,4 +315,26 @@ export function createResourceManager(config: ResourceManagerConfig = {}): Resou
       notices.clear();
     },
   };
+}
+
+/**
+ * What a call may spend, as the ledger sizes its reservation: its prompt's estimate (rounded up), the most output
+ * it asks for (its own limit, else the manager's), and the prices of both (output at the dearer of the output and
+ * reasoning rates, since reasoning tokens count as output).
+ */
+function boundOf(request: ReservationRequest, price: ModelPrice | undefined, ceiling: number): OutputBound {
+  const input = Math.max(0, Math.ceil(finiteOr(request.estimate.input, 0)));
+  const asked = request.maxOutputTokens;
+  const maxTokens =
+    typeof asked === 'number' && Number.isFinite(asked) && asked >= 1 ? Math.floor(asked) : ceiling;
+  return {
+    inputTokens: input,
+    inputUsd: price ? cost({ input, output: 0, cached: 0, reasoning: 0 }, price) : null,
+    maxTokens,
+    usdPerToken: price ? Math.max(price.output, price.reasoning ?? price.output) / 1_000_000 : null,
+  };
+}
+
+function finiteOr(value: number, fallback: number): number {
+  return Number.isFinite(value) ? value : fallback;
 }

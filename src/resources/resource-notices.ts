@@ -15,6 +15,19 @@ export type ResourceNotice =
     }
   | { type: 'quota_wait'; time: number; session: string; quota: string; position: number }
   | {
+      /** A call was granted: what its budgets hold for it until it settles, and the most output it may write. */
+      type: 'granted';
+      time: number;
+      session: string;
+      /** The grant's id (`Grant.id`). */
+      reservation: string;
+      tokens: number;
+      usd: number | null;
+      /** Null when no budget applies to the call. */
+      maxOutputTokens: number | null;
+      waitedMs: number;
+    }
+  | {
       /** A call waits because the calls in flight hold the rest of a budget; it is granted or denied once they settle. */
       type: 'budget_wait';
       time: number;

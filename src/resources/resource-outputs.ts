@@ -15,9 +15,23 @@ export function dispatchOutput(
   notices: ResourceNotices,
 ): void {
   switch (output.kind) {
-    case 'granted':
-      waiters.grant(output.id, state.reservations[output.id], output.waitedMs);
+    case 'granted': {
+      const reservation = state.reservations[output.id];
+      const session = waiters.sessionOf(output.id);
+      waiters.grant(output.id, reservation, output.waitedMs);
+      if (session !== undefined && reservation)
+        notices.notify({
+          type: 'granted',
+          time: now,
+          session,
+          reservation: output.id,
+          tokens: reservation.tokens,
+          usd: reservation.usd,
+          maxOutputTokens: output.maxOutputTokens,
+          waitedMs: output.waitedMs,
+        });
       return;
+    }
     case 'denied': {
       const session = waiters.sessionOf(output.id) ?? output.scope;
       waiters.deny(output.id, output.reason, output.blocking, output.message);

@@ -2,7 +2,7 @@ import type { ActorLogic, AnyActorRef, CallbackSnapshot } from 'xstate';
 import { decodeOutput } from '../agent/decode-output.ts';
 import { AbortWaiters, stacklessError } from '../core/abort.ts';
 import type { ApprovalRequest } from '../core/approvals.ts';
-import { ModelError, toErrorInfo } from '../core/errors.ts';
+import { toErrorInfo } from '../core/errors.ts';
 import type { GuardrailBlock } from '../core/guardrail-block.ts';
 import { lastUserText, type Message, type ToolCall } from '../core/messages.ts';
 import type { ModelDelta, ModelRequest, ModelResponse } from '../core/model.ts';
@@ -13,8 +13,7 @@ import type { AgentContext, AgentEvent, EffectCommand, ToolOutcome } from '../ma
 import { hasCounts, type PiiCounts } from '../pii/pii-masker.ts';
 import { maskMessages, piiOf, revealResponse } from '../pii/pii-run.ts';
 import { denialError } from '../resources/denial-error.ts';
-import { estimateRequest } from '../resources/resource-binding.ts';
-import type { Grant } from '../resources/resource-manager.ts';
+import { type ModelReservation, reserveModelCall } from '../resources/model-reservation.ts';
 import { type ClassifiedCalls, classifyCalls, type DecidedOutcomes } from './approval-check.ts';
 import { checkGuardrails, type GuardrailPlace } from './guardrail-checks.ts';
 import { normalizeResponse } from './normalize-response.ts';
@@ -681,34 +680,33 @@ async function callModel(
   // The budget scope the call draws on: a turn with its own budget, else the run (or session).
   const scope = runtime.resourceScope?.() ?? bus.sessionId;
   const resources = runtime.resources;
-  let grant: Grant | undefined;
+  let reservation: Extract<ModelReservation, { granted: true }> | undefined;
+  let sent = request;
   if (resources) {
-    const { provider, model } = agent.model;
-    const estimate = estimateRequest(request, resources.expectedOutput(scope, provider, model));
-    const outcome = await resources.reserve({ session: scope, provider, model, estimate }, signal);
-    if (signal.aborted) {
-      if (outcome.granted) resources.release(outcome.grant);
-      return abortedEvent();
-    }
+    const outcome = await reserveModelCall(resources, scope, request, agent.model, signal);
+    if (signal.aborted) return abortedEvent();
     if (!outcome.granted) {
-      if (outcome.reason === 'budget_exhausted')
-        return { type: 'model.denied', reason: outcome.reason, message: outcome.message };
+      const denial = outcome.denial;
+      if (denial.reason === 'budget_exhausted')
+        return { type: 'model.denied', reason: denial.reason, message: denial.message };
       // Not a spent budget (a call larger than a quota, an unpriced model): the run fails with an error naming it.
-      const info = denialError(outcome);
+      const info = denialError(denial);
       emitFrom(runtime, 'error', { message: info.message, type: info.name, code: info.code });
       return { type: 'model.error', error: info };
     }
-    grant = outcome.grant;
+    reservation = outcome;
+    // Under a budget the call may write no more than its budgets have left (the request carries that cap).
+    sent = outcome.request;
   }
   try {
     hooks?.onGenerate?.();
-    const answer = await agent.model.generate(request);
+    const answer = await agent.model.generate(sent);
     const response = normalizeResponse(
       maskForModel ? revealResponse(maskForModel, answer) : answer,
       command.call,
       command.history,
     );
-    if (resources && grant) resources.settle(grant, response.usage);
+    reservation?.settle(response.usage);
     if (signal.aborted) return abortedEvent();
     // Decode here, where the schema lives, so the machine only sees data. In the tool-use phase only a text answer
     // is worth decoding; a valid one ends the run without the extra final-output call.
@@ -718,18 +716,8 @@ async function callModel(
       ? { type: 'model.response', response, decoded: decodeOutput(response.text, schema) }
       : { type: 'model.response', response };
   } catch (error) {
-    if (resources && grant) {
-      // The call's usage is unknown: its reservation goes back (exactly once; release after settle is a no-op).
-      if (error instanceof ModelError && (error.kind === 'rate_limited' || error.status === 429)) {
-        const rateLimit: { provider: string; model: string; retryAfterMs?: number } = {
-          provider: agent.model.provider,
-          model: agent.model.model,
-        };
-        if (error.retryAfterMs !== undefined) rateLimit.retryAfterMs = error.retryAfterMs;
-        resources.report429(rateLimit);
-      }
-      resources.release(grant);
-    }
+    // The call's usage is unknown: its reservation goes back (exactly once; release after settle is a no-op).
+    reservation?.fail(error);
     if (signal.aborted) return abortedEvent();
     const info = toErrorInfo(error);
     emitFrom(runtime, 'error', { message: info.message, type: info.name, code: info.code });

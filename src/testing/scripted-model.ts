@@ -10,6 +10,7 @@ import type {
   ModelStopReason,
 } from '../core/model.ts';
 import { normalizeUsage, type Usage } from '../core/usage.ts';
+import { estimateRequest } from '../resources/resource-binding.ts';
 
 /** One scripted model turn. A missing `stopReason` means the provider gave none (the loop's fallback applies). */
 export interface ScriptedTurn {
@@ -17,6 +18,12 @@ export interface ScriptedTurn {
   text?: string | undefined;
   toolCalls?: { id?: string | undefined; name: string; args?: JsonValue | undefined }[] | undefined;
   stopReason?: Exclude<ModelStopReason, 'unknown'> | undefined;
+  /**
+   * What the call reports it used. Without it the turn reports a usage derived from the call: `input` is the
+   * request's prompt at about four characters per token (messages, tool specs and output schema, counted the way
+   * the resource manager estimates a prompt), `output` its own text and tool calls (names and JSON arguments) at
+   * four characters per token, rounded up.
+   */
   usage?: { [K in keyof Usage]?: number | undefined } | undefined;
   /** Wait this long before answering; the request's AbortSignal cuts the wait short. */
   delayMs?: number | undefined;
@@ -57,7 +64,10 @@ export interface ScriptedModel extends ModelProvider {
 /**
  * A model for tests, examples and benchmarks: `turns` is an array (turn i answers call i) or a function of the
  * request and the call index. It implements the same interface as the real providers, so nothing in the loop knows
- * it is scripted: text is streamed as `delta` events, like a real model's. Running out of turns (without `loop`)
+ * it is scripted: text is streamed as `delta` events, like a real model's. Like a real model it honours the
+ * request's `settings.maxOutputTokens`: a turn whose output (its `usage.output`, or the output derived from its
+ * text) is larger reports exactly that many output tokens, stops with `max_tokens`, keeps at most four characters
+ * of text per token and no tool call (a call cut short has no arguments to run). Running out of turns (without `loop`)
  * fails the call with a ModelError of kind `script_exhausted`, which a run's result reports as
  * `error.code === 'model_script_exhausted'`.
  */
@@ -100,12 +110,15 @@ export function scriptedModel(turns: ScriptedTurns, options: ScriptedModelOption
         throw typeof turn.error === 'string' ? new ModelError('unknown', turn.error) : turn.error;
       }
       const onDelta = request.onDelta;
-      if (onDelta) for (const delta of textDeltasOf(turn)) onDelta(delta);
-      const toolCalls: ToolCall[] = (turn.toolCalls ?? []).map((call, k) => ({
-        id: call.id ?? `call_${index}_${k}`,
-        name: call.name,
-        args: call.args ?? {},
-      }));
+      const cut = cutOf(turn, request);
+      if (onDelta) for (const delta of cut ? piecesOf(cut.text) : textDeltasOf(turn)) onDelta(delta);
+      const toolCalls: ToolCall[] = cut
+        ? []
+        : (turn.toolCalls ?? []).map((call, k) => ({
+            id: call.id ?? `call_${index}_${k}`,
+            name: call.name,
+            args: call.args ?? {},
+          }));
       if (onDelta && options.streamToolCalls) {
         toolCalls.forEach((call, k) => {
           onDelta({
@@ -117,17 +130,60 @@ export function scriptedModel(turns: ScriptedTurns, options: ScriptedModelOption
           });
         });
       }
-      const response: ModelResponse = {
-        text: turn.text ?? turn.deltas?.join('') ?? '',
-        toolCalls,
-        stopReason: turn.stopReason,
-        usage: normalizeUsage(turn.usage),
-      };
+      const response: ModelResponse = cut
+        ? { text: cut.text, toolCalls, stopReason: 'max_tokens', usage: cut.usage }
+        : { text: textOf(turn), toolCalls, stopReason: turn.stopReason, usage: usageOf(turn, request) };
       if (turn.refusal !== undefined) response.refusal = turn.refusal;
       if (turn.reasoning !== undefined) response.reasoning = turn.reasoning;
       return response;
     },
   };
+}
+
+function textOf(turn: ScriptedTurn): string {
+  return turn.text ?? turn.deltas?.join('') ?? '';
+}
+
+/** Characters per token of a derived usage (the resource manager's estimate uses the same ratio). */
+const charsPerToken = 4;
+
+/** The turn's usage: as scripted, else derived from the request and the turn's text and tool calls. */
+function usageOf(turn: ScriptedTurn, request: ModelRequest): Usage {
+  if (turn.usage) return normalizeUsage(turn.usage);
+  let chars = textOf(turn).length;
+  for (const call of turn.toolCalls ?? []) chars += call.name.length + jsonLength(call.args ?? {});
+  return {
+    input: estimateRequest(request).input,
+    output: Math.ceil(chars / charsPerToken),
+    cached: 0,
+    reasoning: 0,
+  };
+}
+
+/** The turn as a request's `maxOutputTokens` cuts it, or undefined when its output fits. */
+function cutOf(turn: ScriptedTurn, request: ModelRequest): { text: string; usage: Usage } | undefined {
+  const limit = request.settings?.maxOutputTokens;
+  if (typeof limit !== 'number' || !Number.isFinite(limit) || limit < 0) return undefined;
+  const usage = usageOf(turn, request);
+  if (usage.output <= limit) return undefined;
+  const output = Math.floor(limit);
+  return {
+    text: textOf(turn).slice(0, output * charsPerToken),
+    usage: { ...usage, output, reasoning: Math.min(usage.reasoning, output) },
+  };
+}
+
+/** The length of a value's JSON text; 0 for what JSON cannot hold (arguments nested too deep for the stack). */
+function jsonLength(value: unknown): number {
+  try {
+    return JSON.stringify(value)?.length ?? 0;
+  } catch {
+    return 0;
+  }
+}
+
+function piecesOf(text: string): ModelDelta[] {
+  return textPieces(text).map((piece) => ({ type: 'text', text: piece }));
 }
 
 /** Made once per turn object: an array's turns are played again and again (benchmarks, `loop`). */

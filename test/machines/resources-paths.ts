@@ -14,7 +14,8 @@ import {
  * Model-based test support for the resource manager's transition function: a harness logic that owns the time
  * (an `advance` event moves it forward, so every path sees time go one way), a small world (one quota of 1
  * request and 300 tokens a minute, a run with a 250-token budget over a 60-second rolling window, a run with a
- * USD budget, a tenant above both), the events the traversal may send, and an abstract state key that keeps the
+ * USD budget, a tenant above both), the events the traversal may send (fixed estimates, and reservations bounded by
+ * their budgets), and an abstract state key that keeps the
  * traversal finite.
  */
 
@@ -92,6 +93,24 @@ export const harnessWorlds: { name: string; events: HarnessEvent[] }[] = [
       { type: 'scope.open', scope: 'x', parent: 'missing' },
       { type: 'scope.close', scope: 'a' },
       { type: 'scope.close', scope: 'gone' },
+    ],
+  },
+  {
+    name: 'bounded reservations: output capped by what the budgets leave',
+    events: [
+      {
+        ...reserveOn('b1', 'a', 110, 0.11),
+        bound: { inputTokens: 100, inputUsd: 0.1, maxTokens: 120, usdPerToken: 0.001 },
+      },
+      {
+        ...reserveOn('b2', 'a', 60, 0.06),
+        bound: { inputTokens: 50, inputUsd: 0.05, maxTokens: 500, usdPerToken: 0.001 },
+      },
+      {
+        ...reserveOn('b3', 'u', 30, 0.03),
+        bound: { inputTokens: 20, inputUsd: 0.02, maxTokens: 2_000, usdPerToken: 0.001 },
+      },
+      { type: 'settle', id: 'b1', tokens: 200, usd: 0.2 },
     ],
   },
   {

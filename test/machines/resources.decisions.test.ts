@@ -3,6 +3,8 @@ import {
   applyResourceEvent,
   type BudgetLimit,
   initialResourceState,
+  minOutputTokens,
+  type OutputBound,
   type QuotaLimit,
   type ResourceEvent,
   type ResourceOutput,
@@ -30,6 +32,7 @@ function world(config: { quotas?: QuotaLimit[]; concurrency?: number } = {}) {
       now?: number;
       provider?: string;
       model?: string;
+      bound?: OutputBound;
     } = {},
   ) =>
     apply({
@@ -40,6 +43,7 @@ function world(config: { quotas?: QuotaLimit[]; concurrency?: number } = {}) {
       model: options.model ?? 'm',
       tokens: options.tokens ?? 10,
       usd: options.usd === undefined ? null : options.usd,
+      ...(options.bound ? { bound: options.bound } : {}),
       now: options.now ?? 0,
     });
   const settle = (id: string, tokens: number, usd: number | null = null, now = 0) =>
@@ -51,7 +55,9 @@ describe('resources: reservations granted, denied, or made to wait', () => {
   it('grants a call at once, saying how long it waited', () => {
     const w = world();
     w.open('s');
-    expect(w.reserve('a', { now: 5 })).toEqual([{ kind: 'granted', id: 'a', scope: 's', waitedMs: 0 }]);
+    expect(w.reserve('a', { now: 5 })).toEqual([
+      { kind: 'granted', id: 'a', scope: 's', waitedMs: 0, maxOutputTokens: null },
+    ]);
   });
 
   it('denies a second reservation under the same id, and one for an unknown scope', () => {
@@ -165,7 +171,7 @@ describe('resources: reservations granted, denied, or made to wait', () => {
     expect(w.state.nextWakeAt).toBe(61_000);
     expect(w.apply({ type: 'tick', now: 60_999 })).toEqual([]);
     expect(w.apply({ type: 'tick', now: 61_000 })).toEqual([
-      { kind: 'granted', id: 'b', scope: 's', waitedMs: 59_000 },
+      { kind: 'granted', id: 'b', scope: 's', waitedMs: 59_000, maxOutputTokens: null },
     ]);
     expect(w.state.nextWakeAt).toBe(121_000);
   });
@@ -176,7 +182,13 @@ describe('resources: reservations granted, denied, or made to wait', () => {
     w.reserve('a', { tokens: 60 });
     expect(w.reserve('b', { tokens: 50 })).toMatchObject([{ kind: 'waiting', quota: 'p:*' }]);
     // The first call used only 20 tokens: 20 + 50 fit in the minute.
-    expect(w.settle('a', 20)).toContainEqual({ kind: 'granted', id: 'b', scope: 's', waitedMs: 0 });
+    expect(w.settle('a', 20)).toContainEqual({
+      kind: 'granted',
+      id: 'b',
+      scope: 's',
+      waitedMs: 0,
+      maxOutputTokens: null,
+    });
   });
 
   it('keeps calls in flight under maxInFlight and the manager-wide concurrency', () => {
@@ -379,7 +391,7 @@ describe('resources: 429s from providers', () => {
     expect(w.state.nextWakeAt).toBe(6_000);
     expect(w.apply({ type: 'tick', now: 5_999 })).toEqual([]);
     expect(w.apply({ type: 'tick', now: 6_000 })).toEqual([
-      { kind: 'granted', id: 'a', scope: 's', waitedMs: 4_000 },
+      { kind: 'granted', id: 'a', scope: 's', waitedMs: 4_000, maxOutputTokens: null },
     ]);
   });
 
@@ -560,5 +572,82 @@ describe('resources: configuration and foreign events', () => {
     const next = resourceTransition(state, { type: 'scope.open', scope: 's', parent: null, now: 0 });
     expect(state.scopes).toEqual({});
     expect(Object.keys(next.scopes)).toEqual(['s']);
+  });
+});
+
+describe('resources: a bounded reservation caps its call', () => {
+  /** A prompt of `input` tokens asking for up to `maxTokens` of output; USD at $1 in, $4 out per million tokens. */
+  const bounded = (input: number, maxTokens = 4_096, priced = true): OutputBound => ({
+    inputTokens: input,
+    inputUsd: priced ? input / 1_000_000 : null,
+    maxTokens,
+    usdPerToken: priced ? 4 / 1_000_000 : null,
+  });
+  const granted = (outputs: ResourceOutput[]) => outputs.find((output) => output.kind === 'granted');
+
+  it('caps the output at what the token budget leaves after the prompt, and holds prompt plus cap', () => {
+    const w = world();
+    w.open('s', { tokens: 1_000 });
+    expect(granted(w.reserve('a', { tokens: 266, bound: bounded(10) }))).toMatchObject({
+      maxOutputTokens: 990,
+    });
+    expect(w.state.scopes.s).toMatchObject({ reservedTokens: 1_000 });
+    // The budget is held in full: the next call waits for the first to settle, then gets what is left.
+    expect(w.reserve('b', { tokens: 266, bound: bounded(10) })).toMatchObject([
+      { kind: 'budget_wait', blocking: 's', spent: 0, reserved: 1_000, limit: 1_000 },
+    ]);
+    expect(granted(w.settle('a', 400))).toMatchObject({ id: 'b', maxOutputTokens: 590 });
+  });
+
+  it('the call’s own limit wins when it is lower; a budget anywhere up the chain caps it', () => {
+    const w = world();
+    w.open('tenant', { tokens: 300 });
+    w.open('run', { tokens: 5_000 }, 'tenant');
+    expect(granted(w.reserve('a', { scope: 'run', bound: bounded(20, 100) }))).toMatchObject({
+      maxOutputTokens: 100,
+    });
+    expect(granted(w.reserve('b', { scope: 'run', bound: bounded(20) }))).toMatchObject({
+      maxOutputTokens: 160,
+    });
+  });
+
+  it('converts a USD budget through the prices: the output the rest of the money buys', () => {
+    const w = world();
+    w.open('s', { usd: 0.001 });
+    // $0.001 - $0.00001 for the prompt buys 247 output tokens at $4 per million.
+    const outputs = w.reserve('a', { usd: 0.00003, bound: bounded(10) });
+    expect(granted(outputs)).toMatchObject({ maxOutputTokens: 247 });
+    expect(w.state.scopes.s?.reservedUsd).toBeCloseTo(0.000998, 12);
+  });
+
+  it('denies a call whose prompt leaves less than the minimal output, before any spend reaches the budget', () => {
+    const w = world();
+    w.open('s', { tokens: 100 });
+    expect(w.reserve('a', { bound: bounded(100 - minOutputTokens + 1) })).toEqual([
+      {
+        kind: 'denied',
+        id: 'a',
+        scope: 's',
+        reason: 'budget_exhausted',
+        blocking: 's',
+        message: `token budget of s exhausted: 0 spent of 100; the call needs ${100 - minOutputTokens + 1} for its prompt and ${minOutputTokens} output tokens`,
+      },
+    ]);
+    // A call that asks for less than the minimal output needs only that.
+    expect(granted(w.reserve('b', { bound: bounded(95, 5) }))).toMatchObject({ maxOutputTokens: 5 });
+  });
+
+  it('without a budget nothing is capped and the estimate is held; an unpriced model under a USD budget is denied', () => {
+    const w = world();
+    w.open('s');
+    expect(granted(w.reserve('a', { tokens: 42, bound: bounded(10) }))).toMatchObject({
+      maxOutputTokens: null,
+    });
+    expect(w.state.scopes.s?.reservedTokens).toBe(42);
+    const usd = world();
+    usd.open('s', { usd: 1 });
+    expect(usd.reserve('a', { usd: 0.1, bound: bounded(10, 4_096, false) })).toMatchObject([
+      { kind: 'denied', reason: 'unpriced_model' },
+    ]);
   });
 });

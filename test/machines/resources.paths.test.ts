@@ -40,7 +40,14 @@ function checkInvariants(state: ResourceState, where: string): void {
     expect(scope.callsInFlight, where).toBe(granted.filter((r) => r.chain.includes(scope.id)).length);
     if (scope.callsInFlight === 0) expect([scope.reservedTokens, scope.reservedUsd], where).toEqual([0, 0]);
   }
-  for (const r of granted) expect(r.heldBy, where).toBeNull();
+  for (const r of granted) {
+    expect(r.heldBy, where).toBeNull();
+    // A bounded grant holds its prompt plus its output cap, never more output than the call asked for.
+    if (r.bound && r.outputCap !== null) {
+      expect(r.tokens, where).toBe(r.bound.inputTokens + r.outputCap);
+      expect(r.outputCap, where).toBeLessThanOrEqual(r.bound.maxTokens);
+    }
+  }
   for (const quota of Object.values(state.quotas)) {
     expect(quota.inFlight, where).toBe(granted.filter((r) => r.quotas.includes(quota.key)).length);
     if (quota.requestsPerMinute !== null)

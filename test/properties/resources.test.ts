@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { SimulatedClock } from 'xstate';
+import { minOutputTokens } from '../../src/machines/resources.ts';
 import {
   createResourceManager,
   type Grant,
@@ -11,18 +12,22 @@ import {
 /**
  * Properties of the resource manager under random schedules on a simulated clock: concurrent
  * reservations from runs of two tenants (one run nested in another), settlements (actual usage at most the
- * estimate, as a call's output is capped by its max output tokens), releases (twice, on purpose), aborts of
+ * estimate's prompt and the grant's output cap), releases (twice, on purpose), aborts of
  * waiting calls, 429s and time passing. After each schedule every outstanding call is settled or released and time
  * runs on until nothing waits. Then:
- *   (1) no budget's spend exceeds it by more than one reservation;
+ *   (1) no budget's spend exceeds it: each call reads at most its prompt's estimate and writes at most the output
+ *       its grant allows (`maxOutputTokens`), so the grants alone must keep every budget;
  *   (2) no quota window is exceeded: requests and tokens per minute, calls in flight, nothing during a retry-after;
  *   (3) every call was granted or denied (or aborted by its caller); waiting calls are granted first come, first served,
  *       except that a call held back by its budget's calls in flight lets the calls behind it pass;
  *   (4) a reservation is returned exactly once, and nothing stays reserved;
- *   (5) a call is denied for a budget only once that budget's spend has reached it: reservations alone make it wait.
+ *   (5) a call is denied for a budget only once that budget's spend leaves no room for a prompt and a minimal output:
+ *       reservations alone make it wait.
  */
 
 const numRuns = process.env.CI ? 500 : 120;
+/** The largest prompt estimate a command asks for. */
+const maxInput = 150;
 const minute = 60_000;
 
 type Command =
@@ -39,7 +44,7 @@ const commandArb: fc.Arbitrary<Command> = fc.oneof(
     arbitrary: fc.record({
       kind: fc.constant('reserve' as const),
       session: fc.integer({ min: 0, max: 2 }),
-      input: fc.integer({ min: 1, max: 150 }),
+      input: fc.integer({ min: 1, max: maxInput }),
       output: fc.integer({ min: 0, max: 100 }),
     }),
   },
@@ -80,6 +85,8 @@ const worldArb = fc.record({
 interface Call {
   seq: number;
   session: number;
+  /** The prompt's estimate, and the estimate with the expected output. */
+  input: number;
   estimate: number;
   requestedAt: number;
   controller: AbortController;
@@ -152,7 +159,11 @@ describe('resource manager properties (simulated clock)', () => {
               const usage = tenant
                 ? manager.usage({ tenant: name }).tenant
                 : manager.usage({ session: name }).session;
-              if (usage?.tokensLimit == null || usage.windowTokens < usage.tokensLimit)
+              // The largest prompt and the minimal output would still have fitted: a denial by reservations.
+              if (
+                usage?.tokensLimit == null ||
+                usage.windowTokens + maxInput + minOutputTokens <= usage.tokensLimit
+              )
                 deniedWhileUnspent.push(`${notice.scope}: ${JSON.stringify(usage)}`);
             }
           });
@@ -166,6 +177,7 @@ describe('resource manager properties (simulated clock)', () => {
             const call: Call = {
               seq: calls.length,
               session,
+              input,
               estimate: input + output,
               requestedAt: clock.now(),
               controller: new AbortController(),
@@ -199,16 +211,16 @@ describe('resource manager properties (simulated clock)', () => {
             calls.filter((call) => call.outcome?.granted === true && call.closedAt === undefined);
           const grantOf = (call: Call) => (call.outcome as { grant: Grant }).grant;
           const settle = (call: Call, fraction: number) => {
-            const actual = Math.floor(call.estimate * fraction);
-            const input = Math.ceil(actual / 2);
-            const settlement = manager.settle(grantOf(call), {
-              input,
-              output: actual - input,
-              cached: 0,
-              reasoning: 0,
-            });
+            const grant = grantOf(call);
+            // A call reads at most its prompt's estimate here and writes at most the output its grant allows (and
+            // its expected output, so the quotas' estimates stay upper bounds: property (2) is about quotas).
+            const expected = call.estimate - call.input;
+            const input = Math.floor(call.input * fraction);
+            const output = Math.floor(Math.min(grant.maxOutputTokens ?? expected, expected) * fraction);
+            const actual = input + output;
+            const settlement = manager.settle(grant, { input, output, cached: 0, reasoning: 0 });
             expect(settlement).not.toBeNull();
-            expect(settlement?.returnedTokens).toBe(call.estimate - actual);
+            expect(settlement?.returnedTokens).toBe(grant.tokens - actual);
             call.counted = actual;
             call.spent = actual;
             call.closedAt = clock.now();
@@ -300,8 +312,7 @@ describe('resource manager properties (simulated clock)', () => {
                 expect(earlier.grantOrder as number).toBeLessThan(call.grantOrder as number);
             }
           }
-          // (1) Budgets: spend < limit + the largest reservation (actual usage never exceeds its estimate here).
-          const largest = Math.max(0, ...granted.map((call) => call.estimate));
+          // (1) Budgets: no call reads more than its prompt's estimate here, so no budget is passed at all.
           const spentOf = (session: number) =>
             granted.filter((call) => call.session === session).reduce((sum, call) => sum + call.spent, 0);
           const s0 = manager.usage({ session: 's0' });
@@ -311,7 +322,7 @@ describe('resource manager properties (simulated clock)', () => {
           expect(s1.session?.spentTokens).toBe(spentOf(1));
           for (const usage of [s0.session, s1.session, s0.tenant, s1.tenant]) {
             const limit = usage?.tokensLimit as number;
-            expect(usage?.spentTokens as number).toBeLessThan(limit + Math.max(1, largest));
+            expect(usage?.spentTokens as number).toBeLessThanOrEqual(limit);
           }
           expect(s0.tenant?.spentTokens).toBe(spentOf(0) + spentOf(2));
           expect(s1.tenant?.spentTokens).toBe(spentOf(1));

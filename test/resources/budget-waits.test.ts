@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
  * of many small calls under a small tenant budget, where estimates run far above the real spend.
  */
 
-/** $1 per million input tokens, $4 per million output: 256 output tokens reserve more than $0.001. */
+/** $1 per million input tokens, $4 per million output: $0.001 buys about 250 output tokens. */
 const prices = { tiny: { input: 1, output: 4 } };
 
 /** A promise to hold a scripted answer back until `open()`. */
@@ -47,8 +47,10 @@ describe('calls held back only by reservations in flight', () => {
       sessionId: 'a',
     });
     await tick();
-    // The first call alone was granted although its estimate is above the whole budget.
-    expect(manager.usage({ tenant: 'free' }).tenant?.reservedUsd).toBeGreaterThan(0.001);
+    // The first call holds the whole budget: its prompt, and the output the rest of the budget buys (its cap).
+    const reserved = manager.usage({ tenant: 'free' }).tenant?.reservedUsd ?? 0;
+    expect(reserved).toBeLessThanOrEqual(0.001);
+    expect(reserved).toBeGreaterThan(0.001 - 4 / 1_000_000);
     const b = run(
       agentOn(
         'b',
@@ -82,7 +84,7 @@ describe('calls held back only by reservations in flight', () => {
   });
 
   it('a waiting call honours its AbortSignal; one whose budget the calls in flight did spend is denied', async () => {
-    // The first call's estimate (its prompt and 256 expected output tokens) fills the 200-token budget.
+    // The first call's reservation (its prompt and the rest of the budget as its output cap) fills the 200 tokens.
     const manager = createResourceManager({ budgets: { tenants: { free: { tokens: 200 } } } });
     const first = gate();
     const big = gatedModel(first, { input: 150, output: 50 });

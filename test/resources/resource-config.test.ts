@@ -1,4 +1,4 @@
-import { createResourceManager } from 'troupe';
+import { ConfigError, createResourceManager } from 'troupe';
 import { describe, expect, it } from 'vitest';
 
 describe('tenant budgets by name', () => {
@@ -11,5 +11,16 @@ describe('tenant budgets by name', () => {
       expect(manager.usage({ tenant }).tenant?.tokensLimit).toBe(tenant === 'acme' ? 5 : 100);
     }
     manager.stop();
+  });
+});
+
+describe('the output limit of calls under a budget', () => {
+  it('maxOutputTokens must be a whole number > 0', () => {
+    for (const maxOutputTokens of [0, -1, 1.5, Number.NaN])
+      expect(() => createResourceManager({ maxOutputTokens })).toThrow(ConfigError);
+    expect(() => createResourceManager({ maxOutputTokens: 'many' as never })).toThrow(
+      /maxOutputTokens must be a whole number > 0/,
+    );
+    createResourceManager({ maxOutputTokens: 1 }).stop();
   });
 });

@@ -242,7 +242,9 @@ describe('the agent system', () => {
       id: 'one',
     }).result;
     expect(first.stopReason).toBe('completed');
-    // 400 of 500 spent: the next session of the tenant may still start one call, the one after may not.
+    // 400 of 500 spent: the next session of the tenant may still start one call, its output cut to what the budget
+    // has left after its prompt's estimate (5 tokens: 95); it reads 300, so the budget is passed by that estimate's
+    // error. The session after it may not start.
     const second = await system.spawn(answeringAgent('two', { input: 300, output: 100 }), 'hi', {
       tenant: 'acme',
     }).result;
@@ -251,7 +253,7 @@ describe('the agent system', () => {
     expect(third.stopReason).toBe('budget_exhausted');
     const other = await system.spawn(answeringAgent('four'), 'hi', { tenant: 'globex' }).result;
     expect(other.stopReason).toBe('completed');
-    expect(system.usage({ tenant: 'acme' }).tenant).toMatchObject({ spentTokens: 800, remainingTokens: 0 });
+    expect(system.usage({ tenant: 'acme' }).tenant).toMatchObject({ spentTokens: 795, remainingTokens: 0 });
     expect(system.usage({ session: 'one' })).toMatchObject({
       tenant: { scope: 'tenant:acme' },
       session: { spentTokens: 400 },

@@ -1,0 +1,84 @@
+import { ModelError } from '../core/errors.ts';
+import type { ModelRequest } from '../core/model.ts';
+import type { Usage } from '../core/usage.ts';
+import { estimateRequest } from './resource-binding.ts';
+import type { Grant, ReservationOutcome, ResourceManager } from './resource-manager.ts';
+
+type Denial = Extract<ReservationOutcome, { granted: false }>;
+
+/** A model call's reservation: granted (with the request to send), or refused before anything was spent. */
+export type ModelReservation =
+  | {
+      granted: true;
+      grant: Grant;
+      /** The request to send: the one given, its `settings.maxOutputTokens` lowered to the grant's cap. */
+      request: ModelRequest;
+      /** Records the call's usage (the reservation's remainder goes back). */
+      settle(usage: Usage): void;
+      /** The call failed: its reservation goes back, and a 429 paces the next calls to the model. */
+      fail(error: unknown): void;
+    }
+  | { granted: false; denial: Denial };
+
+/**
+ * Reserves a model call on a run's budgets before it is made: an estimate of its prompt, and the output the manager
+ * lets it write. Under a budget that output is capped at what every budget in scope has left (the run, the turn,
+ * the calling runs of a nested agent, the tenant) after their spend, the calls in flight and this prompt, and the
+ * cap goes into the request as `settings.maxOutputTokens`, which every provider sends as its output limit; so the
+ * call cannot spend past a budget except by what its prompt was under-estimated. A call for which not even a minimal
+ * output is left is refused (`budget_exhausted`); one that only the calls in flight hold back waits for them.
+ *
+ * Aborting `signal` ends a wait; a grant that arrives after the abort goes back at once (the denial says `aborted`).
+ */
+export async function reserveModelCall(
+  manager: ResourceManager,
+  scope: string,
+  request: ModelRequest,
+  model: { provider: string; model: string },
+  signal: AbortSignal,
+): Promise<ModelReservation> {
+  const { provider, model: name } = model;
+  const estimate = estimateRequest(request, manager.expectedOutput(scope, provider, name));
+  const asked = request.settings?.maxOutputTokens;
+  const outcome = await manager.reserve(
+    {
+      session: scope,
+      provider,
+      model: name,
+      estimate,
+      ...(asked !== undefined ? { maxOutputTokens: asked } : {}),
+    },
+    signal,
+  );
+  if (!outcome.granted) return { granted: false, denial: outcome };
+  const grant = outcome.grant;
+  if (signal.aborted) {
+    manager.release(grant);
+    return {
+      granted: false,
+      denial: { granted: false, reason: 'aborted', scope, message: 'The call was aborted.' },
+    };
+  }
+  const cap = grant.maxOutputTokens;
+  return {
+    granted: true,
+    grant,
+    request:
+      cap === null || (asked !== undefined && asked <= cap)
+        ? request
+        : { ...request, settings: { ...request.settings, maxOutputTokens: cap } },
+    settle: (usage) => {
+      manager.settle(grant, usage);
+    },
+    fail: (error) => {
+      if (error instanceof ModelError && (error.kind === 'rate_limited' || error.status === 429)) {
+        manager.report429({
+          provider,
+          model: name,
+          ...(error.retryAfterMs !== undefined ? { retryAfterMs: error.retryAfterMs } : {}),
+        });
+      }
+      manager.release(grant);
+    },
+  };
+}
