@@ -26,7 +26,7 @@ import { toolCallSignature } from '../policies/tool-call-signature.ts';
  *   running
  *     starting (checks the step limit, or resumes) -> checkingInput | toolUse | finalOutput
  *     checkingInput (input guardrails) -> toolUse | finalOutput
- *     toolUse:      callingModel -> runningTools -> callingModel ...
+ *     toolUse:      callingModel -> runningTools (-> awaitingApproval -> runningTools) -> callingModel ...
  *     finalOutput:  callingModel -> decoding -> (retry) callingModel ...
  *     checkingOutput (output guardrails on the final answer) -> completed
  *   completed | stopped | failed | handingOff  (final)
@@ -56,6 +56,8 @@ export interface ToolOutcome {
   attempts: number;
   /** A tool guardrail blocked the call (its arguments or its result) and the run must stop. */
   blocked?: GuardrailBlock;
+  /** A handoff call the tool gate let through: the agent ends in `handingOff`. */
+  handoff?: true;
 }
 
 /** Which guardrail states a run enters: fixed for the run from its agent's guardrails. */
@@ -398,6 +400,21 @@ function stopPatch(context: AgentContext, reason: StopReason, message: string | 
   };
 }
 
+/** The turn's handoff call (the first, when the model asked for several), if the turn asked for one. */
+function handoffCallOf(context: AgentContext): ToolCall | undefined {
+  const { handoffTools } = context.config;
+  return context.openCalls.find((open) => Object.hasOwn(handoffTools, open.name));
+}
+
+/**
+ * The open calls the tool gate is asked about: in a turn that asks for a handoff, the handoff call alone (the
+ * turn's other calls are not run: a handoff that passes ends the agent's turn), else every open call.
+ */
+function gatedCalls(context: AgentContext): ToolCall[] {
+  const handoff = handoffCallOf(context);
+  return handoff ? [handoff] : context.openCalls;
+}
+
 const noDecisions: ApprovalState['decided'] = Object.freeze([]) as unknown as ApprovalState['decided'];
 
 /** The history and counters once `calls` are answered by `results` (the runner reports in call order). */
@@ -482,13 +499,12 @@ export const agentMachine = setup({
     // The tool-use policy's decisions on the response being handled (model.response in toolUse.callingModel).
     decidedToRunTools: ({ context, event }) =>
       responseDecision(context, event)?.kind === 'continue_with_tools',
-    decidedToHandOff: ({ context, event }) => {
-      const decision = responseDecision(context, event);
-      return (
-        decision?.kind === 'continue_with_tools' &&
-        decision.calls.some((call) => Object.hasOwn(context.config.handoffTools, call.name))
-      );
-    },
+    /** The tool gate let a handoff call through: the agent hands the conversation off. */
+    handsOff: ({ context, event }) =>
+      event.type === 'tools.done' &&
+      event.results.some(
+        (result) => result.handoff === true && Object.hasOwn(context.config.handoffTools, result.name),
+      ),
     resumingTools: ({ context }) =>
       context.openCalls.length > 0 && context.decision?.kind === 'continue_with_tools',
     resumingApproval: ({ context }) =>
@@ -588,7 +604,7 @@ export const agentMachine = setup({
     requestTools: sendTo('effects', ({ context }) => ({
       type: 'tools.run' as const,
       step: context.step,
-      calls: context.openCalls,
+      calls: gatedCalls(context),
       disabledTools: context.degradedTools,
       decisions: context.approvals?.decided ?? noDecisions,
     })),
@@ -602,10 +618,10 @@ export const agentMachine = setup({
     recordWaitingResults: assign(({ context, event }) => {
       if (event.type !== 'tools.done' || !event.pending) return {};
       const waiting = new Set(event.pending.map((pending) => pending.callId));
-      const answered = context.openCalls.filter((call) => !waiting.has(call.id));
+      const answered = gatedCalls(context).filter((call) => !waiting.has(call.id));
       return {
         ...toolResultsPatch(context, answered, event.results),
-        openCalls: context.openCalls.filter((call) => waiting.has(call.id)),
+        openCalls: context.openCalls.filter((call) => !answered.includes(call)),
         decision: context.decision,
         approvals: { pending: event.pending, decided: [] },
         ...(event.nestedSteps ? { step: context.step + event.nestedSteps } : {}),
@@ -704,6 +720,21 @@ export const agentMachine = setup({
     })),
     recordToolResults: assign(({ context, event }) => {
       if (event.type !== 'tools.done') return {};
+      const handoff = handoffCallOf(context);
+      if (handoff) {
+        // The gate refused the handoff: the model reads why, and the turn's other calls were not run.
+        const patch = toolResultsPatch(context, [handoff], event.results);
+        const target = ownValue(context.config.handoffTools, handoff.name) as string;
+        const others = context.openCalls.filter((open) => open !== handoff);
+        if (others.length > 0)
+          patch.history.push(
+            ...answerUnrunCalls(
+              others,
+              `the handoff to ${target} asked for in the same turn did not happen; call it again if it is still needed`,
+            ),
+          );
+        return { ...patch, openCalls: [], decision: null, approvals: null };
+      }
       return {
         ...toolResultsPatch(context, context.openCalls, event.results),
         openCalls: [],
@@ -738,13 +769,16 @@ export const agentMachine = setup({
           : ('completed' as const),
     })),
     markForcedFinalAnswer: assign({ forcedFinalAnswer: true }),
-    /** Keeps the first handoff call open for the session; the turn's other calls are answered as not run. */
+    /**
+     * The gate let the turn's handoff call through: it stays open for the session, which answers it (accepted or
+     * refused); the turn's other calls are answered as not run.
+     */
     recordHandoff: assign(({ context }) => {
-      const { handoffTools } = context.config;
-      const call = context.openCalls.find((open) => Object.hasOwn(handoffTools, open.name)) as ToolCall;
-      const target = ownValue(handoffTools, call.name) as string;
+      const call = handoffCallOf(context) as ToolCall;
+      const target = ownValue(context.config.handoffTools, call.name) as string;
       const others = context.openCalls.filter((open) => open !== call);
       return {
+        approvals: null,
         handoff: { target, call },
         history:
           others.length > 0
@@ -896,11 +930,6 @@ export const agentMachine = setup({
                     target: '#agent.failed',
                     actions: ['recordToolUseResponse', 'stopOnDecision'],
                   },
-                  {
-                    guard: 'decidedToHandOff',
-                    target: '#agent.handingOff',
-                    actions: ['recordToolUseResponse', 'recordHandoff'],
-                  },
                   { guard: 'decidedToRunTools', target: 'runningTools', actions: 'recordToolUseResponse' },
                   // Thinking only: another call, unless this response used the last step.
                   {
@@ -949,6 +978,8 @@ export const agentMachine = setup({
                   },
                   // Some calls wait for people: the others are answered, the run pauses in awaitingApproval.
                   { guard: 'waitsForPeople', target: 'awaitingApproval', actions: 'recordWaitingResults' },
+                  // A handoff call passed the gate: the session moves the conversation on (or refuses).
+                  { guard: 'handsOff', target: '#agent.handingOff', actions: 'recordHandoff' },
                   {
                     guard: and(['stepLimitReached', 'finalAnswerOnMaxSteps']),
                     target: '#agent.running.finalOutput',
@@ -1011,7 +1042,10 @@ export const agentMachine = setup({
     completed: { type: 'final' },
     stopped: { type: 'final' },
     failed: { type: 'final' },
-    /** The model took a handoff tool: the session moves the conversation to the target (or refuses). */
+    /**
+     * The model took a handoff tool and the tool gate let the call through (its arguments, the permission policy,
+     * a person's approval): the session moves the conversation to the target (or refuses).
+     */
     handingOff: { type: 'final' },
   },
   output: ({ context }) => agentOutputOf(context),
