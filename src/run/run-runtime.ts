@@ -3,6 +3,7 @@ import type { Clock } from '../core/clock.ts';
 import type { EventBus, EventOrigin } from '../core/event-bus.ts';
 import type { RunEventData, RunEventType } from '../core/events.ts';
 import type { ModelDelta } from '../core/model.ts';
+import type { ApprovalHandler } from '../system/session-run.ts';
 import type { DurableRun } from './durable-run.ts';
 import type { RunContextInfo } from './run-context.ts';
 
@@ -39,6 +40,11 @@ export interface RunRuntime {
    * `ask` waits then, and is a denial otherwise. Default false.
    */
   peopleCanDecide?: boolean;
+  /**
+   * Decides on calls that wait for people in a plain run (`run()` / `stream()` with `onApproval`): agents this run
+   * uses as tools get it, so their calls that wait are decided the same way.
+   */
+  onApproval?: ApprovalHandler | undefined;
   /** Write-ahead persistence, for a run inside a session; absent for a plain run. */
   durable?: DurableRun;
   /**

@@ -139,6 +139,7 @@ function startRun<TOutput>(
     onDelta: deltaForwarder(bus, agent.name, origin),
     context: options.context,
   };
+  if (options.onApproval) runtime.onApproval = options.onApproval;
   if (placement) Object.assign(runtime, placement);
   registerRuntime(sessionId, runtime);
 

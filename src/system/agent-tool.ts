@@ -110,6 +110,8 @@ async function runApart(
   if (caller) {
     runOptions.parentScope = caller.bus.sessionId;
     runOptions.clock = caller.clock;
+    // The caller's approval handler decides the sub-run's calls that wait for people too.
+    if (caller.onApproval) runOptions.onApproval = caller.onApproval;
   }
   if (scope?.inspect) runOptions.inspect = scope.inspect;
   // The sub-run sits in the caller's session: its tools see the caller's session id and their route, and its

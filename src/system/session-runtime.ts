@@ -446,18 +446,27 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
     if (done) this.#close(context);
   }
 
+  /**
+   * The route of an agent holding this session's conversation (the one its approval requests carry): its name, or,
+   * in a session placed under a caller (an agent used as a tool that needs a session), the name under the caller's.
+   */
+  #routeOf(name: string): string {
+    const placed = this.#environment.placement?.route;
+    return placed === undefined ? name : `${placed.slice(0, placed.lastIndexOf('/') + 1)}${name}`;
+  }
+
   /** The agent holding the conversation: its phase events and timeout; approvals reach it by its route. */
   #watch(context: SessionContext): void {
     const id = context.activeId;
     if (this.#watched?.id === id) return;
     this.#watched?.stop();
     this.#watched = undefined;
-    this.#routes.delete(this.#current);
+    this.#routes.delete(this.#routeOf(this.#current));
     if (id === null) return;
     const child = this.#actor.getSnapshot().children[id] as AnyActorRef | undefined;
     const agent = this.#plan.agents.get(context.current);
     if (!child || !agent) return;
-    this.#routes.set(context.current, child);
+    this.#routes.set(this.#routeOf(context.current), child);
     const stopWatching = watchAgent({
       child,
       agent,
