@@ -327,6 +327,18 @@ function answerTextOf(response: ModelResponse): string {
   return response.text === '' && response.refusal !== undefined ? response.refusal : response.text;
 }
 
+/**
+ * The answer's text. After a paused turn (see ModelStopReason `pause_turn`) the response continues it: its text
+ * follows the paused part's, as a new paragraph, so the answer is the whole turn's text.
+ */
+function continuedTurnText(context: AgentContext, text: string): string {
+  const previous = context.decision;
+  if (previous?.kind !== 'continue_thinking' || previous.continuesTurn !== true) return text;
+  const before = context.answer.text;
+  if (before === '') return text;
+  return text === '' ? before : `${before}\n\n${text}`;
+}
+
 function appendAssistant(context: AgentContext, response: ModelResponse, keepToolCalls: boolean): Message[] {
   const message: AssistantMessage = {
     role: 'assistant',
@@ -524,6 +536,15 @@ export const agentMachine = setup({
       context.approvals !== null &&
       context.approvals.decided.length + 1 === context.approvals.pending.length,
     decidedToThink: ({ context, event }) => responseDecision(context, event)?.kind === 'continue_thinking',
+    /**
+     * A final-output call the provider paused (pause_turn): it is continued within the step limit, never taken as
+     * the answer; at the limit the run stops with max_steps.
+     */
+    pausedTurn: ({ event }) => event.type === 'model.response' && event.response.stopReason === 'pause_turn',
+    pausedTurnWithinLimit: ({ context, event }) =>
+      event.type === 'model.response' &&
+      event.response.stopReason === 'pause_turn' &&
+      !stepLimitReached(context.step + 1, context.config.limits.maxSteps),
     decidedToStop: ({ context, event }) => {
       const decision = responseDecision(context, event);
       return decision?.kind === 'terminate' && decision.reason !== 'error';
@@ -667,10 +688,23 @@ export const agentMachine = setup({
         decision,
         openCalls,
         answer: answerOf(
-          answerTextOf(response),
+          continuedTurnText(context, answerTextOf(response)),
           decision.kind === 'terminate_with_output' && decision.truncated,
           event.decoded,
         ),
+      };
+    }),
+    /** A paused final-output call: kept in the history as it came, to be sent back and continued. */
+    recordPausedTurn: assign(({ context, event }) => {
+      if (event.type !== 'model.response') return {};
+      const { response } = event;
+      return {
+        history: appendAssistant(context, response, false),
+        step: context.step + 1,
+        modelCalls: context.modelCalls + 1,
+        usage: addUsage(context.usage, response.usage),
+        decision: { kind: 'continue_thinking' as const, continuesTurn: true },
+        answer: answerOf(continuedTurnText(context, answerTextOf(response)), false, undefined),
       };
     }),
     recordFinalResponse: assign(({ context, event }) => {
@@ -700,7 +734,7 @@ export const agentMachine = setup({
               truncated: response.stopReason === 'max_tokens',
             },
         answer: {
-          text: answerTextOf(response),
+          text: continuedTurnText(context, answerTextOf(response)),
           truncated: response.stopReason === 'max_tokens',
           output: decoded.ok && context.config.hasOutputSchema ? decoded.value : null,
           outputDecoded: decoded.ok && context.config.hasOutputSchema,
@@ -1020,7 +1054,20 @@ export const agentMachine = setup({
             callingModel: {
               entry: 'requestFinalOutput',
               on: {
-                'model.response': { target: 'decoding', actions: 'recordFinalResponse' },
+                'model.response': [
+                  {
+                    guard: 'pausedTurnWithinLimit',
+                    target: 'callingModel',
+                    reenter: true,
+                    actions: 'recordPausedTurn',
+                  },
+                  {
+                    guard: 'pausedTurn',
+                    target: '#agent.stopped',
+                    actions: ['recordPausedTurn', 'stopMaxSteps'],
+                  },
+                  { target: 'decoding', actions: 'recordFinalResponse' },
+                ],
                 'model.error': { target: '#agent.failed', actions: 'recordModelError' },
                 'model.denied': { target: '#agent.stopped', actions: 'stopBudgetExhausted' },
                 'guardrail.blocked': { target: '#agent.stopped', actions: 'stopGuardrailBlocked' },
