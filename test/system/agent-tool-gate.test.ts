@@ -113,8 +113,14 @@ describe('agents used as tools pass the tool gate', () => {
   });
 
   it("run()'s onApproval decides the calls of an agent used as a tool that wait for people", async () => {
-    for (const decision of ['approve', 'reject'] as const) {
-      const { lead, looked } = team(undefined, true);
+    // A caller without a policy runs on its own actor; one with a policy runs in a private session.
+    for (const [decision, policy] of [
+      ['approve', undefined],
+      ['reject', undefined],
+      ['approve', () => 'allow' as const],
+      ['reject', () => 'allow' as const],
+    ] as const) {
+      const { lead, looked } = team(policy, true);
       const requests: ApprovalRequest[] = [];
       const result = await run(lead, 'go', {
         onApproval: (request) => {
