@@ -158,26 +158,8 @@ export function runToolBatch(batch: ToolBatch): Promise<ToolOutcome[]> {
         done(index, known);
         return;
       }
-      // A handoff runs nothing: the gate's answer goes to the agent machine, which hands off (no tool events).
-      if (isHandoffTool(batch.registry.find(call.name))) {
-        void runToolCall(call, batch).then(
-          (outcome) => done(index, outcome),
-          (error: unknown) => done(index, unexpected(call, error)),
-        );
-        return;
-      }
       const started = batch.clock.now();
-      batch.onStart(call);
-      const execute = () =>
-        runToolCall(call, batch).then(undefined, (error: unknown) => unexpected(call, error));
-      const running = batch.executor
-        ? batch.executor(
-            `${batch.route}/tool/${batch.step}/${call.id}`,
-            isAgentTool(batch.registry.find(call.name)) ? 'agent' : 'tool',
-            execute,
-          )
-        : execute();
-      void running.then((outcome) => {
+      const settle = (outcome: ToolOutcome) => {
         if (batch.signal.aborted) return;
         // A durable run commits the outcome here first; a plain run goes on in the same tick.
         let settling: void | Promise<void> | undefined;
@@ -192,7 +174,29 @@ export function runToolBatch(batch: ToolBatch): Promise<ToolOutcome[]> {
             () => done(index, outcome),
           );
         else done(index, outcome);
-      });
+      };
+      const found = batch.registry.find(call.name);
+      // A handoff runs nothing: a call the gate lets through goes to the agent machine, which hands off (the
+      // session announces it); one refused here (its arguments) is answered like any refused call.
+      const execute = () =>
+        runToolCall(call, batch).then(undefined, (error: unknown) => unexpected(call, error));
+      if (isHandoffTool(found)) {
+        void execute().then((outcome) => {
+          if (outcome.handoff) return done(index, outcome);
+          batch.onStart(call);
+          settle(outcome);
+        });
+        return;
+      }
+      batch.onStart(call);
+      const running = batch.executor
+        ? batch.executor(
+            `${batch.route}/tool/${batch.step}/${call.id}`,
+            isAgentTool(found) ? 'agent' : 'tool',
+            execute,
+          )
+        : execute();
+      void running.then(settle);
     };
     for (let i = 0; i < Math.min(batch.concurrency, calls.length); i++) startNext();
   });
