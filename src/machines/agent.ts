@@ -512,11 +512,14 @@ export const agentMachine = setup({
     decidedToRunTools: ({ context, event }) =>
       responseDecision(context, event)?.kind === 'continue_with_tools',
     /** The tool gate let a handoff call through: the agent hands the conversation off. */
-    handsOff: ({ context, event }) =>
-      event.type === 'tools.done' &&
-      event.results.some(
-        (result) => result.handoff === true && Object.hasOwn(context.config.handoffTools, result.name),
-      ),
+    handsOff: ({ context, event }) => {
+      if (event.type !== 'tools.done') return false;
+      const call = handoffCallOf(context);
+      return (
+        call !== undefined &&
+        event.results.some((result) => result.handoff === true && result.callId === call.id)
+      );
+    },
     resumingTools: ({ context }) =>
       context.openCalls.length > 0 && context.decision?.kind === 'continue_with_tools',
     resumingApproval: ({ context }) =>
