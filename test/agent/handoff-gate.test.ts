@@ -118,11 +118,23 @@ describe('handoffs pass the tool gate', () => {
   it('the same policy lets a handoff through when it allows it', async () => {
     const { front, ran } = desk(() => 'allow', [transfer()]);
     const system = createAgentSystem();
-    const result = await system.spawn(front, 'remove everything', { context: { role: 'admin' } }).result;
+    const session = system.spawn(front, 'remove everything', { context: { role: 'admin' } });
+    const events: RunEvent[] = [];
+    const reading = (async () => {
+      for await (const event of session.events({ after: -1 })) events.push(event);
+    })();
+    const result = await session.result;
     expect(result).toMatchObject({ status: 'completed', agent: 'helper', text: 'helper: removed' });
     expect(result.path).toEqual(['front', 'helper']);
     expect(ran).toEqual(['everything']);
     await system.shutdown();
+    await reading;
+    // A handoff let through is announced by the session's handoff event, not as a tool call of its own.
+    expect(
+      events
+        .filter((event) => ['tool_call', 'handoff'].includes(event.type))
+        .map((event) => `${event.agent}:${event.type}`),
+    ).toEqual(['front:handoff', 'helper:tool_call']);
   });
 
   it('a handoff the policy asks about waits for a person: approve moves the conversation, reject tells the model', async () => {
@@ -235,13 +247,25 @@ describe('handoffs pass the tool gate', () => {
       ],
     );
     const system = createAgentSystem();
-    const result = await system.spawn(front, 'go', { context: { role: 'admin' } }).result;
+    const session = system.spawn(front, 'go', { context: { role: 'admin' } });
+    const events: RunEvent[] = [];
+    const reading = (async () => {
+      for await (const event of session.events({ after: -1 })) events.push(event);
+    })();
+    const result = await session.result;
     expect(result.agent).toBe('front');
     expect(ran).toEqual([]);
     expect(String(toolAnswers(result.history)[0])).toMatch(
       /^Error: invalid arguments for tool "transfer_to_helper": reason: /,
     );
     await system.shutdown();
+    await reading;
+    // Refused like any call: announced and answered in the stream.
+    expect(
+      events
+        .filter((event) => event.type === 'tool_call' || event.type === 'tool_response')
+        .map((event) => event.type),
+    ).toEqual(['tool_call', 'tool_response']);
   });
 });
 
