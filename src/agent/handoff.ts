@@ -29,17 +29,27 @@ export function targetName(target: HandoffTarget): string {
   return typeof target === 'string' ? target : target.name;
 }
 
+/** A handoff tool: `handoffTo` is the name of the agent it hands the conversation to. */
+export type HandoffTool = Tool & { readonly handoffTo: string };
+
+/** Whether a tool hands the conversation off (made by handoffTool) rather than running anything. */
+export function isHandoffTool(found: Tool | undefined): found is HandoffTool {
+  return found !== undefined && Object.hasOwn(found, 'handoffTo');
+}
+
 /**
- * One tool per handoff target, shown to the model like any other tool. Its `execute` never runs: the agent
- * machine ends in `handingOff` when the model calls it, and the session answers the call.
+ * One tool per handoff target, shown to the model like any other tool. A call to it passes the tool gate like any
+ * call (its arguments are checked, the permission policy is asked, a person may have to approve); its `execute`
+ * never runs: once the call is let through, the agent machine ends in `handingOff` and the session answers it.
  */
-export function handoffTool(target: HandoffTarget): Tool {
+export function handoffTool(target: HandoffTarget): HandoffTool {
   const name = targetName(target);
   const about = typeof target === 'string' || target.description === '' ? '' : ` ${target.description}`;
-  return tool({
+  const created = tool({
     name: handoffToolName(name),
     description: `Hand the conversation over to the agent "${name}", which answers the user from here on.${about}`,
     input: z.object({ reason: z.string().optional() }),
     execute: () => `Transferred to ${name}.`,
   });
+  return Object.assign(created, { handoffTo: name });
 }

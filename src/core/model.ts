@@ -5,7 +5,8 @@ import type { Usage } from './usage.ts';
 
 /**
  * Normalized stop reasons, the same for every provider. `undefined` on a response means the provider gave none, which
- * the termination policy handles with its fallback (tools, then text, then empty).
+ * the termination policy handles with its fallback (tools, then text, then empty). `pause_turn`: the provider paused
+ * a long turn (Anthropic, during server tools); the loop sends the turn back as it is and calls again to continue it.
  */
 export type ModelStopReason =
   | 'tool_use'
@@ -14,6 +15,7 @@ export type ModelStopReason =
   | 'stop_sequence'
   | 'refusal'
   | 'content_filter'
+  | 'pause_turn'
   | 'unknown';
 
 export const modelStopReasons: readonly ModelStopReason[] = [
@@ -23,6 +25,7 @@ export const modelStopReasons: readonly ModelStopReason[] = [
   'stop_sequence',
   'refusal',
   'content_filter',
+  'pause_turn',
   'unknown',
 ];
 

@@ -26,7 +26,7 @@ import { toolCallSignature } from '../policies/tool-call-signature.ts';
  *   running
  *     starting (checks the step limit, or resumes) -> checkingInput | toolUse | finalOutput
  *     checkingInput (input guardrails) -> toolUse | finalOutput
- *     toolUse:      callingModel -> runningTools -> callingModel ...
+ *     toolUse:      callingModel -> runningTools (-> awaitingApproval -> runningTools) -> callingModel ...
  *     finalOutput:  callingModel -> decoding -> (retry) callingModel ...
  *     checkingOutput (output guardrails on the final answer) -> completed
  *   completed | stopped | failed | handingOff  (final)
@@ -56,6 +56,8 @@ export interface ToolOutcome {
   attempts: number;
   /** A tool guardrail blocked the call (its arguments or its result) and the run must stop. */
   blocked?: GuardrailBlock;
+  /** A handoff call the tool gate let through: the agent ends in `handingOff`. */
+  handoff?: true;
 }
 
 /** Which guardrail states a run enters: fixed for the run from its agent's guardrails. */
@@ -325,6 +327,18 @@ function answerTextOf(response: ModelResponse): string {
   return response.text === '' && response.refusal !== undefined ? response.refusal : response.text;
 }
 
+/**
+ * The answer's text. After a paused turn (see ModelStopReason `pause_turn`) the response continues it: its text
+ * follows the paused part's, as a new paragraph, so the answer is the whole turn's text.
+ */
+function continuedTurnText(context: AgentContext, text: string): string {
+  const previous = context.decision;
+  if (previous?.kind !== 'continue_thinking' || previous.continuesTurn !== true) return text;
+  const before = context.answer.text;
+  if (before === '') return text;
+  return text === '' ? before : `${before}\n\n${text}`;
+}
+
 function appendAssistant(context: AgentContext, response: ModelResponse, keepToolCalls: boolean): Message[] {
   const message: AssistantMessage = {
     role: 'assistant',
@@ -396,6 +410,21 @@ function stopPatch(context: AgentContext, reason: StopReason, message: string | 
         : context.history,
     openCalls: [],
   };
+}
+
+/** The turn's handoff call (the first, when the model asked for several), if the turn asked for one. */
+function handoffCallOf(context: AgentContext): ToolCall | undefined {
+  const { handoffTools } = context.config;
+  return context.openCalls.find((open) => Object.hasOwn(handoffTools, open.name));
+}
+
+/**
+ * The open calls the tool gate is asked about: in a turn that asks for a handoff, the handoff call alone (the
+ * turn's other calls are not run: a handoff that passes ends the agent's turn), else every open call.
+ */
+function gatedCalls(context: AgentContext): ToolCall[] {
+  const handoff = handoffCallOf(context);
+  return handoff ? [handoff] : context.openCalls;
 }
 
 const noDecisions: ApprovalState['decided'] = Object.freeze([]) as unknown as ApprovalState['decided'];
@@ -482,11 +511,13 @@ export const agentMachine = setup({
     // The tool-use policy's decisions on the response being handled (model.response in toolUse.callingModel).
     decidedToRunTools: ({ context, event }) =>
       responseDecision(context, event)?.kind === 'continue_with_tools',
-    decidedToHandOff: ({ context, event }) => {
-      const decision = responseDecision(context, event);
+    /** The tool gate let a handoff call through: the agent hands the conversation off. */
+    handsOff: ({ context, event }) => {
+      if (event.type !== 'tools.done') return false;
+      const call = handoffCallOf(context);
       return (
-        decision?.kind === 'continue_with_tools' &&
-        decision.calls.some((call) => Object.hasOwn(context.config.handoffTools, call.name))
+        call !== undefined &&
+        event.results.some((result) => result.handoff === true && result.callId === call.id)
       );
     },
     resumingTools: ({ context }) =>
@@ -508,6 +539,15 @@ export const agentMachine = setup({
       context.approvals !== null &&
       context.approvals.decided.length + 1 === context.approvals.pending.length,
     decidedToThink: ({ context, event }) => responseDecision(context, event)?.kind === 'continue_thinking',
+    /**
+     * A final-output call the provider paused (pause_turn): it is continued within the step limit, never taken as
+     * the answer; at the limit the run stops with max_steps.
+     */
+    pausedTurn: ({ event }) => event.type === 'model.response' && event.response.stopReason === 'pause_turn',
+    pausedTurnWithinLimit: ({ context, event }) =>
+      event.type === 'model.response' &&
+      event.response.stopReason === 'pause_turn' &&
+      !stepLimitReached(context.step + 1, context.config.limits.maxSteps),
     decidedToStop: ({ context, event }) => {
       const decision = responseDecision(context, event);
       return decision?.kind === 'terminate' && decision.reason !== 'error';
@@ -592,7 +632,7 @@ export const agentMachine = setup({
     requestTools: sendTo('effects', ({ context }) => ({
       type: 'tools.run' as const,
       step: context.step,
-      calls: context.openCalls,
+      calls: gatedCalls(context),
       disabledTools: context.degradedTools,
       decisions: context.approvals?.decided ?? noDecisions,
     })),
@@ -606,10 +646,10 @@ export const agentMachine = setup({
     recordWaitingResults: assign(({ context, event }) => {
       if (event.type !== 'tools.done' || !event.pending) return {};
       const waiting = new Set(event.pending.map((pending) => pending.callId));
-      const answered = context.openCalls.filter((call) => !waiting.has(call.id));
+      const answered = gatedCalls(context).filter((call) => !waiting.has(call.id));
       return {
         ...toolResultsPatch(context, answered, event.results),
-        openCalls: context.openCalls.filter((call) => waiting.has(call.id)),
+        openCalls: context.openCalls.filter((call) => !answered.includes(call)),
         decision: context.decision,
         approvals: { pending: event.pending, decided: [] },
         ...(event.nestedSteps ? { step: context.step + event.nestedSteps } : {}),
@@ -655,10 +695,23 @@ export const agentMachine = setup({
         decision,
         openCalls,
         answer: answerOf(
-          answerTextOf(response),
+          continuedTurnText(context, answerTextOf(response)),
           decision.kind === 'terminate_with_output' && decision.truncated,
           event.decoded,
         ),
+      };
+    }),
+    /** A paused final-output call: kept in the history as it came, to be sent back and continued. */
+    recordPausedTurn: assign(({ context, event }) => {
+      if (event.type !== 'model.response') return {};
+      const { response } = event;
+      return {
+        history: appendAssistant(context, response, false),
+        step: context.step + 1,
+        modelCalls: context.modelCalls + 1,
+        usage: addUsage(context.usage, response.usage),
+        decision: { kind: 'continue_thinking' as const, continuesTurn: true },
+        answer: answerOf(continuedTurnText(context, answerTextOf(response)), false, undefined),
       };
     }),
     recordFinalResponse: assign(({ context, event }) => {
@@ -688,7 +741,7 @@ export const agentMachine = setup({
               truncated: response.stopReason === 'max_tokens',
             },
         answer: {
-          text: answerTextOf(response),
+          text: continuedTurnText(context, answerTextOf(response)),
           truncated: response.stopReason === 'max_tokens',
           output: decoded.ok && context.config.hasOutputSchema ? decoded.value : null,
           outputDecoded: decoded.ok && context.config.hasOutputSchema,
@@ -708,6 +761,21 @@ export const agentMachine = setup({
     })),
     recordToolResults: assign(({ context, event }) => {
       if (event.type !== 'tools.done') return {};
+      const handoff = handoffCallOf(context);
+      if (handoff) {
+        // The gate refused the handoff: the model reads why, and the turn's other calls were not run.
+        const patch = toolResultsPatch(context, [handoff], event.results);
+        const target = ownValue(context.config.handoffTools, handoff.name) as string;
+        const others = context.openCalls.filter((open) => open !== handoff);
+        if (others.length > 0)
+          patch.history.push(
+            ...answerUnrunCalls(
+              others,
+              `the handoff to ${target} asked for in the same turn did not happen; call it again if it is still needed`,
+            ),
+          );
+        return { ...patch, openCalls: [], decision: null, approvals: null };
+      }
       return {
         ...toolResultsPatch(context, context.openCalls, event.results),
         openCalls: [],
@@ -742,13 +810,16 @@ export const agentMachine = setup({
           : ('completed' as const),
     })),
     markForcedFinalAnswer: assign({ forcedFinalAnswer: true }),
-    /** Keeps the first handoff call open for the session; the turn's other calls are answered as not run. */
+    /**
+     * The gate let the turn's handoff call through: it stays open for the session, which answers it (accepted or
+     * refused); the turn's other calls are answered as not run.
+     */
     recordHandoff: assign(({ context }) => {
-      const { handoffTools } = context.config;
-      const call = context.openCalls.find((open) => Object.hasOwn(handoffTools, open.name)) as ToolCall;
-      const target = ownValue(handoffTools, call.name) as string;
+      const call = handoffCallOf(context) as ToolCall;
+      const target = ownValue(context.config.handoffTools, call.name) as string;
       const others = context.openCalls.filter((open) => open !== call);
       return {
+        approvals: null,
         handoff: { target, call },
         history:
           others.length > 0
@@ -908,11 +979,6 @@ export const agentMachine = setup({
                     target: '#agent.failed',
                     actions: ['recordToolUseResponse', 'stopOnDecision'],
                   },
-                  {
-                    guard: 'decidedToHandOff',
-                    target: '#agent.handingOff',
-                    actions: ['recordToolUseResponse', 'recordHandoff'],
-                  },
                   { guard: 'decidedToRunTools', target: 'runningTools', actions: 'recordToolUseResponse' },
                   // Thinking only: another call, unless this response used the last step.
                   {
@@ -961,6 +1027,8 @@ export const agentMachine = setup({
                   },
                   // Some calls wait for people: the others are answered, the run pauses in awaitingApproval.
                   { guard: 'waitsForPeople', target: 'awaitingApproval', actions: 'recordWaitingResults' },
+                  // A handoff call passed the gate: the session moves the conversation on (or refuses).
+                  { guard: 'handsOff', target: '#agent.handingOff', actions: 'recordHandoff' },
                   {
                     guard: and(['stepLimitReached', 'finalAnswerOnMaxSteps']),
                     target: '#agent.running.finalOutput',
@@ -1001,7 +1069,20 @@ export const agentMachine = setup({
             callingModel: {
               entry: 'requestFinalOutput',
               on: {
-                'model.response': { target: 'decoding', actions: 'recordFinalResponse' },
+                'model.response': [
+                  {
+                    guard: 'pausedTurnWithinLimit',
+                    target: 'callingModel',
+                    reenter: true,
+                    actions: 'recordPausedTurn',
+                  },
+                  {
+                    guard: 'pausedTurn',
+                    target: '#agent.stopped',
+                    actions: ['recordPausedTurn', 'stopMaxSteps'],
+                  },
+                  { target: 'decoding', actions: 'recordFinalResponse' },
+                ],
                 'model.error': { target: '#agent.failed', actions: 'recordModelError' },
                 'model.denied': { target: '#agent.stopped', actions: 'stopBudgetExhausted' },
                 'guardrail.blocked': { target: '#agent.stopped', actions: 'stopGuardrailBlocked' },
@@ -1024,7 +1105,10 @@ export const agentMachine = setup({
     completed: { type: 'final' },
     stopped: { type: 'final' },
     failed: { type: 'final' },
-    /** The model took a handoff tool: the session moves the conversation to the target (or refuses). */
+    /**
+     * The model took a handoff tool and the tool gate let the call through (its arguments, the permission policy,
+     * a person's approval): the session moves the conversation to the target (or refuses).
+     */
     handingOff: { type: 'final' },
   },
   output: ({ context }) => agentOutputOf(context),

@@ -9,8 +9,12 @@ import type { StopReason } from '../core/stop-reason.ts';
 export type TerminationDecision =
   /** Run these tool calls and call the model again. */
   | { kind: 'continue_with_tools'; calls: ToolCall[] }
-  /** Nothing to run and nothing to answer yet (reasoning only, no stop signal): call the model again. */
-  | { kind: 'continue_thinking' }
+  /**
+   * Nothing to run and nothing to answer yet (reasoning only, no stop signal, a paused turn): call the model again.
+   * `continuesTurn`: the response was a paused turn; the next response continues it, and its text follows this one's
+   * in the answer.
+   */
+  | { kind: 'continue_thinking'; continuesTurn?: boolean }
   /** The text is the answer (to decode, when the agent has an output schema). `truncated` when cut by max_tokens. */
   | { kind: 'terminate_with_output'; text: string; truncated: boolean }
   /** End the run now with this stop reason. */

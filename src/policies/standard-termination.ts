@@ -11,6 +11,7 @@ import type { TerminationDecision, TerminationPolicy } from './decision.ts';
  * | max_tokens     | text -> output (flagged truncated); no text -> terminate (error)         |
  * | stop_sequence  | text -> output; no text -> output '' (completed)                         |
  * | refusal, content_filter | terminate (guardrail_blocked)                                   |
+ * | pause_turn     | tool calls -> tools; else continue the turn (call again with it, within the step limit) |
  * | none / unknown | fallback: tools, then text, then reasoning-only -> continue thinking, then empty output |
  *
  * tool_use without tool calls is a provider inconsistency. Rather than end the run and lose the reply, we keep any
@@ -50,6 +51,10 @@ export const standardTerminationPolicy: TerminationPolicy = (response) => {
           response.refusal ? `: ${response.refusal}` : '.'
         }`,
       };
+    case 'pause_turn':
+      // A long turn the provider paused (server tools at work): its content goes back as it is and the model is
+      // called again to finish it. The partial text is not the answer.
+      return hasTools ? tools(response.toolCalls) : { kind: 'continue_thinking', continuesTurn: true };
     default:
       if (hasTools) return tools(response.toolCalls);
       if (hasText) return output(response.text, false);

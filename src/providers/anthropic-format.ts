@@ -40,7 +40,8 @@ export interface AnthropicConversation {
  *   wants every result of a turn in the message right after it);
  * - images become `image` blocks (base64, or url for http(s); a data: URL goes as base64); a media type the
  *   API does not take, or another URL scheme, is a ConfigError.
- * Assistant turns with nothing in them are dropped: the API rejects empty content.
+ * Assistant turns with nothing in them are dropped: the API rejects empty content. Assistant messages that follow
+ * each other (a turn continued after `pause_turn`) go as one turn.
  */
 export function toAnthropicConversation(history: readonly Message[]): AnthropicConversation {
   const systemParts: string[] = [];
@@ -78,7 +79,11 @@ export function toAnthropicConversation(history: readonly Message[]): AnthropicC
       case 'assistant': {
         flushResults();
         const content = assistantBlocks(message);
-        if (content.length > 0) messages.push({ role: 'assistant', content });
+        if (content.length === 0) break;
+        // A turn continued after a pause (pause_turn) is two assistant messages here: the API takes one turn.
+        const last = messages[messages.length - 1];
+        if (last?.role === 'assistant' && Array.isArray(last.content)) last.content.push(...content);
+        else messages.push({ role: 'assistant', content });
         break;
       }
     }

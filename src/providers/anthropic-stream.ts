@@ -22,11 +22,14 @@ export function anthropicStopReason(raw: string | null | undefined): ModelStopRe
       return 'stop_sequence';
     case 'refusal':
       return 'refusal';
+    // A long turn paused by the API (server tools): the loop sends the content back and calls again.
+    case 'pause_turn':
+      return 'pause_turn';
     case null:
     case undefined:
       return undefined;
     default:
-      // pause_turn (a server tool paused a long turn) and anything newer: the loop treats it as unknown.
+      // Anything newer: the loop treats it as unknown.
       return 'unknown';
   }
 }

@@ -4,6 +4,7 @@ import type { PendingApproval, ToolOutcome } from '../machines/agent.ts';
 import type { NormalizedPermission } from '../policies/tool-permissions.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
 import type { ApprovalCheckContext, Tool } from '../tools/tool.ts';
+import { type ArgumentCheck, checkArguments } from './tool-runner.ts';
 
 /** Outcomes of calls people decided on (rejections, answers to questions), by call id. */
 export type DecidedOutcomes = ReadonlyMap<string, ToolOutcome>;
@@ -18,6 +19,11 @@ export interface ClassifiedCalls {
   decided: DecidedOutcomes;
   /** The permission policy's decisions to deny or ask, in call order (for the `permission` events). */
   permissions: PermissionVerdict[];
+  /**
+   * The argument checks made here, by call id: the runner runs a call with the value checked here (or refuses it
+   * with the check's error) and never asks the schema again, so what the policy and people decided on is what runs.
+   */
+  checked: ReadonlyMap<string, ArgumentCheck>;
 }
 
 /** A permission policy's decision on one call that did not simply let it run. */
@@ -40,6 +46,7 @@ interface CheckPlace extends Omit<ApprovalCheckContext, 'callId' | 'context'> {
 const noOutcomes: DecidedOutcomes = new Map();
 const nothingPending: PendingApproval[] = [];
 const noPermissions: PermissionVerdict[] = [];
+const noChecks: ReadonlyMap<string, ArgumentCheck> = new Map();
 
 /**
  * Sorts a batch: calls people decided on are answered from the decision (an approved call runs), calls to a tool
@@ -62,10 +69,12 @@ export function classifyCalls(
       pending: nothingPending,
       decided: noOutcomes,
       permissions: noPermissions,
+      checked: noChecks,
     };
   }
   const decisionOf = new Map(decisions.map((entry) => [entry.callId, entry.decision]));
-  const verdicts = calls.map((call) => verdictOn(registry, call, decisionOf.get(call.id), place));
+  const checked = new Map<string, ArgumentCheck>();
+  const verdicts = calls.map((call) => verdictOn(registry, call, decisionOf.get(call.id), place, checked));
   const sort = (resolved: Verdict[]): ClassifiedCalls => {
     const runnable: ToolCall[] = [];
     const pending: PendingApproval[] = [];
@@ -81,7 +90,7 @@ export function classifyCalls(
         if (verdict.type === 'decided') decided.set(call.id, verdict.outcome);
       }
     });
-    return { runnable, pending, decided, permissions };
+    return { runnable, pending, decided, permissions, checked };
   };
   return verdicts.some((verdict) => verdict instanceof Promise)
     ? Promise.all(verdicts).then(sort)
@@ -105,23 +114,26 @@ function verdictOn(
   call: ToolCall,
   decision: ApprovalDecision | undefined,
   place: CheckPlace,
+  checked: Map<string, ArgumentCheck>,
 ): Verdict | Promise<Verdict> {
   const found = registry.find(call.name);
-  if (decision) return decisionVerdict(call, decision, found?.asksHuman === true);
+  if (decision) {
+    // An approved call runs with the arguments checked now: the runner does not ask the schema again.
+    if (found && decision.type === 'approve') checked.set(call.id, checkArguments(found, call));
+    return decisionVerdict(call, decision, found?.asksHuman === true);
+  }
   const permit = place.permit;
   if (!found || (!permit && !asksPeople(found)) || place.replayed(call)) return run;
-  let parsed: ReturnType<Tool['input']['safeParse']>;
-  try {
-    parsed = found.input.safeParse(call.args);
-  } catch {
-    return run; // the runner reports the schema's failure
-  }
-  // Invalid arguments are refused by the runner with the schema's message: nobody is asked about them.
-  if (!parsed.success) return run;
-  if (!permit) return peopleVerdict(found, call, parsed.data, place);
+  // The schema is asked once, here: a failed or throwing check is refused by the runner with that error (the tool
+  // never runs, nobody is asked about it); a passed one runs with this very value once it is let through.
+  const check = checkArguments(found, call);
+  checked.set(call.id, check);
+  if (!check.ok) return run;
+  const args = check.value;
+  if (!permit) return peopleVerdict(found, call, args, place);
   const permission = permit(call);
   const then = (verdict: NormalizedPermission): Verdict | Promise<Verdict> => {
-    if (verdict.decision === 'allow') return peopleVerdict(found, call, parsed.data, place);
+    if (verdict.decision === 'allow') return peopleVerdict(found, call, args, place);
     const reported: PermissionVerdict = { callId: call.id, tool: call.name, decision: verdict.decision };
     if (verdict.reason !== undefined) reported.reason = verdict.reason;
     if (verdict.decision === 'ask')

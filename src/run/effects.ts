@@ -423,6 +423,7 @@ class EffectsInstance {
     emitDecided(runtime, classified.decided);
     void runToolBatch({
       calls: classified.runnable,
+      checked: classified.checked,
       registry: runtime.agent.tools,
       disabled: command.disabledTools,
       concurrency: runtime.agent.limits.toolConcurrency,

@@ -1,3 +1,4 @@
+import { isHandoffTool } from '../agent/handoff.ts';
 import { type BreakerReporter, type CircuitBreaker, sharedBreaker } from '../breakers/circuit-breaker.ts';
 import { abortError, onAbort as whenAborted } from '../core/abort.ts';
 import type { Clock } from '../core/clock.ts';
@@ -75,6 +76,37 @@ export interface ToolBatch {
   executor?: EffectExecutor;
   /** The agent's tool guardrails; absent when it has none. */
   guardrails?: ToolGuardrails;
+  /**
+   * The argument checks the tool gate already made (see classifyCalls), by call id: such a call runs with the value
+   * checked there, or is refused with its error, and its schema is not asked a second time.
+   */
+  checked?: ReadonlyMap<string, ArgumentCheck>;
+}
+
+/** A call's arguments checked against its tool's schema: the parsed value, or the error the model reads. */
+export type ArgumentCheck = { ok: true; value: unknown } | { ok: false; content: string };
+
+/**
+ * Checks a call's arguments against its tool's input schema, once: the value it gives is the one the tool runs
+ * with. A schema that throws (a refinement or transform with a bug) fails the check, like invalid arguments.
+ */
+export function checkArguments(found: Tool, call: ToolCall): ArgumentCheck {
+  let parsed: ReturnType<Tool['input']['safeParse']>;
+  try {
+    parsed = found.input.safeParse(call.args);
+  } catch (error) {
+    return {
+      ok: false,
+      content: `Error: checking the arguments of tool "${call.name}" failed: ${error instanceof Error ? error.message : String(error)}`,
+    };
+  }
+  if (parsed.success) return { ok: true, value: parsed.data };
+  return {
+    ok: false,
+    content: `Error: invalid arguments for tool "${call.name}": ${parsed.error.issues
+      .map((issue) => `${issue.path.length > 0 ? issue.path.join('.') : '(root)'}: ${issue.message}`)
+      .join('; ')}. Arguments received: ${safeJson(redactArgs(call.args, secretKeysOfTool(found)))}`,
+  };
 }
 
 /** Tool guardrails: checked on a call's validated arguments before it runs, and on its result before the model. */
@@ -127,17 +159,7 @@ export function runToolBatch(batch: ToolBatch): Promise<ToolOutcome[]> {
         return;
       }
       const started = batch.clock.now();
-      batch.onStart(call);
-      const execute = () =>
-        runToolCall(call, batch).then(undefined, (error: unknown) => unexpected(call, error));
-      const running = batch.executor
-        ? batch.executor(
-            `${batch.route}/tool/${batch.step}/${call.id}`,
-            isAgentTool(batch.registry.find(call.name)) ? 'agent' : 'tool',
-            execute,
-          )
-        : execute();
-      void running.then((outcome) => {
+      const settle = (outcome: ToolOutcome) => {
         if (batch.signal.aborted) return;
         // A durable run commits the outcome here first; a plain run goes on in the same tick.
         let settling: void | Promise<void> | undefined;
@@ -152,7 +174,29 @@ export function runToolBatch(batch: ToolBatch): Promise<ToolOutcome[]> {
             () => done(index, outcome),
           );
         else done(index, outcome);
-      });
+      };
+      const found = batch.registry.find(call.name);
+      // A handoff runs nothing: a call the gate lets through goes to the agent machine, which hands off (the
+      // session announces it); one refused here (its arguments) is answered like any refused call.
+      const execute = () =>
+        runToolCall(call, batch).then(undefined, (error: unknown) => unexpected(call, error));
+      if (isHandoffTool(found)) {
+        void execute().then((outcome) => {
+          if (outcome.handoff) return done(index, outcome);
+          batch.onStart(call);
+          settle(outcome);
+        });
+        return;
+      }
+      batch.onStart(call);
+      const running = batch.executor
+        ? batch.executor(
+            `${batch.route}/tool/${batch.step}/${call.id}`,
+            isAgentTool(found) ? 'agent' : 'tool',
+            execute,
+          )
+        : execute();
+      void running.then(settle);
     };
     for (let i = 0; i < Math.min(batch.concurrency, calls.length); i++) startNext();
   });
@@ -175,31 +219,18 @@ async function runToolCall(call: ToolCall, batch: ToolBatch): Promise<ToolOutcom
       `Error: unknown tool "${call.name}". Available tools: ${known.length > 0 ? known.join(', ') : '(none)'}.`,
     );
   }
-  let parsed: ReturnType<Tool['input']['safeParse']>;
-  try {
-    parsed = found.input.safeParse(call.args);
-  } catch (error) {
-    // A refinement or transform of the tool's schema threw: the tool's own bug, reported like invalid arguments.
-    return refused(
-      call,
-      `Error: checking the arguments of tool "${call.name}" failed: ${error instanceof Error ? error.message : String(error)}`,
-    );
-  }
-  if (!parsed.success) {
-    return refused(
-      call,
-      `Error: invalid arguments for tool "${call.name}": ${parsed.error.issues
-        .map((issue) => `${issue.path.length > 0 ? issue.path.join('.') : '(root)'}: ${issue.message}`)
-        .join('; ')}. Arguments received: ${safeJson(redactArgs(call.args, secretKeysOfTool(found)))}`,
-    );
-  }
+  // The schema is asked once: the gate's check when it made one, else here.
+  const checked = batch.checked?.get(call.id) ?? checkArguments(found, call);
+  if (!checked.ok) return refused(call, checked.content);
+  const args = checked.value;
+  if (isHandoffTool(found)) return handedOff(call, found.handoffTo);
   const guardrails = batch.guardrails;
   if (guardrails && guardrails.input.length > 0) {
     // The text (what a judge model reads) has the tool's secret arguments redacted; the value is the real one.
     const block = await guardrails.check(
       guardrails.input,
       'tool_input',
-      parsed.data,
+      args,
       safeJson(redactArgs(call.args, secretKeysOfTool(found))),
       call,
     );
@@ -212,7 +243,7 @@ async function runToolCall(call: ToolCall, batch: ToolBatch): Promise<ToolOutcom
   for (let attempt = 1; attempt <= attempts; attempt++) {
     if (batch.signal.aborted) return refused(call, 'Not run: the run was aborted.');
     try {
-      const run = () => attemptTool(found, parsed.data, call, batch, attempt, timeoutMs);
+      const run = () => attemptTool(found, args, call, batch, attempt, timeoutMs);
       const value = breaker ? await throughBreaker(breaker, run, batch) : await run();
       if (value === breakerOpen) return refused(call, openBreakerAnswer(call.name, breaker));
       if (guardrails && guardrails.output.length > 0) {
@@ -354,6 +385,20 @@ function unexpected(call: ToolCall, error: unknown): ToolOutcome {
     call,
     `Error: tool "${call.name}" could not be run: ${error instanceof Error ? error.message : String(error)}`,
   );
+}
+
+/** The outcome of a handoff call the gate let through: nothing ran; the agent machine hands the conversation off. */
+function handedOff(call: ToolCall, target: string): ToolOutcome {
+  return {
+    callId: call.id,
+    name: call.name,
+    content: `Transferred to ${target}.`,
+    isError: false,
+    executed: false,
+    degraded: false,
+    attempts: 0,
+    handoff: true,
+  };
 }
 
 /** The outcome of a call that was not run (unknown or disabled tool, invalid arguments, aborted run). */

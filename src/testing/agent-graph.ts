@@ -66,12 +66,12 @@ export function transitionName(source: { readonly id: string }, eventType: strin
 }
 
 /**
- * Guards of the transitions only a session takes (a handoff, a resume from a checkpoint: with open calls, in the
- * final-output phase, at the step limit or waiting for people; calls that wait for people and their decisions), and
- * the states only those reach: `run()` of an agent without handoffs never takes them.
+ * Guards of the transitions only a session takes (a handoff the tool gate let through, a resume from a checkpoint:
+ * with open calls, in the final-output phase, at the step limit or waiting for people; calls that wait for people and
+ * their decisions), and the states only those reach: `run()` of an agent without handoffs never takes them.
  */
 export const sessionOnlyGuards: readonly string[] = [
-  'decidedToHandOff',
+  'handsOff',
   'resumingTools',
   'resumedAtStepLimit',
   'resumingFinalOutput',

@@ -153,6 +153,22 @@ export function sessionOnlyAgentReplays(): Replay<AgentEvent>[] {
       stopReason: 'tool_use',
     }),
   };
+  // The tool gate let the handoff call through (the agent machine then hands off).
+  const handedOff: AgentEvent = {
+    type: 'tools.done',
+    results: [
+      {
+        callId: 'h1',
+        name: 'transfer_to_b',
+        content: 'Transferred to b.',
+        isError: false,
+        executed: false,
+        degraded: false,
+        attempts: 0,
+        handoff: true,
+      },
+    ],
+  };
   const base: PathConfig = { name: 'session', limits: smallLimits, tools: true, schema: true };
   const variants: { name: string; input: AgentMachineInput }[] = [
     {
@@ -183,7 +199,14 @@ export function sessionOnlyAgentReplays(): Replay<AgentEvent>[] {
     { name: 'resume waiting for people', input: { ...machineInput(base), resume: awaitingCheckpoint() } },
     { name: 'calls that wait for people', input: machineInput(base) },
   ];
-  const events = [handoff, ...modelEvents(true), ...toolEvents, ...controlEvents, ...approvalEvents];
+  const events = [
+    handoff,
+    handedOff,
+    ...modelEvents(true),
+    ...toolEvents,
+    ...controlEvents,
+    ...approvalEvents,
+  ];
   return variants.flatMap(({ name, input }) =>
     replaysOf(
       name,

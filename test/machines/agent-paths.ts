@@ -91,6 +91,12 @@ export function modelEvents(hasOutputSchema: boolean): AgentEvent[] {
       ...decoded(false),
     },
     { type: 'model.response', response: reply({ stopReason: 'refusal', refusal: 'no' }), ...decoded(false) },
+    // A turn the provider paused (pause_turn): continued within the step limit, never taken as the answer.
+    {
+      type: 'model.response',
+      response: reply({ text: 'searching', stopReason: 'pause_turn' }),
+      ...decoded(false),
+    },
     { type: 'model.response', response: reply({ stopReason: 'max_tokens' }), ...decoded(false) },
     { type: 'model.error', error: { name: 'ModelError', code: 'model_server', message: 'boom' } },
     { type: 'model.denied', reason: 'budget_exhausted', message: 'token budget of the path exhausted' },

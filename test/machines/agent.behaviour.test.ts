@@ -578,11 +578,34 @@ describe('the agent loop: how it ends early', () => {
 });
 
 describe('the agent loop: handoffs', () => {
-  it('keeps the handoff call open for the session and answers the turn’s other calls', () => {
+  const passed = (c: ToolCall): ToolOutcome => ({
+    ...ok(c, 'Transferred to billing.'),
+    executed: false,
+    attempts: 0,
+    handoff: true,
+  });
+  const refusedBy = (c: ToolCall, content: string): ToolOutcome => ({
+    ...ok(c, content),
+    isError: true,
+    executed: false,
+    attempts: 0,
+  });
+
+  it('asks the tool gate about the handoff call alone, before anything else of the turn runs', () => {
     const h = start({ toolNames: ['search', 'to_billing'], handoffTools: { to_billing: 'billing' } });
     const [a, t] = [call('a'), call('t', 'to_billing', {})];
     respond(h, { toolCalls: [a, t], stopReason: 'tool_use' });
+    expect(h.done()).toBe(false);
+    expect(h.last()).toMatchObject({ type: 'tools.run', calls: [t] });
+  });
+
+  it('a handoff the gate lets through stays open for the session; the turn’s other calls are answered', () => {
+    const h = start({ toolNames: ['search', 'to_billing'], handoffTools: { to_billing: 'billing' } });
+    const [a, t] = [call('a'), call('t', 'to_billing', {})];
+    respond(h, { toolCalls: [a, t], stopReason: 'tool_use' });
+    h.send({ type: 'tools.done', results: [passed(t)] });
     const out = h.output();
+    expect(h.status()).toBe('done');
     expect(out.handoff).toEqual({ target: 'billing', call: t });
     expect(out.openCalls).toEqual([t]);
     expect(out.stopReason).toBeNull();
@@ -593,14 +616,58 @@ describe('the agent loop: handoffs', () => {
       content: 'Not run: the conversation was handed off to billing',
       isError: true,
     });
-    expect(h.commands.some((c) => c.type === 'tools.run')).toBe(false);
   });
 
   it('a handoff alone leaves the history as the model wrote it', () => {
     const h = start({ toolNames: ['to_billing'], handoffTools: { to_billing: 'billing' } });
     const t = call('t', 'to_billing', {});
     respond(h, { toolCalls: [t], stopReason: 'tool_use' });
+    h.send({ type: 'tools.done', results: [passed(t)] });
     expect(h.output().history.at(-1)).toMatchObject({ role: 'assistant', toolCalls: [t] });
+  });
+
+  it('a handoff the gate refuses is no handoff: the model reads why and goes on', () => {
+    const h = start({ toolNames: ['search', 'to_billing'], handoffTools: { to_billing: 'billing' } });
+    const [a, t] = [call('a'), call('t', 'to_billing', {})];
+    respond(h, { toolCalls: [a, t], stopReason: 'tool_use' });
+    h.send({ type: 'tools.done', results: [refusedBy(t, 'Error: permission denied')] });
+    expect(h.done()).toBe(false);
+    expect(h.last()).toMatchObject({ type: 'model.call', step: 2 });
+    respond(h, { text: 'fine' });
+    const out = h.output();
+    expect(out.handoff).toBeNull();
+    expect(out.stopReason).toBe('completed');
+    expectValidHistory(out.history);
+    const answers = out.history.filter((message) => message.role === 'tool').map((m) => m.content);
+    expect(answers).toEqual([
+      'Error: permission denied',
+      'Not run: the handoff to billing asked for in the same turn did not happen; call it again if it is still needed',
+    ]);
+  });
+
+  it('a handoff that waits for a person hands off once approved, and not when rejected', () => {
+    for (const decision of ['approve', 'reject'] as const) {
+      const h = start({ toolNames: ['search', 'to_billing'], handoffTools: { to_billing: 'billing' } });
+      const [a, t] = [call('a'), call('t', 'to_billing', {})];
+      respond(h, { toolCalls: [a, t], stopReason: 'tool_use' });
+      h.send({ type: 'tools.done', results: [], pending: [{ callId: 't', kind: 'approval' }] });
+      expect(h.last()).toMatchObject({ type: 'approval.wait', pending: [{ callId: 't' }] });
+      h.send({
+        type: 'approval.decided',
+        callId: 't',
+        decision: decision === 'approve' ? { type: 'approve' } : { type: 'reject', reason: 'no' },
+      });
+      expect(h.last()).toMatchObject({ type: 'tools.run', calls: [t], decisions: [{ callId: 't' }] });
+      if (decision === 'approve') {
+        h.send({ type: 'tools.done', results: [passed(t)] });
+        expect(h.output().handoff).toEqual({ target: 'billing', call: t });
+      } else {
+        h.send({ type: 'tools.done', results: [refusedBy(t, 'Not run: a person rejected this call: no')] });
+        respond(h, { text: 'fine' });
+        expect(h.output().handoff).toBeNull();
+        expectValidHistory(h.output().history);
+      }
+    }
   });
 });
 

@@ -31,6 +31,15 @@ describe('standardTerminationPolicy: reference 000 decision table, row by row', 
       truncated: false,
     });
   });
+  it('pause_turn continues the turn (its partial text is not the answer); calls in it run', () => {
+    expect(decide(response('pause_turn', { text: 'searching' }))).toEqual({
+      kind: 'continue_thinking',
+      continuesTurn: true,
+    });
+    expect(decide(response('pause_turn', { text: 'calling', calls: [call] })).kind).toBe(
+      'continue_with_tools',
+    );
+  });
   it('end_turn with nothing completes with empty output', () => {
     expect(decide(response('end_turn'))).toEqual({
       kind: 'terminate_with_output',

@@ -159,7 +159,7 @@ describe('anthropic(): streaming against the wire', () => {
 
   it.each([
     ['refusal', wire.refusal, 'refusal'],
-    ['pause_turn', wire.pauseTurn, 'unknown'],
+    ['pause_turn', wire.pauseTurn, 'pause_turn'],
     ['stop_sequence', wire.stopSequence, 'stop_sequence'],
   ] as const)('maps stop_reason %s', async (raw, frames, expected) => {
     const { url } = await serve({ sse: frames });
