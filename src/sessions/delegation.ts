@@ -87,6 +87,7 @@ export function delegatorFor(host: DelegationHost, caller: RunRuntime): Delegato
       deadline: timeoutMs === null ? null : clock.now() + timeoutMs,
       inspect: host.inspect,
       audit: caller.audit,
+      onApproval: caller.onApproval,
     });
     const runtime = hosted.runtime;
     runtime.delegate = delegatorFor(host, runtime);

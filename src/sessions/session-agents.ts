@@ -1,6 +1,7 @@
 import type { Actor } from 'xstate';
 import type { Agent } from '../agent/define-agent.ts';
 import type { AuditLog } from '../audit/audit-log.ts';
+import type { ApprovalHandler } from '../core/approvals.ts';
 import type { Clock } from '../core/clock.ts';
 import type { ErrorInfo } from '../core/errors.ts';
 import type { EventBus } from '../core/event-bus.ts';
@@ -38,6 +39,8 @@ export function registerSessionAgents(options: {
   runtimes: Map<string, RunRuntime>;
   inspect?: InspectObserver | undefined;
   audit?: AuditLog | undefined;
+  /** Decides for the sessions the agents' tools start (a private session of run()). */
+  onApproval?: ApprovalHandler | undefined;
   /** Where the session sits in a caller's session, when it runs an agent used as a tool. */
   placement?: NestedPlacement | undefined;
   /** The run context of the turn in progress (a turn may replace the session's). */
@@ -76,6 +79,7 @@ export function registerSessionAgents(options: {
       },
       inspect: options.inspect,
       audit: options.audit,
+      onApproval: options.onApproval,
       onFatal: (error) => options.onFatal(name, error),
     });
     hosted.runtime.delegate = delegatorFor(options.delegation, hosted.runtime);

@@ -92,6 +92,7 @@ export function runInSession<TOutput>(
   const environment = defaultEnvironment(options.clock ?? caller?.clock ?? systemClock);
   // Without a handler nobody can decide: a permission policy's `ask` then denies instead of waiting forever.
   if (onApproval === undefined) environment.peopleCanDecide = false;
+  else environment.onApproval = onApproval;
   // A nested run whose events its caller forwards is audited there, once.
   const audit = options.audit ?? (placement ? undefined : caller?.audit);
   if (audit) {
@@ -129,6 +130,10 @@ function decideWith(session: Session, handler: ApprovalHandler): void {
     for await (const event of session.events({ after: -1 })) {
       if (event.type !== 'approval_requested') continue;
       const request = event.data;
+      // A request forwarded from a session an agent used as a tool runs in is decided there.
+      const own = (pending: { callId: string; route: string }) =>
+        pending.callId === request.callId && pending.route === request.route;
+      if (!session.pendingApprovals().some(own)) continue;
       let decision: ApprovalDecision;
       try {
         decision = await handler(request);

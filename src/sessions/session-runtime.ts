@@ -179,6 +179,7 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
       runtimes: this.#runtimes,
       inspect: environment.inspect,
       audit: environment.audit,
+      onApproval: environment.onApproval,
       placement: environment.placement,
       context: () => this.#context,
       peopleCanDecide: environment.peopleCanDecide !== false,

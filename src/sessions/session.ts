@@ -1,6 +1,6 @@
 import type { Agent } from '../agent/define-agent.ts';
 import type { AuditLog } from '../audit/audit-log.ts';
-import type { ApprovalRecord, ApprovalRequest } from '../core/approvals.ts';
+import type { ApprovalHandler, ApprovalRecord, ApprovalRequest } from '../core/approvals.ts';
 import { type Clock, systemClock } from '../core/clock.ts';
 import { TroupeError } from '../core/errors.ts';
 import type { RunEvent } from '../core/events.ts';
@@ -99,6 +99,8 @@ export interface SessionEnvironment {
   pii?: ResolvedPii | undefined;
   /** The audit log the session's events are recorded in (through onEvent); runs its tools start record there too. */
   audit?: AuditLog | undefined;
+  /** A private session of run(): the handler deciding for it decides for the sessions its agents start too. */
+  onApproval?: ApprovalHandler | undefined;
 }
 
 /** A conversation held by a session supervisor actor: one turn at a time, follow-ups continue the history. */
