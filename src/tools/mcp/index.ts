@@ -4,7 +4,13 @@
  * `@modelcontextprotocol/server`).
  */
 export type { ReconnectPolicy } from './connection.ts';
-export { McpConnectionError } from './errors.ts';
+export { McpAuthorizationError, McpConnectionError } from './errors.ts';
+export type {
+  McpAuthOptions,
+  McpAuthorizationCodeOptions,
+  McpAuthorizeRequest,
+  McpClientCredentialsOptions,
+} from './oauth.ts';
 export { type McpServing, type ServeMcpOptions, type ServeMcpTransport, serveMcp } from './serve.ts';
 export {
   type McpHttpServerOptions,
@@ -15,3 +21,9 @@ export {
   McpToolServer,
   mcpServer,
 } from './server.ts';
+export {
+  type McpCredentialKey,
+  type McpStoredCredentials,
+  type McpTokenStore,
+  memoryTokenStore,
+} from './token-store.ts';
