@@ -195,10 +195,14 @@ export class McpConnection {
           const transport = this.#transport;
           if (!oauth?.interactive || transport === undefined || consents >= maxConsents)
             throw this.#authorizationError(error);
-          await transport.finishAuth(await oauth.consent(this.#sessionId, signal ?? neverAborted));
+          await oauth.authorize(
+            (callback) => transport.finishAuth(callback),
+            this.#sessionId,
+            signal ?? neverAborted,
+          );
           continue;
         }
-        if (isAuthorizationRefusal(error)) throw this.#authorizationError(error);
+        if (this.#isAuthorizationFailure(error)) throw this.#authorizationError(error);
         if (!isConnectionLoss(error)) throw error;
         await this.#drop(client);
         // The server went away under the request (restarted, session expired): reconnect and send it once more,
@@ -218,13 +222,25 @@ export class McpConnection {
     return this.#sdk?.UnauthorizedError.isInstance(error) === true;
   }
 
+  /** A refusal, or a failure of the OAuth flow itself (discovery, registration, a token request): not retried. */
+  #isAuthorizationFailure(error: unknown): boolean {
+    const sdk = this.#sdk;
+    if (isAuthorizationRefusal(error)) return true;
+    if (sdk === undefined) return false;
+    return (
+      sdk.UnauthorizedError.isInstance(error) ||
+      sdk.OAuthError.isInstance(error) ||
+      sdk.OAuthClientFlowError.isInstance(error)
+    );
+  }
+
   #authorizationError(error: unknown): McpAuthorizationError {
     const configured = this.#target.kind === 'http' && this.#target.oauth !== undefined;
     const reason = error instanceof Error ? error.message : String(error);
     return new McpAuthorizationError(
       this.#server,
       configured
-        ? `MCP server "${this.#server}" refused the authorization: ${reason}`
+        ? `MCP server "${this.#server}": the authorization failed: ${reason}`
         : `MCP server "${this.#server}" needs authorization (it answered 401 Unauthorized): declare it with mcpServer({ url, auth }) (OAuth with onAuthorize, or clientCredentials), or pass the credentials it expects in headers.`,
       { cause: error },
     );
@@ -362,11 +378,14 @@ export class McpConnection {
             consents < maxConsents
           ) {
             // The authorization server wants a person's consent: the application runs it, then we connect again.
-            await http.finishAuth(await target.oauth.consent(target.sessionId, signal ?? neverAborted));
+            await target.oauth.authorize(
+              (callback) => http.finishAuth(callback),
+              target.sessionId,
+              signal ?? neverAborted,
+            );
             continue;
           }
-          if (isAuthorizationRefusal(error) || sdk.UnauthorizedError.isInstance(error))
-            throw this.#authorizationError(error);
+          if (this.#isAuthorizationFailure(error)) throw this.#authorizationError(error);
           throw error;
         }
       }

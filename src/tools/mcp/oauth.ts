@@ -10,6 +10,7 @@ import { ConfigError } from '../../core/errors.ts';
 import type { JsonObject } from '../../core/json.ts';
 import { checkOptionObject, describeValue, isPlainObject } from '../../core/options.ts';
 import { McpAuthorizationError } from './errors.ts';
+import { loadMcpSdk } from './sdk.ts';
 import {
   type McpCredentialKey,
   type McpStoredCredentials,
@@ -60,16 +61,32 @@ export interface McpAuthorizationCodeOptions extends McpAuthCommonOptions {
   client?: { clientId: string; clientSecret?: string | undefined } | undefined;
   /** The name shown on the consent screen when Troupe registers itself. Default `'troupe'`. */
   clientName?: string | undefined;
+  /**
+   * The HTTPS URL of a client metadata document the application publishes: an authorization server that accepts
+   * such documents takes the URL as the client id, with no registration.
+   */
+  clientMetadataUrl?: string | undefined;
 }
 
-/** OAuth for a service without a person (the client credentials grant, `client_secret_basic`). */
+/** A service account's credentials: a shared secret, or a private key that signs a JWT (`private_key_jwt`). */
+export type McpClientCredentials = {
+  clientId: string;
+  /** The authorization server's issuer URL: the credentials are sent to that server only. */
+  issuer: string;
+} & (
+  | { clientSecret: string; privateKey?: undefined; algorithm?: undefined }
+  | {
+      clientSecret?: undefined;
+      /** A PEM string or a JWK. */
+      privateKey: string | Record<string, unknown>;
+      /** The signing algorithm, e.g. `'ES256'` or `'RS256'`. */
+      algorithm: string;
+    }
+);
+
+/** OAuth for a service without a person (the client credentials grant). */
 export interface McpClientCredentialsOptions extends McpAuthCommonOptions {
-  clientCredentials: {
-    clientId: string;
-    clientSecret: string;
-    /** The authorization server's issuer URL: the secret is sent to that server only. */
-    issuer: string;
-  };
+  clientCredentials: McpClientCredentials;
 }
 
 /** How Troupe authorizes at a Streamable HTTP MCP server that answers 401. */
@@ -83,6 +100,7 @@ const authKeys: readonly string[] = [
   'onAuthorize',
   'client',
   'clientName',
+  'clientMetadataUrl',
   'clientCredentials',
 ];
 
@@ -113,16 +131,34 @@ export function checkAuthOptions(auth: unknown, where: string, perSession: boole
   if (options.scope !== undefined && typeof options.scope !== 'string')
     throw new ConfigError(`${where}: auth.scope must be a space-separated string of scopes.`);
   if (options.clientCredentials !== undefined) {
-    for (const key of ['redirectUrl', 'onAuthorize', 'client', 'clientName'] as const)
+    for (const key of ['redirectUrl', 'onAuthorize', 'client', 'clientName', 'clientMetadataUrl'] as const)
       if (options[key] !== undefined)
         throw new ConfigError(
           `${where}: auth.${key} belongs to the authorization-code flow; with clientCredentials no person is asked.`,
         );
-    const credentials = options.clientCredentials as Partial<
-      McpClientCredentialsOptions['clientCredentials']
-    >;
-    if (!isPlainObject(credentials) || !nonEmpty(credentials.clientId) || !nonEmpty(credentials.clientSecret))
-      throw new ConfigError(`${where}: auth.clientCredentials needs a clientId and a clientSecret.`);
+    const credentials = options.clientCredentials as Partial<{
+      clientId: unknown;
+      clientSecret: unknown;
+      privateKey: unknown;
+      algorithm: unknown;
+      issuer: unknown;
+    }>;
+    if (!isPlainObject(credentials) || !nonEmpty(credentials.clientId))
+      throw new ConfigError(`${where}: auth.clientCredentials needs a clientId.`);
+    const secret = credentials.clientSecret !== undefined;
+    const key = credentials.privateKey !== undefined;
+    if (secret === key)
+      throw new ConfigError(
+        `${where}: auth.clientCredentials needs either a clientSecret or a privateKey (with its algorithm).`,
+      );
+    if (secret && !nonEmpty(credentials.clientSecret))
+      throw new ConfigError(`${where}: auth.clientCredentials.clientSecret must be a non-empty string.`);
+    if (key && !nonEmpty(credentials.privateKey) && !isPlainObject(credentials.privateKey))
+      throw new ConfigError(`${where}: auth.clientCredentials.privateKey must be a PEM string or a JWK.`);
+    if (key && !nonEmpty(credentials.algorithm))
+      throw new ConfigError(
+        `${where}: auth.clientCredentials.algorithm must name the signing algorithm (ES256, RS256...).`,
+      );
     if (typeof credentials.issuer !== 'string' || !URL.canParse(credentials.issuer))
       throw new ConfigError(
         `${where}: auth.clientCredentials.issuer must be the authorization server's issuer URL, got ${describeValue(credentials.issuer)}.`,
@@ -147,6 +183,14 @@ export function checkAuthOptions(auth: unknown, where: string, perSession: boole
   }
   if (options.clientName !== undefined && !nonEmpty(options.clientName))
     throw new ConfigError(`${where}: auth.clientName must be a non-empty string.`);
+  const document = options.clientMetadataUrl;
+  if (
+    document !== undefined &&
+    (typeof document !== 'string' || !URL.canParse(document) || new URL(document).protocol !== 'https:')
+  )
+    throw new ConfigError(
+      `${where}: auth.clientMetadataUrl must be an https URL, got ${describeValue(document)}.`,
+    );
   return options as McpAuthorizationCodeOptions;
 }
 
@@ -166,8 +210,17 @@ export class McpOAuth {
   readonly #key: McpCredentialKey;
   readonly #server: string;
   #verifier: string | undefined;
-  #state: string | undefined;
+  /** The states this connection put in authorization URLs: a callback must carry the one of its request. */
+  readonly #states = new Set<string>();
+  /** The PKCE verifier of each authorization URL, by its state (two flows may start before either ends). */
+  readonly #verifiers = new Map<string, string>();
   #pending: URL | undefined;
+  /**
+   * What discovery found, kept for the flow in progress only (the callback is checked against its issuer): each
+   * new flow discovers again, so a server that moved to another authorization server is followed there.
+   */
+  #discovery: OAuthDiscoveryState | undefined;
+  #inFlow = false;
 
   constructor(server: string, auth: McpAuthOptions, store: McpTokenStore, key: McpCredentialKey) {
     this.#server = server;
@@ -184,9 +237,22 @@ export class McpOAuth {
 
   /**
    * Runs the consent step the SDK asked for: the application opens the URL and gives back where the browser
-   * returned; the state is checked and the callback's parameters returned for `finishAuth`.
+   * returned; the state is checked, and `finish` (the transport's `finishAuth`) exchanges the code for tokens.
    */
-  async consent(sessionId: string, signal: AbortSignal): Promise<URLSearchParams> {
+  async authorize(
+    finish: (callback: URLSearchParams) => Promise<void>,
+    sessionId: string,
+    signal: AbortSignal,
+  ): Promise<void> {
+    try {
+      await finish(await this.#consent(sessionId, signal));
+    } finally {
+      this.#inFlow = false;
+      this.#discovery = undefined;
+    }
+  }
+
+  async #consent(sessionId: string, signal: AbortSignal): Promise<URLSearchParams> {
     const url = this.#pending;
     this.#pending = undefined;
     const auth = this.#auth;
@@ -217,11 +283,15 @@ export class McpOAuth {
         `MCP server "${this.#server}": onAuthorize must resolve with the URL the browser came back to.`,
       );
     const params = callback.searchParams;
-    if (params.get('state') !== this.#state)
+    const sent = url.searchParams.get('state');
+    if (sent === null || !this.#states.has(sent) || params.get('state') !== sent)
       throw new McpAuthorizationError(
         this.#server,
         `MCP server "${this.#server}": the authorization callback does not belong to this request (its state differs).`,
       );
+    this.#states.delete(sent);
+    this.#verifier = this.#verifiers.get(sent) ?? this.#verifier;
+    this.#verifiers.delete(sent);
     const refusal = params.get('error');
     if (refusal !== null)
       throw new McpAuthorizationError(
@@ -238,11 +308,7 @@ export class McpOAuth {
   async #update(change: (credentials: McpStoredCredentials) => void): Promise<void> {
     const credentials = await this.#load();
     change(credentials);
-    if (
-      credentials.tokens === undefined &&
-      credentials.client === undefined &&
-      credentials.discovery === undefined
-    )
+    if (credentials.tokens === undefined && credentials.client === undefined)
       await this.#store.delete(this.#key);
     else await this.#store.save(this.#key, credentials);
   }
@@ -251,22 +317,43 @@ export class McpOAuth {
     const auth = this.#auth;
     const scope = auth.scope;
     if ('clientCredentials' in auth && auth.clientCredentials !== undefined) {
-      const { clientId, clientSecret, issuer } = auth.clientCredentials;
+      const credentials = auth.clientCredentials;
+      const { clientId, clientSecret, issuer } = credentials;
       const metadata: OAuthClientMetadata = {
         client_name: 'troupe',
         redirect_uris: [],
         grant_types: ['client_credentials'],
-        token_endpoint_auth_method: 'client_secret_basic',
+        token_endpoint_auth_method: clientSecret === undefined ? 'private_key_jwt' : 'client_secret_basic',
         ...(scope ? { scope } : {}),
       };
+      const signed: Partial<OAuthClientProvider> =
+        credentials.privateKey === undefined
+          ? {}
+          : {
+              // The client authenticates with a JWT it signs for each token request (RFC 7523).
+              addClientAuthentication: async (headers, params, url, serverMetadata) => {
+                const sdk = await loadMcpSdk('@modelcontextprotocol/client', 'mcpServer()');
+                await sdk.createPrivateKeyJwtAuth({
+                  issuer: clientId,
+                  subject: clientId,
+                  privateKey: credentials.privateKey,
+                  alg: credentials.algorithm,
+                })(headers, params, url, serverMetadata);
+              },
+            };
       return {
+        ...signed,
         get redirectUrl() {
           return undefined;
         },
         get clientMetadata() {
           return metadata;
         },
-        clientInformation: () => ({ client_id: clientId, client_secret: clientSecret, issuer }),
+        clientInformation: () => ({
+          client_id: clientId,
+          ...(clientSecret === undefined ? {} : { client_secret: clientSecret }),
+          issuer,
+        }),
         tokens: async () => (await this.#load()).tokens as StoredOAuthTokens | undefined,
         saveTokens: (tokens) =>
           this.#update((credentials) => {
@@ -289,7 +376,6 @@ export class McpOAuth {
         invalidateCredentials: (what) =>
           this.#update((credentials) => {
             if (what === 'all' || what === 'tokens') credentials.tokens = undefined;
-            if (what === 'all' || what === 'discovery') credentials.discovery = undefined;
           }),
       };
     }
@@ -305,6 +391,7 @@ export class McpOAuth {
       ...(scope ? { scope } : {}),
     };
     const provider: OAuthClientProvider = {
+      ...(code.clientMetadataUrl ? { clientMetadataUrl: code.clientMetadataUrl } : {}),
       get redirectUrl() {
         return redirect;
       },
@@ -312,8 +399,9 @@ export class McpOAuth {
         return metadata;
       },
       state: () => {
-        this.#state = randomBytes(16).toString('base64url');
-        return this.#state;
+        const state = randomBytes(16).toString('base64url');
+        this.#states.add(state);
+        return state;
       },
       clientInformation: async () =>
         preRegistered
@@ -328,7 +416,10 @@ export class McpOAuth {
           credentials.tokens = tokens as unknown as JsonObject;
         }),
       redirectToAuthorization: (url) => {
+        const state = url.searchParams.get('state');
+        if (state !== null && this.#verifier !== undefined) this.#verifiers.set(state, this.#verifier);
         this.#pending = url;
+        this.#inFlow = true;
       },
       saveCodeVerifier: (verifier) => {
         this.#verifier = verifier;
@@ -341,21 +432,21 @@ export class McpOAuth {
           );
         return this.#verifier;
       },
-      saveDiscoveryState: (state) =>
-        this.#update((credentials) => {
-          credentials.discovery = state as unknown as JsonObject;
-        }),
-      discoveryState: async () => (await this.#load()).discovery as OAuthDiscoveryState | undefined,
+      saveDiscoveryState: (state) => {
+        this.#discovery = state;
+      },
+      discoveryState: () => (this.#inFlow ? this.#discovery : undefined),
       invalidateCredentials: async (what) => {
-        if (what === 'verifier') {
-          this.#verifier = undefined;
+        if (what === 'verifier' || what === 'discovery') {
+          if (what === 'verifier') this.#verifier = undefined;
+          else this.#discovery = undefined;
           return;
         }
         await this.#update((credentials) => {
           if (what === 'all' || what === 'tokens') credentials.tokens = undefined;
           if ((what === 'all' || what === 'client') && !preRegistered) credentials.client = undefined;
-          if (what === 'all' || what === 'discovery') credentials.discovery = undefined;
         });
+        if (what === 'all') this.#discovery = undefined;
       },
     };
     if (!preRegistered)

@@ -9,13 +9,12 @@ export interface McpCredentialKey {
 }
 
 /**
- * What is kept for one user of one server: the OAuth tokens, the client registration (when the client registered
- * itself), and what discovery found (which authorization server issued them). All JSON.
+ * What is kept for one user of one server: the OAuth tokens and the client registration (when the client
+ * registered itself), each stamped with the authorization server that issued it. All JSON.
  */
 export interface McpStoredCredentials {
   tokens?: JsonObject | undefined;
   client?: JsonObject | undefined;
-  discovery?: JsonObject | undefined;
 }
 
 /**
