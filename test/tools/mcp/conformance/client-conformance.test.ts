@@ -4,11 +4,22 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, describe, expect, it } from 'vitest';
+import { build } from 'esbuild';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const require = createRequire(import.meta.url);
 const client = fileURLToPath(new URL('./client.ts', import.meta.url));
-const tsx = join(dirname(require.resolve('tsx/package.json')), 'dist', 'esm', 'index.mjs');
+/**
+ * The client, bundled once (its packages left to Node): the suite starts every scenario's client at once, and
+ * each compiling Troupe's sources on its own would starve a small machine. Kept under node_modules/.cache so that
+ * Node finds the packages from there.
+ */
+const bundle = fileURLToPath(
+  new URL(
+    `../../../../node_modules/.cache/troupe-mcp-conformance/client-${process.pid}.mjs`,
+    import.meta.url,
+  ),
+);
 
 /**
  * The official MCP conformance suite's client scenarios, run against a Troupe agent whose tools come from
@@ -55,7 +66,22 @@ const suites: { label: string; pkg: string; expectedFailures: Record<string, str
 const timingChecks: ReadonlySet<string> = new Set(['client-sse-retry-timing']);
 
 const scratch = mkdtempSync(join(tmpdir(), 'troupe-mcp-conformance-'));
-afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+beforeAll(async () => {
+  await build({
+    entryPoints: [client],
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node22',
+    packages: 'external',
+    outfile: bundle,
+    logLevel: 'warning',
+  });
+});
+afterAll(() => {
+  rmSync(scratch, { recursive: true, force: true });
+  rmSync(bundle, { force: true });
+});
 
 /** Runs every client scenario of one suite version against client.ts; resolves with what the suite printed. */
 function runSuite(bin: string, out: string): Promise<{ code: number | null; output: string }> {
@@ -66,7 +92,7 @@ function runSuite(bin: string, out: string): Promise<{ code: number | null; outp
         bin,
         'client',
         '--command',
-        `${process.execPath} --import ${tsx} ${client}`,
+        `${process.execPath} ${bundle}`,
         '--suite',
         'all',
         '--timeout',
