@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import type { Client } from '@modelcontextprotocol/client';
 import { abortError } from '../../core/abort.ts';
 import { McpAuthorizationError, McpConnectionError } from './errors.ts';
@@ -183,6 +184,12 @@ export class McpConnection {
     resend: Resend,
   ): Promise<T> {
     let client = await this.#ensure(signal);
+    if (this.#processGone()) {
+      // The server's process died since the last request and its end has not been reported yet: a request sent
+      // now would fail as "connection closed", indistinguishable from a crash while running it.
+      await this.#drop(client);
+      client = await this.#ensure(signal);
+    }
     for (let consents = 0; ; consents++) {
       try {
         return await send(client);
@@ -211,6 +218,23 @@ export class McpConnection {
         client = await this.#ensure(signal);
         return send(client);
       }
+    }
+  }
+
+  /** Whether a stdio server's process is known to have exited (it no longer exists). */
+  #processGone(): boolean {
+    if (this.#target.kind !== 'stdio' || this.#pid === null) return false;
+    try {
+      process.kill(this.#pid, 0);
+    } catch (error) {
+      return (error as NodeJS.ErrnoException).code === 'ESRCH';
+    }
+    // A process that exited but was not reaped yet (state Z on Linux, read from /proc) is gone too.
+    try {
+      const stat = readFileSync(`/proc/${this.#pid}/stat`, 'utf8');
+      return stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z');
+    } catch {
+      return false;
     }
   }
 
