@@ -21,6 +21,7 @@ export {
   McpToolServer,
   mcpServer,
 } from './server.ts';
+export { type SqliteTokenStore, sqliteTokenStore } from './sqlite-token-store.ts';
 export {
   type McpCredentialKey,
   type McpStoredCredentials,

@@ -1,3 +1,7 @@
+import { statSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { defineAgent, run } from 'troupe';
 import {
   McpAuthorizationError,
@@ -7,6 +11,7 @@ import {
   type McpTokenStore,
   mcpServer,
   memoryTokenStore,
+  sqliteTokenStore,
 } from 'troupe/mcp';
 import { scriptedModel } from 'troupe/testing';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -194,6 +199,29 @@ describe('OAuth for a Streamable HTTP MCP server', () => {
     // bob's second session reused his stored tokens: two consents for three sessions.
     expect(seen).toHaveLength(2);
     expect(store.keys.map((key) => key.user)).toEqual(['bob', 'carol']);
+  });
+
+  it('a SQLite token store keeps a user signed in across a restart, in a file only its owner can read', async () => {
+    await started();
+    const folder = await mkdtemp(join(tmpdir(), 'troupe-tokens-'));
+    cleanups.push(() => rm(folder, { recursive: true, force: true }));
+    const file = join(folder, 'tokens.db');
+    const seen: URL[] = [];
+    for (let restart = 0; restart < 2; restart++) {
+      const store = sqliteTokenStore(file);
+      const server = mcpServer({
+        url: as.url,
+        auth: { redirectUrl, onAuthorize: headlessBrowser(seen), store },
+      });
+      const result = await run(agentCalling(server, 'whoami'), 'who');
+      expect(result.history.find((message) => message.role === 'tool')).toMatchObject({
+        content: 'you are alice',
+      });
+      await server.close();
+      store.close();
+    }
+    expect(seen).toHaveLength(1);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
   });
 
   it('refuses a callback whose state does not match the request', async () => {
