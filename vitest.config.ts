@@ -24,6 +24,8 @@ const notBehavioural = [
   'test/pii/pii-streaming.test.ts',
   // A thousand server processes: the per-session lifecycle runs on both interpreters in sessions.test.ts.
   'test/tools/mcp/thousand-sessions.test.ts',
+  // The MCP conformance suite: minutes of scenarios, each run in a client process of its own.
+  'test/tools/mcp/conformance/**',
   'test/core/**',
   'test/docs/**',
   'test/persistence/**',

@@ -3,6 +3,7 @@ import { ConfigError } from '../core/errors.ts';
 import type { JsonValue } from '../core/json.ts';
 import type { AssistantMessage, ContentPart, Message, ReasoningBlock } from '../core/messages.ts';
 import type { ModelRequest } from '../core/model.ts';
+import { withoutSchemaKeyword } from './schema-keyword.ts';
 
 export const geminiProviderName = 'gemini';
 
@@ -200,7 +201,7 @@ export function toGeminiRequest(request: ModelRequest, model: string): GenerateC
         functionDeclarations: request.tools.map((tool) => ({
           name: tool.name,
           description: tool.description,
-          parametersJsonSchema: tool.parameters,
+          parametersJsonSchema: withoutSchemaKeyword(tool.parameters),
         })),
       },
     ];

@@ -9,6 +9,7 @@ import type { JsonObject, JsonValue } from '../core/json.ts';
 import type { AssistantMessage, ContentPart, Message, ReasoningBlock } from '../core/messages.ts';
 import type { ModelRequest } from '../core/model.ts';
 import type { ChatRequestOptions } from './openai-chat.ts';
+import { withoutSchemaKeyword } from './schema-keyword.ts';
 
 export const openaiChatProviderName = 'openai-chat';
 
@@ -127,12 +128,13 @@ export function toChatRequest(
   if (options.includeUsage ?? true) body.stream_options = { include_usage: true };
   if (request.tools.length > 0) {
     body.tools = request.tools.map((tool): ChatCompletionFunctionTool => {
+      const strict = strictAllowed && isStrictCompatible(tool.parameters);
       const definition: ChatCompletionFunctionTool['function'] = {
         name: tool.name,
         description: tool.description,
-        parameters: tool.parameters,
+        parameters: strict ? withoutSchemaKeyword(tool.parameters) : tool.parameters,
       };
-      if (strictAllowed && isStrictCompatible(tool.parameters)) definition.strict = true;
+      if (strict) definition.strict = true;
       return { type: 'function', function: definition };
     });
   }

@@ -11,6 +11,7 @@ import type { AssistantMessage, ContentPart, Message, ReasoningBlock, ToolCall }
 import type { ModelRequest } from '../core/model.ts';
 import type { ResponsesRequestOptions } from './openai-responses.ts';
 import { providerToolsFor, rawToolsOf } from './provider-tools.ts';
+import { withoutSchemaKeyword } from './schema-keyword.ts';
 import { paragraphBreak } from './text-segments.ts';
 
 export const openaiResponsesProviderName = 'openai-responses';
@@ -213,7 +214,7 @@ export function toResponsesRequest(
       type: 'function',
       name: tool.name,
       description: tool.description,
-      parameters: tool.parameters,
+      parameters: strict ? withoutSchemaKeyword(tool.parameters) : tool.parameters,
       strict,
     }),
   );

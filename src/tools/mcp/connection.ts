@@ -1,8 +1,11 @@
+import { readFileSync } from 'node:fs';
 import type { Client } from '@modelcontextprotocol/client';
 import { abortError } from '../../core/abort.ts';
-import { McpConnectionError } from './errors.ts';
+import { McpAuthorizationError, McpConnectionError } from './errors.ts';
+import { isAuthorizationRefusal, isConnectionLoss, neverReachedServer } from './failures.ts';
+import type { McpOAuth } from './oauth.ts';
 import type { McpToolResult } from './result-content.ts';
-import { loadMcpSdk } from './sdk.ts';
+import { loadMcpSdk, type McpClientSdk } from './sdk.ts';
 
 /** Where one connection goes: a command to start (stdio) or a URL (Streamable HTTP). */
 export type McpTarget =
@@ -14,7 +17,15 @@ export type McpTarget =
       cwd: string | undefined;
       stderr: 'pipe' | 'inherit' | 'ignore';
     }
-  | { kind: 'http'; url: URL; headers: Record<string, string> | undefined };
+  | {
+      kind: 'http';
+      url: URL;
+      headers: Record<string, string> | undefined;
+      /** OAuth for this connection's user, when the server is declared with `auth`. */
+      oauth: McpOAuth | undefined;
+      /** The session the connection belongs to (empty when shared by the process), told to `onAuthorize`. */
+      sessionId: string;
+    };
 
 /** How often and how patiently a lost connection is opened again. */
 export interface ReconnectPolicy {
@@ -31,6 +42,8 @@ export interface ListedMcpTool {
   name: string;
   description?: string | undefined;
   inputSchema: Record<string, unknown>;
+  /** The server's hints about the tool (untrusted): `idempotentHint: true` lets a failed call be sent again. */
+  annotations?: { idempotentHint?: boolean | undefined } | undefined;
 }
 
 /** What a listing returns: the tools, and how long the server said they stay valid (2026-07-28 cache hints). */
@@ -55,12 +68,22 @@ export interface ConnectionHooks {
 /** A request timeout the SDK cannot reach: a call ends when the run's signal (its tool timeout) says so. */
 const unlimited = 2_147_483_647;
 const stderrTailChars = 2_000;
+/** How long `close()` waits for the server to acknowledge the end of an HTTP session. */
+const terminateTimeoutMs = 2_000;
+/** Consent rounds in one connection attempt or request (a step-up may follow the first consent). */
+const maxConsents = 2;
+
+/** When a failed request may be sent again on a new connection. */
+export type Resend = 'after-any-loss' | 'only-if-never-sent';
 
 /**
  * One connection to an MCP server, opened on first use. It speaks the current protocol when the server does
  * (the SDK's `server/discover` probe) and the 2025 `initialize` handshake with older servers, remembering which
  * for the next connection. A connection that is lost (the process exited, the HTTP session expired with a 404,
- * the server restarted) is opened again with back-off on the next request, and that request is sent once more.
+ * the server restarted) is opened again with back-off on the next request. The failed request is sent once more
+ * only when it may be repeated (`resend`): a tool call that is not idempotent only when the failure proves it never
+ * reached the server. A server that answers 401 is authorized through `auth` (OAuth), or refused with
+ * McpAuthorizationError when none is configured.
  */
 export class McpConnection {
   readonly #server: string;
@@ -69,6 +92,8 @@ export class McpConnection {
   readonly #reconnect: ReconnectPolicy;
   readonly #connectTimeoutMs: number;
   #client: Client | undefined;
+  #transport: import('@modelcontextprotocol/client').StreamableHTTPClientTransport | undefined;
+  #sdk: McpClientSdk | undefined;
   #connecting: Promise<Client> | undefined;
   #closed = false;
   #stderrTail = '';
@@ -111,6 +136,7 @@ export class McpConnection {
     const result = await this.#request(
       (client) => client.listTools(undefined, { signal, timeout: unlimited, cacheMode: 'refresh' }),
       signal,
+      'after-any-loss',
     );
     const ttl = (result as { ttlMs?: unknown }).ttlMs;
     return {
@@ -119,37 +145,136 @@ export class McpConnection {
     };
   }
 
-  callTool(name: string, args: Record<string, unknown>, signal?: AbortSignal): Promise<McpToolResult> {
+  /**
+   * Calls a tool. With `resend: 'only-if-never-sent'` (a tool not marked idempotent) a failure after the request
+   * may have reached the server (a reset, a timeout, a 5xx, an unreadable result) is thrown, never sent again.
+   */
+  callTool(
+    name: string,
+    args: Record<string, unknown>,
+    signal: AbortSignal | undefined,
+    resend: Resend,
+  ): Promise<McpToolResult> {
     return this.#request(
       (client) => client.callTool({ name, arguments: args }, { signal, timeout: unlimited }),
       signal,
+      resend,
     ) as Promise<McpToolResult>;
   }
 
-  /** Closes the connection (and stops a stdio server's process, waiting for it to exit). Idempotent. */
+  /**
+   * Closes the connection: a 2025-era HTTP session is ended on the server (`DELETE` with its `Mcp-Session-Id`,
+   * waiting up to 2 s for the answer), a stdio server's process stopped and waited for. Idempotent.
+   */
   async close(): Promise<void> {
     this.#closed = true;
     const connecting = this.#connecting;
     this.#connecting = undefined;
     const client = this.#client ?? (await connecting?.catch(() => undefined));
+    const transport = this.#transport;
     this.#client = undefined;
+    this.#transport = undefined;
+    if (client && transport) await endSession(transport);
     await client?.close().catch(() => undefined);
   }
 
-  async #request<T>(send: (client: Client) => Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-    const client = await this.#ensure(signal);
-    try {
-      return await send(client);
-    } catch (error) {
-      if (signal?.aborted || this.#closed || !isConnectionLoss(error)) throw error;
-      // The server went away under the request (restarted, session expired): reconnect and send it once more.
+  async #request<T>(
+    send: (client: Client) => Promise<T>,
+    signal: AbortSignal | undefined,
+    resend: Resend,
+  ): Promise<T> {
+    let client = await this.#ensure(signal);
+    if (this.#processGone()) {
+      // The server's process died since the last request and its end has not been reported yet: a request sent
+      // now would fail as "connection closed", indistinguishable from a crash while running it.
       await this.#drop(client);
-      return send(await this.#ensure(signal));
+      client = await this.#ensure(signal);
+    }
+    for (let consents = 0; ; consents++) {
+      try {
+        return await send(client);
+      } catch (error) {
+        if (signal?.aborted || this.#closed) throw error;
+        if (this.#isUnauthorized(error)) {
+          // The server refused the request before running it (a token that could not be refreshed, or a step-up
+          // to a wider scope): ask for consent, then send it again.
+          const oauth = this.#target.kind === 'http' ? this.#target.oauth : undefined;
+          const transport = this.#transport;
+          if (!oauth?.interactive || transport === undefined || consents >= maxConsents)
+            throw this.#authorizationError(error);
+          await oauth.authorize(
+            (callback) => transport.finishAuth(callback),
+            this.#sessionId,
+            signal ?? neverAborted,
+          );
+          continue;
+        }
+        if (this.#isAuthorizationFailure(error)) throw this.#authorizationError(error);
+        if (!isConnectionLoss(error)) throw error;
+        await this.#drop(client);
+        // The server went away under the request (restarted, session expired): reconnect and send it once more,
+        // unless it may have run and must not run twice.
+        if (resend === 'only-if-never-sent' && !neverReachedServer(error)) throw error;
+        client = await this.#ensure(signal);
+        return send(client);
+      }
     }
   }
 
+  /** Whether a stdio server's process is known to have exited (it no longer exists). */
+  #processGone(): boolean {
+    if (this.#target.kind !== 'stdio' || this.#pid === null) return false;
+    try {
+      process.kill(this.#pid, 0);
+    } catch (error) {
+      return (error as NodeJS.ErrnoException).code === 'ESRCH';
+    }
+    // A process that exited but was not reaped yet (state Z on Linux, read from /proc) is gone too.
+    try {
+      const stat = readFileSync(`/proc/${this.#pid}/stat`, 'utf8');
+      return stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z');
+    } catch {
+      return false;
+    }
+  }
+
+  get #sessionId(): string {
+    return this.#target.kind === 'http' ? this.#target.sessionId : '';
+  }
+
+  #isUnauthorized(error: unknown): boolean {
+    return this.#sdk?.UnauthorizedError.isInstance(error) === true;
+  }
+
+  /** A refusal, or a failure of the OAuth flow itself (discovery, registration, a token request): not retried. */
+  #isAuthorizationFailure(error: unknown): boolean {
+    const sdk = this.#sdk;
+    if (isAuthorizationRefusal(error)) return true;
+    if (sdk === undefined) return false;
+    return (
+      sdk.UnauthorizedError.isInstance(error) ||
+      sdk.OAuthError.isInstance(error) ||
+      sdk.OAuthClientFlowError.isInstance(error)
+    );
+  }
+
+  #authorizationError(error: unknown): McpAuthorizationError {
+    const configured = this.#target.kind === 'http' && this.#target.oauth !== undefined;
+    const reason = error instanceof Error ? error.message : String(error);
+    return new McpAuthorizationError(
+      this.#server,
+      configured
+        ? `MCP server "${this.#server}": the authorization failed: ${reason}`
+        : `MCP server "${this.#server}" needs authorization (it answered 401 Unauthorized): declare it with mcpServer({ url, auth }) (OAuth with onAuthorize, or clientCredentials), or pass the credentials it expects in headers.`,
+      { cause: error },
+    );
+  }
+
   async #drop(client: Client): Promise<void> {
-    if (this.#client === client) this.#client = undefined;
+    if (this.#client === client) {
+      this.#client = undefined;
+      this.#transport = undefined;
+    }
     await client.close().catch(() => undefined);
   }
 
@@ -205,10 +330,14 @@ export class McpConnection {
 
   async #connectOnce(signal: AbortSignal | undefined): Promise<Client> {
     const sdk = await loadMcpSdk('@modelcontextprotocol/client', 'mcpServer()');
+    this.#sdk = sdk;
     const client = new sdk.Client(
       { name: 'troupe', version: '0.1.0' },
       {
         versionNegotiation: { mode: 'auto' },
+        // No elicitation, sampling or roots are offered: a server's `input_required` is reported, not answered by
+        // sending the call again.
+        inputRequired: { autoFulfill: false },
         listChanged: {
           tools: {
             autoRefresh: false,
@@ -222,7 +351,10 @@ export class McpConnection {
     );
     client.onerror = () => undefined;
     client.onclose = () => {
-      if (this.#client === client) this.#client = undefined;
+      if (this.#client === client) {
+        this.#client = undefined;
+        this.#transport = undefined;
+      }
     };
     const target = this.#target;
     let transport: import('@modelcontextprotocol/client').Transport;
@@ -248,15 +380,39 @@ export class McpConnection {
       });
       this.#pid = child.pid;
     } else {
-      transport = new sdk.StreamableHTTPClientTransport(target.url, {
-        ...(target.headers ? { requestInit: { headers: target.headers } } : {}),
-      });
-      const verdict = this.#hooks.verdict();
-      await connectOrClean(client, transport, {
-        signal,
-        timeout: this.#connectTimeoutMs,
-        ...(verdict ? { prior: verdict } : {}),
-      });
+      for (let consents = 0; ; consents++) {
+        const http = new sdk.StreamableHTTPClientTransport(target.url, {
+          ...(target.headers ? { requestInit: { headers: target.headers } } : {}),
+          ...(target.oauth ? { authProvider: target.oauth.provider } : {}),
+        });
+        const verdict = this.#hooks.verdict();
+        try {
+          await connectOrClean(client, http, {
+            signal,
+            timeout: this.#connectTimeoutMs,
+            ...(verdict ? { prior: verdict } : {}),
+          });
+          this.#transport = http;
+          break;
+        } catch (error) {
+          if (signal?.aborted) throw error;
+          if (
+            target.oauth?.interactive &&
+            sdk.UnauthorizedError.isInstance(error) &&
+            consents < maxConsents
+          ) {
+            // The authorization server wants a person's consent: the application runs it, then we connect again.
+            await target.oauth.authorize(
+              (callback) => http.finishAuth(callback),
+              target.sessionId,
+              signal ?? neverAborted,
+            );
+            continue;
+          }
+          if (this.#isAuthorizationFailure(error)) throw this.#authorizationError(error);
+          throw error;
+        }
+      }
     }
     if (!this.#hooks.verdict()) {
       const discover = client.getDiscoverResult();
@@ -283,15 +439,21 @@ async function connectOrClean(
   }
 }
 
-/** Whether a failed request means the connection is gone (so reconnecting may help), not an answer. */
-function isConnectionLoss(error: unknown): boolean {
-  if (typeof error !== 'object' || error === null) return false;
-  const { code, status } = error as { code?: unknown; status?: unknown };
-  if (status === 404) return true;
-  if (typeof status === 'number' && status >= 500) return true;
-  if (code === 'CONNECTION_CLOSED' || code === 'NOT_CONNECTED' || code === 'SEND_FAILED') return true;
-  // fetch() failing to reach the server at all (connection refused or reset).
-  return error instanceof TypeError && /fetch failed/i.test(error.message);
+const neverAborted = new AbortController().signal;
+
+/** Ends a 2025-era HTTP session on the server; a server that does not answer in time is left to expire it. */
+async function endSession(
+  transport: import('@modelcontextprotocol/client').StreamableHTTPClientTransport,
+): Promise<void> {
+  if (transport.sessionId === undefined) return;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  await Promise.race([
+    transport.terminateSession().catch(() => undefined),
+    new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, terminateTimeoutMs);
+    }),
+  ]);
+  clearTimeout(timer);
 }
 
 function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {

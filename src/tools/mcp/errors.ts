@@ -4,8 +4,19 @@ import { TroupeError } from '../../core/errors.ts';
 export class McpConnectionError extends TroupeError {
   /** The server's name, as given to `mcpServer({ name })` or derived from its command or URL. */
   readonly server: string;
-  constructor(server: string, message: string, options?: { cause?: unknown }) {
-    super('mcp_connection', message, options);
+  constructor(server: string, message: string, options?: { cause?: unknown; code?: string }) {
+    super(options?.code ?? 'mcp_connection', message, options);
     this.server = server;
+  }
+}
+
+/**
+ * An MCP server answered that it needs authorization (HTTP 401) and none is configured (`mcpServer({ auth })`), or
+ * the authorization did not complete: the user declined, the callback did not match the request, or the
+ * authorization server refused. Not retried: reconnecting cannot change the answer.
+ */
+export class McpAuthorizationError extends McpConnectionError {
+  constructor(server: string, message: string, options?: { cause?: unknown }) {
+    super(server, message, { ...options, code: 'mcp_authorization' });
   }
 }

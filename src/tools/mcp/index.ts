@@ -4,7 +4,13 @@
  * `@modelcontextprotocol/server`).
  */
 export type { ReconnectPolicy } from './connection.ts';
-export { McpConnectionError } from './errors.ts';
+export { McpAuthorizationError, McpConnectionError } from './errors.ts';
+export type {
+  McpAuthOptions,
+  McpAuthorizationCodeOptions,
+  McpAuthorizeRequest,
+  McpClientCredentialsOptions,
+} from './oauth.ts';
 export {
   type McpCall,
   type McpIdentity,
@@ -24,3 +30,10 @@ export {
   McpToolServer,
   mcpServer,
 } from './server.ts';
+export { type SqliteTokenStore, sqliteTokenStore } from './sqlite-token-store.ts';
+export {
+  type McpCredentialKey,
+  type McpStoredCredentials,
+  type McpTokenStore,
+  memoryTokenStore,
+} from './token-store.ts';

@@ -15,8 +15,11 @@ import {
   type ReconnectPolicy,
 } from './connection.ts';
 import { McpConnectionError } from './errors.ts';
+import { isUnsupportedResult } from './failures.ts';
+import { checkAuthOptions, type McpAuthOptions, McpOAuth, storeOf } from './oauth.ts';
 import { resultText } from './result-content.ts';
 import { assertMcpSdkInstalled } from './sdk.ts';
+import type { McpTokenStore } from './token-store.ts';
 import { exposedToolName } from './tool-names.ts';
 
 /** What a per-session server's settings are computed from. */
@@ -45,7 +48,12 @@ interface McpServerCommonOptions {
   prefix?: string | undefined;
   /** A time limit per call for these tools; overrides the agent's `limits.toolTimeoutMs`. */
   timeoutMs?: number | undefined;
-  /** Retries of a call that failed to reach the server; overrides the agent's `limits.toolRetries`. */
+  /**
+   * Retries of a failed call to a tool the server marks idempotent (`idempotentHint: true`); overrides the agent's
+   * `limits.toolRetries`. A call to any other tool is sent again only when the failure proves it never reached the
+   * server (connection refused, a session the server no longer knows); after a timeout, a reset, a 5xx or an
+   * unreadable result the model is told it failed, since the server may have run it.
+   */
   retries?: number | undefined;
   /** Every call of these tools needs a person's approval first (see `tool({ needsApproval })`). */
   needsApproval?: boolean | undefined;
@@ -70,6 +78,12 @@ export interface McpStdioServerOptions extends McpServerCommonOptions {
 export interface McpHttpServerOptions extends McpServerCommonOptions {
   url: McpSetting<string | URL>;
   headers?: McpSetting<Readonly<Record<string, string>>> | undefined;
+  /**
+   * OAuth for a server that answers 401: `{ redirectUrl, onAuthorize }` for a person's consent (the application
+   * opens the URL), or `{ clientCredentials }` for a service account. Tokens are kept per user in `auth.store`.
+   * Without it, a 401 fails with McpAuthorizationError.
+   */
+  auth?: McpAuthOptions | undefined;
 }
 
 export type McpServerOptions = McpStdioServerOptions | McpHttpServerOptions;
@@ -91,6 +105,7 @@ const optionKeys: readonly string[] = [
   'stderr',
   'url',
   'headers',
+  'auth',
 ];
 
 const defaultReconnect: ReconnectPolicy = { attempts: 4, initialDelayMs: 100, maxDelayMs: 2_000 };
@@ -116,6 +131,8 @@ export class McpToolServer implements ToolSource, AsyncDisposable {
   #forgetShared: (() => void) | undefined;
   readonly #sessions = new Map<string, { connection: McpConnection; forget: () => void }>();
   readonly #verdicts = new Map<string, EraVerdict>();
+  readonly #auth: McpAuthOptions | undefined;
+  readonly #tokens: McpTokenStore | undefined;
   #tools: readonly Tool[] = [];
   #version = 0;
   #stale = true;
@@ -172,6 +189,12 @@ export class McpToolServer implements ToolSource, AsyncDisposable {
     if (typeof connectTimeoutMs !== 'number' || !(connectTimeoutMs > 0))
       throw new ConfigError(`${where}: connectTimeoutMs must be a positive number of milliseconds.`);
     this.#connectTimeoutMs = connectTimeoutMs;
+    const auth = (options as McpHttpServerOptions).auth;
+    if (auth !== undefined) {
+      if (stdio) throw new ConfigError(`${where}: auth is for a server reached over HTTP (url).`);
+      this.#auth = checkAuthOptions(auth, where, scope === 'session');
+      this.#tokens = storeOf(this.#auth);
+    }
     assertMcpSdkInstalled('@modelcontextprotocol/client', where);
     this.#options = options;
     this.#reconnect = reconnect;
@@ -328,7 +351,23 @@ export class McpToolServer implements ToolSource, AsyncDisposable {
     if (!(url instanceof URL) && (typeof url !== 'string' || !URL.canParse(url)))
       throw new ConfigError(`${where}: url must be an absolute URL, got ${describeValue(url)}.`);
     const headers = computed(http.headers, session);
-    return { kind: 'http', url: new URL(url), headers: headers ? { ...headers } : undefined };
+    const href = new URL(url);
+    let oauth: McpOAuth | undefined;
+    if (this.#auth && this.#tokens) {
+      const user = computed(this.#auth.user, session) ?? 'default';
+      if (typeof user !== 'string' || user === '')
+        throw new ConfigError(
+          `${where}: auth.user must give a non-empty string, got ${describeValue(user)}.`,
+        );
+      oauth = new McpOAuth(this.name, this.#auth, this.#tokens, { server: href.href, user });
+    }
+    return {
+      kind: 'http',
+      url: href,
+      headers: headers ? { ...headers } : undefined,
+      oauth,
+      sessionId: session.sessionId,
+    };
   }
 
   #needsListing(): boolean {
@@ -370,8 +409,10 @@ export class McpToolServer implements ToolSource, AsyncDisposable {
 
   #toolFor(exposed: string, listed: ListedMcpTool): Tool {
     const serverName = listed.name;
-    const { $schema: _ignored, ...schema } = isPlainObject(listed.inputSchema) ? listed.inputSchema : {};
+    // The server's `$schema` (its JSON Schema dialect) is kept; providers that refuse the keyword drop it.
+    const schema = isPlainObject(listed.inputSchema) ? listed.inputSchema : {};
     const parameters = { ...schema, type: 'object' } as JsonObject;
+    const idempotent = isPlainObject(listed.annotations) && listed.annotations.idempotentHint === true;
     const description =
       typeof listed.description === 'string' && listed.description.trim() !== ''
         ? listed.description
@@ -383,26 +424,44 @@ export class McpToolServer implements ToolSource, AsyncDisposable {
       input: mcpArguments as z.ZodType<unknown>,
       parameters,
       timeoutMs: this.#options.timeoutMs,
-      retries: this.#options.retries,
+      // A tool that may not run twice is not retried after a failure: it may have run on the server.
+      retries: idempotent ? this.#options.retries : 0,
       fatal: false,
       secret: Object.freeze([]),
       needsApproval: this.#options.needsApproval ?? false,
-      execute: (args: unknown, context: ToolContext) => this.#call(serverName, args, context),
+      execute: (args: unknown, context: ToolContext) => this.#call(serverName, args, context, idempotent),
     };
   }
 
-  async #call(serverName: string, args: unknown, context: ToolContext): Promise<string> {
+  async #call(serverName: string, args: unknown, context: ToolContext, idempotent: boolean): Promise<string> {
     const connection = this.#connectionFor(context.sessionId, context.context);
     let result: Awaited<ReturnType<McpConnection['callTool']>>;
     try {
-      result = await connection.callTool(serverName, (args ?? {}) as Record<string, unknown>, context.signal);
+      result = await connection.callTool(
+        serverName,
+        (args ?? {}) as Record<string, unknown>,
+        context.signal,
+        idempotent ? 'after-any-loss' : 'only-if-never-sent',
+      );
     } catch (error) {
       if (context.signal.aborted || error instanceof McpConnectionError) throw error;
+      // The server asked for input this client cannot give (2026-07-28 `input_required`): sending the call again
+      // would get the same question.
+      if (isUnsupportedResult(error))
+        throw new ToolAnswerError(
+          `MCP server "${this.name}" asked for input (elicitation, sampling or roots) before running tool "${serverName}", which this client does not provide: ${(error as Error).message}`,
+          { cause: error },
+        );
       // A JSON-RPC error is the server's answer (unknown tool, invalid arguments): the model reads it.
       if (isJsonRpcError(error))
         throw new ToolAnswerError(`MCP server "${this.name}" answered with an error: ${error.message}`, {
           cause: error,
         });
+      if (!idempotent)
+        throw new Error(
+          `${error instanceof Error ? error.message : String(error)} (not sent again: tool "${serverName}" is not marked idempotent and the server may have run it)`,
+          { cause: error },
+        );
       throw error;
     }
     const text = resultText(result);

@@ -169,7 +169,7 @@ describe('a stdio MCP server killed mid-session', () => {
       process.kill(first as number, 'SIGKILL');
       await expect.poll(() => liveChildren(), { timeout: 5_000 }).toEqual([]);
       const second = await session.send('second');
-      expect(second.stopReason).toBe('completed');
+      expect(second.stopReason, JSON.stringify(second.history.at(-2))).toBe('completed');
       expect(second.history.at(-2)).toMatchObject({ role: 'tool', content: 'again:x', isError: false });
       expect(liveChildren()).toHaveLength(1);
       expect(liveChildren()[0]).not.toBe(first);
