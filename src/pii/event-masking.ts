@@ -71,7 +71,7 @@ export function maskingEventFilter(masker: PiiMasker): EventFilter {
       const text = release(stream, chunk, masker, counts);
       if ('argsDelta' in streamed) {
         // The delta that names a new call goes out even when its text is held: listeners learn of the call.
-        if (text !== '' || streamed.id !== undefined || streamed.name !== undefined)
+        if (text !== '' || streamed.callId !== undefined || streamed.name !== undefined)
           deliver(agent, type, { ...streamed, argsDelta: text } as RunEventData[T], origin);
       } else if (text !== '') deliver(agent, type, { content: text } as RunEventData[T], origin);
       if (hasCounts(counts)) deliver(agent, 'redaction', { target: 'events', counts }, origin);
@@ -125,7 +125,7 @@ function maskData<T extends RunEventType>(
     const content = masker.mask(response.content, counts);
     if (content === response.content) return data;
     const preview = content.length > 200 ? `${content.slice(0, 200)}…` : content;
-    return { ...response, content, content_preview: preview } as RunEventData[T];
+    return { ...response, content, contentPreview: preview } as RunEventData[T];
   }
   return masker.maskJson(data as unknown as JsonValue, counts) as unknown as RunEventData[T];
 }

@@ -426,7 +426,7 @@ class EffectsInstance {
       },
       onRetry: (call, attempt, error) =>
         emitFrom(runtime, 'tool_retry', {
-          tool_call_id: call.id,
+          callId: call.id,
           name: call.name,
           attempt,
           error,
@@ -494,9 +494,9 @@ function emitDecided(runtime: RunRuntime, decided: DecidedOutcomes): void {
   if (!runtime.bus.listening) return;
   for (const outcome of decided.values()) {
     emitFrom(runtime, 'tool_response', {
-      tool_call_id: outcome.callId,
+      callId: outcome.callId,
       name: outcome.name,
-      content_preview: preview(outcome.content),
+      contentPreview: preview(outcome.content),
       content: outcome.content,
       isError: outcome.isError,
       attempts: outcome.attempts,
@@ -512,9 +512,9 @@ function emitToolResponse(
   durationMs: number,
 ): void {
   emitFrom(runtime, 'tool_response', {
-    tool_call_id: call.id,
+    callId: call.id,
     name: call.name,
-    content_preview: preview(outcome.content),
+    contentPreview: preview(outcome.content),
     content: outcome.content,
     isError: outcome.isError,
     attempts: outcome.attempts,
@@ -538,13 +538,7 @@ function toolGuardrailsOf(
       input: guardrails.toolInput,
       output: guardrails.toolOutput,
       check: (list, stage, value, text, call) =>
-        checkGuardrails(
-          list,
-          value,
-          text,
-          { ...placeOf(stage), tool: call.name, toolCallId: call.id },
-          signal,
-        ),
+        checkGuardrails(list, value, text, { ...placeOf(stage), tool: call.name, callId: call.id }, signal),
     },
   };
 }
@@ -740,9 +734,6 @@ function abortedEvent(): AgentEvent {
 
 function emitUsage(runtime: RunRuntime, usage: Usage, cumulative: Usage): void {
   emitFrom(runtime, 'usage', {
-    prompt_tokens: usage.input,
-    completion_tokens: usage.output,
-    total_tokens: totalTokens(usage),
     usage,
     cumulative,
   });

@@ -351,15 +351,15 @@ async function* stepsFrom(
       waiting.push({
         type: 'tool_call',
         agent: event.agent,
-        id: event.data.id,
-        name: event.data.function.name,
+        id: event.data.callId,
+        name: event.data.name,
         args: event.data.args,
       });
     } else if (event.type === 'tool_response') {
       const step: Extract<AgentStep, { type: 'tool_result' }> = {
         type: 'tool_result',
         agent: event.agent,
-        id: event.data.tool_call_id,
+        id: event.data.callId,
         name: event.data.name,
         content: event.data.content,
         isError: event.data.isError,

@@ -159,7 +159,7 @@ export function secretKeysOf(agent: Agent<unknown>): ReadonlySet<string> {
 export function toolCallEventData(
   call: { id: string; name: string; args: JsonValue },
   keys: ReadonlySet<string>,
-): { id: string; function: { name: string; arguments: string }; args: JsonValue } {
+): { callId: string; name: string; args: JsonValue } {
   const args = redactArgs(call.args, keys);
   let text: string;
   try {
@@ -167,7 +167,7 @@ export function toolCallEventData(
   } catch {
     text = String(args);
   }
-  return { id: call.id, function: { name: call.name, arguments: text }, args };
+  return { callId: call.id, name: call.name, args };
 }
 
 /** A JSON key in streamed argument text: `"name":`. */

@@ -415,7 +415,7 @@ function guardrailEvents(agent: Agent<unknown>, toolName: string | undefined, an
             executed: stage === 'tool_output',
             degraded: false,
             attempts: stage === 'tool_output' ? 1 : 0,
-            blocked: { ...block(toolGuardrail.name, stage), tool: toolName, toolCallId: 'call' },
+            blocked: { ...block(toolGuardrail.name, stage), tool: toolName, callId: 'call' },
           },
         ],
       },

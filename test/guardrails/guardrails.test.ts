@@ -258,13 +258,13 @@ describe('tool guardrails', () => {
     expect(result.stopReason).toBe('completed');
     expect(result.steps[0]?.toolCalls[0]?.result).toBe('echo: hi');
     expect(guardrailEvents(events)).toEqual([
-      { guardrail: 'ok', stage: 'tool_input', decision: 'allow', toolCallId: 'c1', tool: 'echo' },
+      { guardrail: 'ok', stage: 'tool_input', decision: 'allow', callId: 'c1', tool: 'echo' },
       {
         guardrail: 'hm',
         stage: 'tool_input',
         decision: 'warn',
         message: 'odd',
-        toolCallId: 'c1',
+        callId: 'c1',
         tool: 'echo',
       },
     ]);
@@ -308,7 +308,7 @@ describe('tool guardrails', () => {
       stage: 'tool_input',
       message: 'not allowed',
       tool: 'echo',
-      toolCallId: 'c1',
+      callId: 'c1',
     });
     expect(result.toolCalls).toBe(0);
     expect(result.steps[0]?.toolCalls[0]?.result).toContain('blocked by guardrail "no-echo"');

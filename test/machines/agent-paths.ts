@@ -59,7 +59,7 @@ export const toolBlockedEvent: AgentEvent = {
     executed: true,
     degraded: false,
     attempts: 1,
-    blocked: { ...pathBlock, stage: 'tool_output' as const, tool: 't', toolCallId: callId },
+    blocked: { ...pathBlock, stage: 'tool_output' as const, tool: 't', callId: callId },
   })),
 };
 

@@ -127,9 +127,9 @@ describe('tool events come out when calls start and end', () => {
     const toolEvents = () =>
       events.flatMap((e) =>
         e.type === 'tool_call'
-          ? [`call ${e.data.id}`]
+          ? [`call ${e.data.callId}`]
           : e.type === 'tool_response'
-            ? [`result ${e.data.tool_call_id}`]
+            ? [`result ${e.data.callId}`]
             : [],
       );
     expect(toolEvents()).toEqual(['call c1', 'call c2', 'result c2']);
