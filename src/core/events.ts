@@ -38,9 +38,11 @@ export interface RunEventData {
    * calls of one batch may interleave; `steps()` puts them back in call order.
    */
   tool_call: { callId: string; name: string; args: JsonValue };
+  /** A tool call's result; `callId` is its `tool_call`'s. */
   tool_response: {
     callId: string;
     name: string;
+    /** The content's first 200 characters. */
     contentPreview: string;
     content: string;
     isError: boolean;
@@ -60,10 +62,7 @@ export interface RunEventData {
   /** A failed tool attempt that will be retried. */
   tool_retry: { callId: string; name: string; attempt: number; error: string };
   /** Usage of one model call, plus the run's running total. */
-  usage: {
-    usage: Usage;
-    cumulative: Usage;
-  };
+  usage: { usage: Usage; cumulative: Usage };
   /** The final output did not decode against the output schema; the model is asked again. */
   decode_retry: { retryCount: number; error: string };
   error: { message: string; type: string; code: string };

@@ -6,7 +6,7 @@ import { ModelError, toErrorInfo } from '../core/errors.ts';
 import type { GuardrailBlock } from '../core/guardrail-block.ts';
 import { lastUserText, type Message, type ToolCall } from '../core/messages.ts';
 import type { ModelDelta, ModelRequest } from '../core/model.ts';
-import { addUsage, emptyUsage, totalTokens, type Usage } from '../core/usage.ts';
+import { addUsage, emptyUsage, type Usage } from '../core/usage.ts';
 import type { AgentGuardrails } from '../guardrails/guardrail.ts';
 import type { AgentContext, AgentEvent, EffectCommand, ToolOutcome } from '../machines/agent.ts';
 import { hasCounts, type PiiCounts } from '../pii/pii-masker.ts';

@@ -160,14 +160,7 @@ export function toolCallEventData(
   call: { id: string; name: string; args: JsonValue },
   keys: ReadonlySet<string>,
 ): { callId: string; name: string; args: JsonValue } {
-  const args = redactArgs(call.args, keys);
-  let text: string;
-  try {
-    text = JSON.stringify(args) ?? 'null';
-  } catch {
-    text = String(args);
-  }
-  return { callId: call.id, name: call.name, args };
+  return { callId: call.id, name: call.name, args: redactArgs(call.args, keys) };
 }
 
 /** A JSON key in streamed argument text: `"name":`. */
