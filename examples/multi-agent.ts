@@ -103,7 +103,7 @@ const session = system.spawn(triage, 'How do I export my data?');
 for await (const event of session.events()) show(event);
 const first = await session.result;
 console.log(
-  `\nAnswered by ${first.agent}; path ${first.path?.join(' -> ')}; ${first.iterationsUsed} model calls.\n`,
+  `\nAnswered by ${first.agent}; path ${first.path?.join(' -> ')}; ${first.modelCalls} model calls.\n`,
 );
 
 const followUp = await session.send('Thanks!');

@@ -129,7 +129,7 @@ console.log({
   stopReason: result.stopReason,
   output: result.output,
   toolCalls: result.toolCalls,
-  iterationsUsed: result.iterationsUsed,
+  modelCalls: result.modelCalls,
   usage: result.usage,
   historyDelta: result.historyDelta.length,
   ...(result.error ? { error: result.error.message } : {}),

@@ -741,10 +741,10 @@ function checkBounds(
   const [only] = scenario.agents;
   if (!only || scenario.agents.length > 1 || only.nested !== null) return;
   const bound = only.limits.maxSteps + only.limits.maxDecodeRetries + 1;
-  if (result.iterationsUsed > bound)
+  if (result.modelCalls > bound)
     problems.push({
       kind: 'bad_result',
-      detail: `${where}: ${result.iterationsUsed} model calls, bound ${bound}`,
+      detail: `${where}: ${result.modelCalls} model calls, bound ${bound}`,
     });
 }
 

@@ -14,7 +14,7 @@ export interface RunEventData {
   run_end: {
     status: RunStatus;
     stopReason: StopReason;
-    iterationsUsed: number;
+    modelCalls: number;
     toolCalls: number;
     usage: Usage;
   };

@@ -44,7 +44,7 @@ export interface RunResult<TOutput = undefined> {
   /** What this run appended: the user's input, the assistant turns and the tool results. */
   historyDelta: Message[];
   /** Model calls made. */
-  iterationsUsed: number;
+  modelCalls: number;
   timedOut: boolean;
   /** The answer was cut by the model's max_tokens. */
   truncated: boolean;

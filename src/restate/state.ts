@@ -55,7 +55,7 @@ export interface TurnSummary {
   output?: JsonValue;
   error?: ErrorInfo;
   usage: Usage;
-  iterationsUsed: number;
+  modelCalls: number;
   toolCalls: number;
   path?: string[];
 }
@@ -86,7 +86,7 @@ export function summaryOf(result: RunResult<unknown>): TurnSummary {
     stopReason: result.stopReason,
     text: result.text,
     usage: result.usage,
-    iterationsUsed: result.iterationsUsed,
+    modelCalls: result.modelCalls,
     toolCalls: result.toolCalls,
   };
   if (result.output !== undefined) summary.output = result.output as JsonValue;

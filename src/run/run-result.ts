@@ -22,7 +22,7 @@ export function buildRunResult<TOutput>(context: AgentMachineOutput): RunResult<
     usage: context.usage,
     history: context.history,
     historyDelta,
-    iterationsUsed: context.modelCalls,
+    modelCalls: context.modelCalls,
     timedOut: stopReason === 'timed_out',
     truncated: context.truncated,
   };
@@ -90,7 +90,7 @@ export function failedBeforeAnyStep<TOutput>(
     usage: emptyUsage,
     history: [...history, ...delta],
     historyDelta: delta,
-    iterationsUsed: 0,
+    modelCalls: 0,
     timedOut: false,
     truncated: false,
     error,
@@ -102,7 +102,7 @@ export function runEndData(result: RunResult<unknown>): RunEventData['run_end'] 
   return {
     status: result.status,
     stopReason: result.stopReason,
-    iterationsUsed: result.iterationsUsed,
+    modelCalls: result.modelCalls,
     toolCalls: result.toolCalls,
     usage: result.usage,
   };

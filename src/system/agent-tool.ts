@@ -84,7 +84,7 @@ export function agentTool<TOutput, TContext = unknown>(
           ? await delegator({ agent: nested, input, callId: ctx.callId, signal: ctx.signal })
           : await runApart(nested, input, ctx, callerKey, caller, scope);
       // The sub-run's model calls count against the caller's step limit, whatever its outcome.
-      if (caller) addNestedSteps(callerKey, result.iterationsUsed);
+      if (caller) addNestedSteps(callerKey, result.modelCalls);
       if (result.status !== 'completed') throw new SubAgentError(agent.name, result);
       return result.output !== undefined ? result.output : result.text;
     },

@@ -191,7 +191,7 @@ export function expectPath(
   const actual: Record<string, unknown> = {
     stopReason: result.stopReason,
     status: result.status,
-    modelCalls: result.iterationsUsed,
+    modelCalls: result.modelCalls,
   };
   const expected: Record<string, unknown> = {
     stopReason: path.expected.stopReason,

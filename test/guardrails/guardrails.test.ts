@@ -126,7 +126,7 @@ describe('input guardrails', () => {
     expect(callSignal?.aborted).toBe(true);
     expect(result.stopReason).toBe('guardrail_blocked');
     expect(result.guardrail).toMatchObject({ name: 'slow-check', stage: 'input' });
-    expect(result.iterationsUsed).toBe(1);
+    expect(result.modelCalls).toBe(1);
     expect(events.some((e) => e.type === 'delta')).toBe(false);
   });
 
@@ -190,7 +190,7 @@ describe('output guardrails', () => {
     expect(result.guardrail).toEqual({ name: 'polite', stage: 'output', message: 'rude' });
     expect(result.text).toBe('');
     expect(JSON.stringify(result.history)).not.toContain('rude answer');
-    expect(result.iterationsUsed).toBe(1);
+    expect(result.modelCalls).toBe(1);
   });
 
   it('checks the decoded structured output, after the decode, also in the tool-use phase', async () => {

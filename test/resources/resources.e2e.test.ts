@@ -72,7 +72,7 @@ describe('budgets end to end', () => {
     expect(spent).toBeGreaterThanOrEqual(2_000);
     expect(spent).toBeLessThanOrEqual(2_000 + 400);
     const spends = events.filter((event) => event.type === 'spend');
-    expect(spends).toHaveLength(result.iterationsUsed);
+    expect(spends).toHaveLength(result.modelCalls);
     expect(spends[0]?.data).toMatchObject({ tokens: 400, usd: null });
     const warnings = events.filter((event) => event.type === 'budget_warning');
     expect(warnings).toHaveLength(1);
@@ -106,7 +106,7 @@ describe('budgets end to end', () => {
     // The exhausted tenant stays exhausted for its next run.
     const again = await run(answeringAgent('c'), 'hi', { resources: manager, tenant: 'acme' });
     expect(again.stopReason).toBe('budget_exhausted');
-    expect(again.iterationsUsed).toBe(0);
+    expect(again.modelCalls).toBe(0);
     manager.stop();
   });
 

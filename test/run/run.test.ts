@@ -47,7 +47,7 @@ describe('run: the loop end to end on the scripted model', () => {
       stopReason: 'completed',
       text: 'It is 3',
       toolCalls: 1,
-      iterationsUsed: 2,
+      modelCalls: 2,
     });
     expect(result.usage).toEqual({ input: 12, output: 5, cached: 0, reasoning: 0 });
     expect(result.steps).toHaveLength(2);
@@ -121,7 +121,7 @@ describe('run: the loop end to end on the scripted model', () => {
     expect(result).toMatchObject({
       status: 'stopped',
       stopReason: 'max_steps',
-      iterationsUsed: 3,
+      modelCalls: 3,
       toolCalls: 3,
     });
     expect(model.calls).toBe(3);
@@ -142,7 +142,7 @@ describe('run: the loop end to end on the scripted model', () => {
       limits: { maxSteps: 2, finalAnswerOnMaxSteps: true },
     });
     const result = await run(agent, 'go');
-    expect(result).toMatchObject({ stopReason: 'max_steps', text: 'best effort', iterationsUsed: 3 });
+    expect(result).toMatchObject({ stopReason: 'max_steps', text: 'best effort', modelCalls: 3 });
     expect(model.requests[2]?.tools).toEqual([]);
   });
 
@@ -367,7 +367,7 @@ describe('run: the loop end to end on the scripted model', () => {
     ]);
     const agent = defineAgent({ name: 'a', instructions: '', model, tools: [add], output: Answer });
     const result = await run(agent, 'go');
-    expect(result).toMatchObject({ status: 'completed', output: { total: 4 }, iterationsUsed: 4 });
+    expect(result).toMatchObject({ status: 'completed', output: { total: 4 }, modelCalls: 4 });
     const typed: { total: number } | undefined = result.output;
     expect(typed?.total).toBe(4);
     expect(model.requests[0]?.output).toBeUndefined();
@@ -403,7 +403,7 @@ describe('run: the loop end to end on the scripted model', () => {
       output: z.object({ x: z.number() }),
     });
     const result = await run(agent, 'go');
-    expect(result).toMatchObject({ stopReason: 'completed', output: { x: 1 }, iterationsUsed: 1 });
+    expect(result).toMatchObject({ stopReason: 'completed', output: { x: 1 }, modelCalls: 1 });
   });
 
   it('ends a refused answer as guardrail_blocked', async () => {

@@ -287,7 +287,7 @@ describe('session lifecycle', () => {
     expect(await queued).toMatchObject({
       stopReason: 'suspended',
       historyDelta: [],
-      iterationsUsed: 0,
+      modelCalls: 0,
       usage: { input: 0, output: 0 },
     });
   });

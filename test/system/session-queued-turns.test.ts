@@ -61,7 +61,7 @@ describe('a queued turn ended before it started', () => {
     expect(queued).toMatchObject({
       steps: [],
       toolCalls: 0,
-      iterationsUsed: 0,
+      modelCalls: 0,
       usage: { input: 0, output: 0, cached: 0, reasoning: 0 },
     });
     // And it never started: no run_start of its input.

@@ -538,7 +538,7 @@ describe('supervision', () => {
     expect(result).toMatchObject({ status: 'completed', text: 'saved it' });
     expect(runs()).toBe(2);
     expect(model.calls).toBe(2);
-    expect(result.iterationsUsed).toBe(2);
+    expect(result.modelCalls).toBe(2);
     validateHistory(result.history);
     expect(result.history.filter((m) => m.role === 'tool')).toHaveLength(1);
     await system.shutdown();
