@@ -34,7 +34,7 @@ result.text; // the last text the model produced (its refusal, when it refused)
 result.history; // the whole conversation: pass it as `history` to the next run
 result.error; // why it stopped or failed: { name, code, message }; RunStopped.is(result.error) for a limit
 console.log(result.status, result.output); // completed { total: 5 }
-// Also: result.historyDelta, result.steps, result.toolCalls, result.usage, result.modelCalls
+// Also: result.historyDelta, result.steps, result.toolCallCount, result.usage, result.modelCalls
 
 // Streaming: typed events { time, agent, sessionId, seq, type, data }
 const s = stream(agent, 'What is 2 + 3?', { signal: AbortSignal.timeout(30_000) });

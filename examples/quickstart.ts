@@ -128,7 +128,7 @@ console.log({
   status: result.status,
   stopReason: result.stopReason,
   output: result.output,
-  toolCalls: result.toolCalls,
+  toolCallCount: result.toolCallCount,
   modelCalls: result.modelCalls,
   usage: result.usage,
   historyDelta: result.historyDelta.length,

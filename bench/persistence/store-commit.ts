@@ -119,7 +119,7 @@ function events(sessionId: string, seq: number, time: number): RunEvent[] {
       depth: 0,
       seq,
       type: 'model_response',
-      data: { step: 1, text: '', toolCalls: 1, stopReason: 'tool_use', usage },
+      data: { step: 1, text: '', toolCallCount: 1, stopReason: 'tool_use', usage },
     },
     {
       time,

@@ -15,7 +15,7 @@ export interface RunEventData {
     status: RunStatus;
     stopReason: StopReason;
     modelCalls: number;
-    toolCalls: number;
+    toolCallCount: number;
     usage: Usage;
   };
   phase: { phase: Phase; state: string; step: number; retryCount: number };
@@ -29,7 +29,7 @@ export interface RunEventData {
   model_response: {
     step: number;
     text: string;
-    toolCalls: number;
+    toolCallCount: number;
     stopReason: ModelStopReason | null;
     usage: Usage;
   };

@@ -37,7 +37,7 @@ export interface RunResult<TOutput = undefined> {
   output: TOutput | undefined;
   steps: RunStep[];
   /** Tool calls that were executed (unknown tools and invalid arguments are answered without running anything). */
-  toolCalls: number;
+  toolCallCount: number;
   usage: Usage;
   /** The full conversation: the caller's history, then `historyDelta`. Pass it as the next run's `history`. */
   history: Message[];

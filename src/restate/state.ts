@@ -56,7 +56,7 @@ export interface TurnSummary {
   error?: ErrorInfo;
   usage: Usage;
   modelCalls: number;
-  toolCalls: number;
+  toolCallCount: number;
   path?: string[];
 }
 
@@ -87,7 +87,7 @@ export function summaryOf(result: RunResult<unknown>): TurnSummary {
     text: result.text,
     usage: result.usage,
     modelCalls: result.modelCalls,
-    toolCalls: result.toolCalls,
+    toolCallCount: result.toolCallCount,
   };
   if (result.output !== undefined) summary.output = result.output as JsonValue;
   if (result.error) summary.error = result.error;

@@ -664,7 +664,7 @@ async function callModel(
       emitFrom(runtime, 'model_response', {
         step: command.step,
         text: response.text,
-        toolCalls: response.toolCalls.length,
+        toolCallCount: response.toolCalls.length,
         stopReason: response.stopReason ?? null,
         usage: response.usage,
       });

@@ -18,7 +18,7 @@ export function buildRunResult<TOutput>(context: AgentMachineOutput): RunResult<
     text: context.text,
     output: context.outputDecoded ? (context.output as TOutput) : undefined,
     steps: stepsOf(historyDelta, context.agent),
-    toolCalls: context.toolCallsRun,
+    toolCallCount: context.toolCallsRun,
     usage: context.usage,
     history: context.history,
     historyDelta,
@@ -86,7 +86,7 @@ export function failedBeforeAnyStep<TOutput>(
     text: '',
     output: undefined,
     steps: [],
-    toolCalls: 0,
+    toolCallCount: 0,
     usage: emptyUsage,
     history: [...history, ...delta],
     historyDelta: delta,
@@ -103,7 +103,7 @@ export function runEndData(result: RunResult<unknown>): RunEventData['run_end'] 
     status: result.status,
     stopReason: result.stopReason,
     modelCalls: result.modelCalls,
-    toolCalls: result.toolCalls,
+    toolCallCount: result.toolCallCount,
     usage: result.usage,
   };
 }

@@ -345,7 +345,7 @@ async function* stepsFrom(
   const waiting: Extract<AgentStep, { type: 'tool_call' }>[] = [];
   const results = new Map<string, Extract<AgentStep, { type: 'tool_result' }>>();
   for await (const event of events) {
-    if (event.type === 'model_response' && event.data.toolCalls > 0 && event.data.text !== '') {
+    if (event.type === 'model_response' && event.data.toolCallCount > 0 && event.data.text !== '') {
       yield { type: 'thinking', agent: event.agent, text: event.data.text };
     } else if (event.type === 'tool_call') {
       waiting.push({

@@ -310,7 +310,7 @@ describe('tool guardrails', () => {
       tool: 'echo',
       callId: 'c1',
     });
-    expect(result.toolCalls).toBe(0);
+    expect(result.toolCallCount).toBe(0);
     expect(result.steps[0]?.toolCalls[0]?.result).toContain('blocked by guardrail "no-echo"');
   });
 
@@ -405,7 +405,7 @@ describe('tool guardrails', () => {
     expect(result.stopReason).toBe('guardrail_blocked');
     expect(result.guardrail).toMatchObject({ name: 'leak', stage: 'tool_output', tool: 'echo' });
     expect(JSON.stringify(result.history)).not.toContain('echo: hi');
-    expect(result.toolCalls).toBe(1);
+    expect(result.toolCallCount).toBe(1);
   });
 });
 

@@ -66,7 +66,7 @@ describe('budgets end to end', () => {
     expect(result.stopReason).toBe('budget_exhausted');
     expect(result.error?.message).toMatch(/token budget of session:.* exhausted/);
     expect(() => validateHistory(result.history)).not.toThrow();
-    expect(result.toolCalls).toBeGreaterThan(0);
+    expect(result.toolCallCount).toBeGreaterThan(0);
     const spent = result.usage.input + result.usage.output;
     // Spend may pass the budget by at most one call: 5 calls of 400 reach exactly 2,000 here.
     expect(spent).toBeGreaterThanOrEqual(2_000);

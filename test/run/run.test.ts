@@ -46,7 +46,7 @@ describe('run: the loop end to end on the scripted model', () => {
       status: 'completed',
       stopReason: 'completed',
       text: 'It is 3',
-      toolCalls: 1,
+      toolCallCount: 1,
       modelCalls: 2,
     });
     expect(result.usage).toEqual({ input: 12, output: 5, cached: 0, reasoning: 0 });
@@ -122,7 +122,7 @@ describe('run: the loop end to end on the scripted model', () => {
       status: 'stopped',
       stopReason: 'max_steps',
       modelCalls: 3,
-      toolCalls: 3,
+      toolCallCount: 3,
     });
     expect(model.calls).toBe(3);
     invariantHolds(result.history);
@@ -152,7 +152,7 @@ describe('run: the loop end to end on the scripted model', () => {
       stopReason: 'tool_use',
     }));
     const result = await run(defineAgent({ name: 'a', instructions: '', model, tools: [add] }), 'go');
-    expect(result).toMatchObject({ status: 'stopped', stopReason: 'duplicate_tool_call', toolCalls: 2 });
+    expect(result).toMatchObject({ status: 'stopped', stopReason: 'duplicate_tool_call', toolCallCount: 2 });
     expect(result.error?.message).toMatch(/same arguments 3 times/);
     const last = result.history.at(-1);
     expect(last).toMatchObject({ role: 'tool', isError: true });
@@ -166,7 +166,7 @@ describe('run: the loop end to end on the scripted model', () => {
       defineAgent({ name: 'a', instructions: '', model, tools: [add], limits: { maxToolCallsPerTool: 2 } }),
       'go',
     );
-    expect(result).toMatchObject({ stopReason: 'tool_call_limit', toolCalls: 2 });
+    expect(result).toMatchObject({ stopReason: 'tool_call_limit', toolCallCount: 2 });
     invariantHolds(result.history);
   });
 
@@ -188,7 +188,7 @@ describe('run: the loop end to end on the scripted model', () => {
     expect(tools.map((m) => m.isError)).toEqual([true, true, true]);
     expect(tools[0]?.content).toMatch(/unknown tool "nope".*Available tools: add/);
     expect(tools[1]?.content).toMatch(/invalid arguments.*a:/);
-    expect(result.toolCalls).toBe(0);
+    expect(result.toolCallCount).toBe(0);
   });
 
   it('retries a throwing tool, then sends its error back; the run ends tool_failure_degraded', async () => {

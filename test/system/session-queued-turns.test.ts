@@ -51,7 +51,7 @@ describe('a queued turn ended before it started', () => {
     await reading;
     const running = await second;
     const queued = await third;
-    expect(running).toMatchObject({ stopReason: 'aborted', toolCalls: 1, usage: { output: 50 } });
+    expect(running).toMatchObject({ stopReason: 'aborted', toolCallCount: 1, usage: { output: 50 } });
     expect(queued).toMatchObject({ status: 'stopped', stopReason: 'aborted' });
     // Nothing of turn two is turn three's.
     expect(queued.historyDelta.some((m) => m.role === 'user' && m.content === 'two')).toBe(false);
@@ -60,7 +60,7 @@ describe('a queued turn ended before it started', () => {
     );
     expect(queued).toMatchObject({
       steps: [],
-      toolCalls: 0,
+      toolCallCount: 0,
       modelCalls: 0,
       usage: { input: 0, output: 0, cached: 0, reasoning: 0 },
     });

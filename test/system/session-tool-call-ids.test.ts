@@ -79,7 +79,7 @@ describe('tool-call ids over a session', () => {
     expectUniqueAnsweredIds(last.history);
     for (let turn = 1; turn < 4; turn++) {
       last = await session.send(`turn ${turn}`);
-      expect(last).toMatchObject({ status: 'completed', toolCalls: 3 });
+      expect(last).toMatchObject({ status: 'completed', toolCallCount: 3 });
       expectUniqueAnsweredIds(last.history);
     }
     expect(toolCallIds(last.history)).toHaveLength(12);
