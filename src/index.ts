@@ -179,7 +179,7 @@ export {
   type Settlement,
 } from './resources/resource-manager.ts';
 export { type InspectObserver, redact, redactingInspector } from './run/inspect.ts';
-export { type AgentStep, type RunOptions, type RunStream, run, stream } from './run/run.ts';
+export { type RunItem, type RunOptions, type RunStream, run, stream } from './run/run.ts';
 export {
   type ContextType,
   contextType,
