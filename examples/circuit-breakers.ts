@@ -29,7 +29,7 @@ const inventory = tool({
   name: 'inventory',
   description: 'Stock levels',
   input: z.object({ sku: z.string() }),
-  retries: 0,
+  maxRetries: 0,
   breaker: { threshold: 2, halfOpenAfterMs: 10_000 },
   execute: () => {
     throw new Error('inventory service unreachable');

@@ -389,7 +389,7 @@ class EffectsInstance {
       disabled: command.disabledTools,
       concurrency: runtime.agent.limits.toolConcurrency,
       timeoutMs: runtime.agent.limits.toolTimeoutMs,
-      retries: runtime.agent.limits.toolRetries,
+      maxRetries: runtime.agent.limits.maxToolRetries,
       ...where,
       callPath: runtime.callPath ?? '',
       runtimeKey: key,

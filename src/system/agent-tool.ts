@@ -60,7 +60,7 @@ export function agentTool<TOutput, TContext = unknown>(
     description,
     input: z.object({ input: z.string().describe(`The task for ${agent.name}, in plain words.`) }),
     // A sub-run is not retried: its failure goes back to the model, which decides.
-    retries: 0,
+    maxRetries: 0,
     async execute({ input }, ctx) {
       const callerKey = runtimeKeyOf(ctx) ?? ctx.sessionId;
       const caller = runtimeOf(callerKey);

@@ -168,7 +168,7 @@ export const smallLimits: ResolvedLimits = {
   maxDecodeRetries: 1,
   maxDuplicateToolCalls: 1,
   maxToolCallsPerTool: 1,
-  toolRetries: 0,
+  maxToolRetries: 0,
 };
 
 /** The configurations agent.paths.test.ts generates paths for (and replays on the real runtime). */

@@ -97,7 +97,7 @@ const limits = fc.record({
   maxDecodeRetries: fc.integer({ min: 0, max: 2 }),
   maxDuplicateToolCalls: fc.integer({ min: 1, max: 3 }),
   maxToolCallsPerTool: fc.option(fc.integer({ min: 1, max: 4 }), { nil: null }),
-  toolRetries: fc.integer({ min: 0, max: 2 }),
+  maxToolRetries: fc.integer({ min: 0, max: 2 }),
   toolTimeoutMs: fc.constantFrom(undefined, 1),
   finalAnswerOnMaxSteps: fc.boolean(),
 });

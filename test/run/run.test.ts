@@ -264,7 +264,7 @@ describe('run: the loop end to end on the scripted model', () => {
       instructions: '',
       model,
       tools: [slow],
-      limits: { toolTimeoutMs: 20, toolRetries: 1 },
+      limits: { toolTimeoutMs: 20, maxToolRetries: 1 },
     });
     const result = await run(agent, 'go');
     expect(seen).toEqual(['aborted attempt 1', 'aborted attempt 2']);

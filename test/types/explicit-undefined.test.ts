@@ -16,7 +16,7 @@ describe('options given as undefined behave as options left out', () => {
       input: z.object({ text: z.string() }),
       execute: ({ text }) => text,
       timeoutMs: undefined,
-      retries: undefined,
+      maxRetries: undefined,
       fatal: undefined,
       secret: undefined,
     });

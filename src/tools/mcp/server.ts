@@ -45,8 +45,8 @@ interface McpServerCommonOptions {
   prefix?: string | undefined;
   /** A time limit per call for these tools; overrides the agent's `limits.toolTimeoutMs`. */
   timeoutMs?: number | undefined;
-  /** Retries of a call that failed to reach the server; overrides the agent's `limits.toolRetries`. */
-  retries?: number | undefined;
+  /** Retries of a call that failed to reach the server; overrides the agent's `limits.maxToolRetries`. */
+  maxRetries?: number | undefined;
   /** Every call of these tools needs a person's approval first (see `tool({ needsApproval })`). */
   needsApproval?: boolean | undefined;
   /** Reconnecting after the server went away. Default: 4 attempts, 100 ms doubling up to 2 s. */
@@ -80,7 +80,7 @@ const optionKeys: readonly string[] = [
   'tools',
   'prefix',
   'timeoutMs',
-  'retries',
+  'maxRetries',
   'needsApproval',
   'reconnect',
   'connectTimeoutMs',
@@ -156,13 +156,15 @@ export class McpToolServer implements ToolSource, AsyncDisposable {
       throw new ConfigError(`${where}: prefix may only hold letters, digits, "_" and "-".`);
     if (options.name !== undefined && (typeof options.name !== 'string' || options.name === ''))
       throw new ConfigError(`${where}: name must be a non-empty string.`);
-    const { timeoutMs, retries } = options;
+    const { timeoutMs, maxRetries } = options;
     if (timeoutMs !== undefined && (typeof timeoutMs !== 'number' || !(timeoutMs > 0)))
       throw new ConfigError(
         `${where}: timeoutMs must be a positive number of milliseconds, got ${describeValue(timeoutMs)}.`,
       );
-    if (retries !== undefined && (!Number.isInteger(retries) || retries < 0))
-      throw new ConfigError(`${where}: retries must be an integer >= 0, got ${describeValue(retries)}.`);
+    if (maxRetries !== undefined && (!Number.isInteger(maxRetries) || maxRetries < 0))
+      throw new ConfigError(
+        `${where}: maxRetries must be an integer >= 0, got ${describeValue(maxRetries)}.`,
+      );
     const reconnect = { ...defaultReconnect, ...(options.reconnect ?? {}) };
     if (!Number.isInteger(reconnect.attempts) || reconnect.attempts < 1)
       throw new ConfigError(`${where}: reconnect.attempts must be an integer >= 1.`);
@@ -383,7 +385,7 @@ export class McpToolServer implements ToolSource, AsyncDisposable {
       input: mcpArguments as z.ZodType<unknown>,
       parameters,
       timeoutMs: this.#options.timeoutMs,
-      retries: this.#options.retries,
+      maxRetries: this.#options.maxRetries,
       fatal: false,
       secret: Object.freeze([]),
       needsApproval: this.#options.needsApproval ?? false,

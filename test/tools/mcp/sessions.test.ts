@@ -139,7 +139,7 @@ describe('cancelling a call to a stdio MCP server', () => {
         instructions: '',
         model,
         tools: [server],
-        limits: { toolTimeoutMs: 300, toolRetries: 0 },
+        limits: { toolTimeoutMs: 300, maxToolRetries: 0 },
       });
       const result = await run(agent, 'go');
       expect(result.history.find((message) => message.role === 'tool')?.content).toMatch(/timed out/);
