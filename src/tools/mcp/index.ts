@@ -8,10 +8,10 @@ export { McpConnectionError } from './errors.ts';
 export { type McpServing, type ServeMcpOptions, type ServeMcpTransport, serveMcp } from './serve.ts';
 export {
   type McpHttpServerOptions,
+  type McpServer,
   type McpServerOptions,
   type McpSessionInfo,
   type McpSetting,
   type McpStdioServerOptions,
-  McpToolServer,
   mcpServer,
 } from './server.ts';

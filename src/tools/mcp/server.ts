@@ -103,7 +103,7 @@ const mcpArguments = z.looseObject({});
  * Its tools are listed at the start of a run (connecting on first use) and again when the server says the list
  * changed or its cache time runs out. Close it with `await server.close()` or `await using`.
  */
-export class McpToolServer implements ToolSource, AsyncDisposable {
+export class McpServer implements ToolSource, AsyncDisposable {
   readonly kind = 'tool-source' as const;
   readonly name: string;
   readonly scope: 'process' | 'session';
@@ -415,8 +415,8 @@ export class McpToolServer implements ToolSource, AsyncDisposable {
 }
 
 /** Declares an MCP server whose tools an agent can use: `mcpServer({ command, args })` or `mcpServer({ url })`. */
-export function mcpServer(options: McpServerOptions): McpToolServer {
-  return new McpToolServer(options);
+export function mcpServer(options: McpServerOptions): McpServer {
+  return new McpServer(options);
 }
 
 function computed<T>(setting: McpSetting<T> | undefined, session: McpSessionInfo): T | undefined {
