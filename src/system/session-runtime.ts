@@ -57,7 +57,7 @@ const runtimeSessionMachine: SessionMachine = compileMachine(
  * SessionPlan; the public face is the Session interface it implements.
  */
 export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
-  readonly id: string;
+  readonly sessionId: string;
   readonly closed: Promise<void>;
   readonly #plan: SessionPlan;
   readonly #environment: SessionEnvironment;
@@ -97,7 +97,7 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
     this.#plan = plan;
     this.#environment = environment;
     this.#options = options;
-    this.id = plan.sessionId;
+    this.sessionId = plan.sessionId;
     this.#clock = environment.clock;
     this.closed = new Promise<void>((resolve) => {
       this.#closeResolve = resolve;
@@ -107,14 +107,14 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
     this.#current = plan.startAgent;
     this.#context = options.context;
     const { store } = environment;
-    this.#bus = new EventBus(this.id, this.#clock, plan.lastSeq + 1);
+    this.#bus = new EventBus(this.sessionId, this.#clock, plan.lastSeq + 1);
     attachPii(this.#bus, environment.pii);
     this.#log = new SessionLog(plan.lastSeq, environment.maxBufferedEvents ?? 10_000, (after) =>
-      store.readEvents(this.id, after),
+      store.readEvents(this.sessionId, after),
     );
     this.#durability = new SessionDurability({
       store,
-      sessionId: this.id,
+      sessionId: this.sessionId,
       clock: this.#clock,
       log: this.#log,
       row: plan.row,
@@ -127,7 +127,7 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
       onFlushError: (error) => this.#reportStoreError(error),
     });
     this.#approvals = new SessionApprovals({
-      sessionId: this.id,
+      sessionId: this.sessionId,
       durability: this.#durability,
       store,
       bus: this.#bus,
@@ -151,7 +151,7 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
     this.#log.onCommitted = environment.onEvent;
     this.#attachResources(entry);
     const agents = registerSessionAgents({
-      sessionId: this.id,
+      sessionId: this.sessionId,
       agents: plan.agents,
       bus: this.#bus,
       clock: this.#clock,
@@ -159,7 +159,7 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
       actor: () => this.#actor,
       delegation: this.#delegationHost(),
       onFatal: (name, error) => this.#crash(name, error),
-      resourceScope: () => this.#controls.scope ?? this.id,
+      resourceScope: () => this.#controls.scope ?? this.sessionId,
       placement: environment.placement,
       context: () => this.#context,
       peopleCanDecide: environment.peopleCanDecide !== false,
@@ -179,9 +179,9 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
     if (kept.budget) resourceOptions.budget = kept.budget;
     if (kept.tenant !== undefined) resourceOptions.tenant = kept.tenant;
     if (kept.parentScope !== undefined) resourceOptions.parentScope = kept.parentScope;
-    checkReachablePrices([entry], resourceOptions, { sessionId: this.id, known: this.#environment.agents });
+    checkReachablePrices([entry], resourceOptions, { sessionId: this.sessionId, known: this.#environment.agents });
     const detach = attachResources(resourceOptions, {
-      sessionId: this.id,
+      sessionId: this.sessionId,
       agent: entry.name,
       provider: entry.model.provider,
       model: entry.model.model,
@@ -196,9 +196,9 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
     budget: NonNullable<TurnOptions['budget']>,
     turn: number,
   ): { scope: string; close: () => void } {
-    const scope = `${this.id}#turn-${turn}`;
+    const scope = `${this.sessionId}#turn-${turn}`;
     const agent = this.#plan.agents.get(this.#current);
-    const options: RunResourceOptions = { budget, parentScope: this.id };
+    const options: RunResourceOptions = { budget, parentScope: this.sessionId };
     if (this.#environment.resources) options.resources = this.#environment.resources;
     const close = attachResources(options, {
       sessionId: scope,
@@ -213,7 +213,7 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
 
   #delegationHost(): DelegationHost {
     return {
-      sessionId: this.id,
+      sessionId: this.sessionId,
       actor: () => this.#actor,
       bus: this.#bus,
       clock: this.#clock,
@@ -223,7 +223,7 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
       finished: () => this.#finished,
       routes: this.#routes,
       nextChildId: () => `sub-${++this.#childSeq}`,
-      resourceScope: () => this.#controls.scope ?? this.id,
+      resourceScope: () => this.#controls.scope ?? this.sessionId,
       applyStoredDecisions: () => this.#approvals.applyStored(),
     };
   }
@@ -231,7 +231,7 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
   #createActor(descriptors: SessionMachineInput['agents']): Actor<SessionMachine> {
     const plan = this.#plan;
     const input: SessionMachineInput = {
-      sessionId: this.id,
+      sessionId: this.sessionId,
       entry: plan.startAgent,
       agents: descriptors,
       history: [...plan.history, userMessage(plan.firstInput)],
@@ -244,7 +244,7 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
     const secretKeys = [...plan.agents.values()].flatMap((agent) => secretArguments(agent));
     const actor = createActor(runtimeSessionMachine, {
       // The root actor is named after the session: that is the name the inspector shows for it.
-      id: this.id,
+      id: this.sessionId,
       input,
       clock: this.#clock,
       ...(inspect
@@ -333,10 +333,10 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
       checkRunInput(input, 'send()');
       checkTurnOptions(options, 'send()');
       if (options.budget) {
-        const resources: RunResourceOptions = { budget: options.budget, parentScope: this.id };
+        const resources: RunResourceOptions = { budget: options.budget, parentScope: this.sessionId };
         if (this.#environment.resources) resources.resources = this.#environment.resources;
         checkReachablePrices([...this.#plan.agents.values()], resources, {
-          sessionId: this.id,
+          sessionId: this.sessionId,
           known: this.#environment.agents,
         });
       }
@@ -346,9 +346,9 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
     }
     const status = this.#status;
     if (this.#finished || status === 'closed' || status === 'failed' || status === 'suspended')
-      return Promise.reject(new SessionClosedError(this.id, status));
+      return Promise.reject(new SessionClosedError(this.sessionId, status));
     if (this.#environment.accepting && !this.#environment.accepting())
-      return Promise.reject(new SessionClosedError(this.id, 'closed'));
+      return Promise.reject(new SessionClosedError(this.sessionId, 'closed'));
     const turn = new Turn<TOutput>(input, options);
     if (!this.#turn.ended || this.#queue.length > 0) {
       // Queued behind the turn in progress, and stored: a crash loses no message.
@@ -461,7 +461,7 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
     const stopWatching = watchAgent({
       child,
       agent,
-      runtimeKey: `${this.id}/${context.current}`,
+      runtimeKey: `${this.sessionId}/${context.current}`,
       bus: this.#bus,
       clock: this.#clock,
       inspect: this.#environment.inspect,
@@ -592,7 +592,7 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
             })
         : () => {
             this.#durability.close();
-            return this.#environment.store.delete(this.id);
+            return this.#environment.store.delete(this.sessionId);
           },
       () => this.#closedDown(),
     );
@@ -613,7 +613,7 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
     this.#environment.onClose?.(this as Session);
     this.#bus.clear();
     // What the session's tools hold open (per-session MCP servers) is closed before `closed` resolves.
-    const releasing = releaseSessionResources(this.id);
+    const releasing = releaseSessionResources(this.sessionId);
     if (releasing) void releasing.then(() => this.#closeResolve());
     else this.#closeResolve();
   }

@@ -209,7 +209,7 @@ describe('PII masking in events', () => {
     const result = await session.result;
     expect(result.text).toBe(`Noted: ${email}`);
     expect(leaks(JSON.stringify(seen))).toEqual([]);
-    const stored = await store.readEvents(session.id, -1);
+    const stored = await store.readEvents(session.sessionId, -1);
     expect(stored.length).toBeGreaterThan(0);
     expect(leaks(JSON.stringify(stored))).toEqual([]);
     expect(JSON.stringify(stored)).toContain('<EMAIL_1>');

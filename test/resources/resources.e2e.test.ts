@@ -239,7 +239,7 @@ describe('the agent system', () => {
     const system = createAgentSystem({ resources: { budgets: { tenants: { acme: { tokens: 500 } } } } });
     const first = await system.spawn(answeringAgent('one', { input: 300, output: 100 }), 'hi', {
       tenant: 'acme',
-      id: 'one',
+      sessionId: 'one',
     }).result;
     expect(first.stopReason).toBe('completed');
     // 400 of 500 spent: the next session of the tenant may still start one call, the one after may not.

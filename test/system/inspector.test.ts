@@ -81,7 +81,7 @@ describe('Stately inspector over WebSocket', () => {
     ]);
     const agent = defineAgent({ name: 'forecaster', instructions: 'forecast', model, tools: [weather] });
     const system = createAgentSystem({ inspect: inspector.inspect });
-    const session = system.spawn(agent, 'Weather in Paris?', { id: 'inspected' });
+    const session = system.spawn(agent, 'Weather in Paris?', { sessionId: 'inspected' });
     expect((await session.result).text).toBe('It is sunny');
     await system.shutdown();
     await settle(frames);

@@ -36,7 +36,7 @@ describe('a queued turn ended before it started', () => {
     ]);
     const system = createAgentSystem();
     const session = system.spawn(defineAgent({ name: 'a', instructions: '', model, tools: [echo] }), 'one', {
-      id: 'queued',
+      sessionId: 'queued',
     });
     await session.result;
     const events: RunEvent[] = [];
