@@ -24,12 +24,7 @@ export {
   type VerifyAuditLogOptions,
   verifyAuditLog,
 } from './audit/verify-audit-log.ts';
-export {
-  type BreakerChange,
-  type BreakerOptions,
-  breakerState,
-  resetBreakers,
-} from './breakers/circuit-breaker.ts';
+export type { BreakerChange, BreakerOptions } from './breakers/circuit-breaker.ts';
 export type {
   ApprovalDecision,
   ApprovalRecord,
@@ -106,16 +101,6 @@ export {
 } from './guardrails/guardrail.ts';
 export { type LlmJudgeOptions, llmJudge } from './guardrails/llm-judge.ts';
 export { type TokenEncoding, type TokenLimitOptions, tokenLimit } from './guardrails/token-limit.ts';
-export {
-  type AgentAnswer,
-  type AgentContext,
-  type AgentEvent,
-  type AgentMachineInput,
-  type AgentMachineOutput,
-  type AgentRunConfig,
-  agentMachine,
-  agentOutputOf,
-} from './machines/agent.ts';
 export type { BudgetLimit, DenialReason, QuotaLimit } from './machines/resources.ts';
 export {
   defaultSupervision,
@@ -178,7 +163,7 @@ export {
   type ScopeUsage,
   type Settlement,
 } from './resources/resource-manager.ts';
-export { type InspectObserver, redact, redactingInspector } from './run/inspect.ts';
+export { type InspectObserver, redact } from './run/inspect.ts';
 export { type RunItem, type RunOptions, type RunStream, run, stream } from './run/run.ts';
 export {
   type ContextType,
@@ -187,7 +172,6 @@ export {
   type OptionsWithContext,
   type RunContextInfo,
 } from './run/run-context.ts';
-export { activeRuntimeCount } from './run/run-runtime.ts';
 export { type AgentTool, type AgentToolOptions, agentTool, SubAgentError } from './system/agent-tool.ts';
 export { ApprovalError } from './system/approval-error.ts';
 export {
@@ -216,7 +200,6 @@ export {
   type ShutdownOptions,
 } from './system/system.ts';
 export { type AskHumanOptions, askHuman } from './tools/ask-human.ts';
-export { ToolRegistry } from './tools/registry.ts';
 export { type Tool, type ToolContext, type ToolOptions, tool } from './tools/tool.ts';
 export { ToolAnswerError } from './tools/tool-answer-error.ts';
 export { isToolSource, type ToolSource, type ToolSourceScope } from './tools/tool-source.ts';
