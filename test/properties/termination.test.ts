@@ -3,7 +3,6 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
   type AgentGuardrailOptions,
-  activeRuntimeCount,
   defineAgent,
   type GuardrailOptions,
   type JsonValue,
@@ -13,6 +12,7 @@ import {
   tool,
   validateHistory,
 } from '../../src/index.ts';
+import { activeRuntimeCount } from '../../src/testing/index.ts';
 import { runInvariantViolations } from '../../src/testing/run-invariants.ts';
 import { type ScriptedTurn, scriptedModel } from '../../src/testing/scripted-model.ts';
 

@@ -1,5 +1,4 @@
 import {
-  activeRuntimeCount,
   ConfigError,
   DuplicateToolError,
   defineAgent,
@@ -12,7 +11,7 @@ import {
   toSSE,
   validateHistory,
 } from 'troupe';
-import { scriptedModel } from 'troupe/testing';
+import { activeRuntimeCount, scriptedModel } from 'troupe/testing';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 

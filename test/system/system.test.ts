@@ -1,5 +1,4 @@
 import {
-  activeRuntimeCount,
   agentTool,
   createAgentSystem,
   createMemoryStore,
@@ -13,7 +12,7 @@ import {
   tool,
   validateHistory,
 } from 'troupe';
-import { scriptedModel } from 'troupe/testing';
+import { activeRuntimeCount, scriptedModel } from 'troupe/testing';
 import { describe, expect, it, vi } from 'vitest';
 import { type InspectionEvent, SimulatedClock } from 'xstate';
 import { z } from 'zod';
