@@ -29,6 +29,8 @@ export interface ResolvedLimits {
   finalAnswerOnMaxSteps: boolean;
   maxDuplicateToolCalls: number;
   maxToolCallsPerTool: number | null;
+  /** Caps of single tools, by name (from `stopWhen: toolCallCountIs(n, { tool })`); a tool not named has none. */
+  maxToolCallsByTool?: Readonly<Record<string, number>>;
   maxDecodeRetries: number;
   toolConcurrency: number;
   toolTimeoutMs: number | null;
