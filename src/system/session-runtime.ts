@@ -179,7 +179,10 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
     if (kept.budget) resourceOptions.budget = kept.budget;
     if (kept.tenant !== undefined) resourceOptions.tenant = kept.tenant;
     if (kept.parentScope !== undefined) resourceOptions.parentScope = kept.parentScope;
-    checkReachablePrices([entry], resourceOptions, { sessionId: this.sessionId, known: this.#environment.agents });
+    checkReachablePrices([entry], resourceOptions, {
+      sessionId: this.sessionId,
+      known: this.#environment.agents,
+    });
     const detach = attachResources(resourceOptions, {
       sessionId: this.sessionId,
       agent: entry.name,

@@ -226,7 +226,9 @@ describe("the agent machine's session-only transitions, on the real system runti
           limits: { maxSteps: 1, finalAnswerOnMaxSteps },
         });
       const first = createAgentSystem({ inspect, clock, store: dying.store });
-      first.spawn(agent(scriptedModel([{ text: 'not json' }, { delayMs: 1e9 }])), 'go', { sessionId: 'limit' });
+      first.spawn(agent(scriptedModel([{ text: 'not json' }, { delayMs: 1e9 }])), 'go', {
+        sessionId: 'limit',
+      });
       for (let i = 0; i < 1000; i++) {
         const stored = await store.load('limit');
         if (stored?.session.turn?.agent?.checkpoint.step === 1) break;
@@ -299,7 +301,9 @@ describe("the agent machine's session-only transitions, on the real system runti
     };
     const store = createMemoryStore();
     const live = createAgentSystem({ inspect, clock, store });
-    const clerk = live.spawn(asking(scriptedModel([batch, { text: 'paid' }])), 'pay 5', { sessionId: 'clerk-1' });
+    const clerk = live.spawn(asking(scriptedModel([batch, { text: 'paid' }])), 'pay 5', {
+      sessionId: 'clerk-1',
+    });
     await untilTrue(() => clerk.pendingApprovals().length === 2);
     await clerk.approve('p1');
     await clerk.answer('q1', 'the blue one');

@@ -219,7 +219,9 @@ describe('the run context', () => {
       store: createSqliteStore(path),
       agents: [agent(scriptedModel([{ text: 'finished' }]))],
     });
-    const { sessions } = await second.recover({ contextFor: ({ sessionId: id }) => contextOf(`recovered ${id}`) });
+    const { sessions } = await second.recover({
+      contextFor: ({ sessionId: id }) => contextOf(`recovered ${id}`),
+    });
     const result = await (sessions[0] as (typeof sessions)[number]).result;
     expect(result).toMatchObject({ status: 'completed', text: 'finished' });
     expect(seen.map((context) => context.user)).toEqual(['before', 'recovered w-1']);

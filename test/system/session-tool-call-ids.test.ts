@@ -114,7 +114,10 @@ describe('tool-call ids over a session', () => {
   it('a history from run() with placeholder ids starts a session that adds none of them again', async () => {
     const agent = defineAgent({ name: 'loose', instructions: 'x', model: rawModel(looseIds), tools: [echo] });
     const first = await run(agent, 'plain run');
-    const session = newSystem().spawn(agent, 'in a session', { sessionId: 'ids-from-run', history: first.history });
+    const session = newSystem().spawn(agent, 'in a session', {
+      sessionId: 'ids-from-run',
+      history: first.history,
+    });
     const second = await session.result;
     expect(second.status).toBe('completed');
     expectUniqueAnsweredIds(second.history);

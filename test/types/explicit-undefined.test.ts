@@ -65,7 +65,10 @@ describe('options given as undefined behave as options left out', () => {
       clock: undefined,
       resources: undefined,
     });
-    const session = system.spawn(agent, 'x', { sessionId: undefined, supervision: { maxBackoffMs: undefined } });
+    const session = system.spawn(agent, 'x', {
+      sessionId: undefined,
+      supervision: { maxBackoffMs: undefined },
+    });
     expect(await session.result).toMatchObject({ status: 'completed', text: 'ok' });
     await system.shutdown();
   });
