@@ -139,7 +139,13 @@ export { type PiiKind, piiKinds } from './pii/pii-detectors.ts';
 export { type PiiCounts, PiiMasker } from './pii/pii-masker.ts';
 export type { PiiOptions } from './pii/pii-options.ts';
 export type { GuardrailVerdict } from './policies/guardrail-verdict.ts';
-export * from './policies/index.ts';
+export {
+  duplicateToolCallCountIs,
+  type StopCondition,
+  type StopWhen,
+  stepCountIs,
+  toolCallCountIs,
+} from './policies/stop-condition.ts';
 export {
   type ByRoleOptions,
   type PermissionDecision,

@@ -1,6 +1,7 @@
 /**
  * Troupe's testing kit: scripted, recorded and replayed models, path and termination checks, run assertions; and the
- * internals a test may need to drive directly (the agent statechart, the tool registry, the redacting inspector)
+ * internals a test may need to drive directly (the agent statechart, the termination policies its guards apply, the
+ * tool registry, the redacting inspector)
  * and reset between tests (circuit breakers, the count of live run runtimes).
  */
 export { breakerState, resetBreakers } from '../breakers/circuit-breaker.ts';
@@ -14,6 +15,13 @@ export {
   agentMachine,
   agentOutputOf,
 } from '../machines/agent.ts';
+export type { PolicyState, TerminationDecision, TerminationPolicy } from '../policies/decision.ts';
+export { withDuplicateDetection } from '../policies/duplicate-detection.ts';
+export { standardTerminationPolicy } from '../policies/standard-termination.ts';
+export { decodeRetriesLeft, stepLimitReached } from '../policies/step-limit.ts';
+export { createTerminationPolicy } from '../policies/termination-policy.ts';
+export { withToolCallCap } from '../policies/tool-call-cap.ts';
+export { toolCallSignature } from '../policies/tool-call-signature.ts';
 export { redactingInspector } from '../run/inspect.ts';
 export { activeRuntimeCount } from '../run/run-runtime.ts';
 export { ToolRegistry } from '../tools/registry.ts';
