@@ -33,7 +33,7 @@ await time('runToolBatch, one call, no timeout', 100_000, (i) =>
     disabled: [],
     concurrency: 8,
     timeoutMs: null,
-    retries: 2,
+    maxRetries: 2,
     sessionId: 's',
     agent: 'a',
     step: i,

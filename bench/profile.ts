@@ -48,7 +48,7 @@ const result = await run(agent, 'go', {
     }
   },
 });
-if (result.status !== 'completed' || result.toolCalls !== steps)
+if (result.status !== 'completed' || result.toolCallCount !== steps)
   throw new Error(`unexpected ${result.stopReason}`);
 console.log(`one run, ${steps} tool steps (${steps + 1} model calls):`);
 for (const [type, n] of Object.entries(counts))

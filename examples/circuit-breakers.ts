@@ -1,6 +1,6 @@
-import { breakerState, defineAgent, ModelError, type ModelProvider, run, tool } from 'troupe';
+import { defineAgent, ModelError, type ModelProvider, run, tool } from 'troupe';
 import { withRetries } from 'troupe/providers';
-import { scriptedModel } from 'troupe/testing';
+import { breakerState, scriptedModel } from 'troupe/testing';
 import { z } from 'zod';
 
 // A provider that is down (with a real one: openai('gpt-5-mini', { breaker: {...}, fallback: ... })).
@@ -29,7 +29,7 @@ const inventory = tool({
   name: 'inventory',
   description: 'Stock levels',
   input: z.object({ sku: z.string() }),
-  retries: 0,
+  maxRetries: 0,
   breaker: { threshold: 2, halfOpenAfterMs: 10_000 },
   execute: () => {
     throw new Error('inventory service unreachable');

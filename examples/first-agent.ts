@@ -28,13 +28,14 @@ const agent = defineAgent({
 const result = await run(agent, 'What is 2 + 3?');
 result.status; // 'completed' | 'stopped' | 'failed'
 result.stopReason; // 'completed', 'max_steps', 'duplicate_tool_call', 'tool_call_limit', 'decode_failed',
-// 'tool_failure_degraded', 'budget_exhausted', 'guardrail_blocked', 'handoff_limit', 'timed_out', 'aborted' or 'error'
+// 'tool_failure_degraded', 'budget_exhausted', 'guardrail_blocked', 'handoff_limit', 'timed_out', 'aborted',
+// 'suspended' or 'error' (the closed set: stopReasons)
 result.output; // { total: 5 }, typed from the schema
 result.text; // the last text the model produced (its refusal, when it refused)
 result.history; // the whole conversation: pass it as `history` to the next run
 result.error; // why it stopped or failed: { name, code, message }; RunStopped.is(result.error) for a limit
 console.log(result.status, result.output); // completed { total: 5 }
-// Also: result.historyDelta, result.steps, result.toolCalls, result.usage, result.iterationsUsed
+// Also: result.historyDelta, result.steps, result.toolCallCount, result.usage, result.modelCalls
 
 // Streaming: typed events { time, agent, sessionId, seq, type, data }
 const s = stream(agent, 'What is 2 + 3?', { signal: AbortSignal.timeout(30_000) });

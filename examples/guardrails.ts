@@ -1,7 +1,7 @@
 import { blockedPatterns, defineAgent, guardrail, llmJudge, stream, tokenLimit } from 'troupe';
 import { scriptedModel } from 'troupe/testing';
 
-// A judge model for the example; use any provider, e.g. openai({ model: 'gpt-4o-mini' }).
+// A judge model for the example; use any provider, e.g. openai('gpt-4o-mini').
 const judge = scriptedModel([{ text: '{"decision":"allow","reason":"a billing question"}' }]);
 
 const support = defineAgent({

@@ -79,10 +79,10 @@ function show(event: RunEvent): void {
       );
       return;
     case 'tool_call':
-      console.log(`${who} tool_call ${event.data.function.name} ${event.data.function.arguments}`);
+      console.log(`${who} tool_call ${event.data.name} ${JSON.stringify(event.data.args)}`);
       return;
     case 'tool_response':
-      console.log(`${who} tool_response ${event.data.name}: ${event.data.content_preview}`);
+      console.log(`${who} tool_response ${event.data.name}: ${event.data.contentPreview}`);
       return;
     case 'model_response':
       if (event.data.text !== '') console.log(`${who} says: ${event.data.text}`);
@@ -103,7 +103,7 @@ const session = system.spawn(triage, 'How do I export my data?');
 for await (const event of session.events()) show(event);
 const first = await session.result;
 console.log(
-  `\nAnswered by ${first.agent}; path ${first.path?.join(' -> ')}; ${first.iterationsUsed} model calls.\n`,
+  `\nAnswered by ${first.agent}; path ${first.path?.join(' -> ')}; ${first.modelCalls} model calls.\n`,
 );
 
 const followUp = await session.send('Thanks!');

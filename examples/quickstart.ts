@@ -103,14 +103,14 @@ for await (const event of run) {
       line(`\n[${event.seq}] phase ${event.data.phase}.${event.data.state} (step ${event.data.step})`);
       break;
     case 'tool_call':
-      line(`[${event.seq}] tool_call ${event.data.function.name}(${event.data.function.arguments})`);
+      line(`[${event.seq}] tool_call ${event.data.name}(${JSON.stringify(event.data.args)})`);
       break;
     case 'tool_response':
-      line(`[${event.seq}] tool_response ${event.data.name} -> ${event.data.content_preview}`);
+      line(`[${event.seq}] tool_response ${event.data.name} -> ${event.data.contentPreview}`);
       break;
     case 'usage':
       line(
-        `[${event.seq}] usage +${event.data.total_tokens} tokens (run total ${event.data.cumulative.input + event.data.cumulative.output})`,
+        `[${event.seq}] usage +${event.data.usage.input + event.data.usage.output} tokens (run total ${event.data.cumulative.input + event.data.cumulative.output})`,
       );
       break;
     case 'error':
@@ -128,8 +128,8 @@ console.log({
   status: result.status,
   stopReason: result.stopReason,
   output: result.output,
-  toolCalls: result.toolCalls,
-  iterationsUsed: result.iterationsUsed,
+  toolCallCount: result.toolCallCount,
+  modelCalls: result.modelCalls,
   usage: result.usage,
   historyDelta: result.historyDelta.length,
   ...(result.error ? { error: result.error.message } : {}),

@@ -24,12 +24,7 @@ export {
   type VerifyAuditLogOptions,
   verifyAuditLog,
 } from './audit/verify-audit-log.ts';
-export {
-  type BreakerChange,
-  type BreakerOptions,
-  breakerState,
-  resetBreakers,
-} from './breakers/circuit-breaker.ts';
+export type { BreakerChange, BreakerOptions } from './breakers/circuit-breaker.ts';
 export type {
   ApprovalDecision,
   ApprovalRecord,
@@ -107,16 +102,6 @@ export {
 export { type LlmJudgeOptions, llmJudge } from './guardrails/llm-judge.ts';
 export { type TokenEncoding, type TokenLimitOptions, tokenLimit } from './guardrails/token-limit.ts';
 export type { GuardrailVerdict } from './guardrails/verdict.ts';
-export {
-  type AgentAnswer,
-  type AgentContext,
-  type AgentEvent,
-  type AgentMachineInput,
-  type AgentMachineOutput,
-  type AgentRunConfig,
-  agentMachine,
-  agentOutputOf,
-} from './machines/agent.ts';
 export type { BudgetLimit, DenialReason, QuotaLimit } from './machines/resources.ts';
 export {
   defaultSupervision,
@@ -154,7 +139,13 @@ export type { SyncSessionStore } from './persistence/sync-store.ts';
 export { type PiiKind, piiKinds } from './pii/pii-detectors.ts';
 export { type PiiCounts, PiiMasker } from './pii/pii-masker.ts';
 export type { PiiOptions } from './pii/pii-options.ts';
-export * from './policies/index.ts';
+export {
+  duplicateToolCallCountIs,
+  type StopCondition,
+  type StopWhen,
+  stepCountIs,
+  toolCallCountIs,
+} from './policies/stop-condition.ts';
 export {
   type ByRoleOptions,
   type PermissionDecision,
@@ -183,9 +174,8 @@ export {
   type InspectedTransition,
   type InspectObserver,
   redact,
-  redactingInspector,
 } from './run/inspect.ts';
-export type { AgentStep, RunOptions, RunStream } from './run/run.ts';
+export type { RunItem, RunOptions, RunStream } from './run/run.ts';
 export {
   type ContextType,
   contextType,
@@ -193,7 +183,6 @@ export {
   type OptionsWithContext,
   type RunContextInfo,
 } from './run/run-context.ts';
-export { activeRuntimeCount } from './run/run-runtime.ts';
 export { type AgentTool, type AgentToolOptions, agentTool, SubAgentError } from './sessions/agent-tool.ts';
 export { ApprovalError } from './sessions/approval-error.ts';
 export {
@@ -223,7 +212,6 @@ export {
   type ShutdownOptions,
 } from './sessions/system.ts';
 export { type AskHumanOptions, askHuman } from './tools/ask-human.ts';
-export { ToolRegistry } from './tools/registry.ts';
 export { type Tool, type ToolContext, type ToolOptions, tool } from './tools/tool.ts';
 export { ToolAnswerError } from './tools/tool-answer-error.ts';
 export { isToolSource, type ToolSource, type ToolSourceScope } from './tools/tool-source.ts';

@@ -7,7 +7,6 @@
  */
 import {
   type Agent,
-  type AgentStep,
   type ApprovalDecision,
   ApprovalError,
   type ApprovalRequest,
@@ -26,6 +25,7 @@ import {
   type ModelResponse,
   type RunEvent,
   type RunInput,
+  type RunItem,
   type RunResult,
   run,
   SessionClosedError,
@@ -741,16 +741,16 @@ function checkBounds(
   const [only] = scenario.agents;
   if (!only || scenario.agents.length > 1 || only.nested !== null) return;
   const bound = only.limits.maxSteps + only.limits.maxDecodeRetries + 1;
-  if (result.iterationsUsed > bound)
+  if (result.modelCalls > bound)
     problems.push({
       kind: 'bad_result',
-      detail: `${where}: ${result.iterationsUsed} model calls, bound ${bound}`,
+      detail: `${where}: ${result.modelCalls} model calls, bound ${bound}`,
     });
 }
 
 /** steps(): each tool call followed by its result, in call order; a final response iff the run completed. */
 function checkSteps(
-  steps: readonly AgentStep[],
+  steps: readonly RunItem[],
   result: RunResult<unknown>,
   where: string,
   problems: Problem[],
@@ -760,8 +760,8 @@ function checkSteps(
   for (const [i, step] of steps.entries()) {
     if (step.type === 'tool_call') {
       const next = steps[i + 1];
-      if (next?.type !== 'tool_result' || next.id !== step.id) {
-        add(`call ${step.id} is not followed by its result`);
+      if (next?.type !== 'tool_result' || next.callId !== step.callId) {
+        add(`call ${step.callId} is not followed by its result`);
         return;
       }
     }
@@ -978,7 +978,7 @@ async function runOnce(
   async function runChecked(): Promise<RunResult<unknown> | undefined | 'hang'> {
     let result: RunResult<unknown>;
     const events: RunEvent[] = [];
-    const steps: AgentStep[] = [];
+    const steps: RunItem[] = [];
     try {
       if (scenario.entry === 'run') {
         result = await watchdog(run(built.entry, input as RunInput, runOptions), options.watchdogMs, 'run()');

@@ -11,7 +11,7 @@
  * (tsx resolves `troupe` to src/ through tsconfig.json's paths; no build needed.)
  */
 import fc from 'fast-check';
-import { activeRuntimeCount } from 'troupe';
+import { activeRuntimeCount } from 'troupe/testing';
 import { execute, type Outcome, type ProblemKind } from './execute.ts';
 import { cliProfile, type Scenario, scenarios, testProfile } from './scenario.ts';
 

@@ -118,7 +118,7 @@ export interface AgentSpec {
   limits: {
     maxSteps: number;
     maxDecodeRetries: number;
-    toolRetries: number;
+    maxToolRetries: number;
     maxDuplicateToolCalls: number;
     maxToolCallsPerTool: number | null;
     toolTimeoutMs: number | null;
@@ -332,7 +332,7 @@ function agentSpec(profile: Profile, index: number, count: number): fc.Arbitrary
     limits: fc.record({
       maxSteps: fc.integer({ min: 1, max: 5 }),
       maxDecodeRetries: fc.integer({ min: 0, max: 2 }),
-      toolRetries: fc.integer({ min: 0, max: 2 }),
+      maxToolRetries: fc.integer({ min: 0, max: 2 }),
       maxDuplicateToolCalls: fc.integer({ min: 1, max: 3 }),
       maxToolCallsPerTool: fc.option(fc.integer({ min: 1, max: 5 }), { freq: 4 }),
       toolTimeoutMs: fc.option(fc.integer({ min: 1, max: profile.maxWaitMs >> 1 }), { freq: 2 }),

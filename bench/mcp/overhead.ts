@@ -113,8 +113,8 @@ async function subjectsFor(
       'agent',
       async () => {
         const result = await run(stepAgent([server]), 'go');
-        if (result.toolCalls !== calls)
-          throw new Error(`agent ran ${result.toolCalls} calls: ${result.stopReason}`);
+        if (result.toolCallCount !== calls)
+          throw new Error(`agent ran ${result.toolCallCount} calls: ${result.stopReason}`);
       },
     ],
     [

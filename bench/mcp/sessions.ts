@@ -63,7 +63,7 @@ async function measure(tools: Parameters<typeof defineAgent>[0]['tools'], expect
   const worker = async () => {
     while (next < sessions) {
       const id = `s${next++}`;
-      const session = system.spawn(agent, 'go', { id });
+      const session = system.spawn(agent, 'go', { sessionId: id });
       const result = await session.result;
       const answer = result.history.find((message) => message.role === 'tool')?.content;
       if (answer !== expect(id)) wrong++;

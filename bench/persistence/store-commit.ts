@@ -119,7 +119,7 @@ function events(sessionId: string, seq: number, time: number): RunEvent[] {
       depth: 0,
       seq,
       type: 'model_response',
-      data: { step: 1, text: '', toolCalls: 1, stopReason: 'tool_use', usage },
+      data: { step: 1, text: '', toolCallCount: 1, stopReason: 'tool_use', usage },
     },
     {
       time,
@@ -129,7 +129,7 @@ function events(sessionId: string, seq: number, time: number): RunEvent[] {
       depth: 0,
       seq: seq + 1,
       type: 'usage',
-      data: { prompt_tokens: 1_200, completion_tokens: 180, total_tokens: 1_380, usage, cumulative: usage },
+      data: { usage, cumulative: usage },
     },
     {
       time,
@@ -140,8 +140,8 @@ function events(sessionId: string, seq: number, time: number): RunEvent[] {
       seq: seq + 2,
       type: 'tool_call',
       data: {
-        id: openCall.id,
-        function: { name: openCall.name, arguments: '{"orderId":"4411-next"}' },
+        callId: openCall.id,
+        name: openCall.name,
         args: openCall.args,
       },
     },

@@ -114,7 +114,7 @@ async function runs(sessions: number, resources: ResourceManager | undefined): P
     );
     if (results.some((result) => result.stopReason !== 'completed'))
       throw new Error('a bench run did not complete');
-    calls += results.reduce((sum, result) => sum + result.iterationsUsed, 0);
+    calls += results.reduce((sum, result) => sum + result.modelCalls, 0);
   }
   return ((performance.now() - started) * 1000) / calls;
 }

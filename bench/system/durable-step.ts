@@ -59,7 +59,7 @@ function sessionSubject(name: string, kind: StoreKind): Subject {
     async turn() {
       const ids = Array.from({ length: concurrent }, () => `s${n++}`);
       const start = performance.now();
-      const sessions = ids.map((id) => system.spawn(agent, 'Do the task.', { id }));
+      const sessions = ids.map((id) => system.spawn(agent, 'Do the task.', { sessionId: id }));
       const results = await Promise.all(sessions.map((session) => session.result));
       const elapsed = performance.now() - start;
       for (const result of results)
@@ -160,7 +160,7 @@ async function commitProfile(): Promise<string[]> {
     },
   };
   const system = createAgentSystem({ store });
-  const session = system.spawn(agent, 'Do the task.', { id: 'profile' });
+  const session = system.spawn(agent, 'Do the task.', { sessionId: 'profile' });
   const result = await session.result;
   await system.shutdown();
   if (result.status !== 'completed') throw new Error('profile: the turn did not complete');

@@ -60,7 +60,7 @@ if (role === 'create') {
   const store = createSqliteStore(file as string, { synchronous: 'normal' });
   const system = createAgentSystem({ store, agents: [agent] });
   const history = conversation();
-  for (let i = 0; i < k; i++) system.spawn(agent, 'Do the task.', { id: `interrupted-${i}`, history });
+  for (let i = 0; i < k; i++) system.spawn(agent, 'Do the task.', { sessionId: `interrupted-${i}`, history });
   // Stays alive (the tool calls never end) until SIGKILL.
   setInterval(() => undefined, 60_000);
 } else if (role === 'measure') {
@@ -133,7 +133,9 @@ if (role === 'create') {
   const history = conversation();
   const spawnFresh = () =>
     phase('fresh', async () =>
-      Array.from({ length: k }, (_, i) => system.spawn(agent, 'Do the task.', { id: `fresh-${i}`, history })),
+      Array.from({ length: k }, (_, i) =>
+        system.spawn(agent, 'Do the task.', { sessionId: `fresh-${i}`, history }),
+      ),
     );
   if (order === 'fresh-first') {
     await spawnFresh();

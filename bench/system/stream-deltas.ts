@@ -52,7 +52,7 @@ function sessionSubject(name: string, kind: StoreKind): Subject {
     async turn() {
       const ids = Array.from({ length: concurrent }, () => `s${n++}`);
       const start = performance.now();
-      const sessions = ids.map((id) => system.spawn(agent, 'Say it.', { id }));
+      const sessions = ids.map((id) => system.spawn(agent, 'Say it.', { sessionId: id }));
       const seen = await Promise.all(
         sessions.map(async (session) => {
           let count = 0;

@@ -10,6 +10,7 @@ import {
   type AgentGuardrails,
   resolveGuardrails,
 } from '../guardrails/guardrail.ts';
+import { applyStopWhen, type StopWhen } from '../policies/stop-condition.ts';
 import type { ToolPermissionPolicy } from '../policies/tool-permissions.ts';
 import type { ContextType, Instructions } from '../run/run-context.ts';
 import { ToolRegistry } from '../tools/registry.ts';
@@ -60,7 +61,14 @@ export interface AgentOptions<
   permissions?: ToolPermissionPolicy<NoInfer<TContext>> | undefined;
   /** A zod schema for a structured final answer; the result's `output` is typed from it. */
   output?: TSchema | undefined;
+  /** Loop limits, each optional (see `defaultLimits`): the simple form of `stopWhen`. */
   limits?: AgentLimits | undefined;
+  /**
+   * When the run stops, as data composed from `stepCountIs`, `toolCallCountIs` and `duplicateToolCallCountIs`: one
+   * condition or a list, the first met stops the run (with `max_steps`, `tool_call_limit` or `duplicate_tool_call`).
+   * It adds to `limits`: whichever is met sooner stops the run.
+   */
+  stopWhen?: StopWhen | undefined;
   /** Default model settings for every call of this agent. */
   settings?: ModelSettings | undefined;
   /** What the agent is for; shown to other agents' models (handoff tools, agentTool). */
@@ -144,6 +152,7 @@ const agentOptionKeys: readonly string[] = [
   'tools',
   'output',
   'limits',
+  'stopWhen',
   'settings',
   'description',
   'handoffs',
@@ -219,7 +228,7 @@ export function defineAgent<
           schema: toJsonSchema(outputSchema, where, true),
         }
       : undefined,
-    limits: resolveLimits(options.limits, where),
+    limits: applyStopWhen(resolveLimits(options.limits, where), options.stopWhen, where),
     settings: checkModelSettings(options.settings, where),
     description: options.description ?? '',
     handoffs,

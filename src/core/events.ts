@@ -14,8 +14,8 @@ export interface RunEventData {
   run_end: {
     status: RunStatus;
     stopReason: StopReason;
-    iterationsUsed: number;
-    toolCalls: number;
+    modelCalls: number;
+    toolCallCount: number;
     usage: Usage;
   };
   phase: { phase: Phase; state: string; step: number; retryCount: number };
@@ -24,12 +24,12 @@ export interface RunEventData {
   /** A streamed piece of reasoning text. */
   reasoning_delta: { content: string };
   /** A streamed piece of a tool call's arguments. */
-  tool_call_delta: { index: number; id?: string; name?: string; argsDelta: string };
+  tool_call_delta: { index: number; callId?: string; name?: string; argsDelta: string };
   /** One whole model response, as the loop received it. */
   model_response: {
     step: number;
     text: string;
-    toolCalls: number;
+    toolCallCount: number;
     stopReason: ModelStopReason | null;
     usage: Usage;
   };
@@ -37,11 +37,13 @@ export interface RunEventData {
    * A tool call starting (its arguments with secrets redacted). Its `tool_response` follows when it finishes, so
    * calls of one batch may interleave; `steps()` puts them back in call order.
    */
-  tool_call: { id: string; function: { name: string; arguments: string }; args: JsonValue };
+  tool_call: { callId: string; name: string; args: JsonValue };
+  /** A tool call's result; `callId` is its `tool_call`'s. */
   tool_response: {
-    tool_call_id: string;
+    callId: string;
     name: string;
-    content_preview: string;
+    /** The content's first 200 characters. */
+    contentPreview: string;
     content: string;
     isError: boolean;
     attempts: number;
@@ -58,15 +60,9 @@ export interface RunEventData {
    */
   resumed: { turn: number; from: 'running' | 'awaiting' | 'suspended'; agent: string };
   /** A failed tool attempt that will be retried. */
-  tool_retry: { tool_call_id: string; name: string; attempt: number; error: string };
+  tool_retry: { callId: string; name: string; attempt: number; error: string };
   /** Usage of one model call, plus the run's running total. */
-  usage: {
-    prompt_tokens: number;
-    completion_tokens: number;
-    total_tokens: number;
-    usage: Usage;
-    cumulative: Usage;
-  };
+  usage: { usage: Usage; cumulative: Usage };
   /** The final output did not decode against the output schema; the model is asked again. */
   decode_retry: { retryCount: number; error: string };
   error: { message: string; type: string; code: string };
@@ -125,7 +121,7 @@ export interface RunEventData {
     decision: GuardrailDecisionKind;
     message?: string;
     /** The tool call checked, for the tool_input and tool_output stages. */
-    toolCallId?: string;
+    callId?: string;
     tool?: string;
   };
   /**

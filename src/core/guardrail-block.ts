@@ -10,7 +10,7 @@ export interface GuardrailBlock {
   stage: GuardrailStage;
   message: string;
   /** The tool call checked, for the tool_input and tool_output stages. */
-  toolCallId?: string;
+  callId?: string;
   tool?: string;
 }
 

@@ -18,7 +18,7 @@ export interface AgentLimits {
   /** Per-attempt tool timeout in milliseconds; the tool's signal is aborted when it expires. Default: none. */
   toolTimeoutMs?: number | undefined;
   /** Extra attempts for a tool that throws or times out. Default 2. */
-  toolRetries?: number | undefined;
+  maxToolRetries?: number | undefined;
   /** Wall-clock limit for the whole run in milliseconds; ends it with `timed_out`. Default: none. */
   timeoutMs?: number | undefined;
 }
@@ -29,10 +29,12 @@ export interface ResolvedLimits {
   finalAnswerOnMaxSteps: boolean;
   maxDuplicateToolCalls: number;
   maxToolCallsPerTool: number | null;
+  /** Caps of single tools, by name (from `stopWhen: toolCallCountIs(n, { tool })`); a tool not named has none. */
+  maxToolCallsByTool?: Readonly<Record<string, number>>;
   maxDecodeRetries: number;
   toolConcurrency: number;
   toolTimeoutMs: number | null;
-  toolRetries: number;
+  maxToolRetries: number;
   timeoutMs: number | null;
 }
 
@@ -44,7 +46,7 @@ export const defaultLimits: ResolvedLimits = Object.freeze({
   maxDecodeRetries: 2,
   toolConcurrency: 8,
   toolTimeoutMs: null,
-  toolRetries: 2,
+  maxToolRetries: 2,
   timeoutMs: null,
 });
 
@@ -98,7 +100,7 @@ export function resolveLimits(limits: AgentLimits | undefined, where: string): R
     maxDecodeRetries: integer('maxDecodeRetries', 0, given.maxDecodeRetries, defaultLimits.maxDecodeRetries),
     toolConcurrency: integer('toolConcurrency', 1, given.toolConcurrency, defaultLimits.toolConcurrency),
     toolTimeoutMs: optionalMs('toolTimeoutMs', given.toolTimeoutMs),
-    toolRetries: integer('toolRetries', 0, given.toolRetries, defaultLimits.toolRetries),
+    maxToolRetries: integer('maxToolRetries', 0, given.maxToolRetries, defaultLimits.maxToolRetries),
     timeoutMs: optionalMs('timeoutMs', given.timeoutMs),
   };
 }

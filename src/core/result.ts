@@ -37,14 +37,14 @@ export interface RunResult<TOutput = undefined> {
   output: TOutput | undefined;
   steps: RunStep[];
   /** Tool calls that were executed (unknown tools and invalid arguments are answered without running anything). */
-  toolCalls: number;
+  toolCallCount: number;
   usage: Usage;
   /** The full conversation: the caller's history, then `historyDelta`. Pass it as the next run's `history`. */
   history: Message[];
   /** What this run appended: the user's input, the assistant turns and the tool results. */
   historyDelta: Message[];
   /** Model calls made. */
-  iterationsUsed: number;
+  modelCalls: number;
   timedOut: boolean;
   /** The answer was cut by the model's max_tokens. */
   truncated: boolean;

@@ -24,7 +24,7 @@ export interface GuardrailCheckInfo<TContext = unknown> extends RunContextInfo<T
   partial: boolean;
   /** The tool and call checked, for the tool_input and tool_output stages. */
   tool?: string | undefined;
-  toolCallId?: string | undefined;
+  callId?: string | undefined;
 }
 
 /**

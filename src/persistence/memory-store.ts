@@ -141,7 +141,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): SyncSession
         for (const { record } of entry.approvals.values())
           if (record.status === 'pending') pendingApprovals++;
         summaries.push({
-          id: session.id,
+          sessionId: session.id,
           status: session.status,
           entry: session.entry,
           agent: session.agent,

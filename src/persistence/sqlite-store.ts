@@ -660,7 +660,7 @@ function summaryOf(row: Row): SessionSummary {
   )
     throw new StoreCorruptError(id, 'its row has columns of the wrong type');
   return {
-    id,
+    sessionId: id,
     status: status as SessionSummary['status'],
     entry,
     agent,

@@ -152,7 +152,7 @@ export interface SessionQuery {
 }
 
 export interface SessionSummary {
-  id: string;
+  sessionId: string;
   status: StoredSessionStatus;
   entry: string;
   agent: string;

@@ -58,7 +58,7 @@ export function maskingEventFilter(masker: PiiMasker): EventFilter {
       if ('argsDelta' in streamed) {
         const text = release(stream, streamed.argsDelta, masker, counts);
         // The delta that names a new call goes out even when its text is held: listeners learn of the call.
-        if (text !== '' || streamed.id !== undefined || streamed.name !== undefined) {
+        if (text !== '' || streamed.callId !== undefined || streamed.name !== undefined) {
           const masked = masker.maskDeep({ ...streamed, argsDelta: '' }, counts) as typeof streamed;
           deliver(agent, type, { ...masked, argsDelta: text } as RunEventData[T], origin);
         }
@@ -116,12 +116,12 @@ function maskData<T extends RunEventType>(
 ): RunEventData[T] {
   if (type === 'tool_response') {
     const response = data as RunEventData['tool_response'];
-    const { content_preview: _preview, ...rest } = response;
-    const masked = masker.maskDeep(rest, counts) as Omit<RunEventData['tool_response'], 'content_preview'>;
+    const { contentPreview: _preview, ...rest } = response;
+    const masked = masker.maskDeep(rest, counts) as Omit<RunEventData['tool_response'], 'contentPreview'>;
     if (masked === rest) return data;
     const preview =
       masked.content.length > previewLength ? `${masked.content.slice(0, previewLength)}…` : masked.content;
-    return { ...masked, content_preview: preview } as RunEventData[T];
+    return { ...masked, contentPreview: preview } as RunEventData[T];
   }
   return masker.maskDeep(data, counts) as RunEventData[T];
 }

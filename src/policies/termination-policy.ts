@@ -13,7 +13,8 @@ const standardPolicies = new WeakMap<object, TerminationPolicy>();
 
 /** The standard composed policy for these limits, built once per limits object. */
 export function terminationPolicyFor(
-  limits: Pick<ResolvedLimits, 'maxDuplicateToolCalls' | 'maxToolCallsPerTool'>,
+  limits: Pick<ResolvedLimits, 'maxDuplicateToolCalls' | 'maxToolCallsPerTool'> &
+    Partial<Pick<ResolvedLimits, 'maxToolCallsByTool'>>,
 ): TerminationPolicy {
   let policy = standardPolicies.get(limits);
   if (!policy) {
@@ -24,11 +25,13 @@ export function terminationPolicyFor(
 }
 
 export function createTerminationPolicy(
-  limits: Pick<ResolvedLimits, 'maxDuplicateToolCalls' | 'maxToolCallsPerTool'>,
+  limits: Pick<ResolvedLimits, 'maxDuplicateToolCalls' | 'maxToolCallsPerTool'> &
+    Partial<Pick<ResolvedLimits, 'maxToolCallsByTool'>>,
   base: TerminationPolicy = standardTerminationPolicy,
 ): TerminationPolicy {
   return withToolCallCap(
     withDuplicateDetection(base, limits.maxDuplicateToolCalls),
     limits.maxToolCallsPerTool,
+    limits.maxToolCallsByTool,
   );
 }

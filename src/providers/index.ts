@@ -12,9 +12,9 @@ export {
   anthropicTools,
 } from './anthropic-tools.ts';
 export { type GeminiOptions, gemini } from './gemini.ts';
-export { type OpenAIChatOptions, type OpenAIFactory, openai, openaiChat } from './openai-chat.ts';
+export { type OpenAIChatOptions, type OpenAIFactory, openai } from './openai-chat.ts';
 export { type OpenAICompatibleOptions, openaiCompatible } from './openai-compatible.ts';
-export { type OpenAIResponsesOptions, openaiResponses } from './openai-responses.ts';
+export type { OpenAIResponsesOptions } from './openai-responses.ts';
 export {
   type OpenAIFileSearchOptions,
   type OpenAIUserLocation,

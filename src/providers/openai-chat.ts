@@ -97,8 +97,9 @@ export function chatProvider(
 }
 
 /**
- * `openai(model)` is Chat Completions; `openai.responses(model)` the Responses API; `openai.chat` an alias;
- * `openai.tools` builds the Responses API's built-in tools (web search, file search).
+ * OpenAI's models, one name per API as in the AI SDK: `openai.chat(model)` is Chat Completions and `openai(model)`
+ * its short form; `openai.responses(model)` the Responses API; `openai.tools` builds the Responses API's built-in
+ * tools (web search, file search).
  */
 export interface OpenAIFactory {
   (model: string, options?: OpenAIChatOptions): ModelProvider;

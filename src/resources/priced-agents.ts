@@ -13,7 +13,7 @@ import { sessionScope } from './scope-names.ts';
 export interface PriceCheckRun {
   sessionId: string;
   /** Agents known by name, for handoff targets given as names (a system's `agents`). */
-  known?: ReadonlyMap<string, Agent<unknown>>;
+  known?: ReadonlyMap<string, Agent<unknown>> | undefined;
   /** The run that starts this one, whose budgets it draws on. */
   caller?: ResourceCaller | undefined;
 }

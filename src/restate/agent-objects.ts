@@ -52,7 +52,7 @@ export interface RestateAgentsOptions<TContext = unknown> {
    * Attempts of a model or tool call whose code throws. Model and tool failures are results (the providers and the
    * tool runner retry them first), so this only bounds a bug; then the turn fails with its error. Default 3.
    */
-  effectRetries?: number;
+  maxEffectRetries?: number;
   /** A call's result larger than this (JSON bytes) is replaced by an error the agent sees. Default 8 MiB. */
   maxJournaledBytes?: number;
   /** Events of the last turn kept in the object's state (the newest). Default 1,000. */
@@ -363,7 +363,7 @@ function handoffCatalog(
 }
 
 function settingsOf(options: RestateAgentsOptions): TurnSettings {
-  const positive = (key: 'effectRetries' | 'maxJournaledBytes' | 'maxEvents', fallback: number) => {
+  const positive = (key: 'maxEffectRetries' | 'maxJournaledBytes' | 'maxEvents', fallback: number) => {
     const value = options[key];
     if (value === undefined) return fallback;
     if (typeof value !== 'number' || !Number.isInteger(value) || value < 1)
@@ -376,7 +376,7 @@ function settingsOf(options: RestateAgentsOptions): TurnSettings {
       throw new ConfigError(`restateAgents(): ${key} must be a positive number of milliseconds.`);
   }
   return {
-    effectRetries: positive('effectRetries', 3),
+    maxEffectRetries: positive('maxEffectRetries', 3),
     maxJournaledBytes: positive('maxJournaledBytes', 8 * 1_048_576),
     maxEvents: positive('maxEvents', 1000),
     supervision: supervisionOf(options.supervision),

@@ -33,7 +33,7 @@ export interface SendOptions {
 /** One session (an object key) of an agent served with restateAgents, through the ingress. */
 export interface RestateSession {
   readonly object: string;
-  readonly id: string;
+  readonly sessionId: string;
   /** Runs a turn and resolves with its result (waits while the turn waits for people). */
   send(input: RunInput, options?: SendOptions): Promise<RunResult<unknown>>;
   /** Starts a turn without waiting for it; `result(invocationId)` waits for it. */
@@ -91,7 +91,7 @@ export function restateClient(options: RestateClientOptions): RestateAgentsClien
         sendOptions?.idempotencyKey === undefined ? {} : { 'idempotency-key': sendOptions.idempotencyKey };
       return {
         object,
-        id,
+        sessionId: id,
         send: (input, sendOptions) => call(`${at}/send`, input, keyed(sendOptions)),
         start: (input, sendOptions) => call(`${at}/send/send`, input, keyed(sendOptions)),
         history: () => call(`${at}/history`, null),

@@ -6,7 +6,7 @@ import { type CapturedEvent, captured, type JournalClock, type JournaledBus } fr
 
 export interface JournalSettings {
   /** Attempts of a call whose code throws (a bug: model and tool failures are results), before the run fails. */
-  effectRetries: number;
+  maxEffectRetries: number;
   /** A call's journaled result larger than this is replaced by an error result (Restate refuses 32 MiB). */
   maxJournaledBytes: number;
 }
@@ -68,7 +68,7 @@ export async function journaledEffect<T>(
   try {
     recorded = await listener.wait(
       ctx.run(request.key, () => runEffect(request, settings), {
-        maxRetryAttempts: settings.effectRetries,
+        maxRetryAttempts: settings.maxEffectRetries,
         serde: serde.json,
       }),
     );
@@ -79,7 +79,7 @@ export async function journaledEffect<T>(
       listener.failed({
         name: 'EffectError',
         code: 'effect_failed',
-        message: `${request.key} failed after ${settings.effectRetries} attempt(s): ${info.message}`,
+        message: `${request.key} failed after ${settings.maxEffectRetries} attempt(s): ${info.message}`,
       });
     }
     return never();

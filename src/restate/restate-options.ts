@@ -28,7 +28,7 @@ export const restateAgentsOptionNames: ReadonlySet<string> = new Set([
   'inactivityTimeout',
   'abortTimeout',
   'retryPolicy',
-  'effectRetries',
+  'maxEffectRetries',
   'maxJournaledBytes',
   'maxEvents',
   'supervision',

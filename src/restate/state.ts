@@ -57,8 +57,8 @@ export interface TurnSummary {
   output?: JsonValue;
   error?: ErrorInfo;
   usage: Usage;
-  iterationsUsed: number;
-  toolCalls: number;
+  modelCalls: number;
+  toolCallCount: number;
   path?: string[];
 }
 
@@ -88,8 +88,8 @@ export function summaryOf(result: RunResult<unknown>): TurnSummary {
     stopReason: result.stopReason,
     text: result.text,
     usage: result.usage,
-    iterationsUsed: result.iterationsUsed,
-    toolCalls: result.toolCalls,
+    modelCalls: result.modelCalls,
+    toolCallCount: result.toolCallCount,
   };
   if (result.output !== undefined) summary.output = result.output as JsonValue;
   if (result.error) summary.error = result.error;

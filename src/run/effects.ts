@@ -6,7 +6,7 @@ import { toErrorInfo } from '../core/errors.ts';
 import type { GuardrailBlock } from '../core/guardrail-block.ts';
 import { lastUserText, type Message, type ToolCall } from '../core/messages.ts';
 import type { ModelDelta, ModelRequest, ModelResponse } from '../core/model.ts';
-import { addUsage, emptyUsage, totalTokens, type Usage } from '../core/usage.ts';
+import { addUsage, emptyUsage, type Usage } from '../core/usage.ts';
 import { parentOf, relay } from '../engine/actor-links.ts';
 import type { AgentGuardrails } from '../guardrails/guardrail.ts';
 import type { AgentContext, AgentEvent, EffectCommand, ToolOutcome } from '../machines/agent.ts';
@@ -428,7 +428,7 @@ class EffectsInstance {
       disabled: command.disabledTools,
       concurrency: runtime.agent.limits.toolConcurrency,
       timeoutMs: runtime.agent.limits.toolTimeoutMs,
-      retries: runtime.agent.limits.toolRetries,
+      maxRetries: runtime.agent.limits.maxToolRetries,
       ...where,
       callPath: runtime.callPath ?? '',
       caller: runtime,
@@ -466,7 +466,7 @@ class EffectsInstance {
       },
       onRetry: (call, attempt, error) =>
         emitFrom(runtime, 'tool_retry', {
-          tool_call_id: call.id,
+          callId: call.id,
           name: call.name,
           attempt,
           error,
@@ -535,9 +535,9 @@ function emitDecided(runtime: RunRuntime, decided: DecidedOutcomes): void {
   if (!runtime.bus.listening) return;
   for (const outcome of decided.values()) {
     emitFrom(runtime, 'tool_response', {
-      tool_call_id: outcome.callId,
+      callId: outcome.callId,
       name: outcome.name,
-      content_preview: preview(outcome.content),
+      contentPreview: preview(outcome.content),
       content: outcome.content,
       isError: outcome.isError,
       attempts: outcome.attempts,
@@ -553,9 +553,9 @@ function emitToolResponse(
   durationMs: number,
 ): void {
   emitFrom(runtime, 'tool_response', {
-    tool_call_id: call.id,
+    callId: call.id,
     name: call.name,
-    content_preview: preview(outcome.content),
+    contentPreview: preview(outcome.content),
     content: outcome.content,
     isError: outcome.isError,
     attempts: outcome.attempts,
@@ -579,13 +579,7 @@ function toolGuardrailsOf(
       input: guardrails.toolInput,
       output: guardrails.toolOutput,
       check: (list, stage, value, text, call) =>
-        checkGuardrails(
-          list,
-          value,
-          text,
-          { ...placeOf(stage), tool: call.name, toolCallId: call.id },
-          signal,
-        ),
+        checkGuardrails(list, value, text, { ...placeOf(stage), tool: call.name, callId: call.id }, signal),
     },
   };
 }
@@ -764,9 +758,6 @@ function abortedEvent(): AgentEvent {
 
 function emitUsage(runtime: RunRuntime, usage: Usage, cumulative: Usage): void {
   emitFrom(runtime, 'usage', {
-    prompt_tokens: usage.input,
-    completion_tokens: usage.output,
-    total_tokens: totalTokens(usage),
     usage,
     cumulative,
   });
@@ -788,7 +779,7 @@ function emitResponse(runtime: RunRuntime, step: number, response: ModelResponse
   emitFrom(runtime, 'model_response', {
     step,
     text: withText ? response.text : '',
-    toolCalls: response.toolCalls.length,
+    toolCallCount: response.toolCalls.length,
     stopReason: response.stopReason ?? null,
     usage: response.usage,
   });

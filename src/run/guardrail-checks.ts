@@ -18,7 +18,7 @@ export interface GuardrailPlace {
   emit?: ((data: RunEventData['guardrail']) => void) | undefined;
   partial?: boolean;
   tool?: string;
-  toolCallId?: string;
+  callId?: string;
 }
 
 type Outcome = GuardrailBlock | null;
@@ -51,7 +51,7 @@ export function checkGuardrails(
     partial: place.partial ?? false,
   };
   if (place.tool !== undefined) info.tool = place.tool;
-  if (place.toolCallId !== undefined) info.toolCallId = place.toolCallId;
+  if (place.callId !== undefined) info.callId = place.callId;
   bindCaller(info, place.caller);
   let waiting: { guardrail: Guardrail; result: Promise<unknown> }[] | undefined;
   for (const guardrail of guardrails) {
@@ -147,7 +147,7 @@ function settle(guardrail: Guardrail, result: unknown, place: GuardrailPlace): O
       decision: verdict.decision,
     };
     if (verdict.message !== undefined) data.message = verdict.message;
-    if (place.toolCallId !== undefined) data.toolCallId = place.toolCallId;
+    if (place.callId !== undefined) data.callId = place.callId;
     if (place.tool !== undefined) data.tool = place.tool;
     place.emit(data);
   }
@@ -158,6 +158,6 @@ function settle(guardrail: Guardrail, result: unknown, place: GuardrailPlace): O
     message: verdict.message ?? 'blocked',
   };
   if (place.tool !== undefined) block.tool = place.tool;
-  if (place.toolCallId !== undefined) block.toolCallId = place.toolCallId;
+  if (place.callId !== undefined) block.callId = place.callId;
   return block;
 }

@@ -145,7 +145,7 @@ const runChecks = {
 
 const sessionChecks = {
   context: anyValue,
-  id: nonEmptyString,
+  sessionId: nonEmptyString,
   signal: abortSignal,
   history,
   maxHandoffDepth: count,
@@ -156,7 +156,7 @@ const sessionChecks = {
   parentScope: nonEmptyString,
 } satisfies Record<string, FieldCheck>;
 
-const { id: _id, history: _history, ...restoreBase } = sessionChecks;
+const { sessionId: _sessionId, history: _history, ...restoreBase } = sessionChecks;
 const restoreChecks = { ...restoreBase, input: anyInput } satisfies Record<string, FieldCheck>;
 
 const parallelChecks = {

@@ -18,11 +18,11 @@ export function buildRunResult<TOutput>(context: AgentMachineOutput): RunResult<
     text: context.text,
     output: context.outputDecoded ? (context.output as TOutput) : undefined,
     steps: stepsOf(historyDelta, context.agent),
-    toolCalls: context.toolCallsRun,
+    toolCallCount: context.toolCallsRun,
     usage: context.usage,
     history: context.history,
     historyDelta,
-    iterationsUsed: context.modelCalls,
+    modelCalls: context.modelCalls,
     timedOut: stopReason === 'timed_out',
     truncated: context.truncated,
   };
@@ -86,11 +86,11 @@ export function failedBeforeAnyStep<TOutput>(
     text: '',
     output: undefined,
     steps: [],
-    toolCalls: 0,
+    toolCallCount: 0,
     usage: emptyUsage,
     history: [...history, ...delta],
     historyDelta: delta,
-    iterationsUsed: 0,
+    modelCalls: 0,
     timedOut: false,
     truncated: false,
     error,
@@ -102,8 +102,8 @@ export function runEndData(result: RunResult<unknown>): RunEventData['run_end'] 
   return {
     status: result.status,
     stopReason: result.stopReason,
-    iterationsUsed: result.iterationsUsed,
-    toolCalls: result.toolCalls,
+    modelCalls: result.modelCalls,
+    toolCallCount: result.toolCallCount,
     usage: result.usage,
   };
 }

@@ -185,11 +185,11 @@ export function deltaForwarder(
         bus.emit(agent, 'reasoning_delta', { content: delta.text }, origin);
         return;
       case 'tool_call': {
-        const data: { index: number; id?: string; name?: string; argsDelta: string } = {
+        const data: { index: number; callId?: string; name?: string; argsDelta: string } = {
           index: delta.index,
           argsDelta: delta.argsDelta,
         };
-        if (delta.id !== undefined) data.id = delta.id;
+        if (delta.id !== undefined) data.callId = delta.id;
         if (delta.name !== undefined) data.name = delta.name;
         bus.emit(agent, 'tool_call_delta', data, origin);
         return;

@@ -261,14 +261,17 @@ export interface RunStream<TOutput> extends AsyncIterable<RunEvent> {
   readonly sessionId: string;
   readonly result: Promise<RunResult<TOutput>>;
   /** The same stream as steps: thoughts, tool calls and results in order, then the answer. */
-  steps(): AsyncIterable<AgentStep>;
+  steps(): AsyncIterable<RunItem>;
 }
 
-/** What step-by-step iteration (`steps()`) yields: thinking, each tool call and its result, the final answer. */
-export type AgentStep =
+/**
+ * One item of a run seen step by step (`steps()`): the model's thinking before its tool calls, each tool call and
+ * its result (paired by `callId`), the final answer. `result.steps` holds the whole steps (`RunStep`).
+ */
+export type RunItem =
   | { type: 'thinking'; agent: string; text: string }
-  | { type: 'tool_call'; agent: string; id: string; name: string; args: JsonValue }
-  | { type: 'tool_result'; agent: string; id: string; name: string; content: string; isError: boolean }
+  | { type: 'tool_call'; agent: string; callId: string; name: string; args: JsonValue }
+  | { type: 'tool_result'; agent: string; callId: string; name: string; content: string; isError: boolean }
   | { type: 'final_response'; agent: string; text: string };
 
 /**
@@ -312,41 +315,41 @@ export function streamRun<TOutput>(
 export async function* stepsFrom(
   events: AsyncIterable<RunEvent>,
   result: Promise<RunResult<unknown>>,
-): AsyncIterable<AgentStep> {
-  const waiting: Extract<AgentStep, { type: 'tool_call' }>[] = [];
-  const results = new Map<string, Extract<AgentStep, { type: 'tool_result' }>>();
+): AsyncIterable<RunItem> {
+  const waiting: Extract<RunItem, { type: 'tool_call' }>[] = [];
+  const results = new Map<string, Extract<RunItem, { type: 'tool_result' }>>();
   for await (const event of events) {
-    if (event.type === 'model_response' && event.data.toolCalls > 0 && event.data.text !== '') {
+    if (event.type === 'model_response' && event.data.toolCallCount > 0 && event.data.text !== '') {
       yield { type: 'thinking', agent: event.agent, text: event.data.text };
     } else if (event.type === 'tool_call') {
       waiting.push({
         type: 'tool_call',
         agent: event.agent,
-        id: event.data.id,
-        name: event.data.function.name,
+        callId: event.data.callId,
+        name: event.data.name,
         args: event.data.args,
       });
     } else if (event.type === 'tool_response') {
-      const step: Extract<AgentStep, { type: 'tool_result' }> = {
+      const step: Extract<RunItem, { type: 'tool_result' }> = {
         type: 'tool_result',
         agent: event.agent,
-        id: event.data.tool_call_id,
+        callId: event.data.callId,
         name: event.data.name,
         content: event.data.content,
         isError: event.data.isError,
       };
       // A result without a started call (a person's answer or rejection) goes out on its own.
-      if (!waiting.some((call) => call.id === step.id)) {
+      if (!waiting.some((call) => call.callId === step.callId)) {
         yield step;
         continue;
       }
-      results.set(step.id, step);
+      results.set(step.callId, step);
       while (waiting.length > 0) {
-        const head = waiting[0] as Extract<AgentStep, { type: 'tool_call' }>;
-        const done = results.get(head.id);
+        const head = waiting[0] as Extract<RunItem, { type: 'tool_call' }>;
+        const done = results.get(head.callId);
         if (!done) break;
         waiting.shift();
-        results.delete(head.id);
+        results.delete(head.callId);
         yield head;
         yield done;
       }

@@ -159,15 +159,8 @@ export function secretKeysOf(agent: Agent<unknown>): ReadonlySet<string> {
 export function toolCallEventData(
   call: { id: string; name: string; args: JsonValue },
   keys: ReadonlySet<string>,
-): { id: string; function: { name: string; arguments: string }; args: JsonValue } {
-  const args = redactArgs(call.args, keys);
-  let text: string;
-  try {
-    text = JSON.stringify(args) ?? 'null';
-  } catch {
-    text = String(args);
-  }
-  return { id: call.id, function: { name: call.name, arguments: text }, args };
+): { callId: string; name: string; args: JsonValue } {
+  return { callId: call.id, name: call.name, args: redactArgs(call.args, keys) };
 }
 
 /** A JSON key in streamed argument text: `"name":`. */

@@ -36,7 +36,7 @@ export interface ToolBatch {
   disabled: readonly string[];
   concurrency: number;
   timeoutMs: number | null;
-  retries: number;
+  maxRetries: number;
   /** The session id tools see (the user's), and the agent's place and turn in it. */
   sessionId: string;
   route: string;
@@ -236,7 +236,7 @@ async function runToolCall(call: ToolCall, batch: ToolBatch): Promise<ToolOutcom
     );
     if (block) return blockedOutcome(call, block, guardrails.input, 0);
   }
-  const attempts = 1 + (found.retries ?? batch.retries);
+  const attempts = 1 + (found.maxRetries ?? batch.maxRetries);
   const timeoutMs = found.timeoutMs ?? batch.timeoutMs;
   let lastError = '';
   const breaker = found.breaker ? sharedBreaker('tool', found.name, found.breaker) : undefined;

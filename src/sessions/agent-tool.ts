@@ -60,7 +60,7 @@ export function agentTool<TOutput, TContext = unknown>(
     description,
     input: z.object({ input: z.string().describe(`The task for ${agent.name}, in plain words.`) }),
     // A sub-run is not retried: its failure goes back to the model, which decides.
-    retries: 0,
+    maxRetries: 0,
     async execute({ input }, ctx) {
       const caller = callerOf(ctx);
       const limits = { ...agent.limits };
@@ -82,7 +82,7 @@ export function agentTool<TOutput, TContext = unknown>(
           ? await delegator({ agent: nested, input, callId: ctx.callId, signal: ctx.signal })
           : await runApart(nested, input, ctx, caller);
       // The sub-run's model calls count against the caller's step limit, whatever its outcome.
-      if (caller) caller.nestedSteps += result.iterationsUsed;
+      if (caller) caller.nestedSteps += result.modelCalls;
       if (result.status !== 'completed') throw new SubAgentError(agent.name, result);
       return result.output !== undefined ? result.output : result.text;
     },

@@ -54,7 +54,7 @@ export function planSession(
   const stored = start.kind === 'fresh' ? undefined : start.stored;
   const history = stored ? stored.session.transcript : (options.history ?? []);
   validateHistory(history);
-  const sessionId = stored?.session.id ?? options.id ?? randomUUID();
+  const sessionId = stored?.session.id ?? options.sessionId ?? randomUUID();
   if (sessionIdRunning(sessionId))
     throw new ConfigError(`A session with id "${sessionId}" is already running.`);
   const agents = agentCatalog(entry, environment.agents);

@@ -104,7 +104,7 @@ export function runInSession<TOutput>(
   if (options.pii) environment.pii = resolvePii(options.pii, 'run()');
   if (placement) environment.placement = placement;
   const sessionOptions: SessionOptions = {};
-  if (options.sessionId !== undefined) sessionOptions.id = options.sessionId;
+  if (options.sessionId !== undefined) sessionOptions.sessionId = options.sessionId;
   if (options.history !== undefined) sessionOptions.history = options.history;
   if (options.context !== undefined) sessionOptions.context = options.context;
   if (options.signal !== undefined) sessionOptions.signal = options.signal;
@@ -121,7 +121,7 @@ export function runInSession<TOutput>(
     await session.stop();
     return value;
   });
-  return { sessionId: session.id, result, events };
+  return { sessionId: session.sessionId, result, events };
 }
 
 /** Answers every approval request of the session with `handler`'s decision. */

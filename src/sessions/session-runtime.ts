@@ -61,7 +61,7 @@ const runtimeSessionMachine: SessionMachine = compileMachine(
  * SessionPlan; the public face is the Session interface it implements.
  */
 export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
-  readonly id: string;
+  readonly sessionId: string;
   readonly closed: Promise<void>;
   readonly #plan: SessionPlan;
   readonly #environment: SessionEnvironment;
@@ -110,7 +110,7 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
     this.#plan = plan;
     this.#environment = environment;
     this.#options = options;
-    this.id = plan.sessionId;
+    this.sessionId = plan.sessionId;
     this.#clock = environment.clock;
     this.closed = new Promise<void>((resolve) => {
       this.#closeResolve = resolve;
@@ -120,14 +120,14 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
     this.#current = plan.startAgent;
     this.#context = options.context;
     const { store } = environment;
-    this.#bus = new EventBus(this.id, this.#clock, plan.lastSeq + 1);
+    this.#bus = new EventBus(this.sessionId, this.#clock, plan.lastSeq + 1);
     attachPii(this.#bus, environment.pii);
     this.#log = new SessionLog(plan.lastSeq, environment.maxBufferedEvents ?? 10_000, (after) =>
-      store.readEvents(this.id, after),
+      store.readEvents(this.sessionId, after),
     );
     this.#durability = new SessionDurability({
       store,
-      sessionId: this.id,
+      sessionId: this.sessionId,
       clock: this.#clock,
       log: this.#log,
       row: plan.row,
@@ -140,7 +140,7 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
       onFlushError: (error) => this.#reportStoreError(error),
     });
     this.#approvals = new SessionApprovals({
-      sessionId: this.id,
+      sessionId: this.sessionId,
       durability: this.#durability,
       store,
       bus: this.#bus,
@@ -166,7 +166,7 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
     this.#log.onCommitted = environment.onEvent;
     this.#attachResources(entry);
     const agents = registerSessionAgents({
-      sessionId: this.id,
+      sessionId: this.sessionId,
       agents: plan.agents,
       bus: this.#bus,
       clock: this.#clock,
@@ -174,7 +174,7 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
       actor: () => this.#actor,
       delegation: this.#delegationHost(),
       onFatal: (name, error) => this.#crash(name, error),
-      resourceScope: () => this.#controls.scope ?? this.id,
+      resourceScope: () => this.#controls.scope ?? this.sessionId,
       resources: () => this.#turnResources ?? this.#resources,
       runtimes: this.#runtimes,
       inspect: environment.inspect,
@@ -201,7 +201,7 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
     if (kept.parentScope !== undefined) resourceOptions.parentScope = kept.parentScope;
     // Masking is attached with the bus; the audit log reads the committed events (environment.onEvent).
     const scope = openRunScope({
-      sessionId: this.id,
+      sessionId: this.sessionId,
       bus: this.#bus,
       clock: this.#clock,
       agents: [entry],
@@ -217,13 +217,13 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
     budget: NonNullable<TurnOptions['budget']>,
     turn: number,
   ): { scope: string; close: () => void } {
-    const scope = `${this.id}#turn-${turn}`;
+    const scope = `${this.sessionId}#turn-${turn}`;
     const agent = this.#plan.agents.get(this.#current);
     // The turn's scope sits under the session's, in the session's manager; without one it gets a private manager.
     const options: RunResourceOptions = { budget };
     if (this.#resources) {
       options.resources = this.#resources;
-      options.parentScope = this.id;
+      options.parentScope = this.sessionId;
     }
     const attached = attachResources(options, undefined, {
       sessionId: scope,
@@ -245,7 +245,7 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
 
   #delegationHost(): DelegationHost {
     return {
-      sessionId: this.id,
+      sessionId: this.sessionId,
       actor: () => this.#actor,
       bus: this.#bus,
       clock: this.#clock,
@@ -255,7 +255,7 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
       finished: () => this.#finished,
       routes: this.#routes,
       nextChildId: () => `sub-${++this.#childSeq}`,
-      resourceScope: () => this.#controls.scope ?? this.id,
+      resourceScope: () => this.#controls.scope ?? this.sessionId,
       applyStoredDecisions: () => this.#approvals.applyStored(),
       runtimes: this.#runtimes,
     };
@@ -264,7 +264,7 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
   #createActor(descriptors: SessionMachineInput['agents']): Actor<SessionMachine> {
     const plan = this.#plan;
     const input: SessionMachineInput = {
-      sessionId: this.id,
+      sessionId: this.sessionId,
       entry: plan.startAgent,
       agents: descriptors,
       history: [...plan.history, userMessage(plan.firstInput)],
@@ -277,7 +277,7 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
     const secretKeys = [...plan.agents.values()].flatMap((agent) => secretArguments(agent));
     const actor = createActor(runtimeSessionMachine, {
       // The root actor is named after the session: that is the name the inspector shows for it.
-      id: this.id,
+      id: this.sessionId,
       input,
       clock: this.#clock,
       ...(inspect
@@ -375,10 +375,10 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
         const resources: RunResourceOptions = { budget: options.budget };
         if (this.#resources) {
           resources.resources = this.#resources;
-          resources.parentScope = this.id;
+          resources.parentScope = this.sessionId;
         }
         checkReachablePrices([...this.#plan.agents.values()], resources, {
-          sessionId: this.id,
+          sessionId: this.sessionId,
           known: this.#environment.agents,
         });
       }
@@ -388,9 +388,9 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
     }
     const status = this.#status;
     if (this.#finished || status === 'closed' || status === 'failed' || status === 'suspended')
-      return Promise.reject(new SessionClosedError(this.id, status));
+      return Promise.reject(new SessionClosedError(this.sessionId, status));
     if (this.#environment.accepting && !this.#environment.accepting())
-      return Promise.reject(new SessionClosedError(this.id, 'closed'));
+      return Promise.reject(new SessionClosedError(this.sessionId, 'closed'));
     const turn = new Turn<TOutput>(input, options);
     if (!this.#turn.ended || this.#queue.length > 0) {
       // Queued behind the turn in progress, and stored: a crash loses no message.
@@ -499,7 +499,7 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
     const agent = this.#plan.agents.get(context.current);
     if (!child || !agent) return;
     // Decisions reach the agent by the route its requests carry (inside a caller's session, a placed one).
-    const runtime = this.#runtimes.get(`${this.id}/${context.current}`);
+    const runtime = this.#runtimes.get(`${this.sessionId}/${context.current}`);
     const route = runtime?.route ?? context.current;
     this.#routes.set(route, child);
     const stopWatching = watchAgent({
@@ -637,7 +637,7 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
             })
         : () => {
             this.#durability.close();
-            return this.#environment.store.delete(this.id);
+            return this.#environment.store.delete(this.sessionId);
           },
       () => this.#closedDown(),
     );
@@ -659,7 +659,7 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
     this.#environment.onClose?.(this as Session);
     this.#bus.clear();
     // What the session's tools hold open (per-session MCP servers) is closed before `closed` resolves.
-    const releasing = releaseSessionResources(this.id);
+    const releasing = releaseSessionResources(this.sessionId);
     if (releasing) void releasing.then(() => this.#closeResolve());
     else this.#closeResolve();
   }

@@ -35,7 +35,7 @@ export interface SessionOptions {
    */
   context?: unknown;
   /** The session id; defaults to a random UUID. Must be unique among the sessions running in this process. */
-  id?: string | undefined;
+  sessionId?: string | undefined;
   /** Aborting it stops the session: the turn in progress ends `aborted`. */
   signal?: AbortSignal | undefined;
   /** Earlier conversation; never mutated. */
@@ -105,7 +105,7 @@ export interface SessionEnvironment {
 
 /** A conversation held by a session supervisor actor: one turn at a time, follow-ups continue the history. */
 export interface Session<TOutput = unknown, TContext = unknown> {
-  readonly id: string;
+  readonly sessionId: string;
   readonly status: SessionStatus;
   /** The agent holding the conversation now. */
   readonly agent: string;

@@ -89,16 +89,16 @@ export interface ShutdownOptions {
 }
 
 /** The options of `restore()`. */
-export type RestoreOptions = Omit<SessionOptions, 'id' | 'history'> & { input?: RunInput | undefined };
+export type RestoreOptions = Omit<SessionOptions, 'sessionId' | 'history'> & { input?: RunInput | undefined };
 
 /** The options of `recover()`. */
 export interface RecoverOptions {
   /** Only these sessions. */
-  ids?: readonly string[] | undefined;
+  sessionIds?: readonly string[] | undefined;
   /** The run context every recovered session gets (it is never stored). */
   context?: unknown;
   /** The run context of each recovered session, from its id and entry agent; wins over `context`. */
-  contextFor?: ((session: { id: string; entry: string }) => unknown) | undefined;
+  contextFor?: ((session: { sessionId: string; entry: string }) => unknown) | undefined;
 }
 
 /** What `recover()` did. */
@@ -106,7 +106,7 @@ export interface RecoverResult {
   /** Sessions resumed in this process. */
   sessions: Session[];
   /** Sessions that could not be resumed, with why (an unknown agent, a damaged record...). Nothing was changed. */
-  failures: { id: string; error: TroupeError }[];
+  failures: { sessionId: string; error: TroupeError }[];
 }
 
 /** Many agent sessions in one process: each its own root actor, addressable by id. */
@@ -199,7 +199,7 @@ export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem
     onConfigError: (where: string, error: unknown) => auditConfigError(audit, where, error),
     ...(audit ? { audit } : {}),
     onClose: (session: Session) => {
-      if (sessions.get(session.id) === session) sessions.delete(session.id);
+      if (sessions.get(session.sessionId) === session) sessions.delete(session.sessionId);
     },
     inspect: options.inspect,
     resources,
@@ -213,7 +213,7 @@ export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem
 
   const track = <TOutput>(session: SessionControl<TOutput>): Session<TOutput> => {
     if (session.status !== 'closed' && session.status !== 'failed')
-      sessions.set(session.id, session as SessionControl);
+      sessions.set(session.sessionId, session as SessionControl);
     return session;
   };
   const refuseWhenClosed = (what: string) => {
@@ -242,11 +242,16 @@ export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem
     const row = stored.session;
     const id = row.id;
     if (resumableStatuses.includes(row.status) && row.turn)
-      return start(entry, row.turn.input, { ...rest, id }, { kind: 'resume', stored, extraInput: input });
+      return start(
+        entry,
+        row.turn.input,
+        { ...rest, sessionId: id },
+        { kind: 'resume', stored, extraInput: input },
+      );
     if (input === undefined)
       throw new ConfigError(`restore(): session "${id}" finished its last turn; give the next input.`);
     const holder = agentCatalog(entry as Agent<unknown>, agents).get(row.agent) ?? entry;
-    return start(holder as Agent<TOutput>, input, { ...rest, id }, { kind: 'continue', stored });
+    return start(holder as Agent<TOutput>, input, { ...rest, sessionId: id }, { kind: 'continue', stored });
   };
 
   const decideStored = async (sessionId: string, callId: string, decision: ApprovalDecision) => {
@@ -280,14 +285,14 @@ export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem
   const spawnSession = <TOutput>(agent: Agent<TOutput>, input: RunInput, spawnOptions: SessionOptions) => {
     checkSessionOptions(spawnOptions, 'spawn()');
     refuseWhenClosed('spawn()');
-    if (spawnOptions.id !== undefined && sessions.has(spawnOptions.id))
-      throw new ConfigError(`spawn(): a session with id "${spawnOptions.id}" is already running.`);
-    if (spawnOptions.id !== undefined) {
-      const existing = store.load(spawnOptions.id);
+    if (spawnOptions.sessionId !== undefined && sessions.has(spawnOptions.sessionId))
+      throw new ConfigError(`spawn(): a session with id "${spawnOptions.sessionId}" is already running.`);
+    if (spawnOptions.sessionId !== undefined) {
+      const existing = store.load(spawnOptions.sessionId);
       if (existing instanceof Promise) existing.catch(() => undefined);
       else if (existing)
         throw new ConfigError(
-          `spawn(): the store already holds a session "${spawnOptions.id}": continue it with restore() or recover(), or pick another id.`,
+          `spawn(): the store already holds a session "${spawnOptions.sessionId}": continue it with restore() or recover(), or pick another id.`,
         );
     }
     return start(agent, input, spawnOptions, { kind: 'fresh' });
@@ -308,33 +313,37 @@ export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem
     return resumeStored(entry, stored, input, rest);
   };
   const recoverSessions = async (recoverOptions: RecoverOptions): Promise<RecoverResult> => {
-    checkOptionObject(recoverOptions as unknown, ['ids', 'context', 'contextFor'], 'recover(): options');
+    checkOptionObject(
+      recoverOptions as unknown,
+      ['sessionIds', 'context', 'contextFor'],
+      'recover(): options',
+    );
     if (recoverOptions.contextFor !== undefined && typeof recoverOptions.contextFor !== 'function')
-      throw new ConfigError('recover(): contextFor must be a function of { id, entry }.');
+      throw new ConfigError('recover(): contextFor must be a function of { sessionId, entry }.');
     refuseWhenClosed('recover()');
-    const wanted = recoverOptions.ids ? new Set(recoverOptions.ids) : undefined;
+    const wanted = recoverOptions.sessionIds ? new Set(recoverOptions.sessionIds) : undefined;
     const result: RecoverResult = { sessions: [], failures: [] };
     const listed = await store.list({ status: resumableStatuses });
     for (const summary of listed) {
-      if (wanted && !wanted.has(summary.id)) continue;
-      if (sessions.has(summary.id) || !accepting) continue;
+      if (wanted && !wanted.has(summary.sessionId)) continue;
+      if (sessions.has(summary.sessionId) || !accepting) continue;
       try {
-        const stored = await store.load(summary.id);
+        const stored = await store.load(summary.sessionId);
         if (!stored?.session.turn) continue;
         const entry = stored.session.entry;
         const context = recoverOptions.contextFor
-          ? recoverOptions.contextFor({ id: summary.id, entry })
+          ? recoverOptions.contextFor({ sessionId: summary.sessionId, entry })
           : recoverOptions.context;
         result.sessions.push(
           resumeStored(entryOf(entry), stored, undefined, context === undefined ? {} : { context }),
         );
       } catch (error) {
         result.failures.push({
-          id: summary.id,
+          sessionId: summary.sessionId,
           error:
             error instanceof TroupeError
               ? error
-              : new TroupeError('recover_failed', `Session "${summary.id}": ${String(error)}`, {
+              : new TroupeError('recover_failed', `Session "${summary.sessionId}": ${String(error)}`, {
                   cause: error,
                 }),
         });
@@ -370,7 +379,7 @@ export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem
     },
     async interrupted() {
       const listed = await store.list({ status: resumableStatuses });
-      return listed.filter((summary) => !sessions.has(summary.id));
+      return listed.filter((summary) => !sessions.has(summary.sessionId));
     },
     async approvals(query = {}) {
       const stored = await store.approvals({

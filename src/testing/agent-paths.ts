@@ -191,7 +191,7 @@ export function expectPath(
   const actual: Record<string, unknown> = {
     stopReason: result.stopReason,
     status: result.status,
-    modelCalls: result.iterationsUsed,
+    modelCalls: result.modelCalls,
   };
   const expected: Record<string, unknown> = {
     stopReason: path.expected.stopReason,
@@ -415,7 +415,7 @@ function guardrailEvents(agent: Agent<unknown>, toolName: string | undefined, an
             executed: stage === 'tool_output',
             degraded: false,
             attempts: stage === 'tool_output' ? 1 : 0,
-            blocked: { ...block(toolGuardrail.name, stage), tool: toolName, toolCallId: 'call' },
+            blocked: { ...block(toolGuardrail.name, stage), tool: toolName, callId: 'call' },
           },
         ],
       },

@@ -77,10 +77,10 @@ export function expectRun<TOutput>(result: RunResult<TOutput>): RunExpectation<T
       return expectation;
     },
     toUseAtMostModelCalls(n) {
-      if (result.iterationsUsed > n)
+      if (result.modelCalls > n)
         fail(
-          `expected at most ${n} model call(s), but the run made ${result.iterationsUsed} (stop reason "${result.stopReason}")`,
-          { actual: result.iterationsUsed, expected: n, operator: 'toUseAtMostModelCalls' },
+          `expected at most ${n} model call(s), but the run made ${result.modelCalls} (stop reason "${result.stopReason}")`,
+          { actual: result.modelCalls, expected: n, operator: 'toUseAtMostModelCalls' },
         );
       return expectation;
     },

@@ -1,3 +1,30 @@
+/**
+ * Troupe's testing kit: scripted, recorded and replayed models, path and termination checks, run assertions; and the
+ * internals a test may need to drive directly (the agent statechart, the termination policies its guards apply, the
+ * tool registry, the redacting inspector)
+ * and reset between tests (circuit breakers, the count of live run runtimes).
+ */
+export { breakerState, resetBreakers } from '../breakers/circuit-breaker.ts';
+export {
+  type AgentAnswer,
+  type AgentContext,
+  type AgentEvent,
+  type AgentMachineInput,
+  type AgentMachineOutput,
+  type AgentRunConfig,
+  agentMachine,
+  agentOutputOf,
+} from '../machines/agent.ts';
+export type { PolicyState, TerminationDecision, TerminationPolicy } from '../policies/decision.ts';
+export { withDuplicateDetection } from '../policies/duplicate-detection.ts';
+export { standardTerminationPolicy } from '../policies/standard-termination.ts';
+export { decodeRetriesLeft, stepLimitReached } from '../policies/step-limit.ts';
+export { createTerminationPolicy } from '../policies/termination-policy.ts';
+export { withToolCallCap } from '../policies/tool-call-cap.ts';
+export { toolCallSignature } from '../policies/tool-call-signature.ts';
+export { redactingInspector } from '../run/inspect.ts';
+export { activeRuntimeCount } from '../run/run-runtime.ts';
+export { ToolRegistry } from '../tools/registry.ts';
 export {
   type AgentPath,
   type AgentPathsOptions,

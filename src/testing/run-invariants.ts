@@ -24,7 +24,7 @@ export interface RunInvariantContext {
 /**
  * The invariants every run must keep, whatever the model and the tools did: a stop reason from the closed set and
  * the status that goes with it, at most `maxSteps + maxDecodeRetries + 1` model calls (all counted in
- * `iterationsUsed`), a valid history (every tool call answered exactly once) that starts with the caller's own,
+ * `modelCalls`), a valid history (every tool call answered exactly once) that starts with the caller's own,
  * unchanged, no tool run more often than `maxToolCallsPerTool`, a decoded output when a run with a schema
  * completed, and nothing left running. Returns one readable sentence per broken invariant; none when all hold.
  */
@@ -42,8 +42,8 @@ export function runInvariantViolations(result: RunResult<unknown>, context: RunI
     problems.push(
       `the model was called ${modelCalls} times, more than maxSteps ${limits.maxSteps} + maxDecodeRetries ${limits.maxDecodeRetries} + 1 = ${bound}`,
     );
-  if (result.iterationsUsed !== modelCalls)
-    problems.push(`iterationsUsed is ${result.iterationsUsed} but the model was called ${modelCalls} times`);
+  if (result.modelCalls !== modelCalls)
+    problems.push(`modelCalls is ${result.modelCalls} but the model was called ${modelCalls} times`);
   const issues = findHistoryIssues(result.history);
   if (issues.length > 0)
     problems.push(

@@ -51,7 +51,7 @@ export interface Tool<TArgs = unknown, TResult = unknown, TContext = unknown> {
   /** JSON Schema of the arguments, as the providers send it. */
   readonly parameters: JsonObject;
   readonly timeoutMs: number | undefined;
-  readonly retries: number | undefined;
+  readonly maxRetries: number | undefined;
   /** A failure of this tool fails the agent actor (supervision decides: restart, stop or escalate); no retries. */
   readonly fatal: boolean;
   /** The tool's circuit breaker (shared by every run of the process), when it has one; see ToolOptions.breaker. */
@@ -78,8 +78,8 @@ export interface ToolOptions<TSchema extends z.ZodType, TResult, TContext = unkn
   execute: (args: z.output<TSchema>, context: ToolContext<TContext>) => TResult | Promise<TResult>;
   /** Overrides the agent's `limits.toolTimeoutMs` for this tool. */
   timeoutMs?: number | undefined;
-  /** Overrides the agent's `limits.toolRetries` for this tool. */
-  retries?: number | undefined;
+  /** Overrides the agent's `limits.maxToolRetries` for this tool. */
+  maxRetries?: number | undefined;
   /**
    * The tool's failure is not something the model can work around: it fails the agent actor and the session's
    * supervision strategy decides (restart from the last checkpoint, stop, or escalate). Such a tool is not retried.
@@ -132,7 +132,7 @@ const toolOptionKeys: readonly string[] = [
   'input',
   'execute',
   'timeoutMs',
-  'retries',
+  'maxRetries',
   'fatal',
   'secret',
   'breaker',
@@ -182,9 +182,12 @@ export function tool<TSchema extends z.ZodType, TResult, TContext = unknown>(
     typeof options.needsApproval !== 'function'
   )
     throw new ConfigError(`${where}: needsApproval must be a boolean or a function of the arguments.`);
-  const { retries, timeoutMs } = options;
-  if (retries !== undefined && (typeof retries !== 'number' || !Number.isInteger(retries) || retries < 0))
-    throw new ConfigError(`${where}: retries must be an integer >= 0, got ${describeValue(retries)}.`);
+  const { timeoutMs, maxRetries } = options;
+  if (
+    maxRetries !== undefined &&
+    (typeof maxRetries !== 'number' || !Number.isInteger(maxRetries) || maxRetries < 0)
+  )
+    throw new ConfigError(`${where}: maxRetries must be an integer >= 0, got ${describeValue(maxRetries)}.`);
   if (
     timeoutMs !== undefined &&
     (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs <= 0)
@@ -200,7 +203,7 @@ export function tool<TSchema extends z.ZodType, TResult, TContext = unknown>(
     input: options.input as z.ZodType<z.output<TSchema>>,
     parameters: toJsonSchema(options.input, where),
     timeoutMs: options.timeoutMs,
-    retries: options.fatal ? 0 : options.retries,
+    maxRetries: options.fatal ? 0 : options.maxRetries,
     fatal: options.fatal ?? false,
     secret: Object.freeze([...(options.secret ?? [])]),
     needsApproval: options.needsApproval ?? false,

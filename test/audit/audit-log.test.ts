@@ -115,7 +115,7 @@ describe('the audit log', () => {
     expect(types(records)).toEqual(['permission', 'permission', 'approval_requested', 'approval_decided']);
     expect(records.map((record) => record.seq)).toEqual([1, 2, 3, 4]);
     expect(records[0]).toMatchObject({
-      sessionId: session.id,
+      sessionId: session.sessionId,
       agent: 'clerk',
       route: 'clerk',
       data: { tool: 'pay', callId: 'c2', decision: 'ask', reason: 'payments need a person' },

@@ -223,7 +223,7 @@ describe('tool circuit breaker', () => {
       name: 'inventory',
       description: 'stock levels',
       input: z.object({}),
-      retries: 0,
+      maxRetries: 0,
       breaker: { threshold: 2, halfOpenAfterMs: 10_000 },
       execute: () => {
         runs++;
@@ -275,7 +275,7 @@ describe('tool circuit breaker', () => {
         name: 'flaky',
         description: 'fails',
         input: z.object({}),
-        retries: 0,
+        maxRetries: 0,
         breaker: { threshold: 1 },
         execute: () => {
           runs++;

@@ -1674,7 +1674,7 @@ describe('property: the agent machine under random events and limits', () => {
     maxDecodeRetries: fc.integer({ min: 0, max: 2 }),
     toolConcurrency: fc.constant(8),
     toolTimeoutMs: fc.constant(null),
-    toolRetries: fc.constant(0),
+    maxToolRetries: fc.constant(0),
     timeoutMs: fc.constant(null),
   });
   const resume: fc.Arbitrary<AgentCheckpoint> = fc

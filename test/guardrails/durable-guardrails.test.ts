@@ -59,7 +59,7 @@ describe('guardrail checks in durable sessions', () => {
         guardrails: { output: [hanging('out', started)] },
       }),
       'question',
-      { id: 'g-1' },
+      { sessionId: 'g-1' },
     );
     await until(() => started.length === 1);
     await first.shutdown();
@@ -103,7 +103,7 @@ describe('guardrail checks in durable sessions', () => {
         guardrails: { input: [hanging('in', started)] },
       }),
       'hello there',
-      { id: 'g-2' },
+      { sessionId: 'g-2' },
     );
     await until(() => started.length === 1);
     await first.shutdown();

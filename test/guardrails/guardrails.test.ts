@@ -126,7 +126,7 @@ describe('input guardrails', () => {
     expect(callSignal?.aborted).toBe(true);
     expect(result.stopReason).toBe('guardrail_blocked');
     expect(result.guardrail).toMatchObject({ name: 'slow-check', stage: 'input' });
-    expect(result.iterationsUsed).toBe(1);
+    expect(result.modelCalls).toBe(1);
     expect(events.some((e) => e.type === 'delta')).toBe(false);
   });
 
@@ -190,7 +190,7 @@ describe('output guardrails', () => {
     expect(result.guardrail).toEqual({ name: 'polite', stage: 'output', message: 'rude' });
     expect(result.text).toBe('');
     expect(JSON.stringify(result.history)).not.toContain('rude answer');
-    expect(result.iterationsUsed).toBe(1);
+    expect(result.modelCalls).toBe(1);
   });
 
   it('checks the decoded structured output, after the decode, also in the tool-use phase', async () => {
@@ -258,13 +258,13 @@ describe('tool guardrails', () => {
     expect(result.stopReason).toBe('completed');
     expect(result.steps[0]?.toolCalls[0]?.result).toBe('echo: hi');
     expect(guardrailEvents(events)).toEqual([
-      { guardrail: 'ok', stage: 'tool_input', decision: 'allow', toolCallId: 'c1', tool: 'echo' },
+      { guardrail: 'ok', stage: 'tool_input', decision: 'allow', callId: 'c1', tool: 'echo' },
       {
         guardrail: 'hm',
         stage: 'tool_input',
         decision: 'warn',
         message: 'odd',
-        toolCallId: 'c1',
+        callId: 'c1',
         tool: 'echo',
       },
     ]);
@@ -308,9 +308,9 @@ describe('tool guardrails', () => {
       stage: 'tool_input',
       message: 'not allowed',
       tool: 'echo',
-      toolCallId: 'c1',
+      callId: 'c1',
     });
-    expect(result.toolCalls).toBe(0);
+    expect(result.toolCallCount).toBe(0);
     expect(result.steps[0]?.toolCalls[0]?.result).toContain('blocked by guardrail "no-echo"');
   });
 
@@ -405,7 +405,7 @@ describe('tool guardrails', () => {
     expect(result.stopReason).toBe('guardrail_blocked');
     expect(result.guardrail).toMatchObject({ name: 'leak', stage: 'tool_output', tool: 'echo' });
     expect(JSON.stringify(result.history)).not.toContain('echo: hi');
-    expect(result.toolCalls).toBe(1);
+    expect(result.toolCallCount).toBe(1);
   });
 });
 

@@ -59,7 +59,7 @@ export const toolBlockedEvent: AgentEvent = {
     executed: true,
     degraded: false,
     attempts: 1,
-    blocked: { ...pathBlock, stage: 'tool_output' as const, tool: 't', toolCallId: callId },
+    blocked: { ...pathBlock, stage: 'tool_output' as const, tool: 't', callId: callId },
   })),
 };
 
@@ -174,7 +174,7 @@ export const smallLimits: ResolvedLimits = {
   maxDecodeRetries: 1,
   maxDuplicateToolCalls: 1,
   maxToolCallsPerTool: 1,
-  toolRetries: 0,
+  maxToolRetries: 0,
 };
 
 /** The configurations agent.paths.test.ts generates paths for (and replays on the real runtime). */

@@ -1004,7 +1004,7 @@ describe('the agent loop: guardrails', () => {
     const b = call('b', 'fetch');
     const h = start({ guardrails: plan({ tools: true }) });
     respond(h, { text: 'let me look', toolCalls: [a, b], stopReason: 'tool_use' });
-    const blocked = block('tool_input', { toolCallId: 'b', tool: 'fetch' });
+    const blocked = block('tool_input', { callId: 'b', tool: 'fetch' });
     h.send({
       type: 'tools.done',
       results: [ok(a), { ...ok(b, 'blocked by a guardrail'), executed: false, blocked }],

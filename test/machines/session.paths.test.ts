@@ -223,7 +223,9 @@ describe("the agent machine's session-only transitions, on the real system runti
           limits: { maxSteps: 1, finalAnswerOnMaxSteps },
         });
       const first = createAgentSystem({ inspect, clock, store: dying.store });
-      first.spawn(agent(scriptedModel([{ text: 'not json' }, { delayMs: 1e9 }])), 'go', { id: 'limit' });
+      first.spawn(agent(scriptedModel([{ text: 'not json' }, { delayMs: 1e9 }])), 'go', {
+        sessionId: 'limit',
+      });
       for (let i = 0; i < 1000; i++) {
         const stored = await store.load('limit');
         if (stored?.session.turn?.agent?.checkpoint.step === 1) break;
@@ -296,7 +298,9 @@ describe("the agent machine's session-only transitions, on the real system runti
     };
     const store = createMemoryStore();
     const live = createAgentSystem({ inspect, clock, store });
-    const clerk = live.spawn(asking(scriptedModel([batch, { text: 'paid' }])), 'pay 5', { id: 'clerk-1' });
+    const clerk = live.spawn(asking(scriptedModel([batch, { text: 'paid' }])), 'pay 5', {
+      sessionId: 'clerk-1',
+    });
     await untilTrue(() => clerk.pendingApprovals().length === 2);
     await clerk.approve('p1');
     await clerk.answer('q1', 'the blue one');
@@ -305,7 +309,7 @@ describe("the agent machine's session-only transitions, on the real system runti
 
     const dying = dyingStore(store);
     const first = createAgentSystem({ inspect, clock, store: dying.store });
-    const waiting = first.spawn(asking(scriptedModel([batch])), 'pay 5', { id: 'clerk-2' });
+    const waiting = first.spawn(asking(scriptedModel([batch])), 'pay 5', { sessionId: 'clerk-2' });
     await untilTrue(() => waiting.pendingApprovals().length === 2);
     dying.kill();
     await first.shutdown();
@@ -316,7 +320,7 @@ describe("the agent machine's session-only transitions, on the real system runti
       agents: [asking(scriptedModel([{ text: 'done' }]))],
     });
     const recovered = await second.recover();
-    expect(recovered.sessions.map((session) => session.id)).toEqual(['clerk-2']);
+    expect(recovered.sessions.map((session) => session.sessionId)).toEqual(['clerk-2']);
     const resumed = recovered.sessions[0] as (typeof recovered.sessions)[number];
     await untilTrue(() => resumed.pendingApprovals().length === 2);
     await resumed.reject('p1', 'too much');

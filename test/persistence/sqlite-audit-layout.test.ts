@@ -21,7 +21,7 @@ async function layoutThreeFile(): Promise<string> {
   const store = createSqliteStore(path);
   const system = createAgentSystem({ store });
   const agent = defineAgent({ name: 'a', instructions: '', model: scriptedModel([{ text: 'hi' }]) });
-  await system.spawn(agent, 'go', { id: 'kept' }).result;
+  await system.spawn(agent, 'go', { sessionId: 'kept' }).result;
   await system.shutdown();
   store.close();
   const raw = new DatabaseSync(path);
@@ -36,7 +36,7 @@ describe('the SQLite store layout with the audit log', () => {
     expect(storeLayoutVersion).toBe(4);
     const path = await layoutThreeFile();
     const store = createSqliteStore(path);
-    expect((await store.list()).map((summary) => summary.id)).toEqual(['kept']);
+    expect((await store.list()).map((summary) => summary.sessionId)).toEqual(['kept']);
     store.appendAudit([{ seq: 1 }]);
     expect(store.readAudit()).toEqual([{ seq: 1 }]);
     store.close();

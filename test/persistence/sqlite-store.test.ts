@@ -308,7 +308,7 @@ describe('createSqliteStore: several connections', () => {
     });
     expect(second.load('s1')?.session).toEqual(sessionRow('s1'));
     expect(second.readEvents('s1', -1)).toEqual(events('s1', 0, 2));
-    expect(second.list().map((summary) => summary.id)).toEqual(['s1']);
+    expect(second.list().map((summary) => summary.sessionId)).toEqual(['s1']);
     expect(second.approvals({ status: ['pending'] })).toHaveLength(1);
 
     second.commit('s1', { events: events('s1', 2, 1) });

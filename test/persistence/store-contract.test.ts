@@ -176,7 +176,9 @@ describe.each(harnesses)('$name store', (harness) => {
     expect(state?.approvals).toEqual([approval('s1', 'call_2')]);
     expect(state?.lastSeq).toBe(1);
     expect(await store.readEvents('s1', -1)).toEqual(events('s1', 0, 2));
-    expect(await store.list()).toMatchObject([{ id: 's1', turns: 1, updatedAt: 1_000, pendingApprovals: 1 }]);
+    expect(await store.list()).toMatchObject([
+      { sessionId: 's1', turns: 1, updatedAt: 1_000, pendingApprovals: 1 },
+    ]);
 
     // The same batch with the right seq goes through.
     await store.commit('s1', { ...bad, events: events('s1', 2, 2) });
@@ -325,7 +327,7 @@ describe.each(harnesses)('$name store', (harness) => {
 
     expect(await store.list()).toEqual([
       {
-        id: 'd',
+        sessionId: 'd',
         status: 'closed',
         entry: 'triage',
         agent: 'support',
@@ -334,7 +336,7 @@ describe.each(harnesses)('$name store', (harness) => {
         pendingApprovals: 0,
       },
       {
-        id: 'a',
+        sessionId: 'a',
         status: 'running',
         entry: 'triage',
         agent: 'support',
@@ -343,7 +345,7 @@ describe.each(harnesses)('$name store', (harness) => {
         pendingApprovals: 0,
       },
       {
-        id: 'c',
+        sessionId: 'c',
         status: 'idle',
         entry: 'triage',
         agent: 'support',
@@ -352,7 +354,7 @@ describe.each(harnesses)('$name store', (harness) => {
         pendingApprovals: 0,
       },
       {
-        id: 'b',
+        sessionId: 'b',
         status: 'awaiting',
         entry: 'front',
         agent: 'billing',
@@ -362,7 +364,7 @@ describe.each(harnesses)('$name store', (harness) => {
       },
     ]);
     const ids = async (status: Parameters<SessionStore['list']>[0]) =>
-      (await store.list(status)).map((summary) => summary.id);
+      (await store.list(status)).map((summary) => summary.sessionId);
     expect(await ids({ status: ['running', 'awaiting', 'suspended'] })).toEqual(['a', 'b']);
     expect(await ids({ status: ['idle'] })).toEqual(['c']);
     expect(await ids({ status: [] })).toEqual([]);
@@ -417,7 +419,7 @@ describe.each(harnesses)('$name store', (harness) => {
     expect(await store.load('s1')).toBeUndefined();
     expect(await store.readEvents('s1', -1)).toEqual([]);
     expect(await store.approvals({ sessionId: 's1' })).toEqual([]);
-    expect((await store.list()).map((summary) => summary.id)).toEqual(['s2']);
+    expect((await store.list()).map((summary) => summary.sessionId)).toEqual(['s2']);
     expect((await store.approvals()).map((record) => record.callId)).toEqual(['x']);
     expect((await store.load('s2'))?.lastSeq).toBe(0);
 

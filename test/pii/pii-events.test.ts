@@ -102,7 +102,7 @@ describe('PII masking in events', () => {
     const response = events.find((event) => event.type === 'tool_response');
     expect(response?.data).toMatchObject({
       content: 'customer <EMAIL_1> paid order INV-2024-000123 with <CARD_1>',
-      content_preview: 'customer <EMAIL_1> paid order INV-2024-000123 with <CARD_1>',
+      contentPreview: 'customer <EMAIL_1> paid order INV-2024-000123 with <CARD_1>',
     });
     const final = events.find((event) => event.type === 'model_response' && event.data.step === 2);
     expect(final?.data).toMatchObject({
@@ -209,7 +209,7 @@ describe('PII masking in events', () => {
     const result = await session.result;
     expect(result.text).toBe(`Noted: ${email}`);
     expect(leaks(JSON.stringify(seen))).toEqual([]);
-    const stored = await store.readEvents(session.id, -1);
+    const stored = await store.readEvents(session.sessionId, -1);
     expect(stored.length).toBeGreaterThan(0);
     expect(leaks(JSON.stringify(stored))).toEqual([]);
     expect(JSON.stringify(stored)).toContain('<EMAIL_1>');

@@ -30,21 +30,21 @@ const usage = { input: 1, output: 2, cached: 0, reasoning: 0, total: 3 };
 function samples(): { [T in RunEventType]: Record<string, unknown> } {
   return {
     run_start: { input: { [pii()]: pii() }, historyLength: 1, model: pii(), provider: pii() },
-    run_end: { status: pii(), stopReason: pii(), iterationsUsed: 1, toolCalls: 0, usage },
+    run_end: { status: pii(), stopReason: pii(), modelCalls: 1, toolCallCount: 0, usage },
     phase: { phase: pii(), state: pii(), step: 1, retryCount: 0 },
     delta: { content: pii() },
     reasoning_delta: { content: pii() },
     tool_call_delta: { index: 0, id: pii(), name: pii(), argsDelta: pii() },
-    model_response: { step: 1, text: pii(), toolCalls: 0, stopReason: pii(), usage },
+    model_response: { step: 1, text: pii(), toolCallCount: 0, stopReason: pii(), usage },
     tool_call: {
       id: pii(),
       function: { name: pii(), arguments: JSON.stringify({ [pii()]: pii() }) },
       args: { [pii()]: pii(), nested: [{ [pii()]: [pii()] }] },
     },
     tool_response: {
-      tool_call_id: pii(),
+      callId: pii(),
       name: pii(),
-      content_preview: pii(),
+      contentPreview: pii(),
       content: pii(),
       isError: true,
       attempts: 1,
@@ -63,11 +63,8 @@ function samples(): { [T in RunEventType]: Record<string, unknown> } {
     },
     approval_decided: { callId: pii(), tool: pii(), decision: { type: 'reject', reason: pii() } },
     resumed: { turn: 1, from: 'running', agent: pii() },
-    tool_retry: { tool_call_id: pii(), name: pii(), attempt: 1, error: pii() },
+    tool_retry: { callId: pii(), name: pii(), attempt: 1, error: pii() },
     usage: {
-      prompt_tokens: 1,
-      completion_tokens: 2,
-      total_tokens: 3,
       usage,
       cumulative: { ...usage, [pii()]: 0 },
     },
@@ -132,10 +129,10 @@ describe('PII masking of every event', () => {
       'agent',
       'tool_response',
       {
-        tool_call_id: 'c1',
+        callId: 'c1',
         name: 'lookup',
         content,
-        content_preview: `${content.slice(0, 200)}…`,
+        contentPreview: `${content.slice(0, 200)}…`,
         isError: false,
         attempts: 1,
         durationMs: 1,
@@ -145,7 +142,7 @@ describe('PII masking of every event', () => {
     );
     expect(delivered[0]?.data).toMatchObject({
       content: `${'x'.repeat(190)} <CARD_1> and more`,
-      content_preview: `${'x'.repeat(190)} <CARD_1> …`,
+      contentPreview: `${'x'.repeat(190)} <CARD_1> …`,
     });
   });
 

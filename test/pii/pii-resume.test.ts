@@ -40,7 +40,7 @@ describe('PII masking across a suspend and recover', () => {
     const session = first.spawn(
       defineAgent({ name: 'clerk', instructions: '', model: firstModel, tools: [mailer(true)] }),
       `please mail ${email}`,
-      { id: 'p-1' },
+      { sessionId: 'p-1' },
     );
     await until(() => received.length === 1);
     await first.shutdown();

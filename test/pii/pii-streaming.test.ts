@@ -109,7 +109,13 @@ describe('PII masking of values split across deltas', () => {
       if (type === 'tool_call_delta') shown.push((data as RunEventData['tool_call_delta']).argsDelta);
     };
     const pieces = ['{"path":"id_rsa","key":"', ...pem.map((line) => line.replace('\n', '\\n')), '"}'];
-    filter('a', 'tool_call_delta', { index: 0, id: 'c1', name: 'save', argsDelta: '' }, undefined, deliver);
+    filter(
+      'a',
+      'tool_call_delta',
+      { index: 0, callId: 'c1', name: 'save', argsDelta: '' },
+      undefined,
+      deliver,
+    );
     for (const piece of pieces.slice(0, -2)) {
       filter('a', 'tool_call_delta', { index: 0, argsDelta: piece }, undefined, deliver);
       // Nothing of the key goes out while its end line has not come.

@@ -1,10 +1,10 @@
+import type { ModelResponse } from 'troupe';
 import {
-  type ModelResponse,
   standardTerminationPolicy,
   toolCallSignature,
   withDuplicateDetection,
   withToolCallCap,
-} from 'troupe';
+} from 'troupe/testing';
 import { describe, expect, it } from 'vitest';
 import { terminationPolicyFor } from '../../src/policies/termination-policy.ts';
 import { noCounts, response } from '../support/responses.ts';

@@ -1,4 +1,4 @@
-import { createTerminationPolicy } from 'troupe';
+import { createTerminationPolicy } from 'troupe/testing';
 import { describe, expect, it } from 'vitest';
 import { addCount, countOf } from '../../src/core/records.ts';
 import { noCounts, response } from '../support/responses.ts';

@@ -1,4 +1,4 @@
-import { standardTerminationPolicy } from 'troupe';
+import { standardTerminationPolicy } from 'troupe/testing';
 import { describe, expect, it } from 'vitest';
 import { noCounts, response } from '../support/responses.ts';
 

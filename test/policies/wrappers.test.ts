@@ -4,7 +4,7 @@ import {
   toolCallSignature,
   withDuplicateDetection,
   withToolCallCap,
-} from 'troupe';
+} from 'troupe/testing';
 import { describe, expect, it } from 'vitest';
 import { noCounts, response } from '../support/responses.ts';
 

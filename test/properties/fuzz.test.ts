@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { activeRuntimeCount } from 'troupe';
+import { activeRuntimeCount } from 'troupe/testing';
 import { describe, expect, it } from 'vitest';
 import { execute } from '../../bench/fuzz/execute.ts';
 import { scenarios, testProfile } from '../../bench/fuzz/scenario.ts';

@@ -191,7 +191,7 @@ describe('actor system: random agent graphs', () => {
         expect(path[0]).toBe('a0');
         expect(path.length - 1).toBeLessThanOrEqual(graph.maxDepth);
         // Each agent on the path makes at most maxSteps tool-use calls plus one final call.
-        expect(result.iterationsUsed).toBeLessThanOrEqual(path.length * (graph.maxSteps + 1));
+        expect(result.modelCalls).toBeLessThanOrEqual(path.length * (graph.maxSteps + 1));
         validateHistory(result.history);
         if (result.stopReason === 'handoff_limit') expect(result.status).toBe('stopped');
 

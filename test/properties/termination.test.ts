@@ -3,7 +3,6 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
   type AgentGuardrailOptions,
-  activeRuntimeCount,
   defineAgent,
   type GuardrailOptions,
   type JsonValue,
@@ -13,6 +12,7 @@ import {
   tool,
   validateHistory,
 } from '../../src/index.ts';
+import { activeRuntimeCount } from '../../src/testing/index.ts';
 import { runInvariantViolations } from '../../src/testing/run-invariants.ts';
 import { type ScriptedTurn, scriptedModel } from '../../src/testing/scripted-model.ts';
 
@@ -97,7 +97,7 @@ const limits = fc.record({
   maxDecodeRetries: fc.integer({ min: 0, max: 2 }),
   maxDuplicateToolCalls: fc.integer({ min: 1, max: 3 }),
   maxToolCallsPerTool: fc.option(fc.integer({ min: 1, max: 4 }), { nil: null }),
-  toolRetries: fc.integer({ min: 0, max: 2 }),
+  maxToolRetries: fc.integer({ min: 0, max: 2 }),
   toolTimeoutMs: fc.constantFrom(undefined, 1),
   finalAnswerOnMaxSteps: fc.boolean(),
 });

@@ -57,7 +57,7 @@ describe('unpriced models reachable under a USD budget', () => {
       agents: [billing],
       resources: { budgets: { perTenant: { usd: 5 } } },
     });
-    expect(() => system.spawn(triage, 'hi', { id: 'named' })).toThrow(
+    expect(() => system.spawn(triage, 'hi', { sessionId: 'named' })).toThrow(
       /model "my-finetune" has no price, but tenant:default has a USD budget \(agent "billing"/,
     );
     expect(system.list()).toEqual([]);

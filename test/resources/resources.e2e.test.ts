@@ -66,13 +66,13 @@ describe('budgets end to end', () => {
     expect(result.stopReason).toBe('budget_exhausted');
     expect(result.error?.message).toMatch(/token budget of session:.* exhausted/);
     expect(() => validateHistory(result.history)).not.toThrow();
-    expect(result.toolCalls).toBeGreaterThan(0);
+    expect(result.toolCallCount).toBeGreaterThan(0);
     const spent = result.usage.input + result.usage.output;
     // Spend may pass the budget by at most one call: 5 calls of 400 reach exactly 2,000 here.
     expect(spent).toBeGreaterThanOrEqual(2_000);
     expect(spent).toBeLessThanOrEqual(2_000 + 400);
     const spends = events.filter((event) => event.type === 'spend');
-    expect(spends).toHaveLength(result.iterationsUsed);
+    expect(spends).toHaveLength(result.modelCalls);
     expect(spends[0]?.data).toMatchObject({ tokens: 400, usd: null });
     const warnings = events.filter((event) => event.type === 'budget_warning');
     expect(warnings).toHaveLength(1);
@@ -106,7 +106,7 @@ describe('budgets end to end', () => {
     // The exhausted tenant stays exhausted for its next run.
     const again = await run(answeringAgent('c'), 'hi', { resources: manager, tenant: 'acme' });
     expect(again.stopReason).toBe('budget_exhausted');
-    expect(again.iterationsUsed).toBe(0);
+    expect(again.modelCalls).toBe(0);
     manager.stop();
   });
 
@@ -239,7 +239,7 @@ describe('the agent system', () => {
     const system = createAgentSystem({ resources: { budgets: { tenants: { acme: { tokens: 500 } } } } });
     const first = await system.spawn(answeringAgent('one', { input: 300, output: 100 }), 'hi', {
       tenant: 'acme',
-      id: 'one',
+      sessionId: 'one',
     }).result;
     expect(first.stopReason).toBe('completed');
     // 400 of 500 spent: the next session of the tenant may still start one call, its output cut to what the budget

@@ -427,13 +427,13 @@ describe.skipIf(unavailable !== undefined)('troupe/restate: the in-process featu
       onApproval: () => ({ type: 'approve' }),
     });
     expect(local).toMatchObject({ stopReason: 'budget_exhausted' });
-    expect(result).toMatchObject({ stopReason: 'budget_exhausted', toolCalls: local.toolCalls });
+    expect(result).toMatchObject({ stopReason: 'budget_exhausted', toolCallCount: local.toolCallCount });
   });
 
   it('counts what an agent used as a tool spends on its caller’s turn budget', async () => {
     const result = await session('patron', 'b3').send('delegate');
     const local = await run(patron, 'delegate', { budget: { tokens: 25_000 } });
     expect(local).toMatchObject({ stopReason: 'budget_exhausted' });
-    expect(result).toMatchObject({ stopReason: 'budget_exhausted', toolCalls: 1 });
+    expect(result).toMatchObject({ stopReason: 'budget_exhausted', toolCallCount: 1 });
   });
 });

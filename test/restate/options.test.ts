@@ -29,7 +29,7 @@ describe('restateAgents', () => {
     expect(() => restateAgents([agent('a'), agent('b')], { objectName: () => 'same' })).toThrow(
       /two agents would be served as the object "same"/,
     );
-    expect(() => restateAgents([agent('a')], { effectRetries: 0 })).toThrow(ConfigError);
+    expect(() => restateAgents([agent('a')], { maxEffectRetries: 0 })).toThrow(ConfigError);
     expect(() => restateAgents([agent('a')], { inactivityTimeout: -1 })).toThrow(ConfigError);
     expect(() => restateAgents([agent('a')], { supervision: { strategy: 'retry' as never } })).toThrow(
       /supervision.strategy/,

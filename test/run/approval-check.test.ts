@@ -42,7 +42,7 @@ describe('classifyCalls with people’s decisions', () => {
       disabled: [],
       concurrency: 8,
       timeoutMs: null,
-      retries: 0,
+      maxRetries: 0,
       sessionId: 's',
       route: 'a',
       turn: 1,

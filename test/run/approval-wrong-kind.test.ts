@@ -21,7 +21,7 @@ async function settles(events: RunEvent[], reading: Promise<void>, callId: strin
     done = true;
   });
   for (let i = 0; i < 200 && !done; i++) await new Promise((resolve) => setImmediate(resolve));
-  const answered = events.find((e) => e.type === 'tool_response' && e.data.tool_call_id === callId);
+  const answered = events.find((e) => e.type === 'tool_response' && e.data.callId === callId);
   expect(answered).toMatchObject({ data: { isError: true } });
   expect(done).toBe(true);
 }

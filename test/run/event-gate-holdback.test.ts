@@ -29,7 +29,7 @@ describe('output guardrails hold the answer back', () => {
     expect(result.stopReason).toBe('guardrail_blocked');
     expect(JSON.stringify(events)).not.toContain('launch code');
     const response = events.find((event) => event.type === 'model_response');
-    expect(response?.data).toMatchObject({ text: '', toolCalls: 0 });
+    expect(response?.data).toMatchObject({ text: '', toolCallCount: 0 });
     expect(result.text).toBe('');
   });
 

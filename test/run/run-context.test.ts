@@ -207,7 +207,7 @@ describe('the run context', () => {
     const session = first.spawn(
       agent(scriptedModel([{ toolCalls: [{ id: 's1', name: 'slow', args: {} }], stopReason: 'tool_use' }])),
       'work',
-      { id: 'w-1', context: contextOf('before') },
+      { sessionId: 'w-1', context: contextOf('before') },
     );
     while (seen.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
     await first.shutdown();
@@ -219,7 +219,9 @@ describe('the run context', () => {
       store: createSqliteStore(path),
       agents: [agent(scriptedModel([{ text: 'finished' }]))],
     });
-    const { sessions } = await second.recover({ contextFor: ({ id }) => contextOf(`recovered ${id}`) });
+    const { sessions } = await second.recover({
+      contextFor: ({ sessionId: id }) => contextOf(`recovered ${id}`),
+    });
     const result = await (sessions[0] as (typeof sessions)[number]).result;
     expect(result).toMatchObject({ status: 'completed', text: 'finished' });
     expect(seen.map((context) => context.user)).toEqual(['before', 'recovered w-1']);

@@ -1,8 +1,8 @@
 import {
-  type AgentStep,
   agentTool,
   defineAgent,
   type RunEvent,
+  type RunItem,
   run,
   stream,
   type ToolContext,
@@ -127,9 +127,9 @@ describe('tool events come out when calls start and end', () => {
     const toolEvents = () =>
       events.flatMap((e) =>
         e.type === 'tool_call'
-          ? [`call ${e.data.id}`]
+          ? [`call ${e.data.callId}`]
           : e.type === 'tool_response'
-            ? [`result ${e.data.tool_call_id}`]
+            ? [`result ${e.data.callId}`]
             : [],
       );
     expect(toolEvents()).toEqual(['call c1', 'call c2', 'result c2']);
@@ -171,13 +171,9 @@ describe('tool events come out when calls start and end', () => {
     );
     setImmediate(() => again.open());
     const steps = await collect(s2.steps());
-    expect(steps.map((step: AgentStep) => `${step.type} ${'id' in step ? step.id : ''}`.trim())).toEqual([
-      'tool_call c1',
-      'tool_result c1',
-      'tool_call c2',
-      'tool_result c2',
-      'final_response',
-    ]);
+    expect(
+      steps.map((step: RunItem) => `${step.type} ${'callId' in step ? step.callId : ''}`.trim()),
+    ).toEqual(['tool_call c1', 'tool_result c1', 'tool_call c2', 'tool_result c2', 'final_response']);
   });
 });
 

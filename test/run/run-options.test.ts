@@ -81,9 +81,9 @@ describe('run() and stream() options', () => {
 
 describe('a system: spawn(), restore() and createAgentSystem() options', () => {
   const badSessionOptions: [string, unknown, RegExp][] = [
-    ['a misspelled key', { ide: 'x' }, /no option "ide" \(did you mean "id"\?\)/],
+    ['a misspelled key', { sesionId: 'x' }, /no option "sesionId" \(did you mean "sessionId"\?\)/],
     ['a misspelled handoff limit', { maxHandoffDept: 2 }, /did you mean "maxHandoffDepth"/],
-    ['a numeric id', { id: 7 }, /id must be a non-empty string, got 7/],
+    ['a numeric id', { sessionId: 7 }, /sessionId must be a non-empty string, got 7/],
     ['a signal that is not an AbortSignal', { signal: 'stop' }, /signal must be an AbortSignal/],
     ['a misspelled supervision key', { supervision: { stratgy: 'stop' } }, /did you mean "strategy"/],
   ];

@@ -1,5 +1,4 @@
 import {
-  activeRuntimeCount,
   ConfigError,
   DuplicateToolError,
   defineAgent,
@@ -12,7 +11,7 @@ import {
   toSSE,
   validateHistory,
 } from 'troupe';
-import { scriptedModel } from 'troupe/testing';
+import { activeRuntimeCount, scriptedModel } from 'troupe/testing';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 
@@ -46,8 +45,8 @@ describe('run: the loop end to end on the scripted model', () => {
       status: 'completed',
       stopReason: 'completed',
       text: 'It is 3',
-      toolCalls: 1,
-      iterationsUsed: 2,
+      toolCallCount: 1,
+      modelCalls: 2,
     });
     expect(result.usage).toEqual({ input: 12, output: 5, cached: 0, reasoning: 0 });
     expect(result.steps).toHaveLength(2);
@@ -121,8 +120,8 @@ describe('run: the loop end to end on the scripted model', () => {
     expect(result).toMatchObject({
       status: 'stopped',
       stopReason: 'max_steps',
-      iterationsUsed: 3,
-      toolCalls: 3,
+      modelCalls: 3,
+      toolCallCount: 3,
     });
     expect(model.calls).toBe(3);
     invariantHolds(result.history);
@@ -142,7 +141,7 @@ describe('run: the loop end to end on the scripted model', () => {
       limits: { maxSteps: 2, finalAnswerOnMaxSteps: true },
     });
     const result = await run(agent, 'go');
-    expect(result).toMatchObject({ stopReason: 'max_steps', text: 'best effort', iterationsUsed: 3 });
+    expect(result).toMatchObject({ stopReason: 'max_steps', text: 'best effort', modelCalls: 3 });
     expect(model.requests[2]?.tools).toEqual([]);
   });
 
@@ -152,7 +151,7 @@ describe('run: the loop end to end on the scripted model', () => {
       stopReason: 'tool_use',
     }));
     const result = await run(defineAgent({ name: 'a', instructions: '', model, tools: [add] }), 'go');
-    expect(result).toMatchObject({ status: 'stopped', stopReason: 'duplicate_tool_call', toolCalls: 2 });
+    expect(result).toMatchObject({ status: 'stopped', stopReason: 'duplicate_tool_call', toolCallCount: 2 });
     expect(result.error?.message).toMatch(/same arguments 3 times/);
     const last = result.history.at(-1);
     expect(last).toMatchObject({ role: 'tool', isError: true });
@@ -166,7 +165,7 @@ describe('run: the loop end to end on the scripted model', () => {
       defineAgent({ name: 'a', instructions: '', model, tools: [add], limits: { maxToolCallsPerTool: 2 } }),
       'go',
     );
-    expect(result).toMatchObject({ stopReason: 'tool_call_limit', toolCalls: 2 });
+    expect(result).toMatchObject({ stopReason: 'tool_call_limit', toolCallCount: 2 });
     invariantHolds(result.history);
   });
 
@@ -188,7 +187,7 @@ describe('run: the loop end to end on the scripted model', () => {
     expect(tools.map((m) => m.isError)).toEqual([true, true, true]);
     expect(tools[0]?.content).toMatch(/unknown tool "nope".*Available tools: add/);
     expect(tools[1]?.content).toMatch(/invalid arguments.*a:/);
-    expect(result.toolCalls).toBe(0);
+    expect(result.toolCallCount).toBe(0);
   });
 
   it('retries a throwing tool, then sends its error back; the run ends tool_failure_degraded', async () => {
@@ -264,7 +263,7 @@ describe('run: the loop end to end on the scripted model', () => {
       instructions: '',
       model,
       tools: [slow],
-      limits: { toolTimeoutMs: 20, toolRetries: 1 },
+      limits: { toolTimeoutMs: 20, maxToolRetries: 1 },
     });
     const result = await run(agent, 'go');
     expect(seen).toEqual(['aborted attempt 1', 'aborted attempt 2']);
@@ -367,7 +366,7 @@ describe('run: the loop end to end on the scripted model', () => {
     ]);
     const agent = defineAgent({ name: 'a', instructions: '', model, tools: [add], output: Answer });
     const result = await run(agent, 'go');
-    expect(result).toMatchObject({ status: 'completed', output: { total: 4 }, iterationsUsed: 4 });
+    expect(result).toMatchObject({ status: 'completed', output: { total: 4 }, modelCalls: 4 });
     const typed: { total: number } | undefined = result.output;
     expect(typed?.total).toBe(4);
     expect(model.requests[0]?.output).toBeUndefined();
@@ -403,7 +402,7 @@ describe('run: the loop end to end on the scripted model', () => {
       output: z.object({ x: z.number() }),
     });
     const result = await run(agent, 'go');
-    expect(result).toMatchObject({ stopReason: 'completed', output: { x: 1 }, iterationsUsed: 1 });
+    expect(result).toMatchObject({ stopReason: 'completed', output: { x: 1 }, modelCalls: 1 });
   });
 
   it('ends a refused answer as guardrail_blocked', async () => {

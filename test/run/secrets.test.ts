@@ -190,8 +190,8 @@ describe('tool_call events', () => {
     expect(result.steps[0]?.toolCalls[0]?.result).toBe('welcome');
     const call = events.find((event) => event.type === 'tool_call');
     expect(call?.data).toEqual({
-      id: 'c1',
-      function: { name: 'login', arguments: '{"user":"ann","token":"[redacted]"}' },
+      callId: 'c1',
+      name: 'login',
       args: { user: 'ann', token: '[redacted]' },
     });
     expect(JSON.stringify(events)).not.toContain(SECRET);

@@ -50,7 +50,7 @@ describe('tool-call ids across runs that pass the history back', () => {
     let history: Message[] = [];
     for (let turn = 0; turn < 4; turn++) {
       const result = await run(agent, `question ${turn}`, { history });
-      expect(result).toMatchObject({ status: 'completed', toolCalls: 3 });
+      expect(result).toMatchObject({ status: 'completed', toolCallCount: 3 });
       expectUniqueAnsweredIds(result.history);
       history = result.history;
     }
@@ -120,9 +120,9 @@ describe('tool-call ids across runs that pass the history back', () => {
     );
     const agent = defineAgent({ name: 'dups', instructions: 'x', model, tools: [echo] });
     const first = await run(agent, 'one');
-    expect(first.toolCalls).toBe(3);
+    expect(first.toolCallCount).toBe(3);
     const second = await run(agent, 'two', { history: first.history });
-    expect(second.toolCalls).toBe(3);
+    expect(second.toolCallCount).toBe(3);
     expectUniqueAnsweredIds(second.history);
     // Each answer matches its own call's arguments.
     for (const step of [...first.steps, ...second.steps])

@@ -10,7 +10,7 @@ describe('a tool that throws ToolInputError', () => {
       name: 'divide',
       description: 'a / b',
       input: z.object({ a: z.number(), b: z.number() }),
-      retries: 2,
+      maxRetries: 2,
       execute: ({ a, b }) => {
         attempts++;
         if (b === 0) throw new ToolInputError('cannot divide by zero; pick another divisor.');

@@ -158,7 +158,7 @@ describe('tool permissions', () => {
       });
       const first = clerk(policy, scriptedModel([calls('remove')]));
       const before = createAgentSystem({ store: createSqliteStore(path) });
-      const waiting = before.spawn(first.agent, 'clean up', { id: 'p-1', context: { role: 'user' } });
+      const waiting = before.spawn(first.agent, 'clean up', { sessionId: 'p-1', context: { role: 'user' } });
       await until(() => waiting.pendingApprovals().length === 1);
       await before.shutdown();
 

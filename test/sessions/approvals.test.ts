@@ -50,7 +50,7 @@ describe('approvals: tool calls that wait for people', () => {
     const model = scriptedModel([payTurn(50, 500, 900), { text: 'done' }]);
     const agent = defineAgent({ name: 'clerk', instructions: '', model, tools: [pay] });
     const system = createAgentSystem();
-    const session = system.spawn(agent, 'pay them', { id: 'shop-1' });
+    const session = system.spawn(agent, 'pay them', { sessionId: 'shop-1' });
     const seen: RunEvent[] = [];
     void (async () => {
       for await (const event of session.events()) seen.push(event);
@@ -174,7 +174,7 @@ describe('approvals: tool calls that wait for people', () => {
       tools: [pay],
     });
     const owner = createAgentSystem({ store, approvalPollMs: 10 });
-    const session = owner.spawn(agent, 'pay', { id: 'remote' });
+    const session = owner.spawn(agent, 'pay', { sessionId: 'remote' });
     await until(() => session.pendingApprovals().length === 1);
     const elsewhere = createAgentSystem({ store });
     expect((await elsewhere.approvals()).map((record) => record.callId)).toEqual(['pay_0']);
@@ -193,14 +193,14 @@ describe('approvals: tool calls that wait for people', () => {
     const agent = (turns: ScriptedTurn[]) =>
       defineAgent({ name: 'clerk', instructions: '', model: scriptedModel(turns), tools: [pay] });
     const first = createAgentSystem({ store: dying.store });
-    const asking = first.spawn(agent([payTurn(500, 600)]), 'pay', { id: 'crashy' });
+    const asking = first.spawn(agent([payTurn(500, 600)]), 'pay', { sessionId: 'crashy' });
     await until(() => asking.pendingApprovals().length === 2);
     dying.kill();
     await first.shutdown();
 
     const approver = createAgentSystem({ store });
     expect(await approver.interrupted()).toMatchObject([
-      { id: 'crashy', status: 'awaiting', pendingApprovals: 2 },
+      { sessionId: 'crashy', status: 'awaiting', pendingApprovals: 2 },
     ]);
     await approver.approve('crashy', 'pay_0');
     await approver.reject('crashy', 'pay_1', 'not this one');
@@ -213,7 +213,7 @@ describe('approvals: tool calls that wait for people', () => {
     });
     const { sessions, failures } = await recovering.recover();
     expect(failures).toEqual([]);
-    expect(sessions.map((session) => session.id)).toEqual(['crashy']);
+    expect(sessions.map((session) => session.sessionId)).toEqual(['crashy']);
     const result = await (sessions[0] as (typeof sessions)[number]).result;
     expect(result.text).toBe('finished after recovery');
     expect(paid).toEqual([500]);

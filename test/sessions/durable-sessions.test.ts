@@ -70,7 +70,7 @@ describe('durable sessions on SQLite', () => {
     const agent = (model: ReturnType<typeof scriptedModel>, tools = [slow]) =>
       defineAgent({ name: 'worker', instructions: '', model, tools });
     const first = createAgentSystem({ store: createSqliteStore(path) });
-    const session = first.spawn(agent(firstModel), 'work', { id: 'w-1' });
+    const session = first.spawn(agent(firstModel), 'work', { sessionId: 'w-1' });
     await until(() => starts.length === 1);
     await first.shutdown(); // the default mode: suspend
     expect(await session.result).toMatchObject({ status: 'stopped', stopReason: 'suspended' });
@@ -84,7 +84,7 @@ describe('durable sessions on SQLite', () => {
       store: createSqliteStore(path),
       agents: [agent(secondModel, [done.slow])],
     });
-    expect(await second.interrupted()).toMatchObject([{ id: 'w-1', status: 'suspended' }]);
+    expect(await second.interrupted()).toMatchObject([{ sessionId: 'w-1', status: 'suspended' }]);
     const { sessions } = await second.recover();
     const result = await (sessions[0] as (typeof sessions)[number]).result;
     expect(result).toMatchObject({ status: 'completed', text: 'finished', sessionId: 'w-1' });
@@ -104,7 +104,9 @@ describe('durable sessions on SQLite', () => {
       defineAgent({ name: 'chat', instructions: '', model: m });
     const dying = dyingStore(createSqliteStore(path));
     const first = createAgentSystem({ store: dying.store });
-    expect((await first.spawn(agent(model), 'hello', { id: 'idle' }).result).text).toBe('first answer');
+    expect((await first.spawn(agent(model), 'hello', { sessionId: 'idle' }).result).text).toBe(
+      'first answer',
+    );
     // The process dies while the session is idle: nothing is interrupted.
     dying.kill();
     await first.shutdown();
@@ -131,7 +133,7 @@ describe('durable sessions on SQLite', () => {
     const agent = (model: ReturnType<typeof scriptedModel>) =>
       defineAgent({ name: 'worker', instructions: '', model, tools: [slow] });
     const first = createAgentSystem({ store: dying.store });
-    first.spawn(agent(scriptedModel([callSlow(1)])), 'first', { id: 'q' });
+    first.spawn(agent(scriptedModel([callSlow(1)])), 'first', { sessionId: 'q' });
     await until(() => starts.length === 1);
     dying.kill();
     await first.shutdown();
@@ -162,7 +164,7 @@ describe('durable sessions on SQLite', () => {
     const agent = (model: ReturnType<typeof scriptedModel>, tools = [slow]) =>
       defineAgent({ name: 'worker', instructions: '', model, tools });
     const first = createAgentSystem({ store: createSqliteStore(path) });
-    const session = first.spawn(agent(scriptedModel([callSlow(1)])), 'go', { id: 'ev' });
+    const session = first.spawn(agent(scriptedModel([callSlow(1)])), 'go', { sessionId: 'ev' });
     const before: RunEvent[] = [];
     void (async () => {
       for await (const event of session.events({ after: -1 })) before.push(event);
@@ -210,8 +212,8 @@ describe('durable sessions on SQLite', () => {
       tools: [slow],
     });
     const first = createAgentSystem({ store: dying.store });
-    first.spawn(agent, 'a', { id: 'good' });
-    first.spawn(agent, 'b', { id: 'bad' });
+    first.spawn(agent, 'a', { sessionId: 'good' });
+    first.spawn(agent, 'b', { sessionId: 'bad' });
     await until(() => starts.length === 2);
     dying.kill();
     await first.shutdown();
@@ -235,9 +237,9 @@ describe('durable sessions on SQLite', () => {
       ],
     });
     const { sessions, failures } = await second.recover();
-    expect(sessions.map((session) => session.id)).toEqual(['good']);
+    expect(sessions.map((session) => session.sessionId)).toEqual(['good']);
     expect(failures).toHaveLength(1);
-    expect(failures[0]?.id).toBe('bad');
+    expect(failures[0]?.sessionId).toBe('bad');
     expect(failures[0]?.error).toBeInstanceOf(StoreCorruptError);
     expect(failures[0]?.error.message).toContain('"bad"');
     expect((await (sessions[0] as (typeof sessions)[number]).result).text).toBe('ok');
@@ -287,7 +289,7 @@ describe('session lifecycle', () => {
     expect(await queued).toMatchObject({
       stopReason: 'suspended',
       historyDelta: [],
-      iterationsUsed: 0,
+      modelCalls: 0,
       usage: { input: 0, output: 0 },
     });
   });
@@ -361,7 +363,7 @@ describe('session lifecycle', () => {
       handoffs: [target],
     });
     const system = createAgentSystem();
-    await system.spawn(entry, 'go', { id: 'user-42' }).result;
+    await system.spawn(entry, 'go', { sessionId: 'user-42' }).result;
     expect(seen).toEqual([
       { sessionId: 'user-42', route: 'entry', key: 'user-42:1:1:e1' },
       { sessionId: 'user-42', route: 'target', key: 'user-42:1:1:t1' },

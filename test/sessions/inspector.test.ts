@@ -82,7 +82,7 @@ describe('Stately inspector over WebSocket', () => {
     ]);
     const agent = defineAgent({ name: 'forecaster', instructions: 'forecast', model, tools: [weather] });
     const system = createAgentSystem({ inspect: inspector.inspect });
-    const session = system.spawn(agent, 'Weather in Paris?', { id: 'inspected' });
+    const session = system.spawn(agent, 'Weather in Paris?', { sessionId: 'inspected' });
     expect((await session.result).text).toBe('It is sunny');
     await system.shutdown();
     await settle(frames);
@@ -121,7 +121,7 @@ describe('Stately inspector over WebSocket', () => {
     const model = scriptedModel([{ text: 'Noted: bob@example.com, card 4111 1111 1111 1111' }]);
     const agent = defineAgent({ name: 'clerk', instructions: 'note', model });
     const system = createAgentSystem({ inspect: inspector.inspect, pii: {} });
-    const session = system.spawn(agent, 'I am bob@example.com', { id: 'masked' });
+    const session = system.spawn(agent, 'I am bob@example.com', { sessionId: 'masked' });
     expect((await session.result).text).toBe('Noted: bob@example.com, card 4111 1111 1111 1111');
     await system.shutdown();
     await settle(frames);

@@ -99,7 +99,7 @@ describe('a nested agent that hands off', () => {
   it("in a session: its tools see the user's session id and their route", async () => {
     const seen: Pick<ToolContext, 'agent' | 'sessionId' | 'route'>[] = [];
     const system = createAgentSystem();
-    const session = system.spawn(agents(seen), 'go', { id: 'user-43' });
+    const session = system.spawn(agents(seen), 'go', { sessionId: 'user-43' });
     await session.result;
     await system.shutdown();
     expect(seen).toEqual(expected('user-43'));

@@ -76,7 +76,7 @@ describe('decode_retry in a session', () => {
       ]),
       output: z.object({ n: z.number() }),
     });
-    const session = newSystem().spawn(agent, 'first', { id: 'decode' });
+    const session = newSystem().spawn(agent, 'first', { sessionId: 'decode' });
     const first = await collect(session.events());
     expect((await session.result).output).toEqual({ n: 1 });
     expect(first.filter((e) => e.type === 'decode_retry').map((e) => e.data)).toEqual([
@@ -96,7 +96,7 @@ describe('session.events() right after send()', () => {
   it("yields the new turn's events when called in the same tick as send(), whether the session was idle or busy", async () => {
     const model = waitingModel();
     const agent = defineAgent({ name: 'echo', instructions: '', model });
-    const session = newSystem().spawn(agent, 'one', { id: 'same-tick' });
+    const session = newSystem().spawn(agent, 'one', { sessionId: 'same-tick' });
     await session.result;
 
     const sent = session.send('two');
@@ -148,7 +148,7 @@ describe('nested agents in a session', () => {
       ]),
       tools: [agentTool(researcher)],
     });
-    const session = newSystem().spawn(caller, 'go', { id: 'nested-events' });
+    const session = newSystem().spawn(caller, 'go', { sessionId: 'nested-events' });
     const events = await collect(session.events());
     expect((await session.result).text).toBe('done');
     const nested = events.filter((e) => e.agent === 'researcher');
@@ -165,7 +165,7 @@ describe('per-turn abort and timeout', () => {
   it('send(input, { signal }): aborting ends that turn aborted, and the session takes the next message', async () => {
     const model = waitingModel();
     const agent = defineAgent({ name: 'echo', instructions: '', model });
-    const session = newSystem().spawn(agent, 'hello', { id: 'turn-abort' });
+    const session = newSystem().spawn(agent, 'hello', { sessionId: 'turn-abort' });
     await session.result;
     const controller = new AbortController();
     const aborted = session.send('please wait', { signal: controller.signal });
@@ -183,7 +183,7 @@ describe('per-turn abort and timeout', () => {
     const clock = new SimulatedClock();
     const model = waitingModel();
     const agent = defineAgent({ name: 'echo', instructions: '', model });
-    const session = newSystem({ clock }).spawn(agent, 'hello', { id: 'turn-timeout' });
+    const session = newSystem({ clock }).spawn(agent, 'hello', { sessionId: 'turn-timeout' });
     await session.result;
     const slow = session.send('please wait', { timeoutMs: 500 });
     await until(() => model.calls === 2);
@@ -205,7 +205,7 @@ describe('per-turn abort and timeout', () => {
   it('events({ signal }) ends the iteration when aborted, while the session lives on', async () => {
     const model = waitingModel();
     const agent = defineAgent({ name: 'echo', instructions: '', model });
-    const session = newSystem().spawn(agent, 'hello', { id: 'events-abort' });
+    const session = newSystem().spawn(agent, 'hello', { sessionId: 'events-abort' });
     await session.result;
     const controller = new AbortController();
     const seen: RunEvent[] = [];
@@ -264,7 +264,7 @@ describe('per-turn abort and timeout', () => {
       for await (const event of system.events()) all.push(event);
     })();
     const agent = defineAgent({ name: 'chatty', instructions: '', model, limits: { timeoutMs: 1_000 } });
-    const session = system.spawn(agent, 'talk', { id: 'chatty' });
+    const session = system.spawn(agent, 'talk', { sessionId: 'chatty' });
     await until(() => all.some((e) => e.type === 'delta'));
     clock.increment(1_000);
     expect(await session.result).toMatchObject({ stopReason: 'timed_out' });
@@ -307,7 +307,7 @@ describe('per-turn abort and timeout', () => {
       for await (const event of system.events()) all.push(event);
     })();
     const session = system.spawn(defineAgent({ name: 'chatty', instructions: '', model }), 'one', {
-      id: 'chatty-turns',
+      sessionId: 'chatty-turns',
     });
     await session.result;
     const controller = new AbortController();
@@ -377,7 +377,7 @@ describe('where a tool runs', () => {
       tools: [where],
       handoffs: [support],
     });
-    const session = newSystem().spawn(triage, 'help', { id: 'user-42' });
+    const session = newSystem().spawn(triage, 'help', { sessionId: 'user-42' });
     expect(await session.result).toMatchObject({ status: 'completed', agent: 'support', text: 'helped' });
     await session.send('more');
     expect(seen).toEqual([

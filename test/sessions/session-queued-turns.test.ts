@@ -36,7 +36,7 @@ describe('a queued turn ended before it started', () => {
     ]);
     const system = createAgentSystem();
     const session = system.spawn(defineAgent({ name: 'a', instructions: '', model, tools: [echo] }), 'one', {
-      id: 'queued',
+      sessionId: 'queued',
     });
     await session.result;
     const events: RunEvent[] = [];
@@ -51,7 +51,7 @@ describe('a queued turn ended before it started', () => {
     await reading;
     const running = await second;
     const queued = await third;
-    expect(running).toMatchObject({ stopReason: 'aborted', toolCalls: 1, usage: { output: 50 } });
+    expect(running).toMatchObject({ stopReason: 'aborted', toolCallCount: 1, usage: { output: 50 } });
     expect(queued).toMatchObject({ status: 'stopped', stopReason: 'aborted' });
     // Nothing of turn two is turn three's.
     expect(queued.historyDelta.some((m) => m.role === 'user' && m.content === 'two')).toBe(false);
@@ -60,8 +60,8 @@ describe('a queued turn ended before it started', () => {
     );
     expect(queued).toMatchObject({
       steps: [],
-      toolCalls: 0,
-      iterationsUsed: 0,
+      toolCallCount: 0,
+      modelCalls: 0,
       usage: { input: 0, output: 0, cached: 0, reasoning: 0 },
     });
     // And it never started: no run_start of its input.

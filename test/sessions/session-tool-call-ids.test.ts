@@ -74,12 +74,12 @@ describe('tool-call ids over a session', () => {
   it('a provider sending "0", "" and no id every turn keeps every id of the session unique', async () => {
     const model = rawModel(looseIds);
     const agent = defineAgent({ name: 'loose', instructions: 'x', model, tools: [echo] });
-    const session = newSystem().spawn(agent, 'turn 0', { id: 'ids-loose' });
+    const session = newSystem().spawn(agent, 'turn 0', { sessionId: 'ids-loose' });
     let last = await session.result;
     expectUniqueAnsweredIds(last.history);
     for (let turn = 1; turn < 4; turn++) {
       last = await session.send(`turn ${turn}`);
-      expect(last).toMatchObject({ status: 'completed', toolCalls: 3 });
+      expect(last).toMatchObject({ status: 'completed', toolCallCount: 3 });
       expectUniqueAnsweredIds(last.history);
     }
     expect(toolCallIds(last.history)).toHaveLength(12);
@@ -98,7 +98,7 @@ describe('tool-call ids over a session', () => {
         : { text: 'ok', toolCalls: [], stopReason: 'end_turn' },
     );
     const agent = defineAgent({ name: 'reuser', instructions: 'x', model, tools: [echo] });
-    const session = newSystem().spawn(agent, 'one', { id: 'ids-reuse' });
+    const session = newSystem().spawn(agent, 'one', { sessionId: 'ids-reuse' });
     await session.result;
     const second = await session.send('two');
     expectUniqueAnsweredIds(second.history);
@@ -114,7 +114,10 @@ describe('tool-call ids over a session', () => {
   it('a history from run() with placeholder ids starts a session that adds none of them again', async () => {
     const agent = defineAgent({ name: 'loose', instructions: 'x', model: rawModel(looseIds), tools: [echo] });
     const first = await run(agent, 'plain run');
-    const session = newSystem().spawn(agent, 'in a session', { id: 'ids-from-run', history: first.history });
+    const session = newSystem().spawn(agent, 'in a session', {
+      sessionId: 'ids-from-run',
+      history: first.history,
+    });
     const second = await session.result;
     expect(second.status).toBe('completed');
     expectUniqueAnsweredIds(second.history);
@@ -175,7 +178,7 @@ describe('tool-call ids over a session', () => {
       handoffs: [target],
       handoffInputFilter: ({ history }) => history.filter((m: Message) => m.role === 'user').slice(-1),
     });
-    const session = newSystem().spawn(entry, 'go', { id: 'ids-handoff' });
+    const session = newSystem().spawn(entry, 'go', { sessionId: 'ids-handoff' });
     const result = await session.result;
     expect(result).toMatchObject({ status: 'completed', agent: 'target', text: 'target done' });
     expectUniqueAnsweredIds(result.history);

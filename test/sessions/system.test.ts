@@ -1,5 +1,4 @@
 import {
-  activeRuntimeCount,
   agentTool,
   createAgentSystem,
   createMemoryStore,
@@ -13,7 +12,7 @@ import {
   tool,
   validateHistory,
 } from 'troupe';
-import { scriptedModel } from 'troupe/testing';
+import { activeRuntimeCount, scriptedModel } from 'troupe/testing';
 import { describe, expect, it, vi } from 'vitest';
 import { type InspectionEvent, SimulatedClock } from 'xstate';
 import { z } from 'zod';
@@ -58,9 +57,9 @@ describe('createAgentSystem: sessions', () => {
     const allEvents = (async () => {
       for await (const event of system.events()) all.push(event);
     })();
-    const a = system.spawn(agent, 'hi', { id: 'a' });
+    const a = system.spawn(agent, 'hi', { sessionId: 'a' });
     expect(system.get('a')).toBe(a);
-    expect(() => system.spawn(agent, 'hi', { id: 'a' })).toThrow(/already running/);
+    expect(() => system.spawn(agent, 'hi', { sessionId: 'a' })).toThrow(/already running/);
     const first = await a.result;
     expect(first).toMatchObject({ status: 'completed', text: 'hello', agent: 'greeter', sessionId: 'a' });
     expect(a.status).toBe('idle');
@@ -76,11 +75,11 @@ describe('createAgentSystem: sessions', () => {
     expect(model.requests[1]?.messages.filter((m) => m.role !== 'system')).toHaveLength(3);
     validateHistory(second.history);
 
-    const b = system.spawn(agent, 'hi', { id: 'b' });
+    const b = system.spawn(agent, 'hi', { sessionId: 'b' });
     expect(
       system
         .list()
-        .map((s) => s.id)
+        .map((s) => s.sessionId)
         .sort(),
     ).toEqual(['a', 'b']);
     await b.result;
@@ -381,7 +380,7 @@ describe('agentTool', () => {
       tools: [agentTool(researcher)],
     });
     const system = createAgentSystem({ inspect });
-    const session = system.spawn(caller, 'go', { id: 'tree' });
+    const session = system.spawn(caller, 'go', { sessionId: 'tree' });
     expect((await session.result).text).toBe('done');
     expect(actors.get('sub-1')).toEqual({ parent: 'tree', ended: true });
     expect(actors.get('writer-1')?.parent).toBe('tree');
@@ -538,7 +537,7 @@ describe('supervision', () => {
     expect(result).toMatchObject({ status: 'completed', text: 'saved it' });
     expect(runs()).toBe(2);
     expect(model.calls).toBe(2);
-    expect(result.iterationsUsed).toBe(2);
+    expect(result.modelCalls).toBe(2);
     validateHistory(result.history);
     expect(result.history.filter((m) => m.role === 'tool')).toHaveLength(1);
     await system.shutdown();
@@ -668,7 +667,7 @@ describe('supervision', () => {
     const store = createMemoryStore();
     const system = createAgentSystem({ clock, store });
     const session = system.spawn(defineAgent({ name: 'w', instructions: '', model, tools: [flaky] }), 'go', {
-      id: 's1',
+      sessionId: 's1',
     });
     await until(() => runs() === 1);
     // The restart resumes from the last committed checkpoint after the back-off.
@@ -713,7 +712,7 @@ describe('restore from the store (another process)', () => {
       defineAgent({ name: 'w', instructions: '', model: firstModel, tools: [save(false)] }),
       'save a',
       {
-        id: 'durable',
+        sessionId: 'durable',
       },
     );
     await until(() => toolRuns === 1);

@@ -19,7 +19,7 @@ const withSchema = defineAgent({
   model: scriptedModel([]),
   tools: [search],
   output: z.object({ answer: z.string(), confidence: z.number() }),
-  limits: { maxSteps: 3, maxDecodeRetries: 1, maxDuplicateToolCalls: 1, toolRetries: 1 },
+  limits: { maxSteps: 3, maxDecodeRetries: 1, maxDuplicateToolCalls: 1, maxToolRetries: 1 },
 });
 
 describe('agentPaths', () => {

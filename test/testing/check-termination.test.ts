@@ -21,7 +21,7 @@ const agent = defineAgent({
   model: scriptedModel([]),
   tools: [lookup],
   output: z.object({ definition: z.string() }),
-  limits: { maxSteps: 3, maxDecodeRetries: 1, toolRetries: 0 },
+  limits: { maxSteps: 3, maxDecodeRetries: 1, maxToolRetries: 0 },
 });
 
 describe('checkTermination', () => {

@@ -24,7 +24,7 @@ describe('runInvariantViolations', () => {
     const broken = {
       ...result,
       status: 'failed' as const,
-      iterationsUsed: 99,
+      modelCalls: 99,
       history: [
         ...result.history,
         { role: 'assistant' as const, content: '', toolCalls: [{ id: 'c', name: 't', args: {} }] },
@@ -40,7 +40,7 @@ describe('runInvariantViolations', () => {
     expect(problems).toEqual([
       'status is "failed" but stop reason "completed" means "completed"',
       'the model was called 5 times, more than maxSteps 1 + maxDecodeRetries 0 + 1 = 2',
-      'iterationsUsed is 99 but the model was called 5 times',
+      'modelCalls is 99 but the model was called 5 times',
       expect.stringMatching(/^the history is invalid: \[\d+\] tool call\(s\) c are never answered/),
       "the caller's history array was changed",
       "result.history is not the caller's history followed by result.historyDelta",

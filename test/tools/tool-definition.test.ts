@@ -26,9 +26,9 @@ describe('tool() definition checks', () => {
       expect(tool({ ...base, input }).kind).toBe('tool');
   });
 
-  it.each([1.5, -1, Number.NaN, '2'])('refuses retries: %s (whole attempts only)', (retries) => {
-    expect(() => tool({ ...base, retries: retries as number })).toThrowError(
-      /retries must be an integer >= 0/,
+  it.each([1.5, -1, Number.NaN, '2'])('refuses maxRetries: %s (whole attempts only)', (retries) => {
+    expect(() => tool({ ...base, maxRetries: retries as number })).toThrowError(
+      /maxRetries must be an integer >= 0/,
     );
   });
 

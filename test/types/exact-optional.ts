@@ -177,4 +177,4 @@ export const system = createAgentSystem({
     budgets: { perRun: { tokens: maybeNumber } },
   }),
 });
-export const session = system.spawn(agent, 'x', { id: maybeString, signal: maybeSignal });
+export const session = system.spawn(agent, 'x', { sessionId: maybeString, signal: maybeSignal });

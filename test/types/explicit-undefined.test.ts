@@ -16,7 +16,7 @@ describe('options given as undefined behave as options left out', () => {
       input: z.object({ text: z.string() }),
       execute: ({ text }) => text,
       timeoutMs: undefined,
-      retries: undefined,
+      maxRetries: undefined,
       fatal: undefined,
       secret: undefined,
     });
@@ -65,7 +65,10 @@ describe('options given as undefined behave as options left out', () => {
       clock: undefined,
       resources: undefined,
     });
-    const session = system.spawn(agent, 'x', { id: undefined, supervision: { maxBackoffMs: undefined } });
+    const session = system.spawn(agent, 'x', {
+      sessionId: undefined,
+      supervision: { maxBackoffMs: undefined },
+    });
     expect(await session.result).toMatchObject({ status: 'completed', text: 'ok' });
     await system.shutdown();
   });

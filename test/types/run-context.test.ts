@@ -159,7 +159,7 @@ describe('the run context type', () => {
       void system.restore('id', agent, { context: app });
       // @ts-expect-error a restored session needs the context again
       void system.restore('id', agent);
-      void system.recover({ contextFor: ({ id }) => ({ ...app, userId: id }) });
+      void system.recover({ contextFor: ({ sessionId: id }) => ({ ...app, userId: id }) });
       await system.shutdown();
     });
   });

@@ -104,7 +104,7 @@ export function calculator(options: CalculatorOptions = {}): Tool<{ expression: 
     description:
       'Evaluates an arithmetic expression with Python 3 semantics and returns the value. Numbers (integers are exact at any size, floats like 1.5 or 2e-3), + - * / (true division), // (floor division), % (modulo with the sign of the divisor), ** (power, right-associative: -2**2 is -4) and parentheses; × ÷ − are accepted too. No variables or functions.',
     input,
-    retries: 0,
+    maxRetries: 0,
     execute: ({ expression }) => evaluateArithmetic(expression, limits),
   });
 }

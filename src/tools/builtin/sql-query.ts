@@ -121,7 +121,7 @@ export function sqlQuery(options: SqlQueryOptions): SqlQueryTool {
     name: options.name ?? 'sql_query',
     description: `Runs one read-only SQLite query (SELECT or WITH ... SELECT; no comments, parameters, writes or PRAGMA) and returns the columns and at most ${maxRows} rows as JSON. Add LIMIT, WHERE or aggregates to stay under the cap. Tables:\n${describeSqlSchema(schema, maxSchemaChars)}`,
     input,
-    retries: 0,
+    maxRetries: 0,
     execute: async ({ query }, context) => {
       const sql = checkReadOnlyStatement(query, maxQueryLength);
       const outcome = await runner.run(

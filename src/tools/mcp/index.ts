@@ -23,11 +23,11 @@ export {
 } from './serve.ts';
 export {
   type McpHttpServerOptions,
+  type McpServer,
   type McpServerOptions,
   type McpSessionInfo,
   type McpSetting,
   type McpStdioServerOptions,
-  McpToolServer,
   mcpServer,
 } from './server.ts';
 export { type SqliteTokenStore, sqliteTokenStore } from './sqlite-token-store.ts';

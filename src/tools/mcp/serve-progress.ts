@@ -62,12 +62,12 @@ function describe(event: RunEvent): ProgressLine | undefined {
       return {
         level: 'info',
         message:
-          event.data.toolCalls > 0
-            ? `${who}: step ${event.data.step}, the model asked for ${event.data.toolCalls} tool call${event.data.toolCalls === 1 ? '' : 's'}`
+          event.data.toolCallCount > 0
+            ? `${who}: step ${event.data.step}, the model asked for ${event.data.toolCallCount} tool call${event.data.toolCallCount === 1 ? '' : 's'}`
             : `${who}: step ${event.data.step}, the model answered`,
       };
     case 'tool_call':
-      return { level: 'info', message: `${who}: calling ${event.data.function.name}` };
+      return { level: 'info', message: `${who}: calling ${event.data.name}` };
     case 'tool_response':
       return event.data.isError
         ? { level: 'warning', message: `${who}: ${event.data.name} failed` }

@@ -43,7 +43,7 @@ export class LastResults {
       stopReason: result.stopReason,
       text: result.text,
       output: result.output as JsonValue | undefined,
-      toolCalls: result.toolCalls,
+      toolCallCount: result.toolCallCount,
       usage: result.usage as unknown as JsonValue,
       error: result.error ? { message: result.error.message } : undefined,
     };

@@ -50,11 +50,11 @@ interface McpServerCommonOptions {
   timeoutMs?: number | undefined;
   /**
    * Retries of a failed call to a tool the server marks idempotent (`idempotentHint: true`); overrides the agent's
-   * `limits.toolRetries`. A call to any other tool is sent again only when the failure proves it never reached the
+   * `limits.maxToolRetries`. A call to any other tool is sent again only when the failure proves it never reached the
    * server (connection refused, a session the server no longer knows); after a timeout, a reset, a 5xx or an
    * unreadable result the model is told it failed, since the server may have run it.
    */
-  retries?: number | undefined;
+  maxRetries?: number | undefined;
   /** Every call of these tools needs a person's approval first (see `tool({ needsApproval })`). */
   needsApproval?: boolean | undefined;
   /** Reconnecting after the server went away. Default: 4 attempts, 100 ms doubling up to 2 s. */
@@ -94,7 +94,7 @@ const optionKeys: readonly string[] = [
   'tools',
   'prefix',
   'timeoutMs',
-  'retries',
+  'maxRetries',
   'needsApproval',
   'reconnect',
   'connectTimeoutMs',
@@ -118,7 +118,7 @@ const mcpArguments = z.looseObject({});
  * Its tools are listed at the start of a run (connecting on first use) and again when the server says the list
  * changed or its cache time runs out. Close it with `await server.close()` or `await using`.
  */
-export class McpToolServer implements ToolSource, AsyncDisposable {
+export class McpServer implements ToolSource, AsyncDisposable {
   readonly kind = 'tool-source' as const;
   readonly name: string;
   readonly scope: 'process' | 'session';
@@ -173,13 +173,15 @@ export class McpToolServer implements ToolSource, AsyncDisposable {
       throw new ConfigError(`${where}: prefix may only hold letters, digits, "_" and "-".`);
     if (options.name !== undefined && (typeof options.name !== 'string' || options.name === ''))
       throw new ConfigError(`${where}: name must be a non-empty string.`);
-    const { timeoutMs, retries } = options;
+    const { timeoutMs, maxRetries } = options;
     if (timeoutMs !== undefined && (typeof timeoutMs !== 'number' || !(timeoutMs > 0)))
       throw new ConfigError(
         `${where}: timeoutMs must be a positive number of milliseconds, got ${describeValue(timeoutMs)}.`,
       );
-    if (retries !== undefined && (!Number.isInteger(retries) || retries < 0))
-      throw new ConfigError(`${where}: retries must be an integer >= 0, got ${describeValue(retries)}.`);
+    if (maxRetries !== undefined && (!Number.isInteger(maxRetries) || maxRetries < 0))
+      throw new ConfigError(
+        `${where}: maxRetries must be an integer >= 0, got ${describeValue(maxRetries)}.`,
+      );
     const reconnect = { ...defaultReconnect, ...(options.reconnect ?? {}) };
     if (!Number.isInteger(reconnect.attempts) || reconnect.attempts < 1)
       throw new ConfigError(`${where}: reconnect.attempts must be an integer >= 1.`);
@@ -425,7 +427,7 @@ export class McpToolServer implements ToolSource, AsyncDisposable {
       parameters,
       timeoutMs: this.#options.timeoutMs,
       // A tool that may not run twice is not retried after a failure: it may have run on the server.
-      retries: idempotent ? this.#options.retries : 0,
+      maxRetries: idempotent ? this.#options.maxRetries : 0,
       fatal: false,
       secret: Object.freeze([]),
       needsApproval: this.#options.needsApproval ?? false,
@@ -472,8 +474,8 @@ export class McpToolServer implements ToolSource, AsyncDisposable {
 }
 
 /** Declares an MCP server whose tools an agent can use: `mcpServer({ command, args })` or `mcpServer({ url })`. */
-export function mcpServer(options: McpServerOptions): McpToolServer {
-  return new McpToolServer(options);
+export function mcpServer(options: McpServerOptions): McpServer {
+  return new McpServer(options);
 }
 
 function computed<T>(setting: McpSetting<T> | undefined, session: McpSessionInfo): T | undefined {

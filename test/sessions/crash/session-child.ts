@@ -118,7 +118,7 @@ async function drive(id: string, inputs: readonly ScriptedInput[]): Promise<Sess
     } else if (store.load(id)) {
       session = await system.restore(id, triage, { input: input.text });
     } else {
-      session = system.spawn(triage, input.text, { id });
+      session = system.spawn(triage, input.text, { sessionId: id });
     }
     write({ type: 'sent', session: id, input: input.text });
     point('send');
@@ -195,9 +195,9 @@ async function runMode(): Promise<void> {
       if (event.type === 'run_end' && event.depth === 0) point('turn-end');
   })();
   writeSync(1, 'ready\n');
-  const interrupted = (await system.interrupted()).map((summary) => summary.id).sort();
+  const interrupted = (await system.interrupted()).map((summary) => summary.sessionId).sort();
   const recovered = await system.recover();
-  const interruptedAfter = (await system.interrupted()).map((summary) => summary.id);
+  const interruptedAfter = (await system.interrupted()).map((summary) => summary.sessionId);
   // A session's poll for decisions stored elsewhere does not keep a process alive (its timer is unref'd): a
   // process that waits for another one's approvals holds itself open, like a server would.
   const keepAlive = setInterval(() => undefined, 1_000);
@@ -212,8 +212,8 @@ async function runMode(): Promise<void> {
   const summary: ChildSummary = {
     interrupted,
     interruptedAfter,
-    recovered: recovered.sessions.map((session) => session.id).sort(),
-    failures: recovered.failures.map((failure) => `${failure.id}: ${failure.error.message}`),
+    recovered: recovered.sessions.map((session) => session.sessionId).sort(),
+    failures: recovered.failures.map((failure) => `${failure.sessionId}: ${failure.error.message}`),
     errors,
     sessions: {},
   };

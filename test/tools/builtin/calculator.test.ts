@@ -378,7 +378,7 @@ describe('injection and resource-exhaustion payloads', () => {
 
   it('the tool reports a refused expression as an error result with the reason, without retries', async () => {
     const calc = calculator();
-    expect(calc.retries).toBe(0);
+    expect(calc.maxRetries).toBe(0);
     expect(() => calc.execute({ expression: '1/0' }, undefined as never)).toThrow(/ZeroDivisionError/);
     expect(await calc.execute({ expression: '6 * 7' }, undefined as never)).toBe('42');
   });

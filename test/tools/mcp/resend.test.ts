@@ -94,7 +94,7 @@ describe('a tool that is not idempotent, failures that prove it never ran', () =
     await testServer.start();
     cleanups.push(() => testServer.stop());
     // Even a tool marked idempotent, with retries to spare: the same call would get the same question.
-    const server = mcpServer({ url: testServer.url, retries: 3 });
+    const server = mcpServer({ url: testServer.url, maxRetries: 3 });
     cleanups.push(() => server.close());
     await server.connect();
     testServer.faults.push('input-required');
@@ -108,7 +108,7 @@ describe('a tool that is not idempotent, failures that prove it never ran', () =
     const testServer = new TestHttpServer('stateless');
     await testServer.start();
     cleanups.push(() => testServer.stop());
-    const server = mcpServer({ url: testServer.url, retries: 3 });
+    const server = mcpServer({ url: testServer.url, maxRetries: 3 });
     cleanups.push(() => server.close());
     const message = await callOnce(server, 'confirm_charge', {});
     expect(message).toMatchObject({ isError: true });

@@ -48,7 +48,7 @@ describe('MCP servers per session', () => {
     const worker = async () => {
       while (next < sessionCount) {
         const id = `s${next++}`;
-        const session = system.spawn(agent, 'go', { id });
+        const session = system.spawn(agent, 'go', { sessionId: id });
         const result = await session.result;
         const tool = result.history.find((message) => message.role === 'tool');
         answers.push(
@@ -96,7 +96,7 @@ describe('MCP servers per session', () => {
     const agent = echoAgent(server);
     const system = createAgentSystem();
     for (const id of ['a', 'b']) {
-      const session = system.spawn(agent, 'go', { id });
+      const session = system.spawn(agent, 'go', { sessionId: id });
       await session.result;
       await session.stop();
     }
@@ -139,7 +139,7 @@ describe('cancelling a call to a stdio MCP server', () => {
         instructions: '',
         model,
         tools: [server],
-        limits: { toolTimeoutMs: 300, toolRetries: 0 },
+        limits: { toolTimeoutMs: 300, maxToolRetries: 0 },
       });
       const result = await run(agent, 'go');
       expect(result.history.find((message) => message.role === 'tool')?.content).toMatch(/timed out/);
@@ -162,7 +162,7 @@ describe('a stdio MCP server killed mid-session', () => {
     try {
       const agent = echoAgent(server);
       const system = createAgentSystem();
-      const session = system.spawn(agent, 'first', { id: 'kill-me' });
+      const session = system.spawn(agent, 'first', { sessionId: 'kill-me' });
       expect((await session.result).history.at(-2)?.content).toBe('again:x');
       const [first] = liveChildren();
       expect(first).toBeDefined();

@@ -49,7 +49,7 @@ describe('an MCP server over stdio (server-everything, 2025-11-25 initialize han
       instructions: '',
       model,
       tools: [server],
-      limits: { toolRetries: 0 },
+      limits: { maxToolRetries: 0 },
     });
     const result = await run(agent, 'go');
     const byId = new Map(

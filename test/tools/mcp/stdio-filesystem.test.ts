@@ -43,7 +43,7 @@ describe('an MCP server over stdio (server-filesystem on a temporary root)', () 
       instructions: '',
       model,
       tools: [server],
-      limits: { toolRetries: 0 },
+      limits: { maxToolRetries: 0 },
     });
     const result = await run(agent, 'go');
     expect(result.stopReason).toBe('completed');

@@ -36,7 +36,7 @@ describe('a thousand sessions with an MCP server process each', () => {
     const worker = async () => {
       while (next < sessionCount) {
         const id = `s${next++}`;
-        const session = system.spawn(agent, 'go', { id });
+        const session = system.spawn(agent, 'go', { sessionId: id });
         const result = await session.result;
         mostOpen = Math.max(mostOpen, server.openConnections);
         const answer = result.history.find((message) => message.role === 'tool')?.content;
