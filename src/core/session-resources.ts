@@ -7,24 +7,42 @@
 /** Closes a held resource. Never rejects: a failure to close is the holder's to report. */
 export type CloseResource = () => Promise<void>;
 
-const bySession = new Map<string, Set<CloseResource>>();
-const byProcess = new Set<CloseResource>();
+/** Registers `close` to run when the holder lets go; returns a function that forgets it (closed early). */
+export type HoldResource = (close: CloseResource) => () => void;
 
-/** Registers `close` to run when the session `sessionId` ends. Returns a function that forgets it (closed early). */
-export function holdForSession(sessionId: string, close: CloseResource): () => void {
-  let held = bySession.get(sessionId);
-  if (!held) {
-    held = new Set();
-    bySession.set(sessionId, held);
-  }
-  held.add(close);
-  return () => {
-    const current = bySession.get(sessionId);
-    if (!current) return;
-    current.delete(close);
-    if (current.size === 0) bySession.delete(sessionId);
+/** Holders that hold something right now (for leak checks). */
+let holding = 0;
+
+/**
+ * What one run or session holds open for its tools. The run host makes one per plain run, session, parallel group
+ * or Restate turn and hands its `hold` to the tools' sources; the holder releases it when it ends.
+ */
+export class ResourceHoldings {
+  readonly #held = new Set<CloseResource>();
+
+  readonly hold: HoldResource = (close) => {
+    if (this.#held.size === 0) holding += 1;
+    this.#held.add(close);
+    return () => {
+      if (!this.#held.delete(close)) return;
+      if (this.#held.size === 0) holding -= 1;
+    };
   };
+
+  /**
+   * Closes everything held; undefined when nothing is (no promise, no microtask), so a run without such tools pays
+   * nothing.
+   */
+  release(): Promise<void> | undefined {
+    if (this.#held.size === 0) return undefined;
+    const closers = [...this.#held];
+    this.#held.clear();
+    holding -= 1;
+    return closeAll(closers);
+  }
 }
+
+const byProcess = new Set<CloseResource>();
 
 /** Registers `close` to run at a system's shutdown (or `releaseProcessResources()`). Returns a forget function. */
 export function holdForProcess(close: CloseResource): () => void {
@@ -32,17 +50,6 @@ export function holdForProcess(close: CloseResource): () => void {
   return () => {
     byProcess.delete(close);
   };
-}
-
-/**
- * Closes everything the session holds; undefined when it holds nothing (no promise, no microtask), so a run
- * without such tools pays nothing.
- */
-export function releaseSessionResources(sessionId: string): Promise<void> | undefined {
-  const held = bySession.get(sessionId);
-  if (!held) return undefined;
-  bySession.delete(sessionId);
-  return closeAll([...held]);
 }
 
 /** Closes everything held for the process (connections are opened again on their next use). */
@@ -53,9 +60,9 @@ export function releaseProcessResources(): Promise<void> | undefined {
   return closeAll(held);
 }
 
-/** How many sessions hold something right now (for leak checks). */
+/** How many runs and sessions hold something right now (for leak checks). */
 export function sessionsHoldingResources(): number {
-  return bySession.size;
+  return holding;
 }
 
 async function closeAll(closers: CloseResource[]): Promise<void> {

@@ -8,7 +8,7 @@ import type { RunEvent } from '../core/events.ts';
 import type { JsonValue } from '../core/json.ts';
 import { type Message, type RunInput, userMessage } from '../core/messages.ts';
 import type { RunResult } from '../core/result.ts';
-import { releaseSessionResources } from '../core/session-resources.ts';
+import { ResourceHoldings } from '../core/session-resources.ts';
 import type { Usage } from '../core/usage.ts';
 import { stopOrphans } from '../engine/actor-links.ts';
 import { guardrailInput } from '../guardrails/guardrail-plan.ts';
@@ -158,6 +158,8 @@ class TurnHost implements PeopleWaitHost, CheckpointSource {
   readonly #context: unknown;
   /** The session id the agents' tools and events see: the user's, also in an agent used as a tool. */
   readonly #sessionId: string;
+  /** What the turn's tools hold open for the session (per-session MCP connections), closed when the turn ends. */
+  readonly #holdings = new ResourceHoldings();
   /** The key the turn's budget is bound under (see attachResources), when it has one. */
   #budgetScope: string | undefined;
   /** The manager of the turn's budget, when it has one. */
@@ -318,7 +320,12 @@ class TurnHost implements PeopleWaitHost, CheckpointSource {
   async #listSources(signal: AbortSignal): Promise<void> {
     const listing: Promise<void>[] = [];
     for (const agent of this.#agents.values()) {
-      const preparing = agent.tools.prepare({ sessionId: this.#sessionId, signal, context: this.#context });
+      const preparing = agent.tools.prepare({
+        sessionId: this.#sessionId,
+        signal,
+        context: this.#context,
+        hold: this.#holdings.hold,
+      });
       if (preparing) listing.push(preparing.catch(() => undefined));
     }
     await Promise.all(listing);
@@ -410,6 +417,7 @@ class TurnHost implements PeopleWaitHost, CheckpointSource {
       bus: this.#bus,
       clock: this.#clock,
       sessionId: this.#sessionId,
+      holdings: this.#holdings,
       route: placement && name === this.#served.agent.name ? placement.route : name,
       turn: placement?.turn ?? this.#turn.number,
       callPath: placement?.callPath ?? '',
@@ -729,9 +737,8 @@ class TurnHost implements PeopleWaitHost, CheckpointSource {
     this.#closed = true;
     for (const dispose of this.#disposers.splice(0)) dispose();
     this.#actor?.stop();
-    // Per-session tool sources (MCP servers with scope 'session') close with the session's turn in this process;
-    // an agent used as a tool shares the user's session and leaves them to its caller's turn.
-    if (!this.#request.delegated) void releaseSessionResources(this.#sessionId);
+    // Per-session tool sources (MCP servers with scope 'session') close with the turn that opened them.
+    void this.#holdings.release();
   }
 }
 

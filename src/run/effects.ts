@@ -631,6 +631,7 @@ async function callModel(
     sessionId: runtime.sessionId ?? bus.sessionId,
     signal,
     context: runtime.context,
+    hold: runtime.holdings?.hold,
   });
   if (preparing) {
     try {

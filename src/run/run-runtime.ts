@@ -8,6 +8,7 @@ import type { EventBus, EventOrigin } from '../core/event-bus.ts';
 import type { RunEventData, RunEventType } from '../core/events.ts';
 import type { ModelDelta } from '../core/model.ts';
 import type { RunResult } from '../core/result.ts';
+import type { ResourceHoldings } from '../core/session-resources.ts';
 import { parentOf } from '../engine/actor-links.ts';
 import type { ResourceManager } from '../resources/resource-manager.ts';
 import type { DurableRun } from './durable-run.ts';
@@ -73,6 +74,8 @@ export interface RunRuntime {
   delegate?: Delegator | undefined;
   /** Model calls made by agents used as tools since this run's last tool batch ended. */
   nestedSteps: number;
+  /** What the run's tools hold open for its session (per-session MCP connections), closed when it ends. */
+  holdings?: ResourceHoldings | undefined;
 }
 
 /** Runs an agent used as a tool as a child of the caller's session actor. */

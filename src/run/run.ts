@@ -12,7 +12,7 @@ import type { RunEvent } from '../core/events.ts';
 import type { JsonValue } from '../core/json.ts';
 import { type Message, type RunInput, userMessage } from '../core/messages.ts';
 import type { RunResult } from '../core/result.ts';
-import { releaseSessionResources } from '../core/session-resources.ts';
+import { ResourceHoldings } from '../core/session-resources.ts';
 import { stopOrphans } from '../engine/actor-links.ts';
 import type { GuardrailCheckInfo } from '../guardrails/guardrail.ts';
 import {
@@ -181,6 +181,9 @@ export function startRun<TOutput>(
     spec.origin = placement.origin;
     spec.turn = placement.turn;
   }
+  // A nested run's tools hold their connections for the caller's session; a plain run holds its own.
+  const holdings = placement ? placement.caller?.holdings : new ResourceHoldings();
+  spec.holdings = holdings;
   const { runtime, release } = hostAgent(spec);
 
   const actor = createActor(runtimeAgentMachine, {
@@ -225,7 +228,7 @@ export function startRun<TOutput>(
       release();
       releaseId();
       // A plain run closes what its tools opened for it (per-session MCP servers) before its result is given.
-      const releasing = placement ? undefined : releaseSessionResources(sessionId);
+      const releasing = placement ? undefined : holdings?.release();
       if (releasing) void releasing.then(() => resolve(runResult));
       else resolve(runResult);
     };

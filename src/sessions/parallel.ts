@@ -11,6 +11,7 @@ import type { JsonValue } from '../core/json.ts';
 import { type Message, type RunInput, userMessage } from '../core/messages.ts';
 import { addCount, countOf } from '../core/records.ts';
 import type { RunResult } from '../core/result.ts';
+import { ResourceHoldings } from '../core/session-resources.ts';
 import type { RunStatus } from '../core/stop-reason.ts';
 import { compileMachine } from '../engine/compiled-machine.ts';
 import type { AgentMachine } from '../machines/agent.ts';
@@ -194,6 +195,9 @@ function runGroup(
   if (options.onEvent) undo.push(bus.subscribe(options.onEvent));
   const inspect = options.inspect ?? caller?.inspect;
   const runtimes = new Map<string, RunRuntime>();
+  // What the members' tools open for the group's session is closed when the group ends.
+  const holdings = new ResourceHoldings();
+  undo.push(() => void holdings.release());
   const members: GroupMember[] = agents.map((agent, index) => {
     const id = `${agent.name.replace(/\./g, '_')}-${index + 1}`;
     const key = `${groupId}/${id}`;
@@ -210,6 +214,7 @@ function runGroup(
       onApproval: options.onApproval,
       audit,
       origin: { route: id, depth: 0 },
+      holdings,
     });
     runtimes.set(key, hosted.runtime);
     undo.push(hosted.release);

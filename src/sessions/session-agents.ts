@@ -5,6 +5,7 @@ import type { ApprovalHandler } from '../core/approvals.ts';
 import type { Clock } from '../core/clock.ts';
 import type { ErrorInfo } from '../core/errors.ts';
 import type { EventBus } from '../core/event-bus.ts';
+import type { ResourceHoldings } from '../core/session-resources.ts';
 import type { AgentDescriptor, SessionMachine } from '../machines/session.ts';
 import type { ResourceManager } from '../resources/resource-manager.ts';
 import { hostAgent } from '../run/host.ts';
@@ -37,6 +38,8 @@ export function registerSessionAgents(options: {
   resources: () => ResourceManager | undefined;
   /** The session's runtimes by key, which the session's actor carries. */
   runtimes: Map<string, RunRuntime>;
+  /** What the session's tools hold open for it. */
+  holdings: ResourceHoldings;
   inspect?: InspectObserver | undefined;
   audit?: AuditLog | undefined;
   /** Decides for the sessions the agents' tools start (a private session of run()). */
@@ -80,6 +83,7 @@ export function registerSessionAgents(options: {
       inspect: options.inspect,
       audit: options.audit,
       onApproval: options.onApproval,
+      holdings: options.holdings,
       onFatal: (error) => options.onFatal(name, error),
     });
     hosted.runtime.delegate = delegatorFor(options.delegation, hosted.runtime);

@@ -8,7 +8,7 @@ import type { RunEvent } from '../core/events.ts';
 import type { JsonValue } from '../core/json.ts';
 import { type RunInput, userMessage } from '../core/messages.ts';
 import type { RunResult } from '../core/result.ts';
-import { releaseSessionResources } from '../core/session-resources.ts';
+import { ResourceHoldings } from '../core/session-resources.ts';
 import { compileMachine } from '../engine/compiled-machine.ts';
 import type { AgentMachine } from '../machines/agent.ts';
 import {
@@ -94,6 +94,8 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
   #resources: ResourceManager | undefined;
   /** The manager of the turn in progress, when the turn has a budget of its own. */
   #turnResources: ResourceManager | undefined;
+  /** What the session's tools hold open for it (per-session MCP connections), closed when it closes. */
+  readonly #holdings = new ResourceHoldings();
   /** The runtimes of the session's agents (those it runs and the agents they use as tools), by runtime key. */
   readonly #runtimes = new Map<string, RunRuntime>();
   /** Gives the session's id back when it closes. */
@@ -177,6 +179,7 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
       resourceScope: () => this.#controls.scope ?? this.sessionId,
       resources: () => this.#turnResources ?? this.#resources,
       runtimes: this.#runtimes,
+      holdings: this.#holdings,
       inspect: environment.inspect,
       audit: environment.audit,
       onApproval: environment.onApproval,
@@ -659,7 +662,7 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
     this.#environment.onClose?.(this as Session);
     this.#bus.clear();
     // What the session's tools hold open (per-session MCP servers) is closed before `closed` resolves.
-    const releasing = releaseSessionResources(this.sessionId);
+    const releasing = this.#holdings.release();
     if (releasing) void releasing.then(() => this.#closeResolve());
     else this.#closeResolve();
   }

@@ -1,3 +1,4 @@
+import type { HoldResource } from '../core/session-resources.ts';
 import type { Tool } from './tool.ts';
 
 /** Where a run's tools are listed from: the session the run belongs to, and the run's signal. */
@@ -6,6 +7,11 @@ export interface ToolSourceScope {
   signal: AbortSignal;
   /** The run's context (the `context` run option), when it has one. */
   context?: unknown;
+  /**
+   * Holds what the source opens for this session (a per-session connection) until the run or session ends, which
+   * then closes it. Absent outside a run (`connect()`): the caller closes what it opened.
+   */
+  hold?: HoldResource | undefined;
 }
 
 /**

@@ -170,7 +170,8 @@ const cautious = defineAgent({
   model: scriptedModel(
     (request: ModelRequest): ScriptedTurn => {
       const answered = toolTexts(request.messages).length;
-      const usage = { input: 10_000, output: 10_000 };
+      // Mostly prompt: a budget caps what a call may write, never what it was sent.
+      const usage = { input: 19_000, output: 1_000 };
       if (answered === 0) return { toolCalls: [{ id: 'ask', name: 'refund', args: {} }], usage };
       if (answered === 1) return { toolCalls: [{ id: 'go', name: 'spend', args: {} }], usage };
       return { text: 'done', usage };
@@ -194,7 +195,7 @@ const hungry = defineAgent({
   name: 'hungry',
   description: 'Thinks hard.',
   instructions: 'You think hard.',
-  model: scriptedModel(() => ({ text: 'thought', usage: { input: 15_000, output: 15_000 } }), {
+  model: scriptedModel(() => ({ text: 'thought', usage: { input: 29_000, output: 1_000 } }), {
     model: 'hungry',
   }),
 });

@@ -3,7 +3,8 @@ import { z } from 'zod';
 import { ConfigError } from '../../core/errors.ts';
 import type { JsonObject } from '../../core/json.ts';
 import { checkOptionObject, describeValue, isPlainObject } from '../../core/options.ts';
-import { holdForProcess, holdForSession } from '../../core/session-resources.ts';
+import { type HoldResource, holdForProcess } from '../../core/session-resources.ts';
+import { callerOf } from '../../run/run-runtime.ts';
 import type { Tool, ToolContext } from '../tool.ts';
 import { ToolAnswerError } from '../tool-answer-error.ts';
 import type { ToolSource, ToolSourceScope } from '../tool-source.ts';
@@ -233,7 +234,7 @@ export class McpServer implements ToolSource, AsyncDisposable {
   }
 
   async prepare(scope: ToolSourceScope): Promise<void> {
-    const connection = this.#connectionFor(scope.sessionId, scope.context);
+    const connection = this.#connectionFor(scope.sessionId, scope.context, scope.hold);
     // Another session's listing in flight is awaited rather than repeated; if it failed (its session closed
     // under it), this session lists on its own connection.
     for (let tries = 0; tries < 3 && this.#needsListing(); tries++) {
@@ -290,7 +291,7 @@ export class McpServer implements ToolSource, AsyncDisposable {
     return this.close();
   }
 
-  #connectionFor(sessionId: string, context: unknown): McpConnection {
+  #connectionFor(sessionId: string, context: unknown, hold: HoldResource | undefined): McpConnection {
     if (this.scope === 'process') {
       if (!this.#shared) {
         const connection = this.#newConnection({ sessionId, context });
@@ -305,10 +306,12 @@ export class McpServer implements ToolSource, AsyncDisposable {
     const held = this.#sessions.get(sessionId);
     if (held) return held.connection;
     const connection = this.#newConnection({ sessionId, context });
-    const forget = holdForSession(sessionId, async () => {
-      if (this.#sessions.get(sessionId)?.connection === connection) this.#sessions.delete(sessionId);
-      await connection.close();
-    });
+    // The run or session holds the connection and closes it when it ends; outside one, close() does.
+    const forget =
+      hold?.(async () => {
+        if (this.#sessions.get(sessionId)?.connection === connection) this.#sessions.delete(sessionId);
+        await connection.close();
+      }) ?? (() => undefined);
     this.#sessions.set(sessionId, { connection, forget });
     return connection;
   }
@@ -436,7 +439,12 @@ export class McpServer implements ToolSource, AsyncDisposable {
   }
 
   async #call(serverName: string, args: unknown, context: ToolContext, idempotent: boolean): Promise<string> {
-    const connection = this.#connectionFor(context.sessionId, context.context);
+    // Normally opened before the model call; if not, the run that calls holds what this opens.
+    const connection = this.#connectionFor(
+      context.sessionId,
+      context.context,
+      callerOf(context)?.holdings?.hold,
+    );
     let result: Awaited<ReturnType<McpConnection['callTool']>>;
     try {
       result = await connection.callTool(
