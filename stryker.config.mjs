@@ -8,7 +8,12 @@ export default {
     configFile: 'vitest.mutation.config.ts',
     related: false,
   },
-  mutate: ['src/machines/**/*.ts', 'src/policies/**/*.ts', 'src/guardrails/*verdict.ts'],
+  mutate: [
+    'src/machines/**/*.ts',
+    'src/resources/ledger.ts',
+    'src/policies/**/*.ts',
+    'src/guardrails/*verdict.ts',
+  ],
   // Each mutant runs only the tests that covered it in the first, instrumented run.
   coverageAnalysis: 'perTest',
   // Static mutants (the statechart definitions, built once when a module loads) would each run every test of the

@@ -13,7 +13,7 @@ const src = (path: string): string => fileURLToPath(new URL(`./src/${path}`, imp
  */
 const notBehavioural = [
   'test/engine/!(interpreter-switch).test.ts',
-  'test/machines/resources*.test.ts',
+  'test/resources/ledger*.test.ts',
   'test/properties/resources.test.ts',
   'test/restate/crash.test.ts',
   'test/tools/builtin/calculator.test.ts',

@@ -19,7 +19,12 @@ export default defineConfig({
     // One module graph for all files: a mutant re-runs a few files, and a fresh environment per file cost more than
     // the tests themselves. The tests of this set leave no global state behind, so they pass either way.
     isolate: false,
-    include: ['test/policies/**/*.test.ts', 'test/machines/**/*.test.ts', 'test/guardrails/*verdict.test.ts'],
+    include: [
+      'test/policies/**/*.test.ts',
+      'test/machines/**/*.test.ts',
+      'test/resources/ledger*.test.ts',
+      'test/guardrails/*verdict.test.ts',
+    ],
     exclude: ['**/*.paths.test.ts'],
   },
 });

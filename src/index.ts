@@ -102,7 +102,6 @@ export {
 export { type LlmJudgeOptions, llmJudge } from './guardrails/llm-judge.ts';
 export { type TokenEncoding, type TokenLimitOptions, tokenLimit } from './guardrails/token-limit.ts';
 export type { GuardrailVerdict } from './guardrails/verdict.ts';
-export type { BudgetLimit, DenialReason, QuotaLimit } from './machines/resources.ts';
 export {
   defaultSupervision,
   type SupervisionOptions,
@@ -155,6 +154,7 @@ export {
   type RoleTable,
   type ToolPermissionPolicy,
 } from './policies/tool-permissions.ts';
+export type { BudgetLimit, DenialReason, QuotaLimit } from './resources/ledger.ts';
 export {
   type BudgetsConfig,
   createResourceManager,

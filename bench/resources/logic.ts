@@ -18,7 +18,7 @@ import {
   type ResourceEvent,
   type ResourceState,
   resourceTransition,
-} from '../../src/machines/resources.ts';
+} from '../../src/resources/ledger.ts';
 
 const quick = process.argv.includes('--quick');
 /**

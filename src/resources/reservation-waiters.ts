@@ -1,4 +1,4 @@
-import type { DenialReason } from '../machines/resources.ts';
+import type { DenialReason } from './ledger.ts';
 import { sessionScope } from './scope-names.ts';
 
 /** A call asking for a reservation: the request as given, and what it waits on. */

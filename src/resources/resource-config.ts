@@ -1,7 +1,7 @@
 import type { Clock } from '../core/clock.ts';
 import { ConfigError } from '../core/errors.ts';
 import { defaultPrices, type ModelPrice, type PriceTable, validatePrices } from '../core/prices.ts';
-import type { BudgetLimit, QuotaLimit } from '../machines/resources.ts';
+import type { BudgetLimit, QuotaLimit } from './ledger.ts';
 
 /** Budgets by scope. A run's own `budget` option overrides `perRun`; `tenants` overrides `perTenant` by name. */
 export interface BudgetsConfig {

@@ -12,7 +12,7 @@ import {
   type ResourceState,
   resourceLogic,
   type ScopeState,
-} from '../machines/resources.ts';
+} from './ledger.ts';
 import { OutputEstimates } from './output-estimates.ts';
 import {
   type Grant,
@@ -103,7 +103,7 @@ export interface ResourceManager {
 const defaultRetryAfterMs = 1_000;
 
 /**
- * Creates the resource manager: one actor (src/machines/resources.ts) that every model call asks first, plus the
+ * Creates the resource manager: one actor (src/resources/ledger.ts) that every model call asks first, plus the
  * timer that wakes waiting calls when a quota window moves on. Share one manager between runs (or give it to
  * `createAgentSystem`) to share tenant budgets and quotas; a run with a budget and no manager gets a private one.
  */

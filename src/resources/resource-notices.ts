@@ -1,5 +1,5 @@
 import type { Usage } from '../core/usage.ts';
-import type { DenialReason } from '../machines/resources.ts';
+import type { DenialReason } from './ledger.ts';
 
 /** What the manager reports to its subscribers (and, for a run's own calls, to the run's event stream). */
 export type ResourceNotice =

@@ -1,4 +1,4 @@
-import type { ResourceOutput, ResourceState } from '../machines/resources.ts';
+import type { ResourceOutput, ResourceState } from './ledger.ts';
 import type { ReservationWaiters } from './reservation-waiters.ts';
 import type { ResourceNotices } from './resource-notices.ts';
 import { sessionOf } from './scope-names.ts';

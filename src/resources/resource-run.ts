@@ -1,7 +1,7 @@
 import type { Clock } from '../core/clock.ts';
 import { ConfigError } from '../core/errors.ts';
 import type { EventBus } from '../core/event-bus.ts';
-import type { BudgetLimit } from '../machines/resources.ts';
+import type { BudgetLimit } from './ledger.ts';
 import { createResourceManager, type ResourceManager, type ResourceNotice } from './resource-manager.ts';
 
 /** The resource options of a run (see RunOptions). */

@@ -1,4 +1,4 @@
-import { type ResourceState, type ScopeState, type ScopeSummary, summarize } from '../machines/resources.ts';
+import { type ResourceState, type ScopeState, type ScopeSummary, summarize } from './ledger.ts';
 import { sessionScope, tenantScope } from './scope-names.ts';
 
 /** Spend and what is left of one scope's budget. Remaining is null where there is no limit. */

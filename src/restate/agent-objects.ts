@@ -8,9 +8,9 @@ import type { RunEvent } from '../core/events.ts';
 import { validateHistory } from '../core/history.ts';
 import type { Message, RunInput } from '../core/messages.ts';
 import type { RunResult } from '../core/result.ts';
-import type { BudgetLimit } from '../machines/resources.ts';
 import { defaultSupervision, type SupervisionPolicy } from '../machines/session.ts';
 import type { PiiOptions } from '../pii/pii-options.ts';
+import type { BudgetLimit } from '../resources/ledger.ts';
 import { needsSession } from '../sessions/session-run.ts';
 import {
   type AppliedDecision,

@@ -1,8 +1,8 @@
 import type { Agent } from '../agent/define-agent.ts';
 import type { AuditLog } from '../audit/audit-log.ts';
 import { ConfigError } from '../core/errors.ts';
-import type { BudgetLimit } from '../machines/resources.ts';
 import { type ResolvedPii, resolvePii } from '../pii/pii-options.ts';
+import type { BudgetLimit } from '../resources/ledger.ts';
 import { checkReachablePrices } from '../resources/priced-agents.ts';
 import { checkBudget } from '../resources/resource-config.ts';
 

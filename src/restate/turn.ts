@@ -19,9 +19,9 @@ import type {
   AgentMachine,
   EffectCommand,
 } from '../machines/agent.ts';
-import type { BudgetLimit } from '../machines/resources.ts';
 import type { AgentDescriptor, SessionContext, SupervisionPolicy } from '../machines/session.ts';
 import { attachPii } from '../pii/pii-run.ts';
+import type { BudgetLimit } from '../resources/ledger.ts';
 import type { ResourceManager } from '../resources/resource-manager.ts';
 import { attachResources } from '../resources/resource-run.ts';
 import { checkpointOf } from '../run/agent-checkpoint.ts';

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { SimulatedClock } from 'xstate';
-import { minOutputTokens } from '../../src/machines/resources.ts';
+import { minOutputTokens } from '../../src/resources/ledger.ts';
 import {
   createResourceManager,
   type Grant,

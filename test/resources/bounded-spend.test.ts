@@ -10,7 +10,7 @@ import {
 } from 'troupe';
 import { scriptedModel } from 'troupe/testing';
 import { describe, expect, it } from 'vitest';
-import { minOutputTokens } from '../../src/machines/resources.ts';
+import { minOutputTokens } from '../../src/resources/ledger.ts';
 import { estimateRequest } from '../../src/resources/resource-binding.ts';
 
 /**

@@ -10,7 +10,7 @@ import {
   type ResourceOutput,
   type ResourceState,
   resourceTransition,
-} from '../../src/machines/resources.ts';
+} from '../../src/resources/ledger.ts';
 
 /**
  * What the resource transition function tells its callers (the `outbox`): grants, waits, denials with the message a

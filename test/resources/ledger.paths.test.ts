@@ -7,7 +7,7 @@ import {
   type ResourceState,
   resourceBranches,
   resourceLogic,
-} from '../../src/machines/resources.ts';
+} from '../../src/resources/ledger.ts';
 import {
   generateHarnessPaths,
   type HarnessEvent,
@@ -15,7 +15,7 @@ import {
   harnessKey,
   harnessStep,
   harnessWorlds,
-} from './resources-paths.ts';
+} from './ledger-paths.ts';
 
 /**
  * Tests generated from the resource manager's transition function: xstate/graph

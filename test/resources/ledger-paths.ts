@@ -8,7 +8,7 @@ import {
   type ResourceEvent,
   type ResourceState,
   resourceTransition,
-} from '../../src/machines/resources.ts';
+} from '../../src/resources/ledger.ts';
 
 /**
  * Model-based test support for the resource manager's transition function: a harness logic that owns the time

@@ -4,7 +4,7 @@ import {
   initialResourceState,
   liveRequests,
   type ResourceState,
-} from '../../src/machines/resources.ts';
+} from '../../src/resources/ledger.ts';
 
 /** The quota log keeps a dead prefix and compacts it in bulk; settlements must still find their entries. */
 describe('resource transition function: quota log compaction', () => {
