@@ -233,11 +233,14 @@ export function startRun<TOutput>(
       else resolve(runResult);
     };
 
+    // Phases are reported from the agent's state once it has started, as for an agent a session watches: a check
+    // that answered at once during the start left no phase of its own, on either path.
+    let observing = false;
     actor.subscribe({
       next: (snapshot: SnapshotFrom<AgentMachine>) => {
         lastContext = snapshot.context;
         // Phase events only matter to a listener (a plain run() has none).
-        if (bus.listening) phases.observe(snapshot);
+        if (bus.listening && (observing || snapshot.status === 'done')) phases.observe(snapshot);
         if (snapshot.status === 'done') finish(snapshot.output);
       },
       // A root actor without an error observer crashes the process. Ours turns the error into a result.
@@ -253,6 +256,8 @@ export function startRun<TOutput>(
     }
     options.signal?.addEventListener('abort', onAbort, { once: true });
     actor.start();
+    observing = true;
+    if (!finished && bus.listening) phases.observe(actor.getSnapshot());
     if (options.signal?.aborted) onAbort();
   });
 

@@ -161,3 +161,57 @@ describe('every host runs an agent the same way', () => {
     }
   });
 });
+
+describe('the single-actor path and a session run an agent the same way', () => {
+  /** Tools, a decode retry, guardrails and personal data, but nothing that needs a session. */
+  function plainAgent() {
+    const lookup = tool({
+      name: 'lookup',
+      description: 'Looks an order up',
+      input: z.object({ order: z.string() }),
+      execute: ({ order }) => `order ${order}: shipped to ${email}`,
+    });
+    return defineAgent({
+      name: 'clerk',
+      instructions: 'Answer with JSON.',
+      model: scriptedModel([
+        { toolCalls: [{ name: 'lookup', args: { order: '42' } }], usage: { input: 10, output: 5 } },
+        { text: 'not json', usage: { input: 12, output: 3 } },
+        { text: 'still not json', usage: { input: 13, output: 3 } },
+        { text: '{"status":"shipped"}', usage: { input: 14, output: 4 } },
+      ]),
+      tools: [lookup],
+      output: z.object({ status: z.string() }),
+      guardrails: { input: [blockedPatterns([/DROP TABLE/])], output: [blockedPatterns([/password/])] },
+    });
+  }
+
+  it('stream() on one actor and system.spawn() give the same events, result and audit records', async () => {
+    const plainSink = memoryAuditSink();
+    const plainAudit = createAuditLog({ sink: plainSink });
+    const plain: RunEvent[] = [];
+    const s = stream(plainAgent(), input, { pii, audit: plainAudit });
+    for await (const event of s) plain.push(event);
+    const plainResult = await s.result;
+    await plainAudit.flush();
+
+    const sink = memoryAuditSink();
+    const audit = createAuditLog({ sink });
+    const system = createAgentSystem({ audit, pii });
+    const session = system.spawn(plainAgent(), input);
+    const events: RunEvent[] = [];
+    const reading = (async () => {
+      for await (const event of session.events()) events.push(event);
+    })();
+    const result = await session.result;
+    await reading;
+    await system.shutdown();
+
+    expect(plainResult.output).toEqual({ status: 'shipped' });
+    expect(result.output).toEqual(plainResult.output);
+    expect(result.history).toEqual(plainResult.history);
+    expect(result.usage).toEqual(plainResult.usage);
+    expect(shape(events)).toEqual(shape(plain));
+    expect(auditShape(sink.records)).toEqual(auditShape(plainSink.records));
+  });
+});
