@@ -7,11 +7,6 @@ import { z } from 'zod';
  * run() and stream() decide on calls that wait for people through `onApproval`. A decision of the wrong kind (an
  * approval for a question asked with askHuman, an answer to a tool that needs an approval) must still end the wait:
  * the call is rejected with a reason the model reads, and the run goes on.
- *
- * Found by the fuzz harness (bench/fuzz). Today the run waits forever: decideWith (src/sessions/session-run.ts)
- * applies the decision with session.approve() / session.answer(), which refuse it with an ApprovalError, and
- * `apply.catch(() => undefined)` drops that refusal, so the call stays pending and the run never ends. These tests
- * are marked `fails` until that is fixed (src/sessions is being refactored); remove `.fails` with the fix.
  */
 
 async function settles(events: RunEvent[], reading: Promise<void>, callId: string): Promise<void> {

@@ -475,16 +475,9 @@ describe('crash matrix: durable sessions killed with SIGKILL and recovered by an
   }, 60_000);
 
   /*
-   * Known bug (src/sessions, owned by the lead; remove `.fails` once fixed). A nested agent (agentTool) that waits
-   * for an approval when the process dies resumes straight into its approval wait, and a decision another process
-   * stored meanwhile never reaches it: the recovered session waits forever (the child's watchdog reports it). The
-   * session hands stored decisions to waiting agents in applyStoredDecisions(), which runs only (1) when the agent
-   * holding the conversation has approvals (watch() in session.ts), (2) on a live decide(), and (3) from the poll,
-   * which runs only while a record is *pending* in the session's memory; this decision was loaded already decided.
-   * delegatorFor() (delegation.ts) never calls it for the nested child. The fix: give DelegationHost an
-   * applyStoredDecisions hook and call it in delegatorFor() right after subscribing when
-   * `started.getSnapshot().context.approvals` is set, and in the subscription's `next` when a snapshot has
-   * approvals (tried locally: both trials then pass).
+   * A nested agent (agentTool) that waits for an approval when the process dies resumes straight into its approval
+   * wait; a decision another process stored meanwhile must reach it (the session hands stored decisions to nested
+   * agents that wait, not only to the agent holding the conversation).
    */
   it("applies a decision another process stored on a nested agent's call while the session was down", async () => {
     // The recovery hangs while the bug stands: give up after 5 s (the whole scenario takes well under one).
@@ -493,11 +486,7 @@ describe('crash matrix: durable sessions killed with SIGKILL and recovered by an
   }, 60_000);
 
   /*
-   * Known bug (src/sessions/session.ts, owned by the lead; remove `.fails` once fixed): applyStoredDecisions() emits
-   * `approval_decided` with `bus.emit(record.agent, ...)` and no origin, so a nested agent's decision comes out with
-   * route `researcher` and depth 0, as if the agent held the conversation. It should carry the record's route and
-   * the nested run's depth, like the nested agent's other events: passing `{ route, depth: route.split('>').length
-   * - 1 }` as the origin of that emit fixes it (tried locally).
+   * A nested agent's `approval_decided` event carries the nested route and depth, like its other events.
    */
   it("attributes a nested agent's approval_decided event to its route and depth", async () => {
     const reports = await runAll([{ name: 'no crash, event attribution', steps: [{ mode: 'run' }] }]);

@@ -12,15 +12,8 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 
 /**
- * An agent used as a tool that itself hands off (so it runs in a private session of its own): its tools must see the
+ * An agent used as a tool that itself hands off (so it runs in a private session of its own): its tools see the
  * user's session id and where they run, like any nested agent's tools, and its events carry the nested route.
- *
- * The events are placed right (agent-tool.ts maps the private session's events into the caller's). The tool
- * context is not: runApart starts the private session through runInSession / startSession (src/sessions/session-run.ts,
- * session.ts), whose runtimes give tools the private session's id (`user-42:t1`, or `user-43/top:t1` inside a
- * session) and the agent's bare name as route; startSession would need the caller's placement (session id for tools,
- * route prefix, call path) as runApart passes it to streamPlaced for a plain sub-agent. Marked `fails` until then
- * (src/sessions is being refactored); remove `.fails` with the fix.
  */
 
 function agents(seen: Pick<ToolContext, 'agent' | 'sessionId' | 'route'>[]) {

@@ -5,15 +5,8 @@ import { z } from 'zod';
 
 /**
  * A message queued behind a running turn that never starts (the session is stopped first) ends `aborted`, and its
- * result describes that turn: nothing it did not do.
- *
- * Found by the fuzz harness (bench/fuzz): today such a turn's result is built from the running turn's context
- * (settleOpenTurns in src/sessions/session.ts calls interruptedTurnResult for every open turn, and for a queued turn
- * `context.turnStart` and `context.spent` are the running turn's), so it reports the running turn's user message as
- * its historyDelta, and that turn's steps, tool calls, model calls and usage as its own: summing usage over turn
- * results counts them twice. Marked `fails` until fixed (src/sessions is being refactored): a queued turn that never
- * started should report an empty historyDelta (or only its own message, also at the end of its history), no steps
- * and zero spend. Remove `.fails` with the fix.
+ * result describes that turn, nothing it did not do: no steps, no spend, and only its own message in its
+ * historyDelta (summing usage over turn results counts nothing twice).
  */
 
 const echo = tool({ name: 'echo', description: 'echoes', input: z.object({}), execute: () => 'echoed' });
