@@ -1,4 +1,5 @@
-import type { InspectionEvent, Observer } from 'xstate';
+import type { AnyActorRef, InspectionEvent, Observer } from 'xstate';
+import { parentOf } from '../engine/actor-links.ts';
 import { normalizeSecretKey, redacted, redactText, secretKeySet } from './secrets.ts';
 
 export { defaultSecretKeys, redact, redacted, secretArguments } from './secrets.ts';
@@ -62,7 +63,6 @@ const machineInternals: ReadonlySet<string> = new Set(['machine', '_nodes', 'his
 interface ActorLike {
   id?: unknown;
   sessionId?: unknown;
-  _parent?: unknown;
   logic?: unknown;
   getSnapshot(): unknown;
 }
@@ -172,6 +172,12 @@ export function redactingInspector(
     return definition;
   };
 
+  // The Stately inspector draws the actor tree from each ref's parent; the view carries the parent's view.
+  const parentView = (actor: ActorLike): InspectedActorRef | undefined => {
+    const parent = parentOf(actor as unknown as AnyActorRef);
+    return isActorRef(parent) ? viewOf(parent as unknown as ActorLike) : undefined;
+  };
+
   const viewOf = (actor: ActorLike): InspectedActorRef => {
     let view = views.get(actor);
     if (!view) {
@@ -179,7 +185,7 @@ export function redactingInspector(
       view = Object.freeze({
         id: text(typeof actor.id === 'string' ? actor.id : sessionId),
         sessionId,
-        _parent: isActorRef(actor._parent) ? viewOf(actor._parent) : undefined,
+        _parent: parentView(actor),
         logic: definitionOf(actor.logic),
         getSnapshot: () => snapshotOf(actor.getSnapshot()),
       });
