@@ -12,7 +12,7 @@ import { type ServedEndpoint, serveAgents } from '../../src/restate/serve.ts';
 import { contextType } from '../../src/run/run-context.ts';
 import { agentTool } from '../../src/sessions/agent-tool.ts';
 import { ApprovalError } from '../../src/sessions/approval-error.ts';
-import { run } from '../../src/sessions/run.ts';
+import { run, stream } from '../../src/sessions/run.ts';
 import { type ScriptedTurn, scriptedModel } from '../../src/testing/scripted-model.ts';
 import { mcpServer } from '../../src/tools/mcp/index.ts';
 import { tool } from '../../src/tools/tool.ts';
@@ -383,6 +383,17 @@ describe.skipIf(unavailable !== undefined)('troupe/restate: the in-process featu
     expect(result.text).toBe('outer: inner: session o1, user user-of-o1');
     expect(contexts).toContainEqual({ sessionId: 'o1', agent: 'outer' });
     expect(contexts).toContainEqual({ sessionId: 'o1', agent: 'inner' });
+  });
+
+  it('gives the same events in the same order as in-process, deltas aside (Restate journals whole responses)', async () => {
+    await session('decoder', 'd0').send('a number');
+    const served = (await session('decoder', 'd0').events()).map((event) => event.type);
+    const local: string[] = [];
+    const s = stream(decoder, 'a number', { pii: { kinds: ['email'] } });
+    for await (const event of s) local.push(event.type);
+    const whole = (types: string[]) => types.filter((type) => type !== 'delta' && type !== 'reasoning_delta');
+    expect(whole(served)).toEqual(whole(local));
+    expect(served).toContain('decode_retry');
   });
 
   it('emits decode_retry events', async () => {
