@@ -57,7 +57,7 @@ describe('react(): a ReAct conversation through the real loop', () => {
       status: 'completed',
       stopReason: 'completed',
       text: '2 + 3 = 5',
-      toolCalls: 1,
+      toolCallCount: 1,
     });
     expect(result.steps[0]?.toolCalls[0]).toMatchObject({ name: 'add', args: { a: 2, b: 3 }, result: '5' });
     expect(() => validateHistory(result.history)).not.toThrow();
@@ -97,7 +97,7 @@ describe('react(): a ReAct conversation through the real loop', () => {
       tools: [add],
     });
     const result = await run(agent, 'What is 2+3?');
-    expect(result).toMatchObject({ status: 'completed', text: '5', iterationsUsed: 3 });
+    expect(result).toMatchObject({ status: 'completed', text: '5', modelCalls: 3 });
     const invalid = result.steps[0]?.toolCalls[0];
     expect(invalid).toMatchObject({ name: reactInvalidReplyTool, isError: true });
     expect(invalid?.args).toMatchObject({ reply: 'I think it is 5.' });
@@ -118,7 +118,7 @@ describe('react(): a ReAct conversation through the real loop', () => {
     const inner = scriptedModel(() => ({ text: 'I refuse to use the format.', stopReason: 'end_turn' }));
     const agent = defineAgent({ name: 'calc', instructions: 'x', model: react(inner), tools: [add] });
     const result = await run(agent, 'What is 2+3?');
-    expect(result).toMatchObject({ status: 'stopped', stopReason: 'duplicate_tool_call', iterationsUsed: 3 });
+    expect(result).toMatchObject({ status: 'stopped', stopReason: 'duplicate_tool_call', modelCalls: 3 });
     expect(() => validateHistory(result.history)).not.toThrow();
   });
 
@@ -126,7 +126,7 @@ describe('react(): a ReAct conversation through the real loop', () => {
     const inner = scriptedModel((_request, index) => ({ text: `Attempt ${index}: no format.` }));
     const agent = defineAgent({ name: 'calc', instructions: 'x', model: react(inner), tools: [add] });
     const result = await run(agent, 'What is 2+3?');
-    expect(result).toMatchObject({ status: 'stopped', stopReason: 'tool_call_limit', iterationsUsed: 6 });
+    expect(result).toMatchObject({ status: 'stopped', stopReason: 'tool_call_limit', modelCalls: 6 });
   });
 
   it('an unknown tool named in an Action is answered like any unknown tool call', async () => {
@@ -333,7 +333,7 @@ describe('react() over a real SDK on the wire', () => {
       const model = react(anthropic('small-model', { apiKey: 'k', baseURL: server.url, maxRetries: 0 }));
       const agent = defineAgent({ name: 'calc', instructions: 'Be exact.', model, tools: [add] });
       const result = await run(agent, 'What is 20+22?');
-      expect(result).toMatchObject({ status: 'completed', text: '42', toolCalls: 1 });
+      expect(result).toMatchObject({ status: 'completed', text: '42', toolCallCount: 1 });
       const [first, second] = server.requests.map((r) => r.body as Record<string, unknown>);
       expect(first?.tools).toBeUndefined();
       expect(String(first?.system)).toMatch(/^Be exact\.\n\nYou can use tools\./);
