@@ -65,8 +65,8 @@ export interface AgentOptions<
   limits?: AgentLimits | undefined;
   /**
    * When the run stops, as data composed from `stepCountIs`, `toolCallCountIs` and `duplicateToolCallCountIs`: one
-   * condition or a list, the first met stops the run (with `max_steps`, `tool_call_limit` or `duplicate_tool_call`).
-   * It adds to `limits`: whichever is met sooner stops the run.
+   * condition or a list, the first met stops the run (with `max_steps`, `tool_call_limit` or `duplicate_tool_call`,
+   * after the last tool-less answer `limits` asks for). It adds to `limits`: whichever is met sooner stops the run.
    */
   stopWhen?: StopWhen | undefined;
   /** Default model settings for every call of this agent. */
