@@ -30,7 +30,7 @@ export interface AgentOptions<
   TSchema extends z.ZodType | undefined = undefined,
   THandoffs extends readonly HandoffTarget[] = readonly HandoffTarget[],
   TContext = unknown,
-  TTools extends readonly (Tool | ToolSource)[] = readonly Tool[],
+  TTools extends readonly (Tool | ToolSource)[] = readonly (Tool | ToolSource)[],
 > {
   /** Shown on every event the agent produces. 1-64 letters, digits, `_`, `-` or `.`. */
   name: string;
@@ -65,8 +65,8 @@ export interface AgentOptions<
   limits?: AgentLimits | undefined;
   /**
    * When the run stops, as data composed from `stepCountIs`, `toolCallCountIs` and `duplicateToolCallCountIs`: one
-   * condition or a list, the first met stops the run (with `max_steps`, `tool_call_limit` or `duplicate_tool_call`).
-   * It adds to `limits`: whichever is met sooner stops the run.
+   * condition or a list, the first met stops the run (with `max_steps`, `tool_call_limit` or `duplicate_tool_call`,
+   * after the last tool-less answer `limits` asks for). It adds to `limits`: whichever is met sooner stops the run.
    */
   stopWhen?: StopWhen | undefined;
   /** Default model settings for every call of this agent. */
@@ -125,11 +125,18 @@ export interface Agent<TOutput = undefined, TContext = unknown> {
 /** The context an agent's tools get: its own, or `undefined` for an agent that declares none. */
 type ToolContextOf<TContext> = unknown extends TContext ? undefined : TContext;
 
+/**
+ * What one entry of the list must be: a tool source as it is, a tool one that accepts the agent's context. It
+ * distributes over a union, so an entry typed `Tool | ToolSource` (a list built elsewhere, `[...tools, ...servers]`)
+ * is checked member by member.
+ */
+type ToolEntryFor<TEntry, TContext> = TEntry extends ToolSource
+  ? ToolSource
+  : Tool<unknown, unknown, ToolContextOf<TContext>>;
+
 /** Each of the tools, as one that accepts the agent's context: a tool needing another context does not fit. */
 type ToolsFor<TTools extends readonly (Tool | ToolSource)[], TContext> = {
-  readonly [K in keyof TTools]: TTools[K] extends ToolSource
-    ? ToolSource
-    : Tool<unknown, unknown, ToolContextOf<TContext>>;
+  readonly [K in keyof TTools]: ToolEntryFor<TTools[K], TContext>;
 };
 
 export type OutputOf<TSchema> = TSchema extends z.ZodType ? z.output<TSchema> : undefined;

@@ -7,6 +7,13 @@ export interface AgentLimits {
   maxSteps?: number | undefined;
   /** When the step limit is reached, make one last call with tools off for an answer (the stop reason stays `max_steps`). Default false. */
   finalAnswerOnMaxSteps?: boolean | undefined;
+  /**
+   * When a tool-call limit is reached (`maxDuplicateToolCalls`, `maxToolCallsPerTool`, or their `stopWhen`
+   * conditions), answer the turn's calls as refused and make one last call with tools off for an answer; the stop
+   * reason stays `duplicate_tool_call` or `tool_call_limit`. `false` ends the run at once, without an answer.
+   * Default true.
+   */
+  finalAnswerOnToolLimits?: boolean | undefined;
   /** How many times the same tool with the same canonical arguments may run; one more ends the run. Default 2. */
   maxDuplicateToolCalls?: number | undefined;
   /** Total calls per tool in a run; `null` means unlimited. Default 5. */
@@ -27,6 +34,7 @@ export interface AgentLimits {
 export interface ResolvedLimits {
   maxSteps: number;
   finalAnswerOnMaxSteps: boolean;
+  finalAnswerOnToolLimits: boolean;
   maxDuplicateToolCalls: number;
   maxToolCallsPerTool: number | null;
   /** Caps of single tools, by name (from `stopWhen: toolCallCountIs(n, { tool })`); a tool not named has none. */
@@ -41,6 +49,7 @@ export interface ResolvedLimits {
 export const defaultLimits: ResolvedLimits = Object.freeze({
   maxSteps: 10,
   finalAnswerOnMaxSteps: false,
+  finalAnswerOnToolLimits: true,
   maxDuplicateToolCalls: 2,
   maxToolCallsPerTool: 5,
   maxDecodeRetries: 2,
@@ -76,12 +85,14 @@ export function resolveLimits(limits: AgentLimits | undefined, where: string): R
     }
     return value;
   };
-  if (given.finalAnswerOnMaxSteps !== undefined && typeof given.finalAnswerOnMaxSteps !== 'boolean') {
-    throw new ConfigError(`${where}: limits.finalAnswerOnMaxSteps must be a boolean.`);
+  for (const key of ['finalAnswerOnMaxSteps', 'finalAnswerOnToolLimits'] as const) {
+    if (given[key] !== undefined && typeof given[key] !== 'boolean')
+      throw new ConfigError(`${where}: limits.${key} must be a boolean.`);
   }
   return {
     maxSteps: integer('maxSteps', 1, given.maxSteps, defaultLimits.maxSteps),
     finalAnswerOnMaxSteps: given.finalAnswerOnMaxSteps ?? defaultLimits.finalAnswerOnMaxSteps,
+    finalAnswerOnToolLimits: given.finalAnswerOnToolLimits ?? defaultLimits.finalAnswerOnToolLimits,
     maxDuplicateToolCalls: integer(
       'maxDuplicateToolCalls',
       1,

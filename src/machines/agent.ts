@@ -81,6 +81,17 @@ const noGuardrails: GuardrailPlan = Object.freeze({
 
 export type ModelPhase = 'toolUse' | 'finalOutput';
 
+/**
+ * The limits at which the model may be asked for one last answer with tools off: the one reached stays the run's
+ * stop reason (`limits.finalAnswerOnMaxSteps`, `limits.finalAnswerOnToolLimits`).
+ */
+export type ForcedAnswerLimit = 'max_steps' | 'duplicate_tool_call' | 'tool_call_limit';
+
+/** The stop reasons of the tool-call limits (`maxDuplicateToolCalls`, `maxToolCallsPerTool` and their conditions). */
+function isToolCallLimit(reason: StopReason): reason is 'duplicate_tool_call' | 'tool_call_limit' {
+  return reason === 'duplicate_tool_call' || reason === 'tool_call_limit';
+}
+
 /** Commands the machine sends to its effects actor. */
 export type EffectCommand =
   | {
@@ -222,8 +233,8 @@ export interface AgentContext extends PolicyState {
   /** Tool calls asked for in the last assistant message and not answered yet. */
   openCalls: ToolCall[];
   answer: AgentAnswer;
-  /** The step limit was reached and one last tool-less answer was asked for. */
-  forcedFinalAnswer: boolean;
+  /** A limit was reached and one last tool-less answer was asked for: which one (it stays the stop reason); else false. */
+  forcedFinalAnswer: ForcedAnswerLimit | false;
   stopReason: StopReason | null;
   error: ErrorInfo | null;
   /** Set when the run ended in `handingOff`. */
@@ -264,9 +275,10 @@ export type AgentCheckpoint = Pick<
   | 'usage'
   | 'openCalls'
   | 'decision'
-  | 'forcedFinalAnswer'
   | 'approvals'
 > & {
+  /** As the context's; a stored `true` names the step limit (a checkpoint that records only that one was asked for). */
+  forcedFinalAnswer: ForcedAnswerLimit | boolean;
   /** The phase the checkpoint was taken in: a final-output checkpoint resumes there (decode retries included). */
   phase: ModelPhase;
 };
@@ -284,13 +296,16 @@ export function agentOutputOf(context: AgentContext): AgentMachineOutput {
  * The checkpoint's fields only: a checkpoint comes from a store as JSON, and whatever else it holds must not
  * become context (nor push the context over the key count above).
  */
-function resumedFrom(checkpoint: AgentCheckpoint): Omit<AgentCheckpoint, 'phase'> {
+function resumedFrom(
+  checkpoint: AgentCheckpoint,
+): Omit<AgentCheckpoint, 'phase' | 'forcedFinalAnswer'> & Pick<AgentContext, 'forcedFinalAnswer'> {
   return {
     history: checkpoint.history,
     step: checkpoint.step,
     modelCalls: checkpoint.modelCalls,
     retryCount: checkpoint.retryCount ?? 0,
-    forcedFinalAnswer: checkpoint.forcedFinalAnswer ?? false,
+    forcedFinalAnswer:
+      checkpoint.forcedFinalAnswer === true ? 'max_steps' : (checkpoint.forcedFinalAnswer ?? false),
     approvals: checkpoint.approvals ?? null,
     toolCallsRun: checkpoint.toolCallsRun,
     toolCallCounts: checkpoint.toolCallCounts,
@@ -508,6 +523,12 @@ export const agentMachine = setup({
     stepLimitReached: ({ context, event }) =>
       stepLimitReached(stepsAfter(context, event), context.config.limits.maxSteps),
     finalAnswerOnMaxSteps: ({ context }) => context.config.limits.finalAnswerOnMaxSteps,
+    /** The policy refused the turn's calls at a tool-call limit, and the limits ask for one last answer then. */
+    answersAtToolCallLimit: ({ context, event }) => {
+      if (!context.config.limits.finalAnswerOnToolLimits) return false;
+      const decision = responseDecision(context, event);
+      return decision?.kind === 'terminate' && isToolCallLimit(decision.reason);
+    },
     // The tool-use policy's decisions on the response being handled (model.response in toolUse.callingModel).
     decidedToRunTools: ({ context, event }) =>
       responseDecision(context, event)?.kind === 'continue_with_tools',
@@ -803,13 +824,33 @@ export const agentMachine = setup({
         : {},
     ),
     completeWithOutput: assign(({ context }) => ({
-      stopReason: context.forcedFinalAnswer
-        ? ('max_steps' as const)
-        : context.degradedTools.length > 0
-          ? ('tool_failure_degraded' as const)
-          : ('completed' as const),
+      stopReason:
+        context.forcedFinalAnswer !== false
+          ? context.forcedFinalAnswer
+          : context.degradedTools.length > 0
+            ? ('tool_failure_degraded' as const)
+            : ('completed' as const),
     })),
-    markForcedFinalAnswer: assign({ forcedFinalAnswer: true }),
+    markForcedFinalAnswer: assign({ forcedFinalAnswer: 'max_steps' as const }),
+    /**
+     * A tool-call limit refused the turn's calls: each is answered with the limit (every call answered exactly once),
+     * and the last answer, asked for with tools off, ends the run with the limit as its stop reason.
+     */
+    refuseCallsAtToolCallLimit: assign(({ context }) => {
+      const decision = context.decision;
+      if (decision?.kind !== 'terminate' || !isToolCallLimit(decision.reason)) return {};
+      return {
+        history: [
+          ...context.history,
+          ...answerUnrunCalls(
+            context.openCalls,
+            `${decision.message} No more tools can run: answer with what you have.`,
+          ),
+        ],
+        openCalls: [],
+        forcedFinalAnswer: decision.reason,
+      };
+    }),
     /**
      * The gate let the turn's handoff call through: it stays open for the session, which answers it (accepted or
      * refused); the turn's other calls are answered as not run.
@@ -968,6 +1009,12 @@ export const agentMachine = setup({
                     guard: and(['checksOutput', 'modelRefused']),
                     target: '#agent.running.checkingOutput',
                     actions: 'recordToolUseResponse',
+                  },
+                  // A tool-call limit refused the calls: one last answer with tools off, unless the limits say no.
+                  {
+                    guard: 'answersAtToolCallLimit',
+                    target: '#agent.running.finalOutput',
+                    actions: ['recordToolUseResponse', 'refuseCallsAtToolCallLimit'],
                   },
                   {
                     guard: 'decidedToStop',

@@ -80,6 +80,11 @@ export function validateApprovalRecord(
 const sessionStatuses: ReadonlySet<string> = new Set(storedSessionStatuses);
 const resumable: ReadonlySet<string> = new Set(['running', 'awaiting', 'suspended']);
 const phases: ReadonlySet<string> = new Set(['toolUse', 'finalOutput']);
+const forcedAnswerLimits: ReadonlySet<string> = new Set([
+  'max_steps',
+  'duplicate_tool_call',
+  'tool_call_limit',
+]);
 const decisionKinds: ReadonlySet<string> = new Set([
   'continue_with_tools',
   'continue_thinking',
@@ -238,8 +243,10 @@ class Checker {
     for (const key of ['step', 'modelCalls', 'toolCallsRun']) this.count(checkpoint, key, path);
     // Written by every checkpoint; a runtime resuming from one without them uses 0 / false / null.
     if (this.field(checkpoint, 'retryCount') !== undefined) this.count(checkpoint, 'retryCount', path);
-    if (this.field(checkpoint, 'forcedFinalAnswer') !== undefined)
-      this.boolean(checkpoint, 'forcedFinalAnswer', path);
+    // true or false, or the limit at which the last answer was asked for.
+    const forced = this.field(checkpoint, 'forcedFinalAnswer');
+    if (forced !== undefined && typeof forced !== 'boolean')
+      this.oneOf(checkpoint, 'forcedFinalAnswer', path, forcedAnswerLimits);
     this.counts(this.field(checkpoint, 'toolCallCounts'), `${path}.toolCallCounts`);
     this.counts(this.field(checkpoint, 'callSignatures'), `${path}.callSignatures`);
     const degraded = this.array(this.field(checkpoint, 'degradedTools'), `${path}.degradedTools`);

@@ -26,7 +26,8 @@ export function stepCountIs(count: number): StopCondition {
 
 /**
  * At most `count` calls of each tool run (of `tool` only, when given); a model asking for one more ends the run with
- * `tool_call_limit` (as `limits.maxToolCallsPerTool`).
+ * `tool_call_limit` (as `limits.maxToolCallsPerTool`; with `limits.finalAnswerOnToolLimits`, the default, the call is
+ * answered as refused and the model is asked once more, without tools, for an answer).
  */
 export function toolCallCountIs(count: number, options: { tool?: string } = {}): StopCondition {
   const where = 'toolCallCountIs()';
@@ -41,7 +42,8 @@ export function toolCallCountIs(count: number, options: { tool?: string } = {}):
 
 /**
  * The same tool with the same canonical arguments runs at most `count` times; one more ends the run with
- * `duplicate_tool_call` (as `limits.maxDuplicateToolCalls`).
+ * `duplicate_tool_call` (as `limits.maxDuplicateToolCalls`, after the last answer `limits.finalAnswerOnToolLimits`
+ * asks for).
  */
 export function duplicateToolCallCountIs(count: number): StopCondition {
   return { kind: 'duplicateToolCallCount', count: checkedCount(count, 'duplicateToolCallCountIs()') };

@@ -78,7 +78,7 @@ describe('RunStopped', () => {
         loop: true,
       }),
       tools: [lookup],
-      limits: { maxDuplicateToolCalls: 1 },
+      limits: { maxDuplicateToolCalls: 1, finalAnswerOnToolLimits: false },
     });
     const result = await run(agent, 'x');
     expect(result.stopReason).toBe('duplicate_tool_call');

@@ -1669,6 +1669,7 @@ describe('property: the agent machine under random events and limits', () => {
   const limits: fc.Arbitrary<ResolvedLimits> = fc.record({
     maxSteps: fc.integer({ min: 1, max: 4 }),
     finalAnswerOnMaxSteps: fc.boolean(),
+    finalAnswerOnToolLimits: fc.boolean(),
     maxDuplicateToolCalls: fc.integer({ min: 1, max: 3 }),
     maxToolCallsPerTool: fc.option(fc.integer({ min: 1, max: 3 }), { nil: null }),
     maxDecodeRetries: fc.integer({ min: 0, max: 2 }),

@@ -196,6 +196,13 @@ export function sessionOnlyAgentReplays(): Replay<AgentEvent>[] {
         resume: { ...checkpoint(1, false), phase: 'finalOutput', retryCount: 1 },
       },
     },
+    {
+      name: 'resume in the last answer after a tool-call limit',
+      input: {
+        ...machineInput(base),
+        resume: { ...checkpoint(1, false), phase: 'finalOutput', forcedFinalAnswer: 'tool_call_limit' },
+      },
+    },
     { name: 'resume waiting for people', input: { ...machineInput(base), resume: awaitingCheckpoint() } },
     { name: 'calls that wait for people', input: machineInput(base) },
   ];

@@ -187,6 +187,12 @@ export const pathConfigs: PathConfig[] = [
     schema: true,
   },
   { name: 'tools, no schema', limits: smallLimits, tools: true, schema: false },
+  {
+    name: 'tools, no schema, no answer at tool-call limits',
+    limits: { ...smallLimits, finalAnswerOnToolLimits: false },
+    tools: true,
+    schema: false,
+  },
   { name: 'no tools + schema', limits: smallLimits, tools: false, schema: true },
   { name: 'tools + schema + guardrails', limits: smallLimits, tools: true, schema: true, guardrails: true },
   {

@@ -292,7 +292,11 @@ describe('the agent loop: the step limit', () => {
       call: 2,
     });
     respond(h, { text: 'summary' });
-    expect(h.output()).toMatchObject({ stopReason: 'max_steps', text: 'summary', forcedFinalAnswer: true });
+    expect(h.output()).toMatchObject({
+      stopReason: 'max_steps',
+      text: 'summary',
+      forcedFinalAnswer: 'max_steps',
+    });
   });
 
   it('counts the steps of nested agents against the limit', () => {
@@ -328,7 +332,99 @@ describe('the agent loop: the step limit', () => {
     respond(h, { reasoning, stopReason: undefined });
     expect(h.last()).toMatchObject({ type: 'model.call', phase: 'finalOutput' });
     respond(h, { text: 'ok' });
-    expect(h.output()).toMatchObject({ stopReason: 'max_steps', forcedFinalAnswer: true, text: 'ok' });
+    expect(h.output()).toMatchObject({ stopReason: 'max_steps', forcedFinalAnswer: 'max_steps', text: 'ok' });
+  });
+});
+
+describe('the agent loop: an answer at a tool-call limit', () => {
+  const refusal = (message: string) =>
+    `Not run: ${message} No more tools can run: answer with what you have.`;
+
+  it('a repeated call is refused to the model, which answers once more without tools; the reason stays duplicate_tool_call', () => {
+    const h = start({}, { maxDuplicateToolCalls: 1 });
+    respond(h, { toolCalls: [call('a', 'search', { q: 1 })], stopReason: 'tool_use' });
+    h.send({ type: 'tools.done', results: [ok(call('a', 'search', { q: 1 }))] });
+    respond(h, { toolCalls: [call('b', 'search', { q: 1 })], stopReason: 'tool_use' });
+    expect(h.commands.filter((c) => c.type === 'tools.run')).toHaveLength(1);
+    const last = h.last();
+    expect(last).toMatchObject({ type: 'model.call', phase: 'finalOutput', toolsEnabled: false, call: 3 });
+    expect(last.type === 'model.call' && last.history.at(-1)).toEqual({
+      role: 'tool',
+      toolCallId: 'b',
+      name: 'search',
+      content: refusal('Tool "search" was called with the same arguments 2 times (limit 1).'),
+      isError: true,
+    });
+    respond(h, { text: 'the answer from what I found' });
+    const out = h.output();
+    expect(h.status()).toBe('done');
+    expect(out).toMatchObject({
+      stopReason: 'duplicate_tool_call',
+      text: 'the answer from what I found',
+      forcedFinalAnswer: 'duplicate_tool_call',
+      modelCalls: 3,
+      toolCallsRun: 1,
+      openCalls: [],
+      error: null,
+    });
+    expectValidHistory(out.history);
+  });
+
+  it('a call past the per-tool cap refuses every call of its turn, then the last answer ends with tool_call_limit', () => {
+    const h = start({}, { maxToolCallsPerTool: 1 });
+    respond(h, { toolCalls: [call('a')], stopReason: 'tool_use' });
+    h.send({ type: 'tools.done', results: [ok(call('a'))] });
+    respond(h, { toolCalls: [call('f', 'fetch'), call('b')], stopReason: 'tool_use' });
+    const last = h.last();
+    expect(last).toMatchObject({ type: 'model.call', phase: 'finalOutput', toolsEnabled: false });
+    const message = refusal('Tool "search" would be called 2 times (limit 1 per run).');
+    expect(last.type === 'model.call' && last.history.slice(-2)).toEqual([
+      { role: 'tool', toolCallId: 'f', name: 'fetch', content: message, isError: true },
+      { role: 'tool', toolCallId: 'b', name: 'search', content: message, isError: true },
+    ]);
+    respond(h, { text: 'done' });
+    expect(h.output()).toMatchObject({ stopReason: 'tool_call_limit', text: 'done', toolCallsRun: 1 });
+    expectValidHistory(h.output().history);
+  });
+
+  it('the last answer decodes against the schema with its retries, and keeps the limit as the reason', () => {
+    const h = start({ hasOutputSchema: true }, { maxDuplicateToolCalls: 1, maxDecodeRetries: 1 });
+    respond(h, { toolCalls: [call('a')], stopReason: 'tool_use' });
+    h.send({ type: 'tools.done', results: [ok(call('a'))] });
+    respond(h, { toolCalls: [call('b', 'search', { q: 'a' })], stopReason: 'tool_use' });
+    expect(h.last()).toMatchObject({ type: 'model.call', phase: 'finalOutput', schemaEnabled: true });
+    h.send({ type: 'model.response', response: reply({ text: 'x' }), decoded: { ok: false, error: 'e' } });
+    h.send({ type: 'model.response', response: reply({ text: '1' }), decoded: { ok: true, value: 1 } });
+    expect(h.output()).toMatchObject({ stopReason: 'duplicate_tool_call', output: 1, retryCount: 1 });
+  });
+
+  it('a run resumed in its last answer after a tool-call limit ends with that limit; a stored true is the step limit', () => {
+    const resume = (forcedFinalAnswer: AgentCheckpoint['forcedFinalAnswer']): AgentCheckpoint => ({
+      history: [{ role: 'user', content: 'go' }],
+      step: 1,
+      modelCalls: 1,
+      retryCount: 0,
+      toolCallsRun: 0,
+      toolCallCounts: {},
+      callSignatures: {},
+      degradedTools: [],
+      usage: usage(1),
+      openCalls: [],
+      decision: null,
+      forcedFinalAnswer,
+      approvals: null,
+      phase: 'finalOutput',
+    });
+    for (const [stored, reason] of [
+      ['tool_call_limit', 'tool_call_limit'],
+      [true, 'max_steps'],
+      [false, 'completed'],
+    ] as const) {
+      const h = start({ resume: resume(stored) });
+      expect(h.last()).toMatchObject({ type: 'model.call', phase: 'finalOutput' });
+      respond(h, { text: 'answer' });
+      expect(h.output()).toMatchObject({ stopReason: reason, text: 'answer' });
+    }
   });
 });
 
@@ -492,8 +588,8 @@ describe('the agent loop: how it ends early', () => {
     expect(h.output()).toMatchObject({ stopReason: 'error', error: { code: 'error' } });
   });
 
-  it('a repeated call stops the run and answers the calls it did not run', () => {
-    const h = start({}, { maxDuplicateToolCalls: 1 });
+  it('with finalAnswerOnToolLimits off, a repeated call stops the run and answers the calls it did not run', () => {
+    const h = start({}, { maxDuplicateToolCalls: 1, finalAnswerOnToolLimits: false });
     respond(h, { toolCalls: [call('a', 'search', { q: 1 })], stopReason: 'tool_use' });
     h.send({ type: 'tools.done', results: [ok(call('a', 'search', { q: 1 }))] });
     respond(h, { toolCalls: [call('b', 'search', { q: 1 })], stopReason: 'tool_use' });

@@ -246,6 +246,23 @@ describe('validateAgentCheckpoint', () => {
     expect(() => validateAgentCheckpoint('s1', older)).not.toThrow();
   });
 
+  it('accepts the limit a last answer was asked for at (or true, false), and refuses anything else', () => {
+    for (const forcedFinalAnswer of [
+      true,
+      false,
+      'max_steps',
+      'duplicate_tool_call',
+      'tool_call_limit',
+    ] as const)
+      expect(() => validateAgentCheckpoint('s1', checkpoint({ forcedFinalAnswer }))).not.toThrow();
+    const error = corruption(() =>
+      validateAgentCheckpoint('s1', { ...checkpoint(), forcedFinalAnswer: 'completed' }),
+    );
+    expect(error.message).toContain(
+      'forcedFinalAnswer must be one of max_steps, duplicate_tool_call, tool_call_limit',
+    );
+  });
+
   it('names where the checkpoint is', () => {
     const error = corruption(() =>
       validateAgentCheckpoint('s1', { ...checkpoint(), history: 'lost' }, 'nested run "a>call_1/b"'),

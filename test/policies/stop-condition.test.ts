@@ -63,7 +63,9 @@ describe('stopWhen', () => {
       'go',
     );
     expect(result.stopReason).toBe('tool_call_limit');
-    expect(result.error?.message).toContain('"search"');
+    // The refused call is answered with the limit, and the model answers once more without tools.
+    expect(result.history.at(-2)).toMatchObject({ role: 'tool', name: 'search', isError: true });
+    expect(result.history.at(-2)?.content).toContain('"search" would be called 3 times (limit 2 per run)');
     // lookup, search, lookup, search, lookup, then a third search is refused.
     expect(result.toolCallCount).toBe(5);
   });

@@ -100,6 +100,7 @@ const limits = fc.record({
   maxToolRetries: fc.integer({ min: 0, max: 2 }),
   toolTimeoutMs: fc.constantFrom(undefined, 1),
   finalAnswerOnMaxSteps: fc.boolean(),
+  finalAnswerOnToolLimits: fc.boolean(),
 });
 
 const priorHistory: fc.Arbitrary<Message[]> = fc.constantFrom<Message[][]>(

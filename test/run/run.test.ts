@@ -145,12 +145,21 @@ describe('run: the loop end to end on the scripted model', () => {
     expect(model.requests[2]?.tools).toEqual([]);
   });
 
-  it('ends on a duplicate tool call, answering the unrun call so the history stays valid', async () => {
+  it('with finalAnswerOnToolLimits off, ends on a duplicate tool call, answering the unrun call', async () => {
     const model = scriptedModel(() => ({
       toolCalls: [{ name: 'add', args: { b: 2, a: 1 } }],
       stopReason: 'tool_use',
     }));
-    const result = await run(defineAgent({ name: 'a', instructions: '', model, tools: [add] }), 'go');
+    const result = await run(
+      defineAgent({
+        name: 'a',
+        instructions: '',
+        model,
+        tools: [add],
+        limits: { finalAnswerOnToolLimits: false },
+      }),
+      'go',
+    );
     expect(result).toMatchObject({ status: 'stopped', stopReason: 'duplicate_tool_call', toolCallCount: 2 });
     expect(result.error?.message).toMatch(/same arguments 3 times/);
     const last = result.history.at(-1);
