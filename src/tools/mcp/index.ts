@@ -11,6 +11,7 @@ export type {
   McpAuthorizeRequest,
   McpClientCredentialsOptions,
 } from './oauth.ts';
+export type { McpSamplingOptions } from './sampling.ts';
 export {
   type McpCall,
   type McpIdentity,

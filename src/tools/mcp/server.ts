@@ -1,4 +1,5 @@
 import { basename } from 'node:path';
+import type { ClientCapabilities } from '@modelcontextprotocol/client';
 import { z } from 'zod';
 import { ConfigError } from '../../core/errors.ts';
 import type { JsonObject } from '../../core/json.ts';
@@ -7,17 +8,26 @@ import { holdForProcess, holdForSession } from '../../core/session-resources.ts'
 import type { Tool, ToolContext } from '../tool.ts';
 import { ToolAnswerError } from '../tool-answer-error.ts';
 import type { ToolSource, ToolSourceScope } from '../tool-source.ts';
+import { CallsInFlight } from './calls-in-flight.ts';
 import {
   type EraVerdict,
   type ListedMcpTool,
   McpConnection,
   type McpTarget,
   type ReconnectPolicy,
+  type ServerRequestHandlers,
 } from './connection.ts';
 import { McpConnectionError } from './errors.ts';
 import { isUnsupportedResult } from './failures.ts';
 import { checkAuthOptions, type McpAuthOptions, McpOAuth, storeOf } from './oauth.ts';
 import { resultText } from './result-content.ts';
+import {
+  checkSamplingOptions,
+  type McpSamplingOptions,
+  SamplingRefusal,
+  type SamplingSettings,
+  serveSampling,
+} from './sampling.ts';
 import { assertMcpSdkInstalled } from './sdk.ts';
 import type { McpTokenStore } from './token-store.ts';
 import { exposedToolName } from './tool-names.ts';
@@ -46,6 +56,14 @@ interface McpServerCommonOptions {
   tools?: readonly string[] | undefined;
   /** Put before every tool name the model sees (`fs_` makes `read_file` into `fs_read_file`). Default: none. */
   prefix?: string | undefined;
+  /**
+   * Lets the server ask for completions (`sampling/createMessage`) while one of its tools runs: `true` answers
+   * with the calling agent's model, `{ model, maxTokens, needsApproval }` with another model, a cap on the output, or
+   * a person's approval first. Each request is a model call of the calling run: reserved on its budgets (a spent
+   * budget refuses the request, and the server reads why) and reported as an `mcp_sampling` event. Default: off
+   * (the client does not declare the capability).
+   */
+  sampling?: boolean | McpSamplingOptions | undefined;
   /** A time limit per call for these tools; overrides the agent's `limits.toolTimeoutMs`. */
   timeoutMs?: number | undefined;
   /**
@@ -106,6 +124,7 @@ const optionKeys: readonly string[] = [
   'url',
   'headers',
   'auth',
+  'sampling',
 ];
 
 const defaultReconnect: ReconnectPolicy = { attempts: 4, initialDelayMs: 100, maxDelayMs: 2_000 };
@@ -127,9 +146,10 @@ export class McpServer implements ToolSource, AsyncDisposable {
   readonly #connectTimeoutMs: number;
   readonly #allowed: ReadonlySet<string> | undefined;
   readonly #prefix: string;
-  #shared: McpConnection | undefined;
+  #shared: Held | undefined;
   #forgetShared: (() => void) | undefined;
-  readonly #sessions = new Map<string, { connection: McpConnection; forget: () => void }>();
+  readonly #sessions = new Map<string, Held & { forget: () => void }>();
+  readonly #sampling: SamplingSettings | undefined;
   readonly #verdicts = new Map<string, EraVerdict>();
   readonly #auth: McpAuthOptions | undefined;
   readonly #tokens: McpTokenStore | undefined;
@@ -197,6 +217,7 @@ export class McpServer implements ToolSource, AsyncDisposable {
       this.#auth = checkAuthOptions(auth, where, scope === 'session');
       this.#tokens = storeOf(this.#auth);
     }
+    this.#sampling = checkSamplingOptions(options.sampling, where);
     assertMcpSdkInstalled('@modelcontextprotocol/client', where);
     this.#options = options;
     this.#reconnect = reconnect;
@@ -216,7 +237,7 @@ export class McpServer implements ToolSource, AsyncDisposable {
 
   /** Open connections: the shared one and one per live session. */
   get openConnections(): number {
-    let open = this.#shared?.connected ? 1 : 0;
+    let open = this.#shared?.connection.connected ? 1 : 0;
     for (const { connection } of this.#sessions.values()) if (connection.connected) open++;
     return open;
   }
@@ -224,7 +245,7 @@ export class McpServer implements ToolSource, AsyncDisposable {
   /** The protocol version agreed with the server on the shared connection (or a session's), once connected. */
   protocolVersion(session?: McpSessionInfo): string | undefined {
     if (session) return this.#sessions.get(session.sessionId)?.connection.protocolVersion;
-    return this.#shared?.protocolVersion;
+    return this.#shared?.connection.protocolVersion;
   }
 
   isReady(scope: ToolSourceScope): boolean {
@@ -233,7 +254,7 @@ export class McpServer implements ToolSource, AsyncDisposable {
   }
 
   async prepare(scope: ToolSourceScope): Promise<void> {
-    const connection = this.#connectionFor(scope.sessionId, scope.context);
+    const { connection } = this.#connectionFor(scope.sessionId, scope.context);
     // Another session's listing in flight is awaited rather than repeated; if it failed (its session closed
     // under it), this session lists on its own connection.
     for (let tries = 0; tries < 3 && this.#needsListing(); tries++) {
@@ -265,7 +286,7 @@ export class McpServer implements ToolSource, AsyncDisposable {
   async close(): Promise<void> {
     const closing: Promise<void>[] = [];
     if (this.#shared) {
-      closing.push(this.#shared.close());
+      closing.push(this.#shared.connection.close());
       this.#forgetShared?.();
       this.#shared = undefined;
     }
@@ -290,35 +311,36 @@ export class McpServer implements ToolSource, AsyncDisposable {
     return this.close();
   }
 
-  #connectionFor(sessionId: string, context: unknown): McpConnection {
+  #connectionFor(sessionId: string, context: unknown): Held {
     if (this.scope === 'process') {
       if (!this.#shared) {
-        const connection = this.#newConnection({ sessionId, context });
-        this.#shared = connection;
+        const held = this.#newConnection({ sessionId, context });
+        this.#shared = held;
         this.#forgetShared = holdForProcess(async () => {
-          if (this.#shared === connection) this.#shared = undefined;
-          await connection.close();
+          if (this.#shared === held) this.#shared = undefined;
+          await held.connection.close();
         });
       }
       return this.#shared;
     }
-    const held = this.#sessions.get(sessionId);
-    if (held) return held.connection;
-    const connection = this.#newConnection({ sessionId, context });
+    const existing = this.#sessions.get(sessionId);
+    if (existing) return existing;
+    const held = this.#newConnection({ sessionId, context });
     const forget = holdForSession(sessionId, async () => {
-      if (this.#sessions.get(sessionId)?.connection === connection) this.#sessions.delete(sessionId);
-      await connection.close();
+      if (this.#sessions.get(sessionId)?.connection === held.connection) this.#sessions.delete(sessionId);
+      await held.connection.close();
     });
-    this.#sessions.set(sessionId, { connection, forget });
-    return connection;
+    this.#sessions.set(sessionId, { ...held, forget });
+    return held;
   }
 
-  #newConnection(session: McpSessionInfo): McpConnection {
+  #newConnection(session: McpSessionInfo): Held {
     const target = this.#target(session);
     // One program answers the probe the same way whatever its per-session arguments, so a stdio server's verdict
     // is kept per declaration; an HTTP server's per URL.
     const key = target.kind === 'stdio' ? target.command : target.url.href;
-    return new McpConnection(this.name, target, this.#reconnect, this.#connectTimeoutMs, {
+    const calls = new CallsInFlight();
+    const connection = new McpConnection(this.name, target, this.#reconnect, this.#connectTimeoutMs, {
       toolsChanged: () => {
         this.#stale = true;
       },
@@ -327,7 +349,31 @@ export class McpServer implements ToolSource, AsyncDisposable {
         if (verdict) this.#verdicts.set(key, verdict);
         else this.#verdicts.delete(key);
       },
+      requests: this.#requestHandlers(calls),
     });
+    return { connection, calls };
+  }
+
+  /** The server's requests a connection serves, for the calls in flight on it; undefined when none is offered. */
+  #requestHandlers(calls: CallsInFlight): ServerRequestHandlers | undefined {
+    const sampling = this.#sampling;
+    if (sampling === undefined) return undefined;
+    const capabilities: ClientCapabilities = {};
+    if (sampling) capabilities.sampling = {};
+    return {
+      capabilities,
+      sampling: async (params, signal) => {
+        const found = calls.caller(this.name);
+        if ('refusal' in found) throw new SamplingRefusal(`sampling refused: ${found.refusal}`);
+        return serveSampling(
+          this.name,
+          sampling,
+          params,
+          found.context,
+          anySignal(signal, found.context.signal),
+        );
+      },
+    };
   }
 
   #target(session: McpSessionInfo): McpTarget {
@@ -436,8 +482,9 @@ export class McpServer implements ToolSource, AsyncDisposable {
   }
 
   async #call(serverName: string, args: unknown, context: ToolContext, idempotent: boolean): Promise<string> {
-    const connection = this.#connectionFor(context.sessionId, context.context);
+    const { connection, calls } = this.#connectionFor(context.sessionId, context.context);
     let result: Awaited<ReturnType<McpConnection['callTool']>>;
+    const leave = calls.enter(context);
     try {
       result = await connection.callTool(
         serverName,
@@ -447,6 +494,13 @@ export class McpServer implements ToolSource, AsyncDisposable {
       );
     } catch (error) {
       if (context.signal.aborted || error instanceof McpConnectionError) throw error;
+      // This client refused what the server asked for (2026-07-28: the refusal cannot travel with the call, so the
+      // call ends here, before it was sent again): the model reads why.
+      const refusal = refusalIn(error);
+      if (refusal)
+        throw new ToolAnswerError(`MCP server "${this.name}", tool "${serverName}": ${refusal.message}`, {
+          cause: error,
+        });
       // The server asked for input this client cannot give (2026-07-28 `input_required`): sending the call again
       // would get the same question.
       if (isUnsupportedResult(error))
@@ -465,12 +519,32 @@ export class McpServer implements ToolSource, AsyncDisposable {
           { cause: error },
         );
       throw error;
+    } finally {
+      leave();
     }
     const text = resultText(result);
     if (result.isError === true)
       throw new ToolAnswerError(text === '' ? `tool "${serverName}" failed` : text);
     return text;
   }
+}
+
+/** A connection with the tool calls in flight on it. */
+interface Held {
+  connection: McpConnection;
+  calls: CallsInFlight;
+}
+
+/** A refusal of this client's found in an error or its causes. */
+function refusalIn(error: unknown): SamplingRefusal | undefined {
+  for (let cause = error, depth = 0; cause instanceof Error && depth < 5; cause = cause.cause, depth++)
+    if (cause instanceof SamplingRefusal) return cause;
+  return undefined;
+}
+
+/** Aborted when either is. */
+function anySignal(a: AbortSignal, b: AbortSignal): AbortSignal {
+  return AbortSignal.any([a, b]);
 }
 
 /** Declares an MCP server whose tools an agent can use: `mcpServer({ command, args })` or `mcpServer({ url })`. */
