@@ -93,7 +93,8 @@ export class AskingServer {
   }
 
   get url(): string {
-    return `http://127.0.0.1:${(this.#http?.address() as AddressInfo).port}/mcp`;
+    const address = this.#http?.address() as AddressInfo | undefined;
+    return `http://127.0.0.1:${address?.port ?? 0}/mcp`;
   }
 
   async start(): Promise<void> {

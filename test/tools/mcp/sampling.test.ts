@@ -140,9 +140,10 @@ describe.each(forms)('sampling for an MCP server, $form form ($protocol)', ({ fo
     const agent = defineAgent({ name: 'a', instructions: '', model, tools: [server] });
     const { events } = await runWithEvents(agent);
     expect(model.requests.filter((request) => isSampling(request))).toHaveLength(0);
-    expect(
-      String((events.find((event) => event.type === 'mcp_sampling')?.data as { reason?: string }).reason),
-    ).toMatch(/pass onApproval/);
+    expect(events.find((event) => event.type === 'mcp_sampling')?.data).toMatchObject({
+      outcome: 'refused',
+      reason: expect.stringMatching(/pass onApproval/),
+    });
   });
 
   it('answers with the model named in the declaration', async () => {
