@@ -10,6 +10,7 @@ import { denialError } from '../../resources/denial-error.ts';
 import { type ModelReservation, reserveModelCall } from '../../resources/model-reservation.ts';
 import { callerOf, emitFrom, type RunRuntime } from '../../run/run-runtime.ts';
 import type { ToolContext } from '../tool.ts';
+import { McpRequestRefusal } from './request-refusal.ts';
 
 /**
  * `mcpServer({ sampling })`: the server may ask for completions (`sampling/createMessage`) while one of its tools
@@ -59,16 +60,11 @@ export function checkSamplingOptions(value: unknown, where: string): SamplingSet
   return { model, maxTokens, needsApproval: needsApproval ?? false };
 }
 
-/** A sampling request refused: the server reads the message as the error of its request. */
-export class SamplingRefusal extends Error {
-  override readonly name = 'SamplingRefusal';
-}
-
 /**
  * Serves one `sampling/createMessage` of `server` with the model of the run that made the tool call `context`
  * (or the one the settings name), as a model call of that run: reserved on its budgets before it is made (a spent
  * budget refuses the request), settled with its usage, masked like the run's own calls, reported as an
- * `mcp_sampling` event. Rejects with SamplingRefusal when the request is not served.
+ * `mcp_sampling` event. Rejects with McpRequestRefusal when the request is not served.
  */
 export async function serveSampling(
   server: string,
@@ -79,7 +75,7 @@ export async function serveSampling(
 ): Promise<CreateMessageResult> {
   const runtime = callerOf(context);
   if (runtime === undefined)
-    throw new SamplingRefusal(`sampling is served only during a tool call made by a Troupe run.`);
+    throw new McpRequestRefusal(`sampling is served only during a tool call made by a Troupe run.`);
   const model = settings.model ?? runtime.agent.model;
   const refuse = (reason: string): never => {
     emitFrom(runtime, 'mcp_sampling', {
@@ -90,7 +86,7 @@ export async function serveSampling(
       usage: null,
       reason,
     });
-    throw new SamplingRefusal(`sampling refused: ${reason}`);
+    throw new McpRequestRefusal(`sampling refused: ${reason}`);
   };
   if (Array.isArray(params.tools) && params.tools.length > 0)
     refuse('tools in a sampling request are not offered by this client.');

@@ -20,11 +20,12 @@ import {
 import { McpConnectionError } from './errors.ts';
 import { isUnsupportedResult } from './failures.ts';
 import { checkAuthOptions, type McpAuthOptions, McpOAuth, storeOf } from './oauth.ts';
+import { McpRequestRefusal } from './request-refusal.ts';
 import { resultText } from './result-content.ts';
+import { checkRootsOption, type McpRootsInfo, type McpRootsSetting, rootsResult } from './roots.ts';
 import {
   checkSamplingOptions,
   type McpSamplingOptions,
-  SamplingRefusal,
   type SamplingSettings,
   serveSampling,
 } from './sampling.ts';
@@ -64,6 +65,13 @@ interface McpServerCommonOptions {
    * (the client does not declare the capability).
    */
   sampling?: boolean | McpSamplingOptions | undefined;
+  /**
+   * The directories the server may work in, answered to its `roots/list`: fixed `[{ uri: 'file:///…', name }]`, or
+   * a function of the calling run (`({ sessionId, context }) => roots`), asked at each request. With `scope:
+   * 'process'` a function is asked for the run whose tool call is in flight, and a request outside any call is
+   * refused. Default: off (the client does not declare the capability).
+   */
+  roots?: McpRootsSetting | undefined;
   /** A time limit per call for these tools; overrides the agent's `limits.toolTimeoutMs`. */
   timeoutMs?: number | undefined;
   /**
@@ -125,6 +133,7 @@ const optionKeys: readonly string[] = [
   'headers',
   'auth',
   'sampling',
+  'roots',
 ];
 
 const defaultReconnect: ReconnectPolicy = { attempts: 4, initialDelayMs: 100, maxDelayMs: 2_000 };
@@ -150,6 +159,7 @@ export class McpServer implements ToolSource, AsyncDisposable {
   #forgetShared: (() => void) | undefined;
   readonly #sessions = new Map<string, Held & { forget: () => void }>();
   readonly #sampling: SamplingSettings | undefined;
+  readonly #roots: McpRootsSetting | undefined;
   readonly #verdicts = new Map<string, EraVerdict>();
   readonly #auth: McpAuthOptions | undefined;
   readonly #tokens: McpTokenStore | undefined;
@@ -218,6 +228,7 @@ export class McpServer implements ToolSource, AsyncDisposable {
       this.#tokens = storeOf(this.#auth);
     }
     this.#sampling = checkSamplingOptions(options.sampling, where);
+    this.#roots = checkRootsOption(options.roots, where);
     assertMcpSdkInstalled('@modelcontextprotocol/client', where);
     this.#options = options;
     this.#reconnect = reconnect;
@@ -349,22 +360,23 @@ export class McpServer implements ToolSource, AsyncDisposable {
         if (verdict) this.#verdicts.set(key, verdict);
         else this.#verdicts.delete(key);
       },
-      requests: this.#requestHandlers(calls),
+      requests: this.#requestHandlers(calls, session),
     });
     return { connection, calls };
   }
 
   /** The server's requests a connection serves, for the calls in flight on it; undefined when none is offered. */
-  #requestHandlers(calls: CallsInFlight): ServerRequestHandlers | undefined {
+  #requestHandlers(calls: CallsInFlight, session: McpSessionInfo): ServerRequestHandlers | undefined {
     const sampling = this.#sampling;
-    if (sampling === undefined) return undefined;
+    const roots = this.#roots;
+    if (sampling === undefined && roots === undefined) return undefined;
     const capabilities: ClientCapabilities = {};
-    if (sampling) capabilities.sampling = {};
-    return {
-      capabilities,
-      sampling: async (params, signal) => {
+    const handlers: ServerRequestHandlers = { capabilities };
+    if (sampling) {
+      capabilities.sampling = {};
+      handlers.sampling = async (params, signal) => {
         const found = calls.caller(this.name);
-        if ('refusal' in found) throw new SamplingRefusal(`sampling refused: ${found.refusal}`);
+        if ('refusal' in found) throw new McpRequestRefusal(`sampling refused: ${found.refusal}`);
         return serveSampling(
           this.name,
           sampling,
@@ -372,8 +384,32 @@ export class McpServer implements ToolSource, AsyncDisposable {
           found.context,
           anySignal(signal, found.context.signal),
         );
-      },
-    };
+      };
+    }
+    if (roots) {
+      capabilities.roots = {};
+      handlers.roots = async () => {
+        const where = `mcpServer("${this.name}"): roots`;
+        if (typeof roots !== 'function') return rootsResult(roots, where);
+        const found = calls.caller(this.name);
+        let info: McpRootsInfo;
+        if ('context' in found) info = { sessionId: found.context.sessionId, context: found.context.context };
+        // A per-session connection belongs to one session: its roots are that session's, asked between calls too.
+        else if (this.scope === 'session') info = session;
+        else throw new McpRequestRefusal(`roots refused: ${found.refusal}`);
+        try {
+          return rootsResult(roots(info), where);
+        } catch (error) {
+          throw new McpRequestRefusal(
+            `roots refused: ${error instanceof Error ? error.message : String(error)}`,
+            {
+              cause: error,
+            },
+          );
+        }
+      };
+    }
+    return handlers;
   }
 
   #target(session: McpSessionInfo): McpTarget {
@@ -536,9 +572,9 @@ interface Held {
 }
 
 /** A refusal of this client's found in an error or its causes. */
-function refusalIn(error: unknown): SamplingRefusal | undefined {
+function refusalIn(error: unknown): McpRequestRefusal | undefined {
   for (let cause = error, depth = 0; cause instanceof Error && depth < 5; cause = cause.cause, depth++)
-    if (cause instanceof SamplingRefusal) return cause;
+    if (cause instanceof McpRequestRefusal) return cause;
   return undefined;
 }
 

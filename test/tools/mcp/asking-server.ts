@@ -77,6 +77,24 @@ function buildServer(log: AskingLog): McpServer {
         },
       )(ctx),
   );
+  server.registerTool(
+    'where',
+    { description: 'Asks the client for its roots and answers with them', inputSchema: z.object({}) },
+    async (_args, ctx) =>
+      asking(
+        log,
+        {
+          key: 'roots',
+          request: inputRequired.listRoots(),
+          legacy: async (inner) => {
+            const result = await inner.mcpReq.send({ method: 'roots/list' });
+            return `roots:${JSON.stringify(result.roots)}`;
+          },
+        },
+        (view) =>
+          view.kind === 'roots' ? `roots:${JSON.stringify(view.roots)}` : `roots-error:${view.kind}`,
+      )(ctx),
+  );
   return server;
 }
 
