@@ -88,6 +88,7 @@ export function delegatorFor(host: DelegationHost, caller: RunRuntime): Delegato
       inspect: host.inspect,
       audit: caller.audit,
       onApproval: caller.onApproval,
+      askPerson: caller.askPerson,
     });
     const runtime = hosted.runtime;
     runtime.delegate = delegatorFor(host, runtime);

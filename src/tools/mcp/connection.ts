@@ -4,6 +4,8 @@ import type {
   ClientCapabilities,
   CreateMessageRequest,
   CreateMessageResult,
+  ElicitRequest,
+  ElicitResult,
   ListRootsResult,
 } from '@modelcontextprotocol/client';
 import { abortError } from '../../core/abort.ts';
@@ -84,6 +86,7 @@ export interface ServerRequestHandlers {
     | ((params: CreateMessageRequest['params'], signal: AbortSignal) => Promise<CreateMessageResult>)
     | undefined;
   roots?: ((signal: AbortSignal) => Promise<ListRootsResult>) | undefined;
+  elicitation?: ((params: ElicitRequest['params'], signal: AbortSignal) => Promise<ElicitResult>) | undefined;
 }
 
 /** A request timeout the SDK cannot reach: a call ends when the run's signal (its tool timeout) says so. */
@@ -371,7 +374,11 @@ export class McpConnection {
         },
       },
     );
-    const { sampling, roots } = requests ?? {};
+    const { sampling, roots, elicitation } = requests ?? {};
+    if (elicitation)
+      client.setRequestHandler('elicitation/create', (request, context) =>
+        elicitation(request.params, context.mcpReq.signal),
+      );
     if (sampling)
       client.setRequestHandler('sampling/createMessage', (request, context) =>
         sampling(request.params, context.mcpReq.signal),

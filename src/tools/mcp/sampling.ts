@@ -10,6 +10,7 @@ import { denialError } from '../../resources/denial-error.ts';
 import { type ModelReservation, reserveModelCall } from '../../resources/model-reservation.ts';
 import { callerOf, emitFrom, type RunRuntime } from '../../run/run-runtime.ts';
 import type { ToolContext } from '../tool.ts';
+import { askerOf } from './ask-person.ts';
 import { McpRequestRefusal } from './request-refusal.ts';
 
 /**
@@ -23,8 +24,9 @@ export interface McpSamplingOptions {
   /** The most output tokens one request may have; a server asking for more gets this many. Default: what it asks. */
   maxTokens?: number | undefined;
   /**
-   * Each request waits for a person's decision first, through `run()`'s `onApproval` (the request's `tool` is
-   * `<server>/sampling`, its `args` the messages and the limit). A run without `onApproval` refuses the request.
+   * Each request waits for a person's decision first: a pending approval of the calling session (`tool`
+   * `<server>/sampling`, `args` the messages and the limit), decided with `approve()` / `reject()`, or run()'s
+   * `onApproval`. A run nobody can decide in refuses the request.
    */
   needsApproval?: boolean | undefined;
 }
@@ -71,6 +73,7 @@ export async function serveSampling(
   settings: SamplingSettings,
   params: SamplingParams,
   context: ToolContext,
+  sequence: number,
   signal: AbortSignal,
 ): Promise<CreateMessageResult> {
   const runtime = callerOf(context);
@@ -99,7 +102,7 @@ export async function serveSampling(
   const maxTokens =
     settings.maxTokens === undefined ? params.maxTokens : Math.min(params.maxTokens, settings.maxTokens);
   if (settings.needsApproval) {
-    const decision = await askApproval(runtime, server, context, messages, maxTokens);
+    const decision = await askApproval(runtime, server, context, messages, maxTokens, sequence, signal);
     if (decision !== undefined) refuse(decision);
   }
   if (signal.aborted) refuse('the request was cancelled.');
@@ -161,20 +164,22 @@ export async function serveSampling(
   };
 }
 
-/** Asks run()'s onApproval; resolves with the reason of a refusal, or undefined when approved. */
+/** Asks a person (the session's, else run()'s onApproval); resolves with the reason of a refusal, or undefined. */
 async function askApproval(
   runtime: RunRuntime,
   server: string,
   context: ToolContext,
   messages: readonly Message[],
   maxTokens: number,
+  sequence: number,
+  signal: AbortSignal,
 ): Promise<string | undefined> {
-  const decide = runtime.onApproval;
-  if (decide === undefined)
-    return `it needs a person's approval and nobody can decide on it in this run: pass onApproval to run() or stream().`;
+  const ask = askerOf(runtime);
+  if (ask === undefined)
+    return `it needs a person's approval and nobody can decide on it in this run: pass onApproval to run() or stream(), or run the agent in a session.`;
   const request: ApprovalRequest = {
     sessionId: context.sessionId,
-    callId: `${context.callId}/sampling`,
+    callId: `${context.callId}/sampling-${sequence}`,
     agent: context.agent,
     route: context.route,
     tool: `${server}/sampling`,
@@ -189,12 +194,17 @@ async function askApproval(
     requestedAt: runtime.clock.now(),
   };
   try {
-    const decision = await decide(request);
+    const decision = await ask(request, signal, (given) =>
+      given.type === 'answer'
+        ? 'it waits for an approval, not an answer: use approve() or reject()'
+        : undefined,
+    );
     if (decision.type === 'approve') return undefined;
     return decision.type === 'reject'
       ? `a person rejected it: ${decision.reason}`
       : 'a person did not approve it.';
   } catch (error) {
+    if (signal.aborted) return 'the request was cancelled.';
     return `the approval failed: ${error instanceof Error ? error.message : String(error)}`;
   }
 }

@@ -17,6 +17,7 @@ import {
   type ReconnectPolicy,
   type ServerRequestHandlers,
 } from './connection.ts';
+import { serveElicitation } from './elicitation.ts';
 import { McpConnectionError } from './errors.ts';
 import { isUnsupportedResult } from './failures.ts';
 import { checkAuthOptions, type McpAuthOptions, McpOAuth, storeOf } from './oauth.ts';
@@ -60,7 +61,7 @@ interface McpServerCommonOptions {
   /**
    * Lets the server ask for completions (`sampling/createMessage`) while one of its tools runs: `true` answers
    * with the calling agent's model, `{ model, maxTokens, needsApproval }` with another model, a cap on the output, or
-   * a person's approval first. Each request is a model call of the calling run: reserved on its budgets (a spent
+   * a person's approval first (a pending approval of the session, or run()'s `onApproval`). Each request is a model call of the calling run: reserved on its budgets (a spent
    * budget refuses the request, and the server reads why) and reported as an `mcp_sampling` event. Default: off
    * (the client does not declare the capability).
    */
@@ -72,6 +73,15 @@ interface McpServerCommonOptions {
    * refused. Default: off (the client does not declare the capability).
    */
   roots?: McpRootsSetting | undefined;
+  /**
+   * Lets the server ask a person something while one of its tools runs (`elicitation/create`): each question is a
+   * pending request of the calling session (`pendingApprovals()`, kind `question`, tool `<server>/elicitation`),
+   * answered with `session.answer(callId, JSON.stringify(fields))` (the schema's defaults fill the rest),
+   * declined with `session.reject(callId, reason)`, cancelled when the run stops; run()'s `onApproval` decides a plain
+   * run's. `{ url: true }` also takes URL-mode questions (a link to open; any answer means done). The question waits
+   * in this process only: a session whose store outlives the process refuses it. Default: off.
+   */
+  elicitation?: boolean | { url?: boolean | undefined } | undefined;
   /** A time limit per call for these tools; overrides the agent's `limits.toolTimeoutMs`. */
   timeoutMs?: number | undefined;
   /**
@@ -134,6 +144,7 @@ const optionKeys: readonly string[] = [
   'auth',
   'sampling',
   'roots',
+  'elicitation',
 ];
 
 const defaultReconnect: ReconnectPolicy = { attempts: 4, initialDelayMs: 100, maxDelayMs: 2_000 };
@@ -160,6 +171,7 @@ export class McpServer implements ToolSource, AsyncDisposable {
   readonly #sessions = new Map<string, Held & { forget: () => void }>();
   readonly #sampling: SamplingSettings | undefined;
   readonly #roots: McpRootsSetting | undefined;
+  readonly #elicitation: { url: boolean } | undefined;
   readonly #verdicts = new Map<string, EraVerdict>();
   readonly #auth: McpAuthOptions | undefined;
   readonly #tokens: McpTokenStore | undefined;
@@ -229,6 +241,7 @@ export class McpServer implements ToolSource, AsyncDisposable {
     }
     this.#sampling = checkSamplingOptions(options.sampling, where);
     this.#roots = checkRootsOption(options.roots, where);
+    this.#elicitation = checkElicitationOption(options.elicitation, where);
     assertMcpSdkInstalled('@modelcontextprotocol/client', where);
     this.#options = options;
     this.#reconnect = reconnect;
@@ -369,21 +382,19 @@ export class McpServer implements ToolSource, AsyncDisposable {
   #requestHandlers(calls: CallsInFlight, session: McpSessionInfo): ServerRequestHandlers | undefined {
     const sampling = this.#sampling;
     const roots = this.#roots;
-    if (sampling === undefined && roots === undefined) return undefined;
+    const elicitation = this.#elicitation;
+    if (sampling === undefined && roots === undefined && elicitation === undefined) return undefined;
     const capabilities: ClientCapabilities = {};
     const handlers: ServerRequestHandlers = { capabilities };
     if (sampling) {
       capabilities.sampling = {};
+      let sampled = 0;
       handlers.sampling = async (params, signal) => {
         const found = calls.caller(this.name);
         if ('refusal' in found) throw new McpRequestRefusal(`sampling refused: ${found.refusal}`);
-        return serveSampling(
-          this.name,
-          sampling,
-          params,
-          found.context,
-          anySignal(signal, found.context.signal),
-        );
+        sampled++;
+        const both = anySignal(signal, found.context.signal);
+        return serveSampling(this.name, sampling, params, found.context, sampled, both);
       };
     }
     if (roots) {
@@ -407,6 +418,22 @@ export class McpServer implements ToolSource, AsyncDisposable {
             },
           );
         }
+      };
+    }
+    if (elicitation) {
+      capabilities.elicitation = { form: { applyDefaults: true }, ...(elicitation.url ? { url: {} } : {}) };
+      let asked = 0;
+      handlers.elicitation = async (params, signal) => {
+        const found = calls.caller(this.name);
+        if ('refusal' in found) throw new McpRequestRefusal(`elicitation refused: ${found.refusal}`);
+        asked++;
+        return serveElicitation(
+          this.name,
+          params,
+          found.context,
+          asked,
+          anySignal(signal, found.context.signal),
+        );
       };
     }
     return handlers;
@@ -563,6 +590,19 @@ export class McpServer implements ToolSource, AsyncDisposable {
       throw new ToolAnswerError(text === '' ? `tool "${serverName}" failed` : text);
     return text;
   }
+}
+
+function checkElicitationOption(value: unknown, where: string): { url: boolean } | undefined {
+  if (value === undefined || value === false) return undefined;
+  if (value === true) return { url: false };
+  if (!isPlainObject(value))
+    throw new ConfigError(
+      `${where}: elicitation must be true or { url?: boolean }, got ${describeValue(value)}.`,
+    );
+  checkOptionObject(value, ['url'], `${where}: elicitation`);
+  if (value.url !== undefined && typeof value.url !== 'boolean')
+    throw new ConfigError(`${where}: elicitation.url must be a boolean.`);
+  return { url: value.url === true };
 }
 
 /** A connection with the tool calls in flight on it. */

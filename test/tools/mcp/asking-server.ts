@@ -95,6 +95,56 @@ function buildServer(log: AskingLog): McpServer {
           view.kind === 'roots' ? `roots:${JSON.stringify(view.roots)}` : `roots-error:${view.kind}`,
       )(ctx),
   );
+  const form = {
+    message: 'Who are you?',
+    requestedSchema: {
+      type: 'object' as const,
+      properties: {
+        name: { type: 'string' as const, description: 'Your name' },
+        age: { type: 'integer' as const, default: 30 },
+        color: { type: 'string' as const, enum: ['red', 'blue'], default: 'blue' },
+      },
+      required: ['name'],
+    },
+  };
+  const describeElicit = (result: { action: string; content?: unknown }) =>
+    `elicit:${result.action}${result.content === undefined ? '' : `:${JSON.stringify(result.content)}`}`;
+  server.registerTool(
+    'who',
+    { description: 'Asks the person for a form (elicitation)', inputSchema: z.object({}) },
+    async (_args, ctx) =>
+      asking(
+        log,
+        {
+          key: 'elicit',
+          request: inputRequired.elicit(form),
+          legacy: async (inner) => describeElicit(await inner.mcpReq.elicitInput({ mode: 'form', ...form })),
+        },
+        (view) => (view.kind === 'elicit' ? describeElicit(view) : `elicit-error:${view.kind}`),
+      )(ctx),
+  );
+  server.registerTool(
+    'sign_in',
+    { description: 'Asks the person to open a link (URL elicitation)', inputSchema: z.object({}) },
+    async (_args, ctx) =>
+      asking(
+        log,
+        {
+          key: 'elicit',
+          request: inputRequired.elicitUrl({ message: 'Sign in', url: 'https://example.com/sign-in' }),
+          legacy: async (inner) =>
+            describeElicit(
+              await inner.mcpReq.elicitInput({
+                mode: 'url',
+                message: 'Sign in',
+                url: 'https://example.com/sign-in',
+                elicitationId: 'e1',
+              }),
+            ),
+        },
+        (view) => (view.kind === 'elicit' ? describeElicit(view) : `elicit-error:${view.kind}`),
+      )(ctx),
+  );
   return server;
 }
 

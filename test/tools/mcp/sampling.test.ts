@@ -1,4 +1,12 @@
-import { ConfigError, defineAgent, type ModelRequest, type RunEvent, run, stream } from 'troupe';
+import {
+  ConfigError,
+  createAgentSystem,
+  defineAgent,
+  type ModelRequest,
+  type RunEvent,
+  run,
+  stream,
+} from 'troupe';
 import { mcpServer } from 'troupe/mcp';
 import { scriptedModel } from 'troupe/testing';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -115,7 +123,7 @@ describe.each(forms)('sampling for an MCP server, $form form ($protocol)', ({ fo
       },
     });
     expect(approved.stopReason).toBe('completed');
-    expect(asked).toEqual(['asking/sampling:c1/sampling']);
+    expect(asked).toEqual(['asking/sampling:c1/sampling-1']);
     expect(asking.log.answers).toEqual(['sampling:approved text']);
     // The server asked for 50 tokens; the declaration caps them at 20.
     expect(model.requests.find((request) => isSampling(request))?.settings.maxOutputTokens).toBe(20);
@@ -144,6 +152,25 @@ describe.each(forms)('sampling for an MCP server, $form form ($protocol)', ({ fo
       outcome: 'refused',
       reason: expect.stringMatching(/pass onApproval/),
     });
+  });
+
+  it("waits as a pending approval of a session, and runs once the session's person approves", async () => {
+    const asking = await started();
+    const server = mcpServer({ name: 'asking', url: asking.url, sampling: { needsApproval: true } });
+    cleanups.push(() => server.close());
+    const system = createAgentSystem();
+    cleanups.push(() => system.shutdown());
+    const model = agentModel('approved in the session');
+    const session = system.spawn(defineAgent({ name: 'a', instructions: '', model, tools: [server] }), 'go');
+    for await (const event of session.events()) if (event.type === 'approval_requested') break;
+    expect(session.pendingApprovals()).toMatchObject([
+      { callId: 'c1/sampling-1', kind: 'approval', tool: 'asking/sampling' },
+    ]);
+    expect(model.requests.filter((request) => isSampling(request))).toHaveLength(0);
+    await expect(session.answer('c1/sampling-1', 'yes')).rejects.toThrow(/not an answer/);
+    await session.approve('c1/sampling-1');
+    await session.result;
+    expect(asking.log.answers).toEqual(['sampling:approved in the session']);
   });
 
   it('answers with the model named in the declaration', async () => {
