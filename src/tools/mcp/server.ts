@@ -79,7 +79,8 @@ interface McpServerCommonOptions {
    * answered with `session.answer(callId, JSON.stringify(fields))` (the schema's defaults fill the rest),
    * declined with `session.reject(callId, reason)`, cancelled when the run stops; run()'s `onApproval` decides a plain
    * run's. `{ url: true }` also takes URL-mode questions (a link to open; any answer means done). The question waits
-   * in this process only: a session whose store outlives the process refuses it. Default: off.
+   * in this process only: a session whose store outlives the process refuses the server when it starts (a
+   * ConfigError). Default: off.
    */
   elicitation?: boolean | { url?: boolean | undefined } | undefined;
   /** A time limit per call for these tools; overrides the agent's `limits.toolTimeoutMs`. */
@@ -249,6 +250,11 @@ export class McpServer implements ToolSource, AsyncDisposable {
     this.#allowed = options.tools ? new Set(options.tools) : undefined;
     this.#prefix = options.prefix ?? '';
     this.name = options.name ?? defaultName(options);
+  }
+
+  /** Whether its tools may ask a person while they run (elicitation, or sampling that needs approval). */
+  get asksPeopleInProcess(): boolean {
+    return this.#elicitation !== undefined || this.#sampling?.needsApproval === true;
   }
 
   get version(): number {

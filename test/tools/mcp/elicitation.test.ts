@@ -135,8 +135,8 @@ describe.each(forms)('elicitation for an MCP server, $form form ($protocol)', ({
     expect(refused.history.find((message) => message.role === 'tool')).toMatchObject({ isError: true });
   });
 
-  it('refuses a question in a session whose store outlives the process', async () => {
-    const { server } = await declared();
+  it("is refused where the session's store outlives the process: at spawn, with a ConfigError", async () => {
+    const { asking, server } = await declared();
     const dir = mkdtempSync(join(tmpdir(), 'troupe-elicit-'));
     const store = createSqliteStore(join(dir, 'sessions.db'));
     cleanups.push(async () => {
@@ -145,11 +145,13 @@ describe.each(forms)('elicitation for an MCP server, $form form ($protocol)', ({
     });
     const system = createAgentSystem({ store });
     cleanups.push(() => system.shutdown());
-    const session = system.spawn(caller(server), 'go');
-    const result = await session.result;
-    const tool = result.history.find((message) => message.role === 'tool');
-    expect(tool).toMatchObject({ isError: true });
-    expect(String(tool?.content)).toMatch(/waits in this process only/);
+    expect(() => system.spawn(caller(server), 'go')).toThrow(ConfigError);
+    expect(() => system.spawn(caller(server), 'go')).toThrow(/waits in this process only/);
+    // Declared without elicitation, the same server is fine there.
+    const plain = mcpServer({ name: 'plain', url: asking.url, sampling: true });
+    cleanups.push(() => plain.close());
+    const session = system.spawn(caller(plain), 'go');
+    await session.result;
   });
 });
 
