@@ -140,6 +140,20 @@ export interface RunEventData {
     state: 'open' | 'half_open' | 'closed';
     reason?: string;
   };
+  /**
+   * An MCP server asked this agent's model for a completion (`sampling/createMessage`) while a tool call of it ran:
+   * answered (with the usage, on this run's budgets), or refused (`reason` says why: no approval, a spent budget, a
+   * failed model call). Never the messages or the answer.
+   */
+  mcp_sampling: {
+    server: string;
+    /** The tool call during which the server asked. */
+    callId: string;
+    model: string;
+    outcome: 'answered' | 'refused';
+    usage: Usage | null;
+    reason?: string;
+  };
 }
 
 /** Where a guardrail looks: the run's input, its final answer, a tool call's arguments, a tool's result. */

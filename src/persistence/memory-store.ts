@@ -19,6 +19,14 @@ export interface MemoryStoreOptions {
 
 const defaultMaxEvents = 10_000;
 
+/** The stores createMemoryStore made: what they hold ends with the process. */
+const memoryStores = new WeakSet<object>();
+
+/** Whether `store` keeps everything in this process's memory (so nothing it holds survives a restart anyway). */
+export function isMemoryStore(store: object): boolean {
+  return memoryStores.has(store);
+}
+
 /** Everything the store holds for one session. */
 interface SessionEntry {
   session: StoredSession;
@@ -68,7 +76,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): SyncSession
     }
   };
 
-  return {
+  const store: SyncSessionStore = {
     load(sessionId) {
       const entry = open().get(sessionId);
       if (entry === undefined) return undefined;
@@ -177,4 +185,6 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): SyncSession
       sessions = new Map();
     },
   };
+  memoryStores.add(store);
+  return store;
 }

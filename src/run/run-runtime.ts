@@ -66,6 +66,18 @@ export interface RunRuntime {
   inspect?: InspectObserver | undefined;
   /** Decides on calls that wait for people when no session does (a plain run's `onApproval`). */
   onApproval?: ((request: ApprovalRequest) => ApprovalDecision | Promise<ApprovalDecision>) | undefined;
+  /**
+   * Asks a person while a tool runs (an MCP server's elicitation): a pending request of the session until
+   * `answer()` or `reject()` decides it (run()'s `onApproval` decides a plain run's). `check` refuses a decision that
+   * does not fit (its reason; the request stays pending). Absent outside sessions.
+   */
+  askPerson?:
+    | ((
+        request: ApprovalRequest,
+        signal: AbortSignal,
+        check?: (decision: ApprovalDecision) => string | undefined,
+      ) => Promise<ApprovalDecision>)
+    | undefined;
   /** The audit log this run records in; nested runs record in the same one. */
   audit?: AuditLog | undefined;
   /** A fatal tool failed: the session's supervisor decides. Absent outside sessions. */

@@ -89,6 +89,7 @@ export function delegatorFor(host: DelegationHost, caller: RunRuntime): Delegato
       audit: caller.audit,
       onApproval: caller.onApproval,
       holdings: caller.holdings,
+      askPerson: caller.askPerson,
     });
     const runtime = hosted.runtime;
     runtime.delegate = delegatorFor(host, runtime);

@@ -50,6 +50,8 @@ export function registerSessionAgents(options: {
   context: () => unknown;
   /** Whether people can decide on waiting calls (see RunRuntime.peopleCanDecide). */
   peopleCanDecide: boolean;
+  /** Asks a person while a tool runs (see RunRuntime.askPerson). */
+  askPerson?: RunRuntime['askPerson'];
 }): { descriptors: Record<string, AgentDescriptor>; dispose: () => void } {
   const { sessionId, agents, bus, clock, durability, actor, placement, runtimes } = options;
   // In a caller's session, every agent of this one sits where the called agent does: `caller>callId/<name>`.
@@ -84,6 +86,7 @@ export function registerSessionAgents(options: {
       audit: options.audit,
       onApproval: options.onApproval,
       holdings: options.holdings,
+      askPerson: options.askPerson,
       onFatal: (error) => options.onFatal(name, error),
     });
     hosted.runtime.delegate = delegatorFor(options.delegation, hosted.runtime);

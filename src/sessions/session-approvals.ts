@@ -4,6 +4,7 @@ import type { Clock } from '../core/clock.ts';
 import { ConfigError } from '../core/errors.ts';
 import type { EventBus } from '../core/event-bus.ts';
 import type { AgentMachine } from '../machines/agent.ts';
+import { isMemoryStore } from '../persistence/memory-store.ts';
 import type { MaybePromise, SessionStore } from '../persistence/store.ts';
 import { ApprovalError } from './approval-error.ts';
 import type { SessionDurability } from './session-durability.ts';
@@ -26,6 +27,15 @@ export class SessionApprovals {
   readonly #pollMs: number;
   #pollTimer: unknown;
   #stopped = false;
+  /** Questions asked while a tool runs (see ask()), by call id: held in this process only. */
+  readonly #asked = new Map<
+    string,
+    {
+      request: ApprovalRequest;
+      check: ((decision: ApprovalDecision) => string | undefined) | undefined;
+      settle: (decision: ApprovalDecision) => void;
+    }
+  >();
 
   constructor(options: {
     sessionId: string;
@@ -50,19 +60,81 @@ export class SessionApprovals {
 
   /** Whether some call waits for a decision. */
   get waiting(): boolean {
-    return this.#durability.pendingApprovals().length > 0;
+    return this.#asked.size > 0 || this.#durability.pendingApprovals().length > 0;
   }
 
   /** The requests that wait, as a person sees them. */
   pending(): ApprovalRequest[] {
     return this.#durability
       .pendingApprovals()
-      .map(({ status: _status, decision: _decision, decidedAt: _decidedAt, ...request }) => request);
+      .map(({ status: _status, decision: _decision, decidedAt: _decidedAt, ...request }) => request)
+      .concat([...this.#asked.values()].map((asked) => asked.request));
+  }
+
+  /**
+   * Asks a person while a tool runs (an MCP server's elicitation): the request is pending in the session
+   * (`pendingApprovals()`, the `approval_requested` event) until `answer()` or `reject()` decides it, and resolves
+   * with the decision; `check` refuses a decision that does not fit (an ApprovalError with its reason, the request
+   * staying pending). It is held in this process only, so a session whose store outlives the process refuses it
+   * (a ConfigError) rather than lose it at a restart. Aborting `signal` withdraws it (rejects with the abort).
+   */
+  ask(
+    request: ApprovalRequest,
+    signal: AbortSignal,
+    check?: (decision: ApprovalDecision) => string | undefined,
+  ): Promise<ApprovalDecision> {
+    if (!isMemoryStore(this.#store))
+      return Promise.reject(
+        new ConfigError(
+          `"${request.tool}" asks a person while the tool runs, which waits in this process only: a session whose store outlives the process (createSqliteStore) would lose the question at a restart, so it is refused. Run the agent with run() or in a system with an in-memory store.`,
+        ),
+      );
+    if (this.#asked.has(request.callId) || this.#durability.approval(request.callId) !== undefined)
+      return Promise.reject(
+        new ApprovalError(this.#sessionId, request.callId, 'a request with this id already waits'),
+      );
+    if (signal.aborted) return Promise.reject(signal.reason);
+    return new Promise<ApprovalDecision>((resolve, reject) => {
+      const onAbort = () => {
+        this.#asked.delete(request.callId);
+        reject(signal.reason);
+      };
+      this.#asked.set(request.callId, {
+        request,
+        check,
+        settle: (decision) => {
+          signal.removeEventListener('abort', onAbort);
+          this.#asked.delete(request.callId);
+          resolve(decision);
+        },
+      });
+      signal.addEventListener('abort', onAbort, { once: true });
+      this.#bus.emit(request.agent, 'approval_requested', request, this.#placeOf(request.route));
+    });
+  }
+
+  /** Where an agent of the session sits, for its events: a nested agent one level deeper per `>`. */
+  #placeOf(route: string): { route: string; depth: number } {
+    return { route, depth: route.split('>').length - 1 - this.#baseDepth };
   }
 
   /** Checks a decision, commits it, then hands it to the agent. Rejects with ApprovalError if it does not fit. */
   decide(callId: string, decision: ApprovalDecision): Promise<void> {
     if (typeof callId !== 'string') return Promise.reject(new ConfigError('callId must be a string.'));
+    const asked = this.#asked.get(callId);
+    if (asked !== undefined) {
+      const refusal = asked.check?.(decision);
+      if (refusal !== undefined) return Promise.reject(new ApprovalError(this.#sessionId, callId, refusal));
+      const { request } = asked;
+      this.#bus.emit(
+        request.agent,
+        'approval_decided',
+        { callId, tool: request.tool, decision },
+        this.#placeOf(request.route),
+      );
+      asked.settle(decision);
+      return Promise.resolve();
+    }
     const record = this.#durability.approval(callId);
     const refusal =
       record?.status !== 'pending'

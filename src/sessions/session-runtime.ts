@@ -186,6 +186,7 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
       placement: environment.placement,
       context: () => this.#context,
       peopleCanDecide: environment.peopleCanDecide !== false,
+      askPerson: (request, signal, check) => this.#approvals.ask(request, signal, check),
     });
     this.#disposers.push(agents.dispose);
     this.#actor = this.#createActor(agents.descriptors);

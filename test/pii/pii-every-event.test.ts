@@ -92,6 +92,14 @@ function samples(): { [T in RunEventType]: Record<string, unknown> } {
     permission: { tool: pii(), callId: pii(), decision: 'deny', reason: pii() },
     redaction: { target: 'events', counts: { [pii()]: 1 } },
     breaker: { breaker: pii(), scope: 'tool', state: 'open', reason: pii() },
+    mcp_sampling: {
+      server: pii(),
+      callId: pii(),
+      model: pii(),
+      outcome: 'refused',
+      usage: null,
+      reason: pii(),
+    },
   };
 }
 

@@ -134,7 +134,11 @@ describe.skipIf(skip)('gemini(): recorded real transcripts (../shared/fixtures/w
       tools: [pelicanNames],
     });
     const result = await run(agent, 'Two names for a pet pelican');
-    expect(result).toMatchObject({ status: 'completed', text: 'How about Charles and Sammy?', toolCallCount: 2 });
+    expect(result).toMatchObject({
+      status: 'completed',
+      text: 'How about Charles and Sammy?',
+      toolCallCount: 2,
+    });
     expect(server.requests).toHaveLength(3);
     expect(camelKeys((server.requests[1]!.body as Json).contents)).toEqual(camelKeys(second.contents));
     expect(camelKeys((server.requests[2]!.body as Json).contents)).toEqual(camelKeys(third.contents));

@@ -1,5 +1,13 @@
 import { readFileSync } from 'node:fs';
-import type { Client } from '@modelcontextprotocol/client';
+import type {
+  Client,
+  ClientCapabilities,
+  CreateMessageRequest,
+  CreateMessageResult,
+  ElicitRequest,
+  ElicitResult,
+  ListRootsResult,
+} from '@modelcontextprotocol/client';
 import { abortError } from '../../core/abort.ts';
 import { McpAuthorizationError, McpConnectionError } from './errors.ts';
 import { isAuthorizationRefusal, isConnectionLoss, neverReachedServer } from './failures.ts';
@@ -63,6 +71,22 @@ export interface ConnectionHooks {
   /** The verdict a previous connection to the same target reached, to skip the probe. */
   verdict(): EraVerdict | undefined;
   remember(verdict: EraVerdict | undefined): void;
+  /** What this client answers when the server asks (each opt-in per server); absent: nothing is offered. */
+  requests?: ServerRequestHandlers | undefined;
+}
+
+/**
+ * The server's requests this client serves, with the capabilities it declares for them. On a 2025-era connection
+ * the server sends them while a call runs; on a 2026-07-28 one they come inside an `input_required` result, are
+ * served by the same handlers, and the call is sent again with the answers (the protocol's next round, not a retry).
+ */
+export interface ServerRequestHandlers {
+  capabilities: ClientCapabilities;
+  sampling?:
+    | ((params: CreateMessageRequest['params'], signal: AbortSignal) => Promise<CreateMessageResult>)
+    | undefined;
+  roots?: ((signal: AbortSignal) => Promise<ListRootsResult>) | undefined;
+  elicitation?: ((params: ElicitRequest['params'], signal: AbortSignal) => Promise<ElicitResult>) | undefined;
 }
 
 /** A request timeout the SDK cannot reach: a call ends when the run's signal (its tool timeout) says so. */
@@ -331,13 +355,14 @@ export class McpConnection {
   async #connectOnce(signal: AbortSignal | undefined): Promise<Client> {
     const sdk = await loadMcpSdk('@modelcontextprotocol/client', 'mcpServer()');
     this.#sdk = sdk;
+    const requests = this.#hooks.requests;
     const client = new sdk.Client(
       { name: 'troupe', version: '0.1.0' },
       {
         versionNegotiation: { mode: 'auto' },
-        // No elicitation, sampling or roots are offered: a server's `input_required` is reported, not answered by
-        // sending the call again.
-        inputRequired: { autoFulfill: false },
+        capabilities: requests?.capabilities ?? {},
+        // Without anything offered, a server's `input_required` is reported, not answered by sending the call again.
+        inputRequired: { autoFulfill: requests !== undefined },
         listChanged: {
           tools: {
             autoRefresh: false,
@@ -349,6 +374,16 @@ export class McpConnection {
         },
       },
     );
+    const { sampling, roots, elicitation } = requests ?? {};
+    if (elicitation)
+      client.setRequestHandler('elicitation/create', (request, context) =>
+        elicitation(request.params, context.mcpReq.signal),
+      );
+    if (sampling)
+      client.setRequestHandler('sampling/createMessage', (request, context) =>
+        sampling(request.params, context.mcpReq.signal),
+      );
+    if (roots) client.setRequestHandler('roots/list', (_request, context) => roots(context.mcpReq.signal));
     client.onerror = () => undefined;
     client.onclose = () => {
       if (this.#client === client) {

@@ -11,6 +11,9 @@ export type {
   McpAuthorizeRequest,
   McpClientCredentialsOptions,
 } from './oauth.ts';
+export { McpRequestRefusal } from './request-refusal.ts';
+export type { McpRoot, McpRootsInfo, McpRootsSetting } from './roots.ts';
+export type { McpSamplingOptions } from './sampling.ts';
 export {
   type McpCall,
   type McpIdentity,

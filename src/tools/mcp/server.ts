@@ -1,4 +1,5 @@
 import { basename } from 'node:path';
+import type { ClientCapabilities } from '@modelcontextprotocol/client';
 import { z } from 'zod';
 import { ConfigError } from '../../core/errors.ts';
 import type { JsonObject } from '../../core/json.ts';
@@ -8,17 +9,28 @@ import { callerOf } from '../../run/run-runtime.ts';
 import type { Tool, ToolContext } from '../tool.ts';
 import { ToolAnswerError } from '../tool-answer-error.ts';
 import type { ToolSource, ToolSourceScope } from '../tool-source.ts';
+import { CallsInFlight } from './calls-in-flight.ts';
 import {
   type EraVerdict,
   type ListedMcpTool,
   McpConnection,
   type McpTarget,
   type ReconnectPolicy,
+  type ServerRequestHandlers,
 } from './connection.ts';
+import { serveElicitation } from './elicitation.ts';
 import { McpConnectionError } from './errors.ts';
 import { isUnsupportedResult } from './failures.ts';
 import { checkAuthOptions, type McpAuthOptions, McpOAuth, storeOf } from './oauth.ts';
+import { McpRequestRefusal } from './request-refusal.ts';
 import { resultText } from './result-content.ts';
+import { checkRootsOption, type McpRootsInfo, type McpRootsSetting, rootsResult } from './roots.ts';
+import {
+  checkSamplingOptions,
+  type McpSamplingOptions,
+  type SamplingSettings,
+  serveSampling,
+} from './sampling.ts';
 import { assertMcpSdkInstalled } from './sdk.ts';
 import type { McpTokenStore } from './token-store.ts';
 import { exposedToolName } from './tool-names.ts';
@@ -47,6 +59,31 @@ interface McpServerCommonOptions {
   tools?: readonly string[] | undefined;
   /** Put before every tool name the model sees (`fs_` makes `read_file` into `fs_read_file`). Default: none. */
   prefix?: string | undefined;
+  /**
+   * Lets the server ask for completions (`sampling/createMessage`) while one of its tools runs: `true` answers
+   * with the calling agent's model, `{ model, maxTokens, needsApproval }` with another model, a cap on the output, or
+   * a person's approval first (a pending approval of the session, or run()'s `onApproval`). Each request is a model call of the calling run: reserved on its budgets (a spent
+   * budget refuses the request, and the server reads why) and reported as an `mcp_sampling` event. Default: off
+   * (the client does not declare the capability).
+   */
+  sampling?: boolean | McpSamplingOptions | undefined;
+  /**
+   * The directories the server may work in, answered to its `roots/list`: fixed `[{ uri: 'file:///…', name }]`, or
+   * a function of the calling run (`({ sessionId, context }) => roots`), asked at each request. With `scope:
+   * 'process'` a function is asked for the run whose tool call is in flight, and a request outside any call is
+   * refused. Default: off (the client does not declare the capability).
+   */
+  roots?: McpRootsSetting | undefined;
+  /**
+   * Lets the server ask a person something while one of its tools runs (`elicitation/create`): each question is a
+   * pending request of the calling session (`pendingApprovals()`, kind `question`, tool `<server>/elicitation`),
+   * answered with `session.answer(callId, JSON.stringify(fields))` (the schema's defaults fill the rest),
+   * declined with `session.reject(callId, reason)`, cancelled when the run stops; run()'s `onApproval` decides a plain
+   * run's. `{ url: true }` also takes URL-mode questions (a link to open; any answer means done). The question waits
+   * in this process only: a session whose store outlives the process refuses the server when it starts (a
+   * ConfigError). Default: off.
+   */
+  elicitation?: boolean | { url?: boolean | undefined } | undefined;
   /** A time limit per call for these tools; overrides the agent's `limits.toolTimeoutMs`. */
   timeoutMs?: number | undefined;
   /**
@@ -107,6 +144,9 @@ const optionKeys: readonly string[] = [
   'url',
   'headers',
   'auth',
+  'sampling',
+  'roots',
+  'elicitation',
 ];
 
 const defaultReconnect: ReconnectPolicy = { attempts: 4, initialDelayMs: 100, maxDelayMs: 2_000 };
@@ -128,9 +168,12 @@ export class McpServer implements ToolSource, AsyncDisposable {
   readonly #connectTimeoutMs: number;
   readonly #allowed: ReadonlySet<string> | undefined;
   readonly #prefix: string;
-  #shared: McpConnection | undefined;
+  #shared: Held | undefined;
   #forgetShared: (() => void) | undefined;
-  readonly #sessions = new Map<string, { connection: McpConnection; forget: () => void }>();
+  readonly #sessions = new Map<string, Held & { forget: () => void }>();
+  readonly #sampling: SamplingSettings | undefined;
+  readonly #roots: McpRootsSetting | undefined;
+  readonly #elicitation: { url: boolean } | undefined;
   readonly #verdicts = new Map<string, EraVerdict>();
   readonly #auth: McpAuthOptions | undefined;
   readonly #tokens: McpTokenStore | undefined;
@@ -198,6 +241,9 @@ export class McpServer implements ToolSource, AsyncDisposable {
       this.#auth = checkAuthOptions(auth, where, scope === 'session');
       this.#tokens = storeOf(this.#auth);
     }
+    this.#sampling = checkSamplingOptions(options.sampling, where);
+    this.#roots = checkRootsOption(options.roots, where);
+    this.#elicitation = checkElicitationOption(options.elicitation, where);
     assertMcpSdkInstalled('@modelcontextprotocol/client', where);
     this.#options = options;
     this.#reconnect = reconnect;
@@ -205,6 +251,11 @@ export class McpServer implements ToolSource, AsyncDisposable {
     this.#allowed = options.tools ? new Set(options.tools) : undefined;
     this.#prefix = options.prefix ?? '';
     this.name = options.name ?? defaultName(options);
+  }
+
+  /** Whether its tools may ask a person while they run (elicitation, or sampling that needs approval). */
+  get asksPeopleInProcess(): boolean {
+    return this.#elicitation !== undefined || this.#sampling?.needsApproval === true;
   }
 
   get version(): number {
@@ -217,7 +268,7 @@ export class McpServer implements ToolSource, AsyncDisposable {
 
   /** Open connections: the shared one and one per live session. */
   get openConnections(): number {
-    let open = this.#shared?.connected ? 1 : 0;
+    let open = this.#shared?.connection.connected ? 1 : 0;
     for (const { connection } of this.#sessions.values()) if (connection.connected) open++;
     return open;
   }
@@ -225,7 +276,7 @@ export class McpServer implements ToolSource, AsyncDisposable {
   /** The protocol version agreed with the server on the shared connection (or a session's), once connected. */
   protocolVersion(session?: McpSessionInfo): string | undefined {
     if (session) return this.#sessions.get(session.sessionId)?.connection.protocolVersion;
-    return this.#shared?.protocolVersion;
+    return this.#shared?.connection.protocolVersion;
   }
 
   isReady(scope: ToolSourceScope): boolean {
@@ -234,7 +285,7 @@ export class McpServer implements ToolSource, AsyncDisposable {
   }
 
   async prepare(scope: ToolSourceScope): Promise<void> {
-    const connection = this.#connectionFor(scope.sessionId, scope.context, scope.hold);
+    const { connection } = this.#connectionFor(scope.sessionId, scope.context, scope.hold);
     // Another session's listing in flight is awaited rather than repeated; if it failed (its session closed
     // under it), this session lists on its own connection.
     for (let tries = 0; tries < 3 && this.#needsListing(); tries++) {
@@ -266,7 +317,7 @@ export class McpServer implements ToolSource, AsyncDisposable {
   async close(): Promise<void> {
     const closing: Promise<void>[] = [];
     if (this.#shared) {
-      closing.push(this.#shared.close());
+      closing.push(this.#shared.connection.close());
       this.#forgetShared?.();
       this.#shared = undefined;
     }
@@ -291,37 +342,38 @@ export class McpServer implements ToolSource, AsyncDisposable {
     return this.close();
   }
 
-  #connectionFor(sessionId: string, context: unknown, hold: HoldResource | undefined): McpConnection {
+  #connectionFor(sessionId: string, context: unknown, hold: HoldResource | undefined): Held {
     if (this.scope === 'process') {
       if (!this.#shared) {
-        const connection = this.#newConnection({ sessionId, context });
-        this.#shared = connection;
+        const held = this.#newConnection({ sessionId, context });
+        this.#shared = held;
         this.#forgetShared = holdForProcess(async () => {
-          if (this.#shared === connection) this.#shared = undefined;
-          await connection.close();
+          if (this.#shared === held) this.#shared = undefined;
+          await held.connection.close();
         });
       }
       return this.#shared;
     }
-    const held = this.#sessions.get(sessionId);
-    if (held) return held.connection;
-    const connection = this.#newConnection({ sessionId, context });
+    const existing = this.#sessions.get(sessionId);
+    if (existing) return existing;
+    const held = this.#newConnection({ sessionId, context });
     // The run or session holds the connection and closes it when it ends; outside one, close() does.
     const forget =
       hold?.(async () => {
-        if (this.#sessions.get(sessionId)?.connection === connection) this.#sessions.delete(sessionId);
-        await connection.close();
+        if (this.#sessions.get(sessionId)?.connection === held.connection) this.#sessions.delete(sessionId);
+        await held.connection.close();
       }) ?? (() => undefined);
-    this.#sessions.set(sessionId, { connection, forget });
-    return connection;
+    this.#sessions.set(sessionId, { ...held, forget });
+    return held;
   }
 
-  #newConnection(session: McpSessionInfo): McpConnection {
+  #newConnection(session: McpSessionInfo): Held {
     const target = this.#target(session);
     // One program answers the probe the same way whatever its per-session arguments, so a stdio server's verdict
     // is kept per declaration; an HTTP server's per URL.
     const key = target.kind === 'stdio' ? target.command : target.url.href;
-    return new McpConnection(this.name, target, this.#reconnect, this.#connectTimeoutMs, {
+    const calls = new CallsInFlight();
+    const connection = new McpConnection(this.name, target, this.#reconnect, this.#connectTimeoutMs, {
       toolsChanged: () => {
         this.#stale = true;
       },
@@ -330,7 +382,70 @@ export class McpServer implements ToolSource, AsyncDisposable {
         if (verdict) this.#verdicts.set(key, verdict);
         else this.#verdicts.delete(key);
       },
+      requests: this.#requestHandlers(calls, session),
     });
+    return { connection, calls };
+  }
+
+  /** The server's requests a connection serves, for the calls in flight on it; undefined when none is offered. */
+  #requestHandlers(calls: CallsInFlight, session: McpSessionInfo): ServerRequestHandlers | undefined {
+    const sampling = this.#sampling;
+    const roots = this.#roots;
+    const elicitation = this.#elicitation;
+    if (sampling === undefined && roots === undefined && elicitation === undefined) return undefined;
+    const capabilities: ClientCapabilities = {};
+    const handlers: ServerRequestHandlers = { capabilities };
+    if (sampling) {
+      capabilities.sampling = {};
+      let sampled = 0;
+      handlers.sampling = async (params, signal) => {
+        const found = calls.caller(this.name);
+        if ('refusal' in found) throw new McpRequestRefusal(`sampling refused: ${found.refusal}`);
+        sampled++;
+        const both = anySignal(signal, found.context.signal);
+        return serveSampling(this.name, sampling, params, found.context, sampled, both);
+      };
+    }
+    if (roots) {
+      capabilities.roots = {};
+      handlers.roots = async () => {
+        const where = `mcpServer("${this.name}"): roots`;
+        if (typeof roots !== 'function') return rootsResult(roots, where);
+        const found = calls.caller(this.name);
+        let info: McpRootsInfo;
+        if ('context' in found) info = { sessionId: found.context.sessionId, context: found.context.context };
+        // A per-session connection belongs to one session: its roots are that session's, asked between calls too.
+        else if (this.scope === 'session') info = session;
+        else throw new McpRequestRefusal(`roots refused: ${found.refusal}`);
+        try {
+          return rootsResult(roots(info), where);
+        } catch (error) {
+          throw new McpRequestRefusal(
+            `roots refused: ${error instanceof Error ? error.message : String(error)}`,
+            {
+              cause: error,
+            },
+          );
+        }
+      };
+    }
+    if (elicitation) {
+      capabilities.elicitation = { form: { applyDefaults: true }, ...(elicitation.url ? { url: {} } : {}) };
+      let asked = 0;
+      handlers.elicitation = async (params, signal) => {
+        const found = calls.caller(this.name);
+        if ('refusal' in found) throw new McpRequestRefusal(`elicitation refused: ${found.refusal}`);
+        asked++;
+        return serveElicitation(
+          this.name,
+          params,
+          found.context,
+          asked,
+          anySignal(signal, found.context.signal),
+        );
+      };
+    }
+    return handlers;
   }
 
   #target(session: McpSessionInfo): McpTarget {
@@ -440,12 +555,13 @@ export class McpServer implements ToolSource, AsyncDisposable {
 
   async #call(serverName: string, args: unknown, context: ToolContext, idempotent: boolean): Promise<string> {
     // Normally opened before the model call; if not, the run that calls holds what this opens.
-    const connection = this.#connectionFor(
+    const { connection, calls } = this.#connectionFor(
       context.sessionId,
       context.context,
       callerOf(context)?.holdings?.hold,
     );
     let result: Awaited<ReturnType<McpConnection['callTool']>>;
+    const leave = calls.enter(context);
     try {
       result = await connection.callTool(
         serverName,
@@ -455,6 +571,13 @@ export class McpServer implements ToolSource, AsyncDisposable {
       );
     } catch (error) {
       if (context.signal.aborted || error instanceof McpConnectionError) throw error;
+      // This client refused what the server asked for (2026-07-28: the refusal cannot travel with the call, so the
+      // call ends here, before it was sent again): the model reads why.
+      const refusal = refusalIn(error);
+      if (refusal)
+        throw new ToolAnswerError(`MCP server "${this.name}", tool "${serverName}": ${refusal.message}`, {
+          cause: error,
+        });
       // The server asked for input this client cannot give (2026-07-28 `input_required`): sending the call again
       // would get the same question.
       if (isUnsupportedResult(error))
@@ -473,12 +596,45 @@ export class McpServer implements ToolSource, AsyncDisposable {
           { cause: error },
         );
       throw error;
+    } finally {
+      leave();
     }
     const text = resultText(result);
     if (result.isError === true)
       throw new ToolAnswerError(text === '' ? `tool "${serverName}" failed` : text);
     return text;
   }
+}
+
+function checkElicitationOption(value: unknown, where: string): { url: boolean } | undefined {
+  if (value === undefined || value === false) return undefined;
+  if (value === true) return { url: false };
+  if (!isPlainObject(value))
+    throw new ConfigError(
+      `${where}: elicitation must be true or { url?: boolean }, got ${describeValue(value)}.`,
+    );
+  checkOptionObject(value, ['url'], `${where}: elicitation`);
+  if (value.url !== undefined && typeof value.url !== 'boolean')
+    throw new ConfigError(`${where}: elicitation.url must be a boolean.`);
+  return { url: value.url === true };
+}
+
+/** A connection with the tool calls in flight on it. */
+interface Held {
+  connection: McpConnection;
+  calls: CallsInFlight;
+}
+
+/** A refusal of this client's found in an error or its causes. */
+function refusalIn(error: unknown): McpRequestRefusal | undefined {
+  for (let cause = error, depth = 0; cause instanceof Error && depth < 5; cause = cause.cause, depth++)
+    if (cause instanceof McpRequestRefusal) return cause;
+  return undefined;
+}
+
+/** Aborted when either is. */
+function anySignal(a: AbortSignal, b: AbortSignal): AbortSignal {
+  return AbortSignal.any([a, b]);
 }
 
 /** Declares an MCP server whose tools an agent can use: `mcpServer({ command, args })` or `mcpServer({ url })`. */

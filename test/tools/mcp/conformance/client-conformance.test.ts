@@ -32,8 +32,6 @@ const suites: { label: string; pkg: string; expectedFailures: Record<string, str
     label: '0.1.16 (2025-11-25)',
     pkg: '@modelcontextprotocol/conformance',
     expectedFailures: {
-      'elicitation-sep1034-client-defaults':
-        "the client offers no elicitation: a server's elicitation/create is answered 'Method not found'.",
       'auth/2025-03-26-oauth-metadata-backcompat':
         "this version's scenario serves, at the root metadata path, a document whose issuer has a path ('/oauth'); the SDK refuses the mismatch (RFC 8414 §3.3) and passing would mean turning issuer validation off, which Troupe does not offer (0.2 fixed the scenario, and it passes there).",
       'auth/cross-app-access-complete-flow':
@@ -44,10 +42,6 @@ const suites: { label: string; pkg: string; expectedFailures: Record<string, str
     label: '0.2.0-alpha.12 (2026-07-28)',
     pkg: '@modelcontextprotocol/conformance-next',
     expectedFailures: {
-      'elicitation-sep1034-client-defaults':
-        "the client offers no elicitation: a server's elicitation/create is answered 'Method not found'.",
-      'sep-2322-client-request-state':
-        'the input_required rounds carry an elicitation the client does not offer: the call is reported to the model, never answered or sent again.',
       'auth/enterprise-managed-authorization':
         'the enterprise-managed authorization extension (IdP token exchange for an ID-JAG) is not offered.',
       'auth/wif-jwt-bearer':

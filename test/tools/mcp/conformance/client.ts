@@ -2,7 +2,8 @@
 // whose only tools come from `mcpServer({ url })`, run as a user would. The suite gives the server URL as the last
 // argument, the scenario in MCP_CONFORMANCE_SCENARIO and credentials in MCP_CONFORMANCE_CONTEXT. The agent lists
 // the server's tools and calls each once (numbers get 2 and 3, strings "test"); OAuth runs through `auth`, with a
-// headless browser that follows the authorization URL and hands back the redirect.
+// headless browser that follows the authorization URL and hands back the redirect. Elicitation is on, and the
+// person (run()'s onApproval) accepts every question with the form's defaults.
 
 import type { JsonObject } from '../../../../src/core/json.ts';
 import { defineAgent, run } from '../../../../src/index.ts';
@@ -102,7 +103,7 @@ function callsFor(tools: readonly { name: string; parameters: JsonObject }[]) {
 }
 
 const auth = await authFor();
-const server = mcpServer({ url, name: 'conformance', ...(auth ? { auth } : {}) });
+const server = mcpServer({ url, name: 'conformance', elicitation: true, ...(auth ? { auth } : {}) });
 try {
   await server.connect();
   const calls = callsFor(server.current());
@@ -110,7 +111,7 @@ try {
     calls.length > 0 ? [{ toolCalls: calls }, { text: 'done' }] : [{ text: 'done' }],
   );
   const agent = defineAgent({ name: 'conformance', instructions: '', model, tools: [server] });
-  const result = await run(agent, 'Use the tools.');
+  const result = await run(agent, 'Use the tools.', { onApproval: () => ({ type: 'approve' }) });
   for (const message of result.history)
     if (message.role === 'tool') console.log(`${message.name}: ${message.content}`);
   if (result.stopReason !== 'completed') throw result.error ?? new Error(result.stopReason);
