@@ -143,7 +143,7 @@ describe.skipIf(unavailable !== undefined)('troupe/restate: crashes', () => {
     expect(report.interruptedNotRerun).toEqual([]);
     expect(report.idempotencyKeyChanged).toEqual([]);
     expect(report.interruptedAndRerun).toBeGreaterThan(0);
-  }, 150_000);
+  }, 400_000);
 
   it('SIGKILLs the Restate server mid-run and restarts it on the same data: the same guarantees', async () => {
     effectsLog = join(dir, 'server-kills.log');

@@ -456,7 +456,7 @@ describe('crash matrix: durable sessions killed with SIGKILL and recovered by an
         4,
       );
     }
-  }, 240_000);
+  }, 600_000);
 
   const approvalTrials = (where: 'top' | 'nested', watchdogMs?: number): Trial[] =>
     (['approve', 'reject'] as const).map((decision) => ({
@@ -472,7 +472,7 @@ describe('crash matrix: durable sessions killed with SIGKILL and recovered by an
     const reports = await runAll(approvalTrials('top'));
     tally(reports);
     expect(failuresOf(reports)).toEqual([]);
-  }, 60_000);
+  }, 180_000);
 
   /*
    * A nested agent (agentTool) that waits for an approval when the process dies resumes straight into its approval
@@ -483,7 +483,7 @@ describe('crash matrix: durable sessions killed with SIGKILL and recovered by an
     // The recovery hangs while the bug stands: give up after 5 s (the whole scenario takes well under one).
     const reports = await runAll(approvalTrials('nested', 5_000));
     expect(failuresOf(reports)).toEqual([]);
-  }, 60_000);
+  }, 180_000);
 
   /*
    * A nested agent's `approval_decided` event carries the nested route and depth, like its other events.
@@ -492,5 +492,5 @@ describe('crash matrix: durable sessions killed with SIGKILL and recovered by an
     const reports = await runAll([{ name: 'no crash, event attribution', steps: [{ mode: 'run' }] }]);
     expect(failuresOf(reports)).toEqual([]);
     expect(reports.flatMap((report) => report.misattributed)).toEqual([]);
-  }, 60_000);
+  }, 180_000);
 });
