@@ -38,8 +38,10 @@ let work = '';
 let tarball = '';
 let shipped: string[] = [];
 
+/** npm as a user's shell runs it: without the settings an outer `npm test` passes to its scripts. */
 async function npmIn(cwd: string, args: string[]): Promise<string> {
-  const { stdout } = await run(npm, args, { cwd, timeout: 120_000, maxBuffer: 64 * 1024 * 1024 });
+  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^npm_/i.test(name)));
+  const { stdout } = await run(npm, args, { cwd, env, timeout: 120_000, maxBuffer: 64 * 1024 * 1024 });
   return stdout;
 }
 
