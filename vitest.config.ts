@@ -33,6 +33,8 @@ const notBehavioural = [
   'test/guardrails/*verdict.test.ts',
   'test/providers/**',
   'test/support/**',
+  // Packs and installs the package: nothing in it depends on the interpreter.
+  'test/package/**',
 ];
 
 /** Every test file: the suite, and the examples of docs/testing.md, which run as users would run them. */

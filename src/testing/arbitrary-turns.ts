@@ -1,9 +1,9 @@
-import type { Arbitrary } from 'fast-check';
 import { z } from 'zod';
 import { ModelError, type ModelErrorKind } from '../core/errors.ts';
 import type { JsonObject, JsonValue } from '../core/json.ts';
 import { toJsonSchema } from '../tools/tool.ts';
 import { fastCheck } from './fast-check.ts';
+import type { Arbitrary } from './fast-check-types.ts';
 import { arbitraryFromSchema, wrongArguments } from './schema-values.ts';
 import type { ScriptedTurn } from './scripted-model.ts';
 

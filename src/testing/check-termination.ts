@@ -1,5 +1,4 @@
 import { AssertionError } from 'node:assert';
-import type { Arbitrary } from 'fast-check';
 import type { Agent } from '../agent/define-agent.ts';
 import type { ApprovalHandler } from '../core/approvals.ts';
 import type { Message, RunInput } from '../core/messages.ts';
@@ -10,6 +9,7 @@ import { run } from '../sessions/run.ts';
 import { agentVariant, type ToolStubs } from './agent-variant.ts';
 import { arbitraryModelTurns, type ModelTurnsOptions } from './arbitrary-turns.ts';
 import { fastCheck } from './fast-check.ts';
+import type { Arbitrary } from './fast-check-types.ts';
 import { formatScript } from './format-script.ts';
 import { runInvariantViolations } from './run-invariants.ts';
 import { type ScriptedTurn, scriptedModel } from './scripted-model.ts';

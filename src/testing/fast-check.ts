@@ -1,27 +1,40 @@
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
 import { ConfigError } from '../core/errors.ts';
+import type { FastCheck } from './fast-check-types.ts';
 
-/** The fast-check module, as `import * as fc from 'fast-check'` gives it. */
-export type FastCheck = typeof import('fast-check');
+export type { FastCheck } from './fast-check-types.ts';
+
+const require = createRequire(import.meta.url);
+let loaded: FastCheck | undefined;
 
 /**
- * fast-check is an optional peer dependency: only the property-based helpers of `troupe/testing` need it, and the
- * main `troupe` entry never loads it. It is imported once, when `troupe/testing` is; the same module instance as
- * the test's own `import fc from 'fast-check'`, so arbitraries from here mix with the test's.
+ * The fast-check module, or a ConfigError naming the package to install when it is missing. fast-check is an
+ * optional peer dependency: only the property-based helpers of `troupe/testing` need it, so it is loaded on their
+ * first call, never when `troupe/testing` is imported (which keeps that entry loadable by `require()` too). It is
+ * loaded synchronously from the file `import 'fast-check'` resolves to, so it is the same module instance as the
+ * test's own `import fc from 'fast-check'` and arbitraries from here mix with the test's.
  */
-let loaded: FastCheck | undefined;
-let failure: unknown;
-try {
-  loaded = await import('fast-check');
-} catch (error) {
-  failure = error;
-}
-
-/** The fast-check module, or a ConfigError naming the package to install when it is missing. */
 export function fastCheck(feature: string): FastCheck {
-  if (loaded === undefined)
+  if (loaded !== undefined) return loaded;
+  try {
+    loaded = loadFastCheck();
+  } catch (error) {
     throw new ConfigError(
       `${feature} needs fast-check, an optional peer dependency of troupe: npm install --save-dev fast-check`,
-      { cause: failure },
+      { cause: error },
     );
+  }
   return loaded;
+}
+
+function loadFastCheck(): FastCheck {
+  const esm = fileURLToPath(import.meta.resolve('fast-check'));
+  try {
+    return require(esm) as FastCheck;
+  } catch (error) {
+    // A Node.js that cannot require() an ES module (before 22.12) loads fast-check's CommonJS build instead.
+    if ((error as { code?: unknown }).code !== 'ERR_REQUIRE_ESM') throw error;
+    return require('fast-check') as FastCheck;
+  }
 }

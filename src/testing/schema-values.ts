@@ -1,6 +1,6 @@
-import type { Arbitrary } from 'fast-check';
 import type { JsonObject, JsonValue } from '../core/json.ts';
 import { type FastCheck, fastCheck } from './fast-check.ts';
+import type { Arbitrary } from './fast-check-types.ts';
 
 /**
  * Values for a JSON Schema (the subset tool and output schemas use): `type` (one or several), `enum`, `const`,
