@@ -28,6 +28,7 @@ import type { InspectObserver } from '../run/inspect.ts';
 import type { OptionsWithContext } from '../run/run-context.ts';
 import { checkRestoreOptions, checkSessionOptions, checkSystemOptions } from '../run/run-options.ts';
 import { ApprovalError } from './approval-error.ts';
+import { ProcessHold } from './process-hold.ts';
 import {
   agentCatalog,
   type Session,
@@ -167,7 +168,8 @@ export interface AgentSystem {
 export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem {
   checkSystemOptions(options, 'createAgentSystem()');
   const sessions = new Map<string, SessionControl>();
-  const streams = new Set<AsyncQueue<RunEvent>>();
+  /** The open streams of `events()`, each with what keeps the process alive while it is open. */
+  const streams = new Map<AsyncQueue<RunEvent>, ProcessHold>();
   const agents = new Map<string, Agent<unknown>>();
   for (const agent of options.agents ?? []) {
     if (agent?.kind !== 'agent')
@@ -194,7 +196,7 @@ export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem
     supervision: { ...defaultSupervision, ...definedFields(options.supervision) },
     onEvent: (event: RunEvent) => {
       audit?.observe(event);
-      for (const stream of streams) stream.push(event);
+      for (const stream of streams.keys()) stream.push(event);
     },
     onConfigError: (where: string, error: unknown) => auditConfigError(audit, where, error),
     ...(audit ? { audit } : {}),
@@ -400,15 +402,20 @@ export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem
         queue.end();
         return queue;
       }
-      streams.add(queue);
+      // An open stream keeps the process alive until it ends: shutdown, its signal, or a break.
+      const hold = new ProcessHold();
+      hold.hold();
+      streams.set(queue, hold);
       const signal = eventOptions.signal;
       const stop = () => {
         streams.delete(queue);
+        hold.release();
         queue.end();
       };
       signal?.addEventListener('abort', stop, { once: true });
       queue.onReturn(() => {
         streams.delete(queue);
+        hold.release();
         signal?.removeEventListener('abort', stop);
       });
       return queue;
@@ -443,7 +450,10 @@ export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem
       }
       shuttingDown = true;
       sessions.clear();
-      for (const stream of streams) stream.end();
+      for (const [stream, hold] of streams) {
+        stream.end();
+        hold.release();
+      }
       streams.clear();
       if (ownsResources) resources?.stop();
       // Connections tools keep for the whole process (shared MCP servers) close too; they reopen on next use.
