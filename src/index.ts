@@ -127,6 +127,7 @@ export type {
   TurnCheckpoint,
 } from './persistence/store.ts';
 export {
+  ForeignStoreError,
   StoreClosedError,
   StoreCommitError,
   type StoreCommitRefusal,
