@@ -201,10 +201,11 @@ export {
   type SessionEventsOptions,
   type SessionOptions,
   type SessionStatus,
+  SystemClosedError,
   type TurnOptions,
 } from './sessions/session.ts';
 export type { ApprovalHandler } from './sessions/session-run.ts';
-export type { RecoverOptions, RestoreOptions } from './sessions/system.ts';
+export type { RecoverOptions, RestoreOptions, StoredEventsOptions } from './sessions/system.ts';
 export {
   type AgentSystem,
   type AgentSystemOptions,

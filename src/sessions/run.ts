@@ -89,7 +89,10 @@ export function streamPlaced<TOutput>(
  * The events of a run in a private session, read once: a reader that stops before the last one (a `break` out of
  * `for await`, or a throw in its body) stops the session, so that its tools and model stop spending.
  */
-function stoppingOnReturn(events: AsyncIterable<RunEvent>, stop: () => Promise<void>): AsyncIterable<RunEvent> {
+function stoppingOnReturn(
+  events: AsyncIterable<RunEvent>,
+  stop: () => Promise<void>,
+): AsyncIterable<RunEvent> {
   return {
     [Symbol.asyncIterator]: () => {
       const inner = events[Symbol.asyncIterator]();

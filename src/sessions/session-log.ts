@@ -138,8 +138,11 @@ class LogReader {
     this.#until = options.until;
     this.#detach = detach;
     this.#signal = options.signal;
-    if (this.#signal?.aborted) this.end();
-    else this.#signal?.addEventListener('abort', this.#onAbort, { once: true });
+    if (this.#signal?.aborted) {
+      // Aborted before it started: never attached, nothing to detach.
+      this.#ended = true;
+      this.queue.end();
+    } else this.#signal?.addEventListener('abort', this.#onAbort, { once: true });
     this.queue.onReturn(() => this.end());
   }
 
