@@ -184,7 +184,11 @@ export interface AgentSystem {
    * store forgets a session once it closes; a store you give keeps it).
    */
   events(sessionId: string, options?: StoredEventsOptions): AsyncIterable<RunEvent>;
-  /** Stops every session (see ShutdownOptions) and waits until every actor, timer and listener is gone. */
+  /**
+   * Stops every session (see ShutdownOptions) and waits until every actor, timer and listener is gone. It is how a
+   * program lets its process go: a session whose turn runs or waits for a person, and an open event stream, keep
+   * the process alive until then.
+   */
   shutdown(options?: ShutdownOptions): Promise<void>;
   /**
    * Spend and remaining budget of a tenant and of a session; a session's tenant is used when only the session is
