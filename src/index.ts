@@ -127,6 +127,7 @@ export type {
   TurnCheckpoint,
 } from './persistence/store.ts';
 export {
+  ForeignStoreError,
   StoreClosedError,
   StoreCommitError,
   type StoreCommitRefusal,
@@ -200,10 +201,11 @@ export {
   type SessionEventsOptions,
   type SessionOptions,
   type SessionStatus,
+  SystemClosedError,
   type TurnOptions,
 } from './sessions/session.ts';
 export type { ApprovalHandler } from './sessions/session-run.ts';
-export type { RecoverOptions, RestoreOptions } from './sessions/system.ts';
+export type { RecoverOptions, RestoreOptions, StoredEventsOptions } from './sessions/system.ts';
 export {
   type AgentSystem,
   type AgentSystemOptions,

@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type * as Sqlite from 'node:sqlite';
 import type { ApprovalRecord } from '../core/approvals.ts';
@@ -11,6 +11,7 @@ import { decodeRow, encodeRow } from './row-encoding.ts';
 import type { CommitBatch, SessionSummary, StoredSessionState } from './store.ts';
 import { storedSessionStatuses, storeLayoutVersion } from './store.ts';
 import {
+  ForeignStoreError,
   StoreClosedError,
   StoreCommitError,
   StoreCorruptError,
@@ -39,6 +40,11 @@ export interface SqliteStoreOptions {
    * milliseconds, before it fails with a StoreIoError whose `busy` is true. Default 5,000.
    */
   busyTimeoutMs?: number;
+  /**
+   * Create the file's folder (and the folders above it) when it is missing. Default false: a folder that does not
+   * exist is a ConfigError, so that a mistyped path does not quietly start an empty store somewhere else.
+   */
+  createDirectories?: boolean;
 }
 
 /** The connection settings a SQLite store runs with, as SQLite reports them. */
@@ -74,8 +80,10 @@ export interface SqliteSessionStore extends SyncSessionStore {
  * - One transaction per commit: a batch is written whole or not at all, also when the process is killed mid-way.
  * - WAL mode: readers never wait for the writer; several processes may share the file (a writer waits up to
  *   `busyTimeoutMs` for another).
- * - The file and its folder are created when missing. A file written with another storage layout is refused with
- *   StoreLayoutError; a file that is not a SQLite database, or is damaged or cut short, with StoreCorruptError.
+ * - The file is created when missing; its folder must exist (or pass `createDirectories: true`), else ConfigError.
+ *   A file written with another storage layout is refused with StoreLayoutError; another application's SQLite
+ *   database with ForeignStoreError (and left as it was); a file that is not a SQLite database, or is damaged or cut
+ *   short, with StoreCorruptError.
  * - What is read back is checked (`load` checks the whole session, its checkpoints and approvals): a damaged record
  *   throws a StoreCorruptError naming the session instead of resuming from it.
  * - Values are stored as JSON text: what is committed must be JSON (a value that is not is refused with
@@ -97,7 +105,13 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
       `createSqliteStore: busyTimeoutMs must be a non-negative integer; got ${String(busyTimeoutMs)}.`,
     );
 
-  const db = openDatabase(path, synchronous, busyTimeoutMs);
+  const createDirectories = options.createDirectories ?? false;
+  if (typeof createDirectories !== 'boolean')
+    throw new ConfigError(
+      `createSqliteStore: createDirectories must be true or false; got ${JSON.stringify(createDirectories)}.`,
+    );
+
+  const db = openDatabase(path, synchronous, busyTimeoutMs, createDirectories);
   let sql: Statements;
   try {
     sql = prepareStatements(db);
@@ -373,11 +387,17 @@ function openDatabase(
   path: string,
   synchronous: 'full' | 'normal',
   busyTimeoutMs: number,
+  createDirectories: boolean,
 ): Sqlite.DatabaseSync {
   const { DatabaseSync } = sqliteModule();
   if (path !== ':memory:' && !path.startsWith('file:')) {
+    const folder = dirname(path);
+    if (!createDirectories && !existsSync(folder))
+      throw new ConfigError(
+        `createSqliteStore: the folder "${folder}" of "${path}" does not exist. Check the path, create the folder, or pass { createDirectories: true }.`,
+      );
     try {
-      mkdirSync(dirname(path), { recursive: true });
+      if (createDirectories) mkdirSync(folder, { recursive: true });
     } catch (error) {
       throw new StoreIoError(path, `could not be created: ${messageOf(error)}`, {
         busy: false,
@@ -390,6 +410,8 @@ function openDatabase(
     db = new DatabaseSync(path);
     // The busy timeout first: switching to WAL and creating the schema may wait for another process.
     db.exec(`PRAGMA busy_timeout = ${busyTimeoutMs}`);
+    // Another application's database is refused before anything of it changes (WAL mode is a property of the file).
+    refuseForeignDatabase(db, path);
     db.exec('PRAGMA journal_mode = WAL');
     db.exec(`PRAGMA synchronous = ${synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
     db.exec('PRAGMA foreign_keys = ON');
@@ -504,11 +526,7 @@ function checkLayout(db: Sqlite.DatabaseSync, path: string): void {
     }
     found = tablesIn();
   }
-  if (!found.has('meta'))
-    throw new StoreCorruptError(
-      undefined,
-      `"${path}" is a SQLite database, but not a Troupe session store (it has no meta table).`,
-    );
+  refuseForeignDatabase(db, path);
   const stored = db.prepare("SELECT value FROM meta WHERE key = 'layout'").get()?.value;
   const layout = migrateLayout(db, stored);
   if (layout !== stored) found = tablesIn();
@@ -522,6 +540,31 @@ function checkLayout(db: Sqlite.DatabaseSync, path: string): void {
     );
   for (const table of tables)
     if (!found.has(table)) throw new StoreCorruptError(undefined, `"${path}" has lost its ${table} table.`);
+}
+
+/**
+ * Refuses a SQLite database with tables of its own but not those of a Troupe store (another application's file):
+ * neither Troupe's `meta` table nor, where an application has a `meta` table of its own, a layout version and the
+ * `sessions` table.
+ */
+function refuseForeignDatabase(db: Sqlite.DatabaseSync, path: string): void {
+  const found = new Set(
+    db
+      .prepare("SELECT name FROM sqlite_schema WHERE type = 'table'")
+      .all()
+      .map((row) => String(row.name)),
+  );
+  if (found.size === 0) return;
+  if (!found.has('meta')) throw new ForeignStoreError(path);
+  if (found.has('sessions')) return;
+  let layout: unknown;
+  try {
+    layout = db.prepare("SELECT value FROM meta WHERE key = 'layout'").get()?.value;
+  } catch {
+    // A `meta` table without Troupe's columns.
+    throw new ForeignStoreError(path);
+  }
+  if (layout === undefined) throw new ForeignStoreError(path);
 }
 
 type Statements = ReturnType<typeof prepareStatements>;

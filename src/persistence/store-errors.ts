@@ -29,6 +29,21 @@ export class StoreLayoutError extends TroupeError {
   }
 }
 
+/**
+ * The file is a SQLite database, but another application's, not a Troupe session store: it is left as it was. Give
+ * the store a file of its own.
+ */
+export class ForeignStoreError extends TroupeError {
+  readonly path: string;
+  constructor(path: string) {
+    super(
+      'store_foreign',
+      `"${path}" is a SQLite database of another application, not a Troupe session store; it was left as it was. Give createSqliteStore a file of its own (a new file is created).`,
+    );
+    this.path = path;
+  }
+}
+
 /** The store was used after `close()`. */
 export class StoreClosedError extends TroupeError {
   constructor() {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createActor, type InspectionEvent, type Observer, type SnapshotFrom } from 'xstate';
 import type { Agent } from '../agent/define-agent.ts';
 import type { AuditLog } from '../audit/audit-log.ts';
-import { abortReason } from '../core/abort.ts';
+import { abortReason, stacklessError } from '../core/abort.ts';
 import type { ApprovalHandler } from '../core/approvals.ts';
 import { AsyncQueue } from '../core/async-queue.ts';
 import { type Clock, systemClock } from '../core/clock.ts';
@@ -294,10 +294,14 @@ export function streamRun<TOutput>(
 ): RunStream<TOutput> {
   const queue = new AsyncQueue<RunEvent>();
   const depth = placement?.origin.depth ?? 0;
+  // A reader that stops early (a `break` out of `for await`) aborts the run: its tools and model stop spending.
+  const stopped = new AbortController();
+  queue.onReturn(() => stopped.abort(stacklessError('the stream was closed before the run ended')));
+  const signal = options.signal ? AbortSignal.any([options.signal, stopped.signal]) : stopped.signal;
   const started = startRun(
     agent,
     input,
-    options,
+    { ...options, signal },
     (bus) => {
       bus.subscribe((event) => {
         queue.push(event);

@@ -1,5 +1,6 @@
 import type { Agent } from '../agent/define-agent.ts';
 import { auditConfigError } from '../audit/audit-log.ts';
+import type { RunEvent } from '../core/events.ts';
 import type { RunInput } from '../core/messages.ts';
 import type { RunResult } from '../core/result.ts';
 import {
@@ -71,7 +72,9 @@ export function streamPlaced<TOutput>(
   }
   if (agent?.kind === 'agent' && needsSession(agent as Agent<unknown>)) {
     const session = runInSession(agent, input, options, placement);
-    const events = session.events;
+    const events = stoppingOnReturn(session.events, () =>
+      session.stop('the stream was closed before the run ended'),
+    );
     return {
       sessionId: session.sessionId,
       result: session.result,
@@ -80,4 +83,34 @@ export function streamPlaced<TOutput>(
     };
   }
   return streamRun(agent, input, options, placement);
+}
+
+/**
+ * The events of a run in a private session, read once: a reader that stops before the last one (a `break` out of
+ * `for await`, or a throw in its body) stops the session, so that its tools and model stop spending.
+ */
+function stoppingOnReturn(
+  events: AsyncIterable<RunEvent>,
+  stop: () => Promise<void>,
+): AsyncIterable<RunEvent> {
+  return {
+    [Symbol.asyncIterator]: () => {
+      const inner = events[Symbol.asyncIterator]();
+      let done = false;
+      return {
+        next: async () => {
+          const step = await inner.next();
+          if (step.done) done = true;
+          return step;
+        },
+        return: async () => {
+          if (!done) {
+            done = true;
+            void stop();
+          }
+          return (await inner.return?.()) ?? { value: undefined, done: true };
+        },
+      };
+    },
+  };
 }

@@ -210,9 +210,9 @@ export class SessionApprovals {
           );
       }
       this.#pollTimer = this.#clock.setTimeout(tick, this.#pollMs);
-      // While a call waits for a person, the session keeps the process alive (a decision may come from another
-      // process); with nothing waiting, the poll does not hold the process open by itself.
-      if (!this.waiting) (this.#pollTimer as { unref?: () => void } | undefined)?.unref?.();
+      // The poll never holds the process open by itself: the session does, while its turn runs or waits for a
+      // person, whether it was spawned or recovered.
+      (this.#pollTimer as { unref?: () => void } | undefined)?.unref?.();
     };
     tick();
   }

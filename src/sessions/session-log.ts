@@ -1,5 +1,6 @@
 import { AsyncQueue } from '../core/async-queue.ts';
 import type { RunEvent } from '../core/events.ts';
+import { ProcessHold } from './process-hold.ts';
 
 /** Where a reader of the log starts and stops. */
 export interface LogReadOptions {
@@ -104,7 +105,12 @@ export class SessionLog {
   #attach(reader: LogReader): void {
     if (reader.ended) return;
     if (this.#closed) reader.end();
-    else this.#readers.add(reader);
+    else {
+      this.#readers.add(reader);
+      // A reader waiting for a live session's events keeps the process alive until it ends (the session closes,
+      // its signal aborts, or the loop stops).
+      reader.holdProcess();
+    }
   }
 
   /** No more events: readers end once they have everything committed. */
@@ -125,19 +131,27 @@ class LogReader {
   #ended = false;
   readonly #signal: AbortSignal | undefined;
   readonly #onAbort = () => this.end();
+  readonly #process = new ProcessHold();
 
   constructor(options: LogReadOptions, detach: () => void) {
     this.#last = options.after;
     this.#until = options.until;
     this.#detach = detach;
     this.#signal = options.signal;
-    if (this.#signal?.aborted) this.end();
-    else this.#signal?.addEventListener('abort', this.#onAbort, { once: true });
+    if (this.#signal?.aborted) {
+      // Aborted before it started: never attached, nothing to detach.
+      this.#ended = true;
+      this.queue.end();
+    } else this.#signal?.addEventListener('abort', this.#onAbort, { once: true });
     this.queue.onReturn(() => this.end());
   }
 
   get ended(): boolean {
     return this.#ended;
+  }
+
+  holdProcess(): void {
+    if (!this.#ended) this.#process.hold();
   }
 
   /** Hold live events until the stored ones are read. */
@@ -172,6 +186,7 @@ class LogReader {
   end(): void {
     if (this.#ended) return;
     this.#ended = true;
+    this.#process.release();
     this.#signal?.removeEventListener('abort', this.#onAbort);
     this.#detach();
     this.queue.end();

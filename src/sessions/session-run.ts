@@ -81,7 +81,13 @@ export function runInSession<TOutput>(
   input: RunInput,
   options: SessionRunOptions,
   placement?: NestedPlacement,
-): { sessionId: string; result: Promise<RunResult<TOutput>>; events: AsyncIterable<RunEvent> } {
+): {
+  sessionId: string;
+  result: Promise<RunResult<TOutput>>;
+  events: AsyncIterable<RunEvent>;
+  /** Stops the private session: the turn ends `aborted`. */
+  stop: (reason: string) => Promise<void>;
+} {
   const caller = placement?.caller ?? callerOf(options.parent);
   const onApproval = options.onApproval ?? caller?.onApproval;
   const asker = toolAskingPeople(agent as Agent<unknown>);
@@ -121,7 +127,7 @@ export function runInSession<TOutput>(
     await session.stop();
     return value;
   });
-  return { sessionId: session.sessionId, result, events };
+  return { sessionId: session.sessionId, result, events, stop: (reason) => session.stop(reason) };
 }
 
 /** Answers every approval request of the session with `handler`'s decision. */

@@ -31,6 +31,7 @@ import { attachRuntimes, type RunRuntime } from '../run/run-runtime.ts';
 import { runtimeAgentMachine } from '../run/runtime-agent-machine.ts';
 import { watchAgent } from './agent-watch.ts';
 import type { DelegationHost } from './delegation.ts';
+import { ProcessHold } from './process-hold.ts';
 import {
   type Session,
   SessionClosedError,
@@ -101,6 +102,8 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
   /** Gives the session's id back when it closes. */
   readonly #releaseId: () => void;
   readonly #onAbort = () => void this.stop(abortReason(this.#options.signal, 'session'));
+  /** Keeps the process alive while a turn runs or waits for people: spawned or recovered alike. */
+  readonly #hold = new ProcessHold();
 
   constructor(
     plan: SessionPlan,
@@ -343,6 +346,7 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
     this.#options.signal?.addEventListener('abort', this.#onAbort, { once: true });
     this.#actor.start();
     this.#approvals.startPolling();
+    this.#holdWhileRunning();
     if (this.#options.signal?.aborted) this.#onAbort();
     return this;
   }
@@ -411,6 +415,7 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
     this.#turn = turn;
     turn.markStarted(firstSeq);
     this.#status = 'running';
+    this.#holdWhileRunning();
     return committed(() => this.#durability.turnStarted(input, [], firstSeq)).then(() => {
       this.#applyControls(options);
       this.#actor.send({ type: 'user.message', message: userMessage(input) });
@@ -593,6 +598,7 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
           this.#actor.send({ type: 'user.message', message: userMessage(next.input) });
         }
         if (!next) for (const wake of this.#idleWaiters.splice(0)) wake();
+        this.#holdWhileRunning();
       },
     );
   }
@@ -647,7 +653,16 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
     );
   }
 
+  /**
+   * A session holds the process while its turn can make progress or waits for a person; an idle session (its program
+   * decides whether to send more) and a closed one do not.
+   */
+  #holdWhileRunning(): void {
+    this.#hold.set(!this.#finished && this.#status === 'running');
+  }
+
   #cleanUp(): void {
+    this.#hold.release();
     this.#watched?.stop();
     this.#watched = undefined;
     this.#controls.clear();

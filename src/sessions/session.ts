@@ -142,6 +142,16 @@ export class SessionClosedError extends TroupeError {
   }
 }
 
+/**
+ * The system is shutting down (or has shut down): it starts, restores and recovers no session. Create a new system
+ * to go on.
+ */
+export class SystemClosedError extends TroupeError {
+  constructor(what: string) {
+    super('system_closed', `${what}: the system is shutting down; it starts no more sessions.`);
+  }
+}
+
 /** What the system can do to a session beyond its public interface. */
 export interface SessionControl<TOutput = unknown> extends Session<TOutput> {
   /** Stops every actor without ending the turn in progress; the store keeps it resumable. */

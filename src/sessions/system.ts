@@ -28,6 +28,7 @@ import type { InspectObserver } from '../run/inspect.ts';
 import type { OptionsWithContext } from '../run/run-context.ts';
 import { checkRestoreOptions, checkSessionOptions, checkSystemOptions } from '../run/run-options.ts';
 import { ApprovalError } from './approval-error.ts';
+import { ProcessHold } from './process-hold.ts';
 import {
   agentCatalog,
   type Session,
@@ -35,6 +36,7 @@ import {
   type SessionEnvironment,
   type SessionOptions,
   type SessionStart,
+  SystemClosedError,
   startSession,
 } from './session.ts';
 
@@ -91,9 +93,17 @@ export interface ShutdownOptions {
 /** The options of `restore()`. */
 export type RestoreOptions = Omit<SessionOptions, 'sessionId' | 'history'> & { input?: RunInput | undefined };
 
+/** Which of a session's events `system.events(sessionId, options)` gives. */
+export interface StoredEventsOptions {
+  /** Every event with `seq > after` (give the last seq a client saw). Default -1: from the first one. */
+  after?: number | undefined;
+  /** Ends the iteration when aborted. */
+  signal?: AbortSignal | undefined;
+}
+
 /** The options of `recover()`. */
 export interface RecoverOptions {
-  /** Only these sessions. */
+  /** Only these sessions; an id that names no interrupted session is listed under `failures`. */
   sessionIds?: readonly string[] | undefined;
   /** The run context every recovered session gets (it is never stored). */
   context?: unknown;
@@ -105,13 +115,20 @@ export interface RecoverOptions {
 export interface RecoverResult {
   /** Sessions resumed in this process. */
   sessions: Session[];
-  /** Sessions that could not be resumed, with why (an unknown agent, a damaged record...). Nothing was changed. */
+  /**
+   * Sessions that could not be resumed, with why (an unknown agent, a damaged record...), and every id named in
+   * `sessionIds` that names no interrupted session (not in the store, finished, or running here already), each
+   * with a ConfigError saying which. Nothing was changed.
+   */
   failures: { sessionId: string; error: TroupeError }[];
 }
 
 /** Many agent sessions in one process: each its own root actor, addressable by id. */
 export interface AgentSystem {
-  /** Starts a session; `context` (typed by the agent's context type, required when it declares one) reaches its tools. */
+  /**
+   * Starts a session; `context` (typed by the agent's context type, required when it declares one) reaches its tools.
+   * Once `shutdown()` has begun, it (like `restore()` and `recover()`) throws a SystemClosedError.
+   */
   spawn<TOutput, TContext = unknown>(
     agent: Agent<TOutput, TContext>,
     input: RunInput,
@@ -153,9 +170,25 @@ export interface AgentSystem {
   approve(sessionId: string, callId: string): Promise<void>;
   reject(sessionId: string, callId: string, reason: string): Promise<void>;
   answer(sessionId: string, callId: string, text: string): Promise<void>;
-  /** Every session's events from now on (once committed), each tagged with its session and agent; ends at shutdown. */
+  /**
+   * Every session's events from now on (once committed), each tagged with its session and agent; ends at shutdown.
+   * An open stream keeps the process alive until then (or until its signal aborts, or the loop ends).
+   */
   events(options?: { signal?: AbortSignal | undefined }): AsyncIterable<RunEvent>;
-  /** Stops every session (see ShutdownOptions) and waits until every actor, timer and listener is gone. */
+  /**
+   * One session's events with `seq > after`, whether it runs here or not: a session running in this process gives
+   * its live events too, as `session.events({ after })` does; any other (a finished session, one a restarted
+   * server has not restored, one another process runs) is read from the store and the iteration ends with the last
+   * event stored. This is how a server replays a finished conversation to a client that reconnects with its last
+   * seq. The iteration fails with a ConfigError when the store holds nothing for the id (the default in-memory
+   * store forgets a session once it closes; a store you give keeps it).
+   */
+  events(sessionId: string, options?: StoredEventsOptions): AsyncIterable<RunEvent>;
+  /**
+   * Stops every session (see ShutdownOptions) and waits until every actor, timer and listener is gone. It is how a
+   * program lets its process go: a session whose turn runs or waits for a person, and an open event stream, keep
+   * the process alive until then.
+   */
   shutdown(options?: ShutdownOptions): Promise<void>;
   /**
    * Spend and remaining budget of a tenant and of a session; a session's tenant is used when only the session is
@@ -164,10 +197,14 @@ export interface AgentSystem {
   usage(query?: { tenant?: string | undefined; session?: string | undefined }): ResourceUsage;
 }
 
+/** How many stored events `system.events(sessionId)` reads at a time. */
+const storedEventsPage = 500;
+
 export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem {
   checkSystemOptions(options, 'createAgentSystem()');
   const sessions = new Map<string, SessionControl>();
-  const streams = new Set<AsyncQueue<RunEvent>>();
+  /** The open streams of `events()`, each with what keeps the process alive while it is open. */
+  const streams = new Map<AsyncQueue<RunEvent>, ProcessHold>();
   const agents = new Map<string, Agent<unknown>>();
   for (const agent of options.agents ?? []) {
     if (agent?.kind !== 'agent')
@@ -194,7 +231,7 @@ export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem
     supervision: { ...defaultSupervision, ...definedFields(options.supervision) },
     onEvent: (event: RunEvent) => {
       audit?.observe(event);
-      for (const stream of streams) stream.push(event);
+      for (const stream of streams.keys()) stream.push(event);
     },
     onConfigError: (where: string, error: unknown) => auditConfigError(audit, where, error),
     ...(audit ? { audit } : {}),
@@ -217,7 +254,7 @@ export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem
     return session;
   };
   const refuseWhenClosed = (what: string) => {
-    if (!accepting) throw new ConfigError(`${what}: the system is shutting down.`);
+    if (!accepting) throw new SystemClosedError(what);
   };
   const entryOf = (name: string): Agent<unknown> => {
     const agent = agents.get(name);
@@ -321,15 +358,28 @@ export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem
     if (recoverOptions.contextFor !== undefined && typeof recoverOptions.contextFor !== 'function')
       throw new ConfigError('recover(): contextFor must be a function of { sessionId, entry }.');
     refuseWhenClosed('recover()');
-    const wanted = recoverOptions.sessionIds ? new Set(recoverOptions.sessionIds) : undefined;
+    const named = recoverOptions.sessionIds;
+    if (named !== undefined && (!Array.isArray(named) || named.some((id) => typeof id !== 'string')))
+      throw new ConfigError('recover(): sessionIds must be an array of session ids (strings).');
+    const wanted = named ? new Set(named) : undefined;
     const result: RecoverResult = { sessions: [], failures: [] };
     const listed = await store.list({ status: resumableStatuses });
+    /** The named sessions this call resumed or reported. */
+    const settled = new Set<string>();
     for (const summary of listed) {
       if (wanted && !wanted.has(summary.sessionId)) continue;
       if (sessions.has(summary.sessionId) || !accepting) continue;
+      settled.add(summary.sessionId);
       try {
         const stored = await store.load(summary.sessionId);
-        if (!stored?.session.turn) continue;
+        if (!stored?.session.turn) {
+          if (wanted)
+            result.failures.push({
+              sessionId: summary.sessionId,
+              error: new ConfigError(`recover(): session "${summary.sessionId}" has no turn to resume.`),
+            });
+          continue;
+        }
         const entry = stored.session.entry;
         const context = recoverOptions.contextFor
           ? recoverOptions.contextFor({ sessionId: summary.sessionId, entry })
@@ -349,7 +399,59 @@ export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem
         });
       }
     }
+    // An id given by name that names no interrupted session is said so, never passed over in silence.
+    for (const id of wanted ?? []) {
+      if (settled.has(id) || !accepting) continue;
+      result.failures.push({ sessionId: id, error: await notInterrupted(id) });
+    }
     return result;
+  };
+  const sessionEvents = (sessionId: string, eventOptions: StoredEventsOptions): AsyncIterable<RunEvent> => {
+    checkOptionObject(eventOptions as unknown, ['after', 'signal'], 'events(): options');
+    const after = eventOptions.after ?? -1;
+    if (!Number.isInteger(after) || after < -1)
+      throw new ConfigError('events(): after must be an integer seq >= -1.');
+    const live = sessions.get(sessionId);
+    if (live) return live.events({ after, signal: eventOptions.signal });
+    return storedEvents(sessionId, after, eventOptions.signal);
+  };
+  /** A session's stored events after `after`, read page by page, ending with the last one stored. */
+  async function* storedEvents(
+    sessionId: string,
+    after: number,
+    signal: AbortSignal | undefined,
+  ): AsyncIterable<RunEvent> {
+    let last = after;
+    for (;;) {
+      if (signal?.aborted) return;
+      const page = await store.readEvents(sessionId, last, storedEventsPage);
+      if (page.length === 0) {
+        if (last === after && !(await store.load(sessionId)))
+          throw new ConfigError(`events(): the store holds nothing for session "${sessionId}".`);
+        return;
+      }
+      for (const event of page) {
+        if (signal?.aborted) return;
+        last = event.seq;
+        yield event;
+      }
+      if (page.length < storedEventsPage) return;
+    }
+  }
+  /** Why `recover({ sessionIds })` cannot resume `id`. */
+  const notInterrupted = async (id: string): Promise<TroupeError> => {
+    if (sessions.has(id))
+      return new ConfigError(`recover(): session "${id}" is running in this process already.`);
+    let stored: StoredSessionState | undefined;
+    try {
+      stored = await store.load(id);
+    } catch (error) {
+      return error instanceof TroupeError ? error : new TroupeError('recover_failed', String(error));
+    }
+    if (!stored) return new ConfigError(`recover(): the store holds no session "${id}".`);
+    return new ConfigError(
+      `recover(): session "${id}" is ${stored.session.status}, not interrupted: nothing to resume (continue a finished session with restore(id, agent, { input })).`,
+    );
   };
 
   return {
@@ -394,21 +496,31 @@ export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem
     get: (id) => sessions.get(id),
     list: () => [...sessions.values()],
     usage: (query) => resources?.usage(query) ?? { tenant: null, session: null },
-    events(eventOptions = {}) {
+    events(
+      first?: string | { signal?: AbortSignal | undefined },
+      second?: StoredEventsOptions,
+    ): AsyncIterable<RunEvent> {
+      if (typeof first === 'string') return sessionEvents(first, second ?? {});
+      const eventOptions = first ?? {};
       const queue = new AsyncQueue<RunEvent>();
       if (shuttingDown || eventOptions.signal?.aborted) {
         queue.end();
         return queue;
       }
-      streams.add(queue);
+      // An open stream keeps the process alive until it ends: shutdown, its signal, or a break.
+      const hold = new ProcessHold();
+      hold.hold();
+      streams.set(queue, hold);
       const signal = eventOptions.signal;
       const stop = () => {
         streams.delete(queue);
+        hold.release();
         queue.end();
       };
       signal?.addEventListener('abort', stop, { once: true });
       queue.onReturn(() => {
         streams.delete(queue);
+        hold.release();
         signal?.removeEventListener('abort', stop);
       });
       return queue;
@@ -443,7 +555,10 @@ export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem
       }
       shuttingDown = true;
       sessions.clear();
-      for (const stream of streams) stream.end();
+      for (const [stream, hold] of streams) {
+        stream.end();
+        hold.release();
+      }
       streams.clear();
       if (ownsResources) resources?.stop();
       // Connections tools keep for the whole process (shared MCP servers) close too; they reopen on next use.

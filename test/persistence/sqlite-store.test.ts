@@ -1,5 +1,6 @@
 import {
   copyFileSync,
+  existsSync,
   mkdtempSync,
   readdirSync,
   rmSync,
@@ -15,6 +16,7 @@ import { ConfigError } from '../../src/core/errors.ts';
 import { createSqliteStore, type SqliteSessionStore } from '../../src/persistence/sqlite-store.ts';
 import { storeLayoutVersion } from '../../src/persistence/store.ts';
 import {
+  ForeignStoreError,
   StoreClosedError,
   StoreCommitError,
   StoreCorruptError,
@@ -92,9 +94,21 @@ describe('createSqliteStore: the connection', () => {
     expect(() => createSqliteStore('')).toThrow(ConfigError);
   });
 
-  it('creates the folder of a new file, and works in memory too', () => {
+  it('refuses a file in a folder that does not exist with a ConfigError, and creates nothing', () => {
+    const mistyped = join(directory, 'sesions', 'sessions.db');
+    const error = thrown(() => createSqliteStore(mistyped));
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as Error).message).toContain(join(directory, 'sesions'));
+    expect((error as Error).message).toContain('createDirectories: true');
+    expect(existsSync(join(directory, 'sesions'))).toBe(false);
+    expect(() => createSqliteStore(file, { createDirectories: 'yes' as unknown as boolean })).toThrow(
+      ConfigError,
+    );
+  });
+
+  it('creates the folder of a new file when asked, and works in memory too', () => {
     const nested = join(directory, 'a', 'b', 'sessions.db');
-    store(undefined, nested).commit('s1', { session: idleRow('s1') });
+    store({ createDirectories: true }, nested).commit('s1', { session: idleRow('s1') });
     expect(statSync(nested).isFile()).toBe(true);
     const inMemory = store(undefined, ':memory:');
     inMemory.commit('s1', { session: idleRow('s1'), events: events('s1', 0, 2) });
@@ -107,9 +121,9 @@ describe('createSqliteStore: the connection', () => {
     expect((error as StoreIoError).busy).toBe(false);
     expect((error as Error).message).toContain(directory);
     writeFileSync(join(directory, 'plain-file'), 'x');
-    expect(() => createSqliteStore(join(directory, 'plain-file', 'sub', 'sessions.db'))).toThrow(
-      StoreIoError,
-    );
+    expect(() =>
+      createSqliteStore(join(directory, 'plain-file', 'sub', 'sessions.db'), { createDirectories: true }),
+    ).toThrow(StoreIoError);
   });
 
   it('records its layout version in the meta table', () => {
@@ -151,11 +165,24 @@ describe('createSqliteStore: files it must refuse', () => {
     expect((error as Error).message).toContain(file);
   });
 
-  it('refuses a SQLite database that is not a Troupe store', () => {
-    raw().exec('CREATE TABLE notes (body TEXT)');
+  it("refuses another application's SQLite database as not a Troupe store (not a damaged one), leaving it as it was", () => {
+    const other = raw();
+    other.exec('CREATE TABLE notes (body TEXT)');
     const error = thrown(() => createSqliteStore(file));
-    expect(error).toBeInstanceOf(StoreCorruptError);
+    expect(error).toBeInstanceOf(ForeignStoreError);
+    expect(error).not.toBeInstanceOf(StoreCorruptError);
+    expect((error as ForeignStoreError).path).toBe(file);
     expect((error as Error).message).toContain('not a Troupe session store');
+    expect((error as Error).message).not.toContain('damaged');
+    // Its journal mode is its own: the store switched nothing to WAL before refusing it.
+    expect(other.prepare('PRAGMA journal_mode').get()?.journal_mode).toBe('delete');
+  });
+
+  it("refuses another application's database with a meta table of its own the same way", () => {
+    raw().exec(
+      "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT); INSERT INTO meta VALUES ('owner', 'crm')",
+    );
+    expect(thrown(() => createSqliteStore(file))).toBeInstanceOf(ForeignStoreError);
   });
 
   it('refuses a database file cut short with StoreCorruptError, wherever it was cut', () => {
