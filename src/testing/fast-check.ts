@@ -1,4 +1,4 @@
-import { ConfigError } from '../core/errors.ts';
+import { loadedPeer, loadPeer, MissingPeerError } from '../core/optional-peer.ts';
 
 /** The fast-check module, as `import * as fc from 'fast-check'` gives it. */
 export type FastCheck = typeof import('fast-check');
@@ -8,20 +8,22 @@ export type FastCheck = typeof import('fast-check');
  * main `troupe` entry never loads it. It is imported once, when `troupe/testing` is; the same module instance as
  * the test's own `import fc from 'fast-check'`, so arbitraries from here mix with the test's.
  */
-let loaded: FastCheck | undefined;
+const fastCheckPeer = {
+  package: 'fast-check',
+  install: 'npm install --save-dev fast-check',
+  import: (): Promise<FastCheck> => import('fast-check'),
+};
+
 let failure: unknown;
 try {
-  loaded = await import('fast-check');
+  await loadPeer(fastCheckPeer, 'troupe/testing');
 } catch (error) {
-  failure = error;
+  failure = error instanceof MissingPeerError ? error.cause : error;
 }
 
 /** The fast-check module, or a ConfigError naming the package to install when it is missing. */
 export function fastCheck(feature: string): FastCheck {
-  if (loaded === undefined)
-    throw new ConfigError(
-      `${feature} needs fast-check, an optional peer dependency of troupe: npm install --save-dev fast-check`,
-      { cause: failure },
-    );
+  const loaded = loadedPeer(fastCheckPeer);
+  if (loaded === undefined) throw new MissingPeerError(fastCheckPeer, feature, failure);
   return loaded;
 }

@@ -52,7 +52,7 @@ describe('fast-check is optional', () => {
     // A fresh copy of the modules, so a fresh ConfigError class: compare by name.
     expect(() => testing.arbitraryModelTurns()).toThrow(expect.objectContaining({ name: ConfigError.name }));
     expect(() => testing.arbitraryModelTurns()).toThrow(
-      'arbitraryModelTurns() needs fast-check, an optional peer dependency of troupe: npm install --save-dev fast-check',
+      'arbitraryModelTurns() needs the "fast-check" package, an optional peer dependency of troupe that is not installed (or cannot be loaded): run `npm install --save-dev fast-check`.',
     );
   });
 });
