@@ -33,6 +33,10 @@ type WithInstance = { [instanceKey]?: EffectsInstance | undefined };
  * committed; when a call finishes, its answer is committed before the machine sees it; after a restart, calls that
  * had finished are answered from that journal and only the one that was in flight runs again.
  *
+ * The work itself is done by the gates: one model call by the model gate (`model-gate.ts`), one batch of tool calls
+ * by the tool gate (`tool-gate.ts`), guardrail checks and a model call with guardrails beside it by the guardrail
+ * stage (`guardrail-stage.ts`). This actor receives the commands, commits before it starts them, and answers.
+ *
  * It is XState actor logic written out (what `fromCallback` builds, without its per-actor WeakMap, receiver set and
  * closures: this actor is created for every run, and a run is a handful of events).
  */
