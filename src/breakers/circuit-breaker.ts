@@ -1,6 +1,7 @@
 import type { CircuitBreakerPolicy } from 'cockatiel';
 import { ConfigError } from '../core/errors.ts';
 import type { RunEventData } from '../core/events.ts';
+import { assertPeerInstalled, loadPeer } from '../core/optional-peer.ts';
 import { describeValue } from '../core/options.ts';
 
 /**
@@ -78,31 +79,18 @@ export function checkBreakerOptions(options: unknown, where: string): ResolvedBr
   return { threshold, sampling, halfOpenAfterMs };
 }
 
-function assertCockatiel(where: string): void {
-  if (typeof import.meta.resolve !== 'function') return;
-  try {
-    import.meta.resolve('cockatiel');
-  } catch (error) {
-    throw missingCockatiel(where, error);
-  }
-}
-
-function missingCockatiel(where: string, cause: unknown): ConfigError {
-  return new ConfigError(
-    `${where}: circuit breakers need the package "cockatiel". Install it with: npm install cockatiel`,
-    { cause },
-  );
-}
-
 type Cockatiel = typeof import('cockatiel');
-let loading: Promise<Cockatiel> | undefined;
+
+/** cockatiel, an optional peer dependency: the breakers' policies. */
+const cockatiel = { package: 'cockatiel', import: (): Promise<Cockatiel> => import('cockatiel') };
+
+/** A missing cockatiel fails where a breaker is configured, with the command that fixes it. */
+function assertCockatiel(where: string): void {
+  assertPeerInstalled(cockatiel, `${where}: a circuit breaker`);
+}
 
 function loadCockatiel(): Promise<Cockatiel> {
-  loading ??= import('cockatiel').catch((error: unknown) => {
-    loading = undefined;
-    throw missingCockatiel('circuit breaker', error);
-  });
-  return loading;
+  return loadPeer(cockatiel, 'a circuit breaker');
 }
 
 /** A failure the breaker counts: carries the attempt's own result back out of the policy. */

@@ -1,4 +1,5 @@
 import { ConfigError } from '../core/errors.ts';
+import { assertPeerInstalled, loadedPeer, loadPeer, type OptionalPeer } from '../core/optional-peer.ts';
 import { type Guardrail, type GuardrailOptions, guardrail } from './guardrail.ts';
 import { tokenLimitVerdict } from './token-limit-verdict.ts';
 import { textOf } from './verdict.ts';
@@ -21,35 +22,20 @@ interface Encoding {
 }
 
 // Literal specifiers, so bundlers and type checkers see each import.
-const importers: Record<TokenEncoding, () => Promise<Encoding>> = {
-  o200k_base: () => import('gpt-tokenizer/encoding/o200k_base'),
-  cl100k_base: () => import('gpt-tokenizer/encoding/cl100k_base'),
+const encodings: Record<TokenEncoding, OptionalPeer<Encoding> & { import: () => Promise<Encoding> }> = {
+  o200k_base: {
+    package: 'gpt-tokenizer',
+    specifier: 'gpt-tokenizer/encoding/o200k_base',
+    import: () => import('gpt-tokenizer/encoding/o200k_base'),
+  },
+  cl100k_base: {
+    package: 'gpt-tokenizer',
+    specifier: 'gpt-tokenizer/encoding/cl100k_base',
+    import: () => import('gpt-tokenizer/encoding/cl100k_base'),
+  },
 };
 
-const loaded = new Map<TokenEncoding, Encoding>();
-const loading = new Map<TokenEncoding, Promise<Encoding>>();
-
-/** The encoding, imported on first use (its tables are large) and kept; a failed import is tried again next time. */
-function loadEncoding(encoding: TokenEncoding): Promise<Encoding> {
-  let pending = loading.get(encoding);
-  if (pending === undefined) {
-    pending = importers[encoding]().then(
-      (module) => {
-        loaded.set(encoding, module);
-        return module;
-      },
-      (error: unknown) => {
-        loading.delete(encoding);
-        throw new ConfigError(
-          'tokenLimit() needs the "gpt-tokenizer" package, an optional peer dependency of troupe: run `npm install gpt-tokenizer`.',
-          { cause: error },
-        );
-      },
-    );
-    loading.set(encoding, pending);
-  }
-  return pending;
-}
+const feature = 'tokenLimit()';
 
 /**
  * A guardrail that blocks text over `max` tokens (default 4096), counted with the model's real tokenizer
@@ -61,32 +47,21 @@ export function tokenLimit(options: TokenLimitOptions = {}): Guardrail {
   const { max = 4096, encoding = 'o200k_base', name = 'token-limit', ...rest } = options;
   if (typeof max !== 'number' || !Number.isInteger(max) || max < 0)
     throw new ConfigError(`tokenLimit(): max must be an integer >= 0, got ${String(max)}.`);
-  if (!Object.hasOwn(importers, encoding))
+  if (!Object.hasOwn(encodings, encoding))
     throw new ConfigError(`tokenLimit(): encoding must be 'o200k_base' or 'cl100k_base'.`);
-  assertTokenizerInstalled();
+  // A missing tokenizer fails where the guardrail is made; its tables are large, so they load on the first check.
+  const peer = encodings[encoding];
+  assertPeerInstalled(peer, feature);
   return guardrail({
     ...rest,
     name,
     check: (value) => {
       const text = textOf(value);
-      const ready = loaded.get(encoding);
+      const ready = loadedPeer(peer);
       if (ready) return tokenLimitVerdict(ready.isWithinTokenLimit(text, max), max);
-      return loadEncoding(encoding).then((module) =>
+      return loadPeer(peer, feature).then((module) =>
         tokenLimitVerdict(module.isWithinTokenLimit(text, max), max),
       );
     },
   });
-}
-
-/** A missing tokenizer fails where the guardrail is made, with the command that fixes it. */
-function assertTokenizerInstalled(): void {
-  if (typeof import.meta.resolve !== 'function') return;
-  try {
-    import.meta.resolve('gpt-tokenizer');
-  } catch (error) {
-    throw new ConfigError(
-      'tokenLimit() needs the "gpt-tokenizer" package, an optional peer dependency of troupe: run `npm install gpt-tokenizer`.',
-      { cause: error },
-    );
-  }
 }

@@ -1,5 +1,4 @@
-import { createRequire } from 'node:module';
-import { ConfigError } from '../core/errors.ts';
+import { type OptionalPeer, requirePeer } from '../core/optional-peer.ts';
 
 /**
  * The validation libraries masking uses are optional peer dependencies, loaded (synchronously: masking runs inside
@@ -34,34 +33,24 @@ export interface PiiLibraries {
   card: CardLibrary;
 }
 
-const require = createRequire(import.meta.url);
-const loaded = new Map<string, unknown>();
-
-function load<T>(specifier: string, pkg: string): T {
-  let module = loaded.get(specifier) as T | undefined;
-  if (module === undefined) {
-    try {
-      module = require(specifier) as T;
-    } catch (error) {
-      throw new ConfigError(
-        `pii: masking this kind of data needs the package "${pkg}". Install it with: npm install ${pkg}`,
-        { cause: error },
-      );
-    }
-    loaded.set(specifier, module);
-  }
-  return module;
-}
+const feature = 'pii: masking this kind of data';
 
 /** libphonenumber-js with its full metadata ("max"): numbers are validated per country, not just by length. */
+const phone: OptionalPeer<PhoneLibrary> = {
+  package: 'libphonenumber-js',
+  specifier: 'libphonenumber-js/max',
+};
+const iban: OptionalPeer<IbanLibrary> = { package: 'ibantools' };
+const card: OptionalPeer<CardLibrary> = { package: 'card-validator' };
+
 export function phoneLibrary(): PhoneLibrary {
-  return load<PhoneLibrary>('libphonenumber-js/max', 'libphonenumber-js');
+  return requirePeer(phone, feature);
 }
 
 export function ibanLibrary(): IbanLibrary {
-  return load<IbanLibrary>('ibantools', 'ibantools');
+  return requirePeer(iban, feature);
 }
 
 export function cardLibrary(): CardLibrary {
-  return load<CardLibrary>('card-validator', 'card-validator');
+  return requirePeer(card, feature);
 }

@@ -1,12 +1,19 @@
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import { ConfigError } from '../core/errors.ts';
+import { MissingPeerError } from '../core/optional-peer.ts';
 import type { FastCheck } from './fast-check-types.ts';
 
 export type { FastCheck } from './fast-check-types.ts';
 
 const require = createRequire(import.meta.url);
 let loaded: FastCheck | undefined;
+
+/** How the missing package is named in errors (loaded here synchronously, not through the shared async loader). */
+const fastCheckPeer = {
+  package: 'fast-check',
+  install: 'npm install --save-dev fast-check',
+  import: (): Promise<FastCheck> => import('fast-check'),
+};
 
 /**
  * The fast-check module, or a ConfigError naming the package to install when it is missing. fast-check is an
@@ -20,10 +27,7 @@ export function fastCheck(feature: string): FastCheck {
   try {
     loaded = loadFastCheck();
   } catch (error) {
-    throw new ConfigError(
-      `${feature} needs fast-check, an optional peer dependency of troupe: npm install --save-dev fast-check`,
-      { cause: error },
-    );
+    throw new MissingPeerError(fastCheckPeer, feature, error);
   }
   return loaded;
 }

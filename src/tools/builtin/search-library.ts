@@ -1,4 +1,4 @@
-import { ConfigError } from '../../core/errors.ts';
+import { assertPeerInstalled, loadPeer } from '../../core/optional-peer.ts';
 
 /**
  * MiniSearch (BM25+ full-text search) is an optional peer dependency: only documentSearch needs it. The tool
@@ -6,31 +6,13 @@ import { ConfigError } from '../../core/errors.ts';
  */
 export type MiniSearchModule = typeof import('minisearch');
 
-let loading: Promise<MiniSearchModule> | undefined;
+const minisearch = { package: 'minisearch', import: () => import('minisearch') };
 
 export function assertSearchLibraryInstalled(factory: string): void {
-  if (typeof import.meta.resolve !== 'function') return;
-  try {
-    import.meta.resolve('minisearch');
-  } catch (error) {
-    throw missingLibrary(factory, error);
-  }
+  assertPeerInstalled(minisearch, factory);
 }
 
 /** The module, imported once per process; a failed import is not kept, so installing it later works. */
 export function loadSearchLibrary(factory: string): Promise<MiniSearchModule> {
-  if (loading === undefined) {
-    loading = import('minisearch').catch((error: unknown) => {
-      loading = undefined;
-      throw missingLibrary(factory, error);
-    });
-  }
-  return loading;
-}
-
-function missingLibrary(factory: string, cause: unknown): ConfigError {
-  return new ConfigError(
-    `${factory} needs the "minisearch" package, an optional peer dependency of troupe that is not installed (or cannot be loaded): run \`npm install minisearch\`.`,
-    { cause },
-  );
+  return loadPeer(minisearch, factory);
 }

@@ -1,4 +1,4 @@
-import { ConfigError } from '../../core/errors.ts';
+import { assertPeerInstalled, loadPeer, type OptionalPeer } from '../../core/optional-peer.ts';
 
 /**
  * The MCP SDK (`@modelcontextprotocol/client`, and `@modelcontextprotocol/server` for serving agents) is an
@@ -20,49 +20,31 @@ interface McpModules {
 
 type McpModule = keyof McpModules;
 
+const client = '@modelcontextprotocol/client';
+const server = '@modelcontextprotocol/server';
+
 // Literal specifiers, so bundlers and type checkers see each import.
-const importers: { [P in McpModule]: () => Promise<McpModules[P]> } = {
-  '@modelcontextprotocol/client': () => import('@modelcontextprotocol/client'),
-  '@modelcontextprotocol/client/stdio': () => import('@modelcontextprotocol/client/stdio'),
-  '@modelcontextprotocol/server': () => import('@modelcontextprotocol/server'),
-  '@modelcontextprotocol/server/stdio': () => import('@modelcontextprotocol/server/stdio'),
+const peers: { [P in McpModule]: OptionalPeer<McpModules[P]> & { import: () => Promise<McpModules[P]> } } = {
+  '@modelcontextprotocol/client': { package: client, import: () => import('@modelcontextprotocol/client') },
+  '@modelcontextprotocol/client/stdio': {
+    package: client,
+    specifier: '@modelcontextprotocol/client/stdio',
+    import: () => import('@modelcontextprotocol/client/stdio'),
+  },
+  '@modelcontextprotocol/server': { package: server, import: () => import('@modelcontextprotocol/server') },
+  '@modelcontextprotocol/server/stdio': {
+    package: server,
+    specifier: '@modelcontextprotocol/server/stdio',
+    import: () => import('@modelcontextprotocol/server/stdio'),
+  },
 };
-
-const loading = new Map<McpModule, Promise<unknown>>();
-
-function packageOf(module: McpModule): string {
-  return module.startsWith('@modelcontextprotocol/client')
-    ? '@modelcontextprotocol/client'
-    : '@modelcontextprotocol/server';
-}
 
 /** Throws a ConfigError naming the package to install when `module` cannot be resolved. */
 export function assertMcpSdkInstalled(module: McpModule, caller: string): void {
-  if (typeof import.meta.resolve !== 'function') return;
-  try {
-    import.meta.resolve(module);
-  } catch (error) {
-    throw missingSdkError(module, caller, error);
-  }
+  assertPeerInstalled(peers[module], caller);
 }
 
 /** The module, imported once per process; a failed import is not kept, so installing it later works. */
 export function loadMcpSdk<P extends McpModule>(module: P, caller: string): Promise<McpModules[P]> {
-  let pending = loading.get(module) as Promise<McpModules[P]> | undefined;
-  if (pending === undefined) {
-    pending = importers[module]().catch((error: unknown) => {
-      loading.delete(module);
-      throw missingSdkError(module, caller, error);
-    }) as Promise<McpModules[P]>;
-    loading.set(module, pending);
-  }
-  return pending;
-}
-
-function missingSdkError(module: McpModule, caller: string, cause: unknown): ConfigError {
-  const pkg = packageOf(module);
-  return new ConfigError(
-    `${caller} needs the "${pkg}" package, an optional peer dependency of troupe that is not installed (or cannot be loaded): run \`npm install ${pkg}\`.`,
-    { cause },
-  );
+  return loadPeer(peers[module], caller);
 }

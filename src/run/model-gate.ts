@@ -1,0 +1,239 @@
+import { decodeOutput } from '../agent/decode-output.ts';
+import { toErrorInfo } from '../core/errors.ts';
+import type { Message } from '../core/messages.ts';
+import type { ModelDelta, ModelRequest, ModelResponse } from '../core/model.ts';
+import type { Usage } from '../core/usage.ts';
+import type { AgentEvent, EffectCommand } from '../machines/agent.ts';
+import { hasCounts, type PiiCounts } from '../pii/pii-masker.ts';
+import { maskMessages, piiOf, revealResponse } from '../pii/pii-run.ts';
+import { denialError } from '../resources/denial-error.ts';
+import { type ModelReservation, reserveModelCall } from '../resources/model-reservation.ts';
+import { normalizeResponse } from './normalize-response.ts';
+import { contextInfoOf, emitFrom, type RunRuntime } from './run-runtime.ts';
+import { secretKeysOf, streamedArgumentsGuard } from './secrets.ts';
+
+/**
+ * The model gate: one model call end to end. The agent's instructions become the system message, personal data is
+ * masked for the model (and revealed in its answer), tools listed at run time are brought up to date, the budget
+ * reserves the call and caps its output, the provider is asked (through the breaker it may have), and its answer is
+ * normalized and decoded into the one event the agent machine gets.
+ */
+
+type ModelCallCommand = Extract<EffectCommand, { type: 'model.call' }>;
+
+/** What a guarded model call adds: text deltas through a gate, and word of the moment the model is asked. */
+export interface CallHooks {
+  textGate?: (delta: Extract<ModelDelta, { type: 'text' }>) => void;
+  onGenerate?: () => void;
+}
+
+/** A model call, through the run's durable executor when it has one (which records its answer). */
+export function modelCall(
+  runtime: RunRuntime,
+  command: ModelCallCommand,
+  signal: AbortSignal,
+  hooks?: CallHooks,
+): Promise<AgentEvent> {
+  return runtime.runEffect
+    ? runtime.runEffect(`${runtime.route ?? runtime.agent.name}/model/${command.call}`, 'model', () =>
+        callModel(runtime, command, signal, hooks),
+      )
+    : callModel(runtime, command, signal, hooks);
+}
+
+async function callModel(
+  runtime: RunRuntime,
+  command: ModelCallCommand,
+  signal: AbortSignal,
+  hooks?: CallHooks,
+): Promise<AgentEvent> {
+  const { agent, bus } = runtime;
+  let system: Message | undefined;
+  try {
+    // Fixed instructions stay synchronous: no extra microtask per model call.
+    const built = systemMessageOf(runtime);
+    system = built instanceof Promise ? await built : built;
+  } catch (error) {
+    // The user's instruction function failed: the run fails with its error, before anything is spent.
+    const info = toErrorInfo(error);
+    const failure = { ...info, code: 'instructions_failed', message: `instructions: ${info.message}` };
+    emitFrom(runtime, 'error', { message: failure.message, type: failure.name, code: failure.code });
+    return { type: 'model.error', error: failure };
+  }
+  if (signal.aborted) return abortedEvent();
+  let messages: Message[] =
+    system === undefined ? (command.history as Message[]) : [system, ...command.history];
+  // With model masking the provider sees placeholders; what it writes back is revealed below.
+  const pii = piiOf(bus);
+  const maskForModel = pii?.options.model ? pii : undefined;
+  if (maskForModel) {
+    const counts: PiiCounts = {};
+    messages = maskMessages(maskForModel, messages, counts);
+    if (hasCounts(counts) && bus.listening) emitFrom(runtime, 'redaction', { target: 'model', counts });
+  }
+  // Tools listed at run time (MCP servers) are brought up to date first; a source that stays unreachable fails
+  // the run with its error rather than letting the model answer without tools it was given.
+  const preparing = agent.tools.prepare({
+    sessionId: runtime.sessionId ?? bus.sessionId,
+    signal,
+    context: runtime.context,
+    hold: runtime.holdings?.hold,
+  });
+  if (preparing) {
+    try {
+      await preparing;
+    } catch (error) {
+      if (signal.aborted) return abortedEvent();
+      const info = toErrorInfo(error);
+      emitFrom(runtime, 'error', { message: info.message, type: info.name, code: info.code });
+      return { type: 'model.error', error: info };
+    }
+  }
+  const onDelta = runtime.onDelta;
+  const holdsText = checksAnswers(runtime);
+  let guard: ((index: number, text: string) => string) | undefined;
+  const textGate = hooks?.textGate;
+  const request: ModelRequest = {
+    messages,
+    tools: command.toolsEnabled ? agent.tools.specs(command.disabledTools) : [],
+    settings: agent.settings,
+    signal,
+    // A provider may still deliver a delta after the call was aborted: it must not follow the run's end. Streamed
+    // tool arguments stop showing once a secret key appears in them.
+    onDelta: (delta) => {
+      if (signal.aborted) return;
+      if (textGate && delta.type === 'text') return textGate(delta);
+      // Text the output guardrails will check whole does not stream: it leaves with their verdict.
+      if (holdsText && delta.type === 'text') return;
+      if (delta.type !== 'tool_call' || !bus.listening) return onDelta(delta);
+      guard ??= streamedArgumentsGuard(secretKeysOf(agent));
+      const shown = guard(delta.index, delta.argsDelta);
+      if (shown === delta.argsDelta) onDelta(delta);
+      else if (shown !== '' || delta.id !== undefined || delta.name !== undefined)
+        onDelta({ ...delta, argsDelta: shown });
+    },
+  };
+  // A circuit breaker the call goes through reports its changes of state on this run's bus.
+  request.onBreaker = (change) => {
+    if (bus.listening && !signal.aborted) emitFrom(runtime, 'breaker', change);
+  };
+  if (command.schemaEnabled && agent.outputSpec) request.output = agent.outputSpec;
+  // A run with a resource manager reserves an estimate first; a spent budget stops the run (budget_exhausted).
+  // The budget scope the call draws on: a turn with its own budget, else the run (or session).
+  const scope = runtime.resourceScope?.() ?? bus.sessionId;
+  const resources = runtime.resources;
+  let reservation: Extract<ModelReservation, { granted: true }> | undefined;
+  let sent = request;
+  if (resources) {
+    const outcome = await reserveModelCall(resources, scope, request, agent.model, signal);
+    if (signal.aborted) return abortedEvent();
+    if (!outcome.granted) {
+      const denial = outcome.denial;
+      if (denial.reason === 'budget_exhausted')
+        return { type: 'model.denied', reason: denial.reason, message: denial.message };
+      // Not a spent budget (a call larger than a quota, an unpriced model): the run fails with an error naming it.
+      const info = denialError(denial);
+      emitFrom(runtime, 'error', { message: info.message, type: info.name, code: info.code });
+      return { type: 'model.error', error: info };
+    }
+    reservation = outcome;
+    // Under a budget the call may write no more than its budgets have left (the request carries that cap).
+    sent = outcome.request;
+  }
+  try {
+    hooks?.onGenerate?.();
+    const answer = await agent.model.generate(sent);
+    const response = normalizeResponse(
+      maskForModel ? revealResponse(maskForModel, answer) : answer,
+      command.call,
+      command.history,
+    );
+    reservation?.settle(response.usage);
+    if (signal.aborted) return abortedEvent();
+    // Decode here, where the schema lives, so the machine only sees data. In the tool-use phase only a text answer
+    // is worth decoding; a valid one ends the run without the extra final-output call.
+    const schema = agent.outputSchema;
+    const wantsDecode = schema && (command.phase === 'finalOutput' || response.toolCalls.length === 0);
+    return wantsDecode
+      ? { type: 'model.response', response, decoded: decodeOutput(response.text, schema) }
+      : { type: 'model.response', response };
+  } catch (error) {
+    // The call's usage is unknown: its reservation goes back (exactly once; release after settle is a no-op).
+    reservation?.fail(error);
+    if (signal.aborted) return abortedEvent();
+    const info = toErrorInfo(error);
+    emitFrom(runtime, 'error', { message: info.message, type: info.name, code: info.code });
+    return { type: 'model.error', error: info };
+  }
+}
+
+/** The system message of an agent's requests: one object per agent, not one per call (messages are never mutated). */
+const systemMessages = new WeakMap<object, Message>();
+
+/**
+ * The system message of a request: fixed instructions give one cached message per agent; an instruction function is
+ * called before each model call with the run context, so a turn with another context gets its own prompt.
+ */
+function systemMessageOf(runtime: RunRuntime): Message | undefined | Promise<Message | undefined> {
+  const { agent } = runtime;
+  const instructions = agent.instructions;
+  if (typeof instructions === 'function') {
+    const built = instructions(contextInfoOf(runtime));
+    const toMessage = (content: string): Message | undefined => {
+      if (typeof content !== 'string')
+        throw new TypeError(`the instruction function of "${agent.name}" must return a string.`);
+      return content === '' ? undefined : { role: 'system', content };
+    };
+    return built instanceof Promise ? built.then(toMessage) : toMessage(built);
+  }
+  if (instructions === '') return undefined;
+  let message = systemMessages.get(agent);
+  if (!message) {
+    message = { role: 'system', content: instructions };
+    systemMessages.set(agent, message);
+  }
+  return message;
+}
+
+/** Only reaches the machine if it is still listening, which it is not after an abort; kept for completeness. */
+function abortedEvent(): AgentEvent {
+  return {
+    type: 'model.error',
+    error: { name: 'AbortError', code: 'aborted', message: 'The model call was aborted.' },
+  };
+}
+
+/** The `usage` event of a response: its own usage and the run's so far. */
+export function emitUsage(runtime: RunRuntime, usage: Usage, cumulative: Usage): void {
+  emitFrom(runtime, 'usage', {
+    usage,
+    cumulative,
+  });
+}
+
+/** Whether the agent's answers wait for its output guardrails (the ones that check the whole answer). */
+export function checksAnswers(runtime: RunRuntime): boolean {
+  const guardrails = runtime.agent.guardrails;
+  return guardrails !== undefined && guardrails.output.length > 0;
+}
+
+/** The text an answer shows the caller: a refusal usually comes without text, and then it is the refusal. */
+export function answerText(response: ModelResponse): string {
+  return response.text === '' && response.refusal !== undefined ? response.refusal : response.text;
+}
+
+/** The `model_response` event; `withText` false leaves the text (and any refusal) out. */
+export function emitResponse(
+  runtime: RunRuntime,
+  step: number,
+  response: ModelResponse,
+  withText: boolean,
+): void {
+  emitFrom(runtime, 'model_response', {
+    step,
+    text: withText ? response.text : '',
+    toolCallCount: response.toolCalls.length,
+    stopReason: response.stopReason ?? null,
+    usage: response.usage,
+  });
+}

@@ -1,0 +1,216 @@
+import type { ApprovalRequest } from '../core/approvals.ts';
+import type { ToolCall } from '../core/messages.ts';
+import type { AgentGuardrails } from '../guardrails/guardrail.ts';
+import type { AgentContext, AgentEvent, EffectCommand, ToolOutcome } from '../machines/agent.ts';
+import { type ClassifiedCalls, classifyCalls, type DecidedOutcomes } from './approval-check.ts';
+import type { EffectsHost } from './effects.ts';
+import { checkGuardrails, type GuardrailPlace } from './guardrail-checks.ts';
+import { guardrailPlace } from './guardrail-stage.ts';
+import { checkPermission } from './permission-check.ts';
+import { emitFrom, type RunRuntime } from './run-runtime.ts';
+import { redactArgs, secretKeysOf, toolCallEventData } from './secrets.ts';
+import { runToolBatch, type ToolGuardrails } from './tool-runner.ts';
+
+/**
+ * The tool gate: one batch of tool calls. Each call is classified first (its arguments checked against the schema
+ * once, the agent's permissions asked, people's decisions applied, calls that need a person set aside), then the
+ * runnable ones run (timeouts, retries, breakers, tool guardrails), and the batch is answered by one `tools.done`.
+ * Its events (`permission`, `tool_call`, `tool_response`, `tool_retry`, `breaker`) leave from here.
+ */
+
+type ToolsCommand = Extract<EffectCommand, { type: 'tools.run' }>;
+
+/** Where a batch of tool calls sits: what its calls' contexts and idempotency keys are made of. */
+interface BatchPlace {
+  sessionId: string;
+  route: string;
+  turn: number;
+  step: number;
+}
+
+/** Runs a `tools.run` command's batch and answers it with one `tools.done`. */
+export function runTools(host: EffectsHost, runtime: RunRuntime, command: ToolsCommand): void {
+  const durable = runtime.durable;
+  const where: BatchPlace = {
+    sessionId: runtime.sessionId ?? runtime.bus.sessionId,
+    route: runtime.route ?? runtime.agent.name,
+    turn: runtime.turn ?? 1,
+    step: command.step,
+  };
+  // Calls people decided on are answered from the decision; undecided calls that need a person wait.
+  const classified = classifyCalls(runtime.agent.tools, command.calls, command.decisions, {
+    ...where,
+    agent: runtime.agent.name,
+    context: runtime.context,
+    replayed: (call) => durable?.replayTool(command.step, call.id),
+    permit: runtime.agent.permissions ? (call) => checkPermission(runtime, call) : undefined,
+  });
+  if (classified instanceof Promise)
+    void classified.then((sorted) => runBatch(host, runtime, command, where, sorted));
+  else runBatch(host, runtime, command, where, classified);
+}
+
+function runBatch(
+  host: EffectsHost,
+  runtime: RunRuntime,
+  command: ToolsCommand,
+  where: BatchPlace,
+  classified: ClassifiedCalls,
+): void {
+  const durable = runtime.durable;
+  const signal = host.signal;
+  if (host.closed) return;
+  for (const verdict of classified.permissions) emitFrom(runtime, 'permission', verdict);
+  emitDecided(runtime, classified.decided);
+  void runToolBatch({
+    calls: classified.runnable,
+    checked: classified.checked,
+    registry: runtime.agent.tools,
+    disabled: command.disabledTools,
+    concurrency: runtime.agent.limits.toolConcurrency,
+    timeoutMs: runtime.agent.limits.toolTimeoutMs,
+    maxRetries: runtime.agent.limits.maxToolRetries,
+    ...where,
+    callPath: runtime.callPath ?? '',
+    caller: runtime,
+    agent: runtime.agent.name,
+    context: runtime.context,
+    signal,
+    whenAborted: host.whenAborted,
+    clock: runtime.clock,
+    ...(runtime.runEffect ? { executor: runtime.runEffect } : {}),
+    ...(runtime.agent.guardrails
+      ? toolGuardrailsOf(runtime.agent.guardrails, (stage) => guardrailPlace(runtime, stage), signal)
+      : {}),
+    known: (call) => classified.decided.get(call.id) ?? durable?.replayTool(command.step, call.id),
+    onStart: (call) => {
+      // Listeners see secret arguments redacted; the tool itself gets the real values.
+      if (runtime.bus.listening)
+        emitFrom(runtime, 'tool_call', toolCallEventData(call, secretKeysOf(runtime.agent)));
+    },
+    onSettled: (call, outcome, durationMs) => {
+      // A failed `fatal: true` tool fails the agent actor: the session's supervisor decides. Its outcome is not
+      // recorded, so a restart runs it again.
+      const fatal = outcome.isError && outcome.executed && runtime.agent.tools.find(call.name)?.fatal;
+      if (fatal) runtime.onFatal?.({ name: 'FatalToolError', code: 'tool_fatal', message: outcome.content });
+      if (runtime.bus.listening) emitToolResponse(runtime, call, outcome, durationMs);
+      if (!durable || fatal || signal.aborted) return;
+      try {
+        return durable.recordTool(command.step, call.id, outcome);
+      } catch (error) {
+        host.fail(error);
+      }
+    },
+    onBreaker: (change) => {
+      if (runtime.bus.listening) emitFrom(runtime, 'breaker', change);
+    },
+    onRetry: (call, attempt, error) =>
+      emitFrom(runtime, 'tool_retry', {
+        callId: call.id,
+        name: call.name,
+        attempt,
+        error,
+      }),
+  }).then((results) => {
+    const nestedSteps = runtime.nestedSteps;
+    runtime.nestedSteps = 0;
+    const event: Extract<AgentEvent, { type: 'tools.done' }> = { type: 'tools.done', results };
+    if (nestedSteps > 0) event.nestedSteps = nestedSteps;
+    if (classified.pending.length > 0) event.pending = classified.pending;
+    host.answer(event);
+  });
+}
+
+/** The requests of an `approval.wait` command, for the store and the events. */
+export function approvalRequests(
+  runtime: RunRuntime,
+  command: Extract<EffectCommand, { type: 'approval.wait' }>,
+  context: AgentContext,
+): ApprovalRequest[] {
+  const byId = new Map<string, ToolCall>(command.calls.map((call) => [call.id, call]));
+  const requestedAt = runtime.clock.now();
+  const sessionId = runtime.sessionId ?? runtime.bus.sessionId;
+  const route = runtime.route ?? runtime.agent.name;
+  const decided = new Set((context.approvals?.decided ?? []).map((entry) => entry.callId));
+  const requests: ApprovalRequest[] = [];
+  for (const pending of command.pending) {
+    const call = byId.get(pending.callId);
+    if (!call || decided.has(pending.callId)) continue;
+    const request: ApprovalRequest = {
+      sessionId,
+      callId: call.id,
+      agent: runtime.agent.name,
+      route,
+      tool: call.name,
+      args: redactArgs(call.args, secretKeysOf(runtime.agent)),
+      kind: pending.kind,
+      requestedAt,
+    };
+    if (pending.kind === 'question') request.question = questionOf(call);
+    requests.push(request);
+  }
+  return requests;
+}
+
+function questionOf(call: ToolCall): string {
+  const args = call.args;
+  if (typeof args === 'object' && args !== null && !Array.isArray(args) && Object.hasOwn(args, 'question')) {
+    const question = args.question;
+    if (typeof question === 'string') return question;
+  }
+  return JSON.stringify(args);
+}
+
+/** Answers people gave (rejections, answers to questions) appear in the stream like any tool result. */
+function emitDecided(runtime: RunRuntime, decided: DecidedOutcomes): void {
+  if (!runtime.bus.listening) return;
+  for (const outcome of decided.values()) {
+    emitFrom(runtime, 'tool_response', {
+      callId: outcome.callId,
+      name: outcome.name,
+      contentPreview: preview(outcome.content),
+      content: outcome.content,
+      isError: outcome.isError,
+      attempts: outcome.attempts,
+      durationMs: 0,
+    });
+  }
+}
+
+function emitToolResponse(
+  runtime: RunRuntime,
+  call: ToolCall,
+  outcome: ToolOutcome,
+  durationMs: number,
+): void {
+  emitFrom(runtime, 'tool_response', {
+    callId: call.id,
+    name: call.name,
+    contentPreview: preview(outcome.content),
+    content: outcome.content,
+    isError: outcome.isError,
+    attempts: outcome.attempts,
+    durationMs,
+  });
+}
+
+function preview(content: string): string {
+  return content.length > 200 ? `${content.slice(0, 200)}…` : content;
+}
+
+/** The tool guardrails of a batch, checked with the run's signal; none when the agent has no tool guardrails. */
+function toolGuardrailsOf(
+  guardrails: AgentGuardrails,
+  placeOf: (stage: GuardrailPlace['stage']) => GuardrailPlace,
+  signal: AbortSignal,
+): { guardrails?: ToolGuardrails } {
+  if (guardrails.toolInput.length === 0 && guardrails.toolOutput.length === 0) return {};
+  return {
+    guardrails: {
+      input: guardrails.toolInput,
+      output: guardrails.toolOutput,
+      check: (list, stage, value, text, call) =>
+        checkGuardrails(list, value, text, { ...placeOf(stage), tool: call.name, callId: call.id }, signal),
+    },
+  };
+}
