@@ -6,6 +6,7 @@
  *   npm run build && npm --prefix bench install && node bench/import-time.ts [--reps=15] [--out=path.md]
  *   --before=<dir>   also measure the entry points of another build of Troupe (its dist/ folder), e.g. an older
  *                    commit's, to compare
+ *   --troupe-only    only the bare start and Troupe's entry points (no peers: bench/node_modules is not needed)
  *
  * Columns: the median wall time of the whole process (spawn to exit), its ratio to the bare start, and the median
  * time of the `import()` itself measured inside the process (what an application pays at startup).
@@ -48,6 +49,9 @@ const targets: Target[] = [
   { label: '`@google/genai`', specifier: '@google/genai', cwd: root },
 ];
 
+const troupeOnly = args.includes('--troupe-only');
+if (troupeOnly) targets.splice(3);
+
 const before = option('before');
 if (before !== undefined) {
   const file = (path: string): string => pathToFileURL(resolve(before, path)).href;
@@ -63,7 +67,7 @@ if (!existsSync(join(root, 'dist', 'providers', 'index.js'))) {
   console.error('dist/ is missing: run `npm run build` first.');
   process.exit(1);
 }
-if (!existsSync(join(here, 'node_modules', 'ai'))) {
+if (!troupeOnly && !existsSync(join(here, 'node_modules', 'ai'))) {
   console.error('bench/node_modules is missing: run `npm --prefix bench install` first.');
   process.exit(1);
 }
