@@ -168,12 +168,14 @@ const rows: Row[] = [
     metric: 'usPerStep',
     lowerIsBetter: true,
   },
+  { label: 'W1 CPU µs per tool step', workload: 'W1', metric: 'cpuUsPerStep', lowerIsBetter: true },
   {
     label: 'W2 wall ms, 10,000 concurrent runs × 3 steps, 10 ms model (ideal 40)',
     workload: 'W2',
     metric: 'wallMs',
     lowerIsBetter: true,
   },
+  { label: 'W2 CPU ms of the 10,000 runs', workload: 'W2', metric: 'cpuMs', lowerIsBetter: true },
   { label: 'W2 KB live heap per concurrent run', workload: 'W2', metric: 'kbPerRun', lowerIsBetter: true },
   {
     label: 'W2 KB left per finished run',
@@ -182,6 +184,12 @@ const rows: Row[] = [
     lowerIsBetter: true,
   },
   { label: 'W3 µs per streamed text delta', workload: 'W3', metric: 'usPerDelta', lowerIsBetter: true },
+  {
+    label: 'W3 CPU µs per streamed text delta',
+    workload: 'W3',
+    metric: 'cpuUsPerDelta',
+    lowerIsBetter: true,
+  },
   {
     label: 'W4 wall ms, 3 tools × 100 ms in one turn (ideal 100)',
     workload: 'W4',
