@@ -6,9 +6,12 @@
  *   npm run build && npm --prefix bench install && node bench/import-time.ts [--reps=15] [--out=path.md]
  *   --before=<dir>   also measure the entry points of another build of Troupe (its dist/ folder), e.g. an older
  *                    commit's, to compare
+ *   --troupe-only    only the bare start and Troupe's entry points (no peers: bench/node_modules is not needed)
  *
- * Columns: the median wall time of the whole process (spawn to exit), its ratio to the bare start, and the median
- * time of the `import()` itself measured inside the process (what an application pays at startup).
+ * Columns: the median wall time of the whole process (spawn to exit), its ratio to the bare start, the median
+ * time of the `import()` itself measured inside the process (what an application pays at startup), and the median
+ * CPU time of the process up to the end of its script (user + system, all threads; steadier than wall time when the
+ * machine is shared) with its ratio to the bare start's.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
@@ -35,7 +38,7 @@ interface Target {
 const dist = (path: string): string => pathToFileURL(join(root, 'dist', path)).href;
 
 const targets: Target[] = [
-  { label: "bare start (`node -e ''`)", cwd: root },
+  { label: 'bare start (`node -e`, no import)', cwd: root },
   { label: '`troupe`', specifier: dist('index.js'), cwd: root },
   { label: '`troupe/providers`', specifier: dist('providers/index.js'), cwd: root },
   { label: '`ai` (AI SDK 7)', specifier: 'ai', cwd: here },
@@ -47,6 +50,9 @@ const targets: Target[] = [
   { label: '`@anthropic-ai/sdk`', specifier: '@anthropic-ai/sdk', cwd: root },
   { label: '`@google/genai`', specifier: '@google/genai', cwd: root },
 ];
+
+const troupeOnly = args.includes('--troupe-only');
+if (troupeOnly) targets.splice(3);
 
 const before = option('before');
 if (before !== undefined) {
@@ -63,7 +69,7 @@ if (!existsSync(join(root, 'dist', 'providers', 'index.js'))) {
   console.error('dist/ is missing: run `npm run build` first.');
   process.exit(1);
 }
-if (!existsSync(join(here, 'node_modules', 'ai'))) {
+if (!troupeOnly && !existsSync(join(here, 'node_modules', 'ai'))) {
   console.error('bench/node_modules is missing: run `npm --prefix bench install` first.');
   process.exit(1);
 }
@@ -71,23 +77,33 @@ if (!existsSync(join(here, 'node_modules', 'ai'))) {
 interface Sample {
   wallMs: number;
   importMs: number | undefined;
+  cpuMs: number;
 }
+
+/** Printed by every child last: its CPU time so far (user + system), in ms. */
+const printCpu =
+  'const c = process.cpuUsage(); process.stdout.write(" " + String((c.user + c.system) / 1000));';
 
 function measure(target: Target): Sample {
   const argv =
     target.specifier === undefined
-      ? ['-e', '']
+      ? ['-e', printCpu]
       : [
           '--input-type=module',
           '-e',
-          `const t0 = performance.now(); await import(${JSON.stringify(target.specifier)}); process.stdout.write(String(performance.now() - t0));`,
+          `const t0 = performance.now(); await import(${JSON.stringify(target.specifier)}); process.stdout.write(String(performance.now() - t0)); ${printCpu}`,
         ];
   const started = process.hrtime.bigint();
   const child = spawnSync(process.execPath, argv, { cwd: target.cwd, encoding: 'utf8' });
   const wallMs = Number(process.hrtime.bigint() - started) / 1e6;
   if (child.status !== 0)
     throw new Error(`${target.label}: exit ${child.status}: ${child.stderr.slice(0, 500)}`);
-  return { wallMs, importMs: target.specifier === undefined ? undefined : Number(child.stdout) };
+  const [importMs = '', cpuMs = ''] = child.stdout.trim().split(' ');
+  return {
+    wallMs,
+    importMs: target.specifier === undefined ? undefined : Number(importMs),
+    cpuMs: Number(target.specifier === undefined ? importMs : cpuMs),
+  };
 }
 
 function median(values: number[]): number {
@@ -110,19 +126,23 @@ for (let rep = 0; rep < reps; rep++) {
 }
 
 const baseline = median((samples.get(targets[0] as Target) ?? []).map((s) => s.wallMs));
+const baselineCpu = median((samples.get(targets[0] as Target) ?? []).map((s) => s.cpuMs));
 const lines = [
   `Node ${process.version}, ${cpus().length} CPUs (${cpus()[0]?.model ?? 'unknown'}), load ${loadavg()[0]?.toFixed(2)}; ` +
     `${reps} interleaved samples per row, medians.`,
   '',
-  '| import | process wall ms | × bare start | `import()` ms |',
-  '|---|---:|---:|---:|',
+  '| import | process wall ms | × bare start | `import()` ms | process CPU ms | × bare start |',
+  '|---|---:|---:|---:|---:|---:|',
 ];
 for (const target of targets) {
   const list = samples.get(target) ?? [];
   const wall = median(list.map((s) => s.wallMs));
   const imports = list.flatMap((s) => (s.importMs === undefined ? [] : [s.importMs]));
   const importCell = imports.length > 0 ? median(imports).toFixed(1) : '–';
-  lines.push(`| ${target.label} | ${wall.toFixed(1)} | ${(wall / baseline).toFixed(2)} | ${importCell} |`);
+  const cpu = median(list.map((s) => s.cpuMs));
+  lines.push(
+    `| ${target.label} | ${wall.toFixed(1)} | ${(wall / baseline).toFixed(2)} | ${importCell} | ${cpu.toFixed(1)} | ${(cpu / baselineCpu).toFixed(2)} |`,
+  );
 }
 const table = lines.join('\n');
 console.log(table);

@@ -4,14 +4,8 @@
  * full GC). node --expose-gc bench/memory.ts [runs]
  */
 import { z } from 'zod';
-import {
-  activeRuntimeCount,
-  defineAgent,
-  type ModelProvider,
-  type RunOptions,
-  run,
-  tool,
-} from '../dist/index.js';
+import { defineAgent, type ModelProvider, type RunOptions, run, tool } from '../dist/index.js';
+import { activeRuntimeCount } from '../dist/testing/index.js';
 
 const n = Number(process.argv[2] ?? 10_000);
 const gc = (globalThis as { gc?: () => void }).gc;

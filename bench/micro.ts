@@ -4,9 +4,10 @@
  */
 import { z } from 'zod';
 import { EventBus } from '../dist/core/event-bus.js';
-import { systemClock, ToolRegistry, tool } from '../dist/index.js';
+import { systemClock, tool } from '../dist/index.js';
 import { normalizeResponse } from '../dist/run/normalize-response.js';
 import { runToolBatch } from '../dist/run/tool-runner.js';
+import { ToolRegistry } from '../dist/testing/index.js';
 
 const stepTool = tool({
   name: 'step',
@@ -35,12 +36,15 @@ await time('runToolBatch, one call, no timeout', 100_000, (i) =>
     timeoutMs: null,
     maxRetries: 2,
     sessionId: 's',
+    route: 'a',
+    turn: 0,
+    callPath: '',
     agent: 'a',
     step: i,
     signal: controller.signal,
     clock: systemClock,
-    onCall: () => undefined,
-    onResult: () => undefined,
+    onStart: () => undefined,
+    onSettled: () => undefined,
     onRetry: () => undefined,
   }),
 );

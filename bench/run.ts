@@ -6,6 +6,8 @@
  *   node bench/run.ts            all frameworks, all workloads, full repetitions (about 15 minutes)
  *   node bench/run.ts --quick    floor and troupe only, fewer repetitions (about a minute), to results/quick.md
  *   options: --frameworks=floor,troupe,ai-sdk  --workloads=W1,W3  --reps=3  --out=path.md
+ *            --compare=troupe,troupe-baseline   adds a column: the first framework's median over the second's, and the
+ *                                               range of that ratio within each repetition (measured minutes apart)
  */
 import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -25,6 +27,11 @@ const defaultReps: Record<string, number> = quick
   ? { W1: 3, W2: 1, W3: 3, W4: 1, W5: 1, W1G: 1 }
   : { W1: 5, W2: 3, W3: 5, W4: 3, W5: 3, W1G: 3 };
 const repsOverride = option('reps');
+const compare = option('compare')?.split(',');
+if (compare && (compare.length !== 2 || !compare.every((f) => frameworks.includes(f)))) {
+  console.error('--compare takes two of the measured frameworks: --compare=troupe,troupe-baseline');
+  process.exit(1);
+}
 const timeoutMs: Record<string, number> = {
   W1: 120_000,
   W2: 600_000,
@@ -40,6 +47,8 @@ interface Sample {
   rep: number;
   metrics?: Record<string, number>;
   error?: string;
+  /** The 1-minute load average when the sample started (the machine may be shared). */
+  load?: number;
 }
 
 function runWorker(framework: string, workload: string, rep: number): Promise<Sample> {
@@ -99,7 +108,8 @@ for (let rep = 0; rep < maxReps; rep++) {
       workload === 'W5' || workload === 'W1G' ? frameworks.filter((f) => f === 'troupe') : frameworks;
     const rotated = names.map((_, i) => names[(i + rep) % names.length] as string);
     for (const framework of rotated) {
-      const sample = await runWorker(framework, workload, rep);
+      const load = loadavg()[0] ?? 0;
+      const sample = { ...(await runWorker(framework, workload, rep)), load };
       samples.push(sample);
       const shown = sample.error ?? JSON.stringify(sample.metrics);
       console.log(
@@ -158,12 +168,14 @@ const rows: Row[] = [
     metric: 'usPerStep',
     lowerIsBetter: true,
   },
+  { label: 'W1 CPU µs per tool step', workload: 'W1', metric: 'cpuUsPerStep', lowerIsBetter: true },
   {
     label: 'W2 wall ms, 10,000 concurrent runs × 3 steps, 10 ms model (ideal 40)',
     workload: 'W2',
     metric: 'wallMs',
     lowerIsBetter: true,
   },
+  { label: 'W2 CPU ms of the 10,000 runs', workload: 'W2', metric: 'cpuMs', lowerIsBetter: true },
   { label: 'W2 KB live heap per concurrent run', workload: 'W2', metric: 'kbPerRun', lowerIsBetter: true },
   {
     label: 'W2 KB left per finished run',
@@ -172,6 +184,12 @@ const rows: Row[] = [
     lowerIsBetter: true,
   },
   { label: 'W3 µs per streamed text delta', workload: 'W3', metric: 'usPerDelta', lowerIsBetter: true },
+  {
+    label: 'W3 CPU µs per streamed text delta',
+    workload: 'W3',
+    metric: 'cpuUsPerDelta',
+    lowerIsBetter: true,
+  },
   {
     label: 'W4 wall ms, 3 tools × 100 ms in one turn (ideal 100)',
     workload: 'W4',
@@ -186,7 +204,28 @@ const header = [
   'workload',
   ...(hasFloor ? ['floor'] : []),
   ...tableFrameworks.map((f) => (hasFloor ? `${f} (× floor)` : f)),
+  ...(compare ? [`${compare[0]} / ${compare[1]} (range within a repetition)`] : []),
 ];
+
+/** The first compared framework's median over the second's, and the range of that ratio within each repetition. */
+function comparison(workload: string, metric: string): string {
+  if (!compare) return '';
+  const [a, b] = compare as [string, string];
+  const sa = stat(a, workload, metric);
+  const sb = stat(b, workload, metric);
+  if (!sa || !sb || sb.median === 0 || metric === 'kbRetainedPerFinishedRun') return '–';
+  const paired: number[] = [];
+  for (const sample of samples) {
+    if (sample.framework !== a || sample.workload !== workload) continue;
+    const other = samples.find((s) => s.framework === b && s.workload === workload && s.rep === sample.rep);
+    const x = sample.metrics?.[metric];
+    const y = other?.metrics?.[metric];
+    if (x !== undefined && y !== undefined && y > 0) paired.push(x / y);
+  }
+  const range =
+    paired.length > 1 ? ` (${Math.min(...paired).toFixed(2)} – ${Math.max(...paired).toFixed(2)})` : '';
+  return `${(sa.median / sb.median).toFixed(2)}${range}`;
+}
 const lines: string[] = [];
 lines.push(
   `| ${header.join(' | ')} |`,
@@ -212,6 +251,7 @@ for (const row of rows.filter((r) => workloads.includes(r.workload))) {
         : '';
     cells.push(`${format(s.median)}${ratio}`);
   }
+  if (compare) cells.push(comparison(row.workload, row.metric));
   lines.push(`| ${cells.join(' | ')} |`);
 }
 
@@ -301,10 +341,16 @@ const versions = [
   `zod ${version('zod')}`,
 ];
 
+const loads = samples.flatMap((s) => (s.load === undefined ? [] : [s.load]));
+const loadRange =
+  loads.length > 0
+    ? `, ${Math.min(...loads).toFixed(1)} – ${Math.max(...loads).toFixed(1)} at the samples' starts`
+    : '';
+
 const md = [
   `# Benchmark results (${quick ? 'quick' : 'full'} run)`,
   '',
-  `${new Date().toISOString()} · ${cpus().length} × ${cpus()[0]?.model ?? '?'} · ${(totalmem() / 2 ** 30).toFixed(0)} GB · Node ${process.version} · ${process.platform}/${process.arch} · load average ${loadBefore.toFixed(1)} at start, ${(loadavg()[0] ?? 0).toFixed(1)} at end · ${((Date.now() - started) / 60_000).toFixed(1)} min`,
+  `${new Date().toISOString()} · ${cpus().length} × ${cpus()[0]?.model ?? '?'} · ${(totalmem() / 2 ** 30).toFixed(0)} GB · Node ${process.version} · ${process.platform}/${process.arch} · load average ${loadBefore.toFixed(1)} at start, ${(loadavg()[0] ?? 0).toFixed(1)} at end${loadRange} · ${((Date.now() - started) / 60_000).toFixed(1)} min`,
   '',
   `Versions: ${versions.join(', ')}.`,
   '',

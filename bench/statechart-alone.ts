@@ -4,7 +4,8 @@
  * else; shared by bench/profile.ts and the experiments.
  */
 import { createActor, fromCallback } from 'xstate';
-import { agentMachine, defaultLimits } from '../dist/index.js';
+import { defaultLimits } from '../dist/index.js';
+import { agentMachine } from '../dist/testing/index.js';
 
 type Command = { type: string; history?: { role: string }[]; calls?: { id: string; name: string }[] };
 const usage = { input: 1, output: 1, cached: 0, reasoning: 0 };

@@ -32,12 +32,19 @@ function expectTools(before: number, want: number): void {
   if (ran !== want) throw new Error(`${frameworkName}: ${ran} tool executions, want ${want}`);
 }
 
-/** W1: µs per tool step, sequential runs of 10 tool steps with a 0 ms model. */
+/** CPU µs (user + system, all threads of this process) since `since`: steadier than wall time on a shared machine. */
+function cpuUsSince(since: NodeJS.CpuUsage): number {
+  const used = process.cpuUsage(since);
+  return used.user + used.system;
+}
+
+/** W1: µs per tool step, sequential runs of 10 tool steps with a 0 ms model (wall, and CPU). */
 async function w1(): Promise<Record<string, number>> {
   const scenario: Scenario = { toolSteps: 10, toolsPerTurn: 1, modelDelayMs: 0, toolDelayMs: 0, deltas: 0 };
   const runner = await prepare(scenario);
   const runFor = async (ms: number, minRuns: number) => {
     const started = performance.now();
+    const cpu = process.cpuUsage();
     const before = toolCounter.executions;
     let runs = 0;
     while (runs < minRuns || performance.now() - started < ms) {
@@ -45,26 +52,34 @@ async function w1(): Promise<Record<string, number>> {
       runs++;
     }
     const elapsed = performance.now() - started;
+    const cpuUs = cpuUsSince(cpu);
     expectTools(before, runs * scenario.toolSteps);
-    return { runs, elapsed };
+    return { runs, elapsed, cpuUs };
   };
   await runFor(quick ? 300 : 1000, 20);
-  const { runs, elapsed } = await runFor(quick ? 700 : 2000, 20);
-  return { usPerStep: (elapsed * 1000) / (runs * scenario.toolSteps), runs };
+  const { runs, elapsed, cpuUs } = await runFor(quick ? 700 : 2000, 20);
+  const steps = runs * scenario.toolSteps;
+  return { usPerStep: (elapsed * 1000) / steps, cpuUsPerStep: cpuUs / steps, runs };
 }
 
 /** Starts `n` runs at once and waits for all; checks every answer and the total tool executions. */
-async function batch(runner: Runner, scenario: Scenario, n: number): Promise<number> {
+async function batch(
+  runner: Runner,
+  scenario: Scenario,
+  n: number,
+): Promise<{ wallMs: number; cpuMs: number }> {
   const before = toolCounter.executions;
   const started = performance.now();
+  const cpu = process.cpuUsage();
   const all: Promise<unknown>[] = new Array(n);
   for (let i = 0; i < n; i++) {
     all[i] = runner.run(`task ${i}`).then((outcome) => check(scenario, outcome, frameworkName));
   }
   await Promise.all(all);
-  const wall = performance.now() - started;
+  const wallMs = performance.now() - started;
+  const cpuMs = cpuUsSince(cpu) / 1000;
   expectTools(before, n * scenario.toolSteps);
-  return wall;
+  return { wallMs, cpuMs };
 }
 
 /** W2: 10,000 concurrent runs × 3 tool steps, 10 ms model: wall time, and (with --mem) live heap per run in flight. */
@@ -96,7 +111,9 @@ async function w2(): Promise<Record<string, number>> {
     metrics.kbRetainedPerFinishedRun = Math.max(0, heapUsed() - baseline) / n / 1024;
   }
   collect();
-  metrics.wallMs = await batch(runner, scenario, n);
+  const { wallMs, cpuMs } = await batch(runner, scenario, n);
+  metrics.wallMs = wallMs;
+  metrics.cpuMs = cpuMs;
   return metrics;
 }
 
@@ -112,14 +129,21 @@ async function w3(): Promise<Record<string, number>> {
   const runner = await prepare(scenario);
   for (let i = 0; i < (quick ? 3 : 5); i++) check(scenario, await runner.stream('go'), frameworkName);
   const times: number[] = [];
+  const cpuTimes: number[] = [];
   for (let i = 0; i < (quick ? 7 : 21); i++) {
     const started = performance.now();
+    const cpu = process.cpuUsage();
     const outcome = await runner.stream('go');
     times.push(performance.now() - started);
+    cpuTimes.push(cpuUsSince(cpu));
     check(scenario, outcome, frameworkName);
   }
   times.sort((a, b) => a - b);
-  return { usPerDelta: ((times[times.length >> 1] as number) * 1000) / scenario.deltas };
+  cpuTimes.sort((a, b) => a - b);
+  return {
+    usPerDelta: ((times[times.length >> 1] as number) * 1000) / scenario.deltas,
+    cpuUsPerDelta: (cpuTimes[cpuTimes.length >> 1] as number) / scenario.deltas,
+  };
 }
 
 /** W4: one turn with 3 tool calls of 100 ms each: the wall time of the run (ideal: 100 ms if run in parallel). */
