@@ -118,7 +118,8 @@ describe('react(): a ReAct conversation through the real loop', () => {
     const inner = scriptedModel(() => ({ text: 'I refuse to use the format.', stopReason: 'end_turn' }));
     const agent = defineAgent({ name: 'calc', instructions: 'x', model: react(inner), tools: [add] });
     const result = await run(agent, 'What is 2+3?');
-    expect(result).toMatchObject({ status: 'stopped', stopReason: 'duplicate_tool_call', modelCalls: 3 });
+    // Three turns, then one last tool-less turn for an answer.
+    expect(result).toMatchObject({ status: 'stopped', stopReason: 'duplicate_tool_call', modelCalls: 4 });
     expect(() => validateHistory(result.history)).not.toThrow();
   });
 
@@ -126,7 +127,8 @@ describe('react(): a ReAct conversation through the real loop', () => {
     const inner = scriptedModel((_request, index) => ({ text: `Attempt ${index}: no format.` }));
     const agent = defineAgent({ name: 'calc', instructions: 'x', model: react(inner), tools: [add] });
     const result = await run(agent, 'What is 2+3?');
-    expect(result).toMatchObject({ status: 'stopped', stopReason: 'tool_call_limit', modelCalls: 6 });
+    // Six turns, then one last tool-less turn for an answer.
+    expect(result).toMatchObject({ status: 'stopped', stopReason: 'tool_call_limit', modelCalls: 7 });
   });
 
   it('an unknown tool named in an Action is answered like any unknown tool call', async () => {
