@@ -718,11 +718,13 @@ function checkResult(
   for (const [key, value] of Object.entries(result.usage ?? {}))
     if (typeof value !== 'number' || !Number.isFinite(value) || value < 0)
       add('bad_result', `usage.${key} is ${value}`);
-  if (
-    result.status === 'stopped' &&
-    result.stopReason !== 'max_steps' &&
-    result.error?.code !== result.stopReason
-  )
+  // A stopped run says why in its error, unless it stopped at a limit after one last answer of the model's.
+  const answeredAtLimit =
+    result.error === undefined &&
+    (result.stopReason === 'max_steps' ||
+      result.stopReason === 'duplicate_tool_call' ||
+      result.stopReason === 'tool_call_limit');
+  if (result.status === 'stopped' && !answeredAtLimit && result.error?.code !== result.stopReason)
     add('bad_result', `stopped (${result.stopReason}) with error code ${String(result.error?.code)}`);
   const answered = new Set(result.history.flatMap((m) => (m.role === 'tool' ? [m.toolCallId] : [])));
   for (const step of result.steps ?? [])

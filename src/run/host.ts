@@ -25,11 +25,22 @@ import { countRuntime, deltaForwarder, type RunRuntime } from './run-runtime.ts'
 /** What an entry point says about an agent run; the host adds the rest (its delta forwarder, its counters). */
 export type AgentRunSpec = Omit<RunRuntime, 'onDelta' | 'nestedSteps'>;
 
-/** A live agent run: its runtime, and what ends it (once). */
-export interface HostedRun {
-  runtime: RunRuntime;
-  /** Counts the run out; call once when the agent's actor has stopped. */
-  release: () => void;
+/** A live agent run: its runtime, counted among the live runs until released (once). */
+export class HostedRun {
+  readonly runtime: RunRuntime;
+  #live = true;
+
+  constructor(runtime: RunRuntime) {
+    this.runtime = runtime;
+    countRuntime(1);
+  }
+
+  /** Counts the run out; call once the agent's actor has stopped (later calls do nothing). */
+  release(): void {
+    if (!this.#live) return;
+    this.#live = false;
+    countRuntime(-1);
+  }
 }
 
 /**
@@ -40,7 +51,7 @@ export function hostAgent(spec: AgentRunSpec): HostedRun {
   const runtime = spec as RunRuntime;
   runtime.onDelta = deltaForwarder(spec.bus, spec.agent.name, spec.origin);
   runtime.nestedSteps = 0;
-  return { runtime, release: countRuntime() };
+  return new HostedRun(runtime);
 }
 
 /** The agent machine's input for a run of `agent` over `history` (the caller's, then this run's user message). */
@@ -110,6 +121,8 @@ export interface OpenedRunScope {
   close: () => void;
 }
 
+const nothingOpened: OpenedRunScope = Object.freeze({ resources: undefined, close: () => undefined });
+
 /**
  * Attaches a run's cross-cutting features to its bus before anything runs: personal-data masking, the audit log,
  * and the budget scope (every reachable model priced under a USD budget, the run's own budget opened under its
@@ -130,6 +143,8 @@ export function openRunScope(spec: RunScopeSpec): OpenedRunScope {
     bus,
   });
   const audit = spec.audit;
+  // Most runs attach neither: they share one scope that has nothing to close.
+  if (!attached && !audit) return nothingOpened;
   const stopAuditing = audit ? bus.subscribe((event) => audit.observe(event)) : undefined;
   let open = true;
   return {

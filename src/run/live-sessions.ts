@@ -7,16 +7,15 @@ import { ConfigError } from '../core/errors.ts';
 const running = new Set<string>();
 
 /** Claims `sessionId` for a run or session about to start; throws a ConfigError when it is running already. */
-export function claimSessionId(sessionId: string, who: string): () => void {
+export function claimSessionId(sessionId: string, who: string): void {
   if (running.has(sessionId))
     throw new ConfigError(`${who}: a run or session with id "${sessionId}" is already running.`);
   running.add(sessionId);
-  let held = true;
-  return () => {
-    if (!held) return;
-    held = false;
-    running.delete(sessionId);
-  };
+}
+
+/** Gives a claimed id back; its owner calls it once, when it has ended. */
+export function releaseSessionId(sessionId: string): void {
+  running.delete(sessionId);
 }
 
 /** Whether a run or session with this id is running in this process. */

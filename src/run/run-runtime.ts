@@ -154,15 +154,9 @@ export function callerOf(context: object | null | undefined): RunRuntime | undef
 
 let live = 0;
 
-/** Counts a runtime in from its run's start; returns what counts it out at its end (once). */
-export function countRuntime(): () => void {
-  live += 1;
-  let counted = true;
-  return () => {
-    if (!counted) return;
-    counted = false;
-    live -= 1;
-  };
+/** Counts a runtime in (+1) at its run's start or out (-1) at its end. */
+export function countRuntime(change: 1 | -1): void {
+  live += change;
 }
 
 /** Runs whose runtime is live now; a finished run must not count here (tests check it). */

@@ -34,7 +34,7 @@ import {
   openRunScope,
 } from './host.ts';
 import { redactingInspector, secretArguments } from './inspect.ts';
-import { claimSessionId } from './live-sessions.ts';
+import { claimSessionId, releaseSessionId } from './live-sessions.ts';
 import { PhaseReporter } from './phase-events.ts';
 import { runHost } from './run-host.ts';
 import { buildRunResult, failedBeforeAnyStep, runEndData } from './run-result.ts';
@@ -136,7 +136,7 @@ export function startRun<TOutput>(
   const sessionId = options.sessionId ?? randomUUID();
   const caller = placement?.caller ?? callerOf(options.parent);
   const clock = options.clock ?? caller?.clock ?? systemClock;
-  const releaseId = claimSessionId(sessionId, 'run()');
+  claimSessionId(sessionId, 'run()');
   const bus = new EventBus(sessionId, clock);
   let scope: OpenedRunScope;
   try {
@@ -152,7 +152,7 @@ export function startRun<TOutput>(
       audit: options.audit ?? (placement ? undefined : caller?.audit),
     });
   } catch (error) {
-    releaseId();
+    releaseSessionId(sessionId);
     throw error;
   }
   // A nested run without masking of its own shares its caller's placeholders.
@@ -184,7 +184,8 @@ export function startRun<TOutput>(
   // A nested run's tools hold their connections for the caller's session; a plain run holds its own.
   const holdings = placement ? placement.caller?.holdings : new ResourceHoldings();
   spec.holdings = holdings;
-  const { runtime, release } = hostAgent(spec);
+  const hosted = hostAgent(spec);
+  const runtime = hosted.runtime;
 
   const actor = createActor(runtimeAgentMachine, {
     input: agentInput(
@@ -225,8 +226,8 @@ export function startRun<TOutput>(
           });
       if (bus.listening) bus.emit(agent.name, 'run_end', runEndData(runResult), origin);
       scope.close();
-      release();
-      releaseId();
+      hosted.release();
+      releaseSessionId(sessionId);
       // A plain run closes what its tools opened for it (per-session MCP servers) before its result is given.
       const releasing = placement ? undefined : holdings?.release();
       if (releasing) void releasing.then(() => resolve(runResult));

@@ -217,7 +217,7 @@ function runGroup(
       holdings,
     });
     runtimes.set(key, hosted.runtime);
-    undo.push(hosted.release);
+    undo.push(() => hosted.release());
     return { id, input: agentInput(agent, key, [...history, userMessage(input)], history.length) };
   });
   const actor = createActor(runtimeGroupMachine, {

@@ -24,7 +24,7 @@ import type { ResourceManager } from '../resources/resource-manager.ts';
 import { attachResources, type RunResourceOptions } from '../resources/resource-run.ts';
 import { openRunScope } from '../run/host.ts';
 import { redactingInspector, secretArguments } from '../run/inspect.ts';
-import { claimSessionId } from '../run/live-sessions.ts';
+import { claimSessionId, releaseSessionId } from '../run/live-sessions.ts';
 import { checkRunInput, checkTurnOptions } from '../run/run-options.ts';
 import { runEndData } from '../run/run-result.ts';
 import { attachRuntimes, type RunRuntime } from '../run/run-runtime.ts';
@@ -111,7 +111,13 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
     options: SessionOptions,
     environment: SessionEnvironment,
   ) {
-    this.#releaseId = claimSessionId(plan.sessionId, 'spawn()');
+    claimSessionId(plan.sessionId, 'spawn()');
+    let claimed = true;
+    this.#releaseId = () => {
+      if (!claimed) return;
+      claimed = false;
+      releaseSessionId(plan.sessionId);
+    };
     this.#plan = plan;
     this.#environment = environment;
     this.#options = options;
