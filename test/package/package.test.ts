@@ -268,7 +268,7 @@ describe('installed into a fresh project', () => {
     await writeFile(join(project, 'no-fast-check.mjs'), script);
     const { stdout } = await run(process.execPath, ['no-fast-check.mjs'], { cwd: project, timeout: 30_000 });
     expect(stdout.trim()).toBe(
-      'ConfigError arbitraryModelTurns() needs fast-check, an optional peer dependency of troupe: npm install --save-dev fast-check',
+      'ConfigError arbitraryModelTurns() needs the "fast-check" package, an optional peer dependency of troupe that is not installed (or cannot be loaded): run `npm install --save-dev fast-check`.',
     );
   });
 
