@@ -11,16 +11,18 @@ import { describe, expect, it } from 'vitest';
 
 const require = createRequire(import.meta.url);
 
-/** The conformance CLI of the pinned dev dependency, run with this Node. */
-function conformanceCli(): string {
-  const manifest = require.resolve('@modelcontextprotocol/conformance/package.json');
+/** The conformance CLI of a pinned dev dependency, run with this Node. */
+function conformanceCli(suite: string): string {
+  const manifest = require.resolve(`${suite}/package.json`);
   const { bin } = require(manifest) as { bin: string | Record<string, string> };
   return join(dirname(manifest), typeof bin === 'string' ? bin : (bin.conformance as string));
 }
 
-function runCli(args: string[]): Promise<{ code: number | null; output: string }> {
+function runCli(suite: string, args: string[]): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [conformanceCli(), ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [conformanceCli(suite), ...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let output = '';
     child.stdout.setEncoding('utf8').on('data', (text: string) => {
       output += text;
@@ -33,7 +35,13 @@ function runCli(args: string[]): Promise<{ code: number | null; output: string }
   });
 }
 
-describe('serveMcp against the MCP conformance suite (server scenarios)', () => {
+/** Both pinned versions of the suite: 0.1.16, and the 2026-07-28 line (0.2.0-alpha.12). */
+const suites = [
+  { suite: '@modelcontextprotocol/conformance', failures: 'serve-expected-failures.yml' },
+  { suite: '@modelcontextprotocol/conformance-next', failures: 'serve-expected-failures.yml' },
+];
+
+describe.each(suites)('serveMcp against $suite (server scenarios)', ({ suite, failures }) => {
   it('passes every active server scenario except the listed ones, each listed with its reason', async () => {
     const greeter = defineAgent({
       name: 'greeter',
@@ -44,8 +52,8 @@ describe('serveMcp against the MCP conformance suite (server scenarios)', () => 
     const serving = await serveMcp(greeter, { transport: { type: 'http', host: '127.0.0.1' } });
     const results = await mkdtemp(join(tmpdir(), 'troupe-conformance-'));
     try {
-      const expected = fileURLToPath(new URL('./conformance/serve-expected-failures.yml', import.meta.url));
-      const { code, output } = await runCli([
+      const expected = fileURLToPath(new URL(`./conformance/${failures}`, import.meta.url));
+      const { code, output } = await runCli(suite, [
         'server',
         '--url',
         serving.url as string,
