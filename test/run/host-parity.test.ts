@@ -213,5 +213,23 @@ describe('the single-actor path and a session run an agent the same way', () => 
     expect(result.usage).toEqual(plainResult.usage);
     expect(shape(events)).toEqual(shape(plain));
     expect(auditShape(sink.records)).toEqual(auditShape(plainSink.records));
+
+    // parallel() runs members that need no session as children of one group actor: each member's events are
+    // those of a run of its own, told apart by their route.
+    const groupSink = memoryAuditSink();
+    const groupAudit = createAuditLog({ sink: groupSink });
+    const grouped: RunEvent[] = [];
+    const merged = await parallel([plainAgent(), plainAgent()], { merge: 'concat' }).run(input, {
+      pii,
+      audit: groupAudit,
+      onEvent: (event) => grouped.push(event),
+    });
+    await groupAudit.flush();
+    expect(merged.results.map((member) => member.output)).toEqual([plainResult.output, plainResult.output]);
+    const routes = [...new Set(grouped.map((event) => event.route))];
+    expect(routes).toHaveLength(2);
+    for (const route of routes)
+      expect(shape(grouped.filter((event) => event.route === route))).toEqual(shape(plain));
+    expect(groupSink.records).toHaveLength(2 * plainSink.records.length);
   });
 });
