@@ -513,6 +513,15 @@ export class McpServer implements ToolSource, AsyncDisposable {
   }
 
   #adopt(listed: readonly ListedMcpTool[]): void {
+    if (this.#allowed) {
+      // A name in `tools` the server does not list is most likely a typo: the run fails rather than going without.
+      const names = listed.flatMap((entry) => (typeof entry?.name === 'string' ? [entry.name] : []));
+      const missing = [...this.#allowed].filter((name) => !names.includes(name));
+      if (missing.length > 0)
+        throw new ConfigError(
+          `mcpServer("${this.name}"): tools names ${missing.map((name) => `"${name}"`).join(', ')}, which the server does not list; it lists ${names.length === 0 ? 'no tools' : names.map((name) => `"${name}"`).join(', ')}.`,
+        );
+    }
     const tools: Tool[] = [];
     const serverNames = new Map<string, string>();
     for (const entry of listed) {
