@@ -6,7 +6,7 @@
 
 export { ToolNameCollisionError } from '../tool-name-collision-error.ts';
 export type { ReconnectPolicy } from './connection.ts';
-export { McpAuthorizationError, McpConnectionError } from './errors.ts';
+export { McpAuthorizationError, McpCommandNotFoundError, McpConnectionError } from './errors.ts';
 export type {
   McpAuthOptions,
   McpAuthorizationCodeOptions,
