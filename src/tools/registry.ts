@@ -2,6 +2,7 @@ import { ConfigError, DuplicateToolError, UnknownToolError } from '../core/error
 import type { ToolSpec } from '../core/model.ts';
 import { reactInvalidReplyTool } from '../core/model.ts';
 import type { Tool } from './tool.ts';
+import { ToolNameCollisionError } from './tool-name-collision-error.ts';
 import { isToolSource, type ToolSource, type ToolSourceScope } from './tool-source.ts';
 
 /** One listing of the sources' tools merged with the agent's own. */
@@ -10,12 +11,14 @@ interface SourcedView {
   tools: Map<string, Tool>;
   specs: ToolSpec[];
   names: readonly string[];
+  /** The first name two tools share, which fails the run when it is prepared. */
+  collision: ToolNameCollisionError | undefined;
 }
 
 /**
  * An agent's tools by name: duplicate names are refused when it is built, unknown names when looked up. Tools of
  * tool sources (MCP servers) join when the sources list them; a source's tool whose name an earlier tool already
- * has is left out (the agent's own tools come first, then the sources in order).
+ * has fails the run when it is prepared (a {@link ToolNameCollisionError}), as the model could not tell them apart.
  */
 export class ToolRegistry {
   readonly #tools = new Map<string, Tool>();
@@ -98,15 +101,21 @@ export class ToolRegistry {
 
   /**
    * Brings every source's list up to date for the scope; resolves at once (no promise) when all are. Rejects with
-   * the first source's failure after every source has had its try.
+   * the first source's failure after every source has had its try, or with a {@link ToolNameCollisionError} when
+   * two of the tools listed share a name.
    */
   prepare(scope: ToolSourceScope): Promise<void> | undefined {
     if (this.#sources.length === 0) return undefined;
     const pending: Promise<void>[] = [];
     for (const source of this.#sources) if (!source.isReady(scope)) pending.push(source.prepare(scope));
-    if (pending.length === 0) return undefined;
+    if (pending.length === 0) {
+      const collision = this.#sourced().collision;
+      return collision === undefined ? undefined : Promise.reject(collision);
+    }
     return Promise.allSettled(pending).then((outcomes) => {
       for (const outcome of outcomes) if (outcome.status === 'rejected') throw outcome.reason;
+      const collision = this.#sourced().collision;
+      if (collision !== undefined) throw collision;
     });
   }
 
@@ -117,13 +126,21 @@ export class ToolRegistry {
     const specs = [...this.#specs];
     const names = [...this.#tools.keys()];
     const versions: number[] = [];
+    // Which source each name came from (absent: the agent's own), to name both when two tools share one.
+    const origins = new Map<string, string>();
+    let collision: ToolNameCollisionError | undefined;
     for (const source of this.#sources) {
       versions.push(source.version);
       const listed = source.current();
       if (listed.length === 0 && source.version === 0) names.push(`source:${source.name}`);
       for (const candidate of listed) {
-        if (tools.has(candidate.name) || candidate.name === reactInvalidReplyTool) continue;
+        if (candidate.name === reactInvalidReplyTool) continue;
+        if (tools.has(candidate.name)) {
+          collision ??= new ToolNameCollisionError(candidate.name, origins.get(candidate.name), source.name);
+          continue;
+        }
         tools.set(candidate.name, candidate);
+        origins.set(candidate.name, source.name);
         specs.push({
           name: candidate.name,
           description: candidate.description,
@@ -132,7 +149,7 @@ export class ToolRegistry {
         names.push(candidate.name);
       }
     }
-    this.#view = { versions, tools, specs, names: Object.freeze(names) };
+    this.#view = { versions, tools, specs, names: Object.freeze(names), collision };
     return this.#view;
   }
 }

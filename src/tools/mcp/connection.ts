@@ -9,7 +9,7 @@ import type {
   ListRootsResult,
 } from '@modelcontextprotocol/client';
 import { abortError } from '../../core/abort.ts';
-import { McpAuthorizationError, McpConnectionError } from './errors.ts';
+import { McpAuthorizationError, McpCommandNotFoundError, McpConnectionError } from './errors.ts';
 import { isAuthorizationRefusal, isConnectionLoss, neverReachedServer } from './failures.ts';
 import type { McpOAuth } from './oauth.ts';
 import type { McpToolResult } from './result-content.ts';
@@ -408,11 +408,18 @@ export class McpConnection {
       });
       transport = child;
       const verdict = this.#hooks.verdict();
-      await connectOrClean(client, transport, {
-        signal,
-        timeout: this.#connectTimeoutMs,
-        ...(verdict ? { prior: verdict } : {}),
-      });
+      try {
+        await connectOrClean(client, transport, {
+          signal,
+          timeout: this.#connectTimeoutMs,
+          ...(verdict ? { prior: verdict } : {}),
+        });
+      } catch (error) {
+        // A command that cannot be started fails the same way every time: no back-off.
+        if (isSpawnFailure(error))
+          throw new McpCommandNotFoundError(this.#server, target.command, { cause: error });
+        throw error;
+      }
       this.#pid = child.pid;
     } else {
       for (let consents = 0; ; consents++) {
@@ -475,6 +482,15 @@ async function connectOrClean(
 }
 
 const neverAborted = new AbortController().signal;
+
+/** Whether starting a process failed because its command is missing or not executable. */
+function isSpawnFailure(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const { code, syscall } = error as { code?: unknown; syscall?: unknown };
+  return (
+    (code === 'ENOENT' || code === 'EACCES') && typeof syscall === 'string' && syscall.startsWith('spawn')
+  );
+}
 
 /** Ends a 2025-era HTTP session on the server; a server that does not answer in time is left to expire it. */
 async function endSession(

@@ -20,3 +20,20 @@ export class McpAuthorizationError extends McpConnectionError {
     super(server, message, { ...options, code: 'mcp_authorization' });
   }
 }
+
+/**
+ * A stdio MCP server's command could not be started: it is not installed, not on `PATH`, or not executable. Not
+ * retried: starting it again cannot change the answer.
+ */
+export class McpCommandNotFoundError extends McpConnectionError {
+  /** The command as given to `mcpServer({ command })`. */
+  readonly command: string;
+  constructor(server: string, command: string, options?: { cause?: unknown }) {
+    super(
+      server,
+      `MCP server "${server}": its command "${command}" could not be started (not found or not executable): install it, or give its full path in mcpServer({ command }).`,
+      { ...options, code: 'mcp_command_not_found' },
+    );
+    this.command = command;
+  }
+}

@@ -3,8 +3,10 @@
  * server. Needs the optional peer dependencies `@modelcontextprotocol/client` (and, to serve agents,
  * `@modelcontextprotocol/server`).
  */
+
+export { ToolNameCollisionError } from '../tool-name-collision-error.ts';
 export type { ReconnectPolicy } from './connection.ts';
-export { McpAuthorizationError, McpConnectionError } from './errors.ts';
+export { McpAuthorizationError, McpCommandNotFoundError, McpConnectionError } from './errors.ts';
 export type {
   McpAuthOptions,
   McpAuthorizationCodeOptions,

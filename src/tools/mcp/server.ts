@@ -1,4 +1,3 @@
-import { basename } from 'node:path';
 import type { ClientCapabilities } from '@modelcontextprotocol/client';
 import { z } from 'zod';
 import { ConfigError } from '../../core/errors.ts';
@@ -18,6 +17,7 @@ import {
   type ReconnectPolicy,
   type ServerRequestHandlers,
 } from './connection.ts';
+import { defaultStdioServerName } from './default-server-name.ts';
 import { serveElicitation } from './elicitation.ts';
 import { McpConnectionError } from './errors.ts';
 import { isUnsupportedResult } from './failures.ts';
@@ -513,6 +513,15 @@ export class McpServer implements ToolSource, AsyncDisposable {
   }
 
   #adopt(listed: readonly ListedMcpTool[]): void {
+    if (this.#allowed) {
+      // A name in `tools` the server does not list is most likely a typo: the run fails rather than going without.
+      const names = listed.flatMap((entry) => (typeof entry?.name === 'string' ? [entry.name] : []));
+      const missing = [...this.#allowed].filter((name) => !names.includes(name));
+      if (missing.length > 0)
+        throw new ConfigError(
+          `mcpServer("${this.name}"): tools names ${missing.map((name) => `"${name}"`).join(', ')}, which the server does not list; it lists ${names.length === 0 ? 'no tools' : names.map((name) => `"${name}"`).join(', ')}.`,
+        );
+    }
     const tools: Tool[] = [];
     const serverNames = new Map<string, string>();
     for (const entry of listed) {
@@ -648,16 +657,10 @@ function computed<T>(setting: McpSetting<T> | undefined, session: McpSessionInfo
 
 function defaultName(options: McpServerOptions): string {
   if ('command' in options && options.command !== undefined) {
-    const args = typeof options.args === 'function' ? [] : (options.args ?? []);
-    const script = [...args].reverse().find((arg) => !arg.startsWith('-') && /[\\/.]/.test(arg));
-    // `.../server-everything/dist/index.js` is named after its package, not `index`.
-    const parts = (script ?? options.command)
-      .split(/[\\/]/)
-      .map((part) => part.replace(/\.(m?js|cjs|ts|py)$/, ''))
-      .filter(
-        (part) => part !== '' && !['index', 'main', 'dist', 'build', 'lib', 'src', 'bin'].includes(part),
-      );
-    return parts.at(-1) ?? basename(options.command);
+    return defaultStdioServerName(
+      options.command,
+      typeof options.args === 'function' ? [] : (options.args ?? []),
+    );
   }
   const url = (options as McpHttpServerOptions).url;
   if (typeof url === 'function') return 'mcp';
