@@ -1,4 +1,11 @@
-import { type OptionalPeer, requirePeer } from '../core/optional-peer.ts';
+import { ConfigError } from '../core/errors.ts';
+import {
+  assertPeerInstalled,
+  MissingPeerError,
+  type OptionalPeer,
+  requirePeer,
+} from '../core/optional-peer.ts';
+import type { PiiKind } from './pii-detectors.ts';
 
 /**
  * The validation libraries masking uses are optional peer dependencies, loaded (synchronously: masking runs inside
@@ -53,4 +60,37 @@ export function ibanLibrary(): IbanLibrary {
 
 export function cardLibrary(): CardLibrary {
   return requirePeer(card, feature);
+}
+
+/** The libraries each kind validates its matches with; kinds not listed need none. */
+const peersByKind: ReadonlyMap<PiiKind, OptionalPeer<unknown>> = new Map<PiiKind, OptionalPeer<unknown>>([
+  ['phone', phone],
+  ['iban', iban],
+  ['card', card],
+]);
+
+/**
+ * Checks that every library the chosen kinds need can be found, and names all the missing ones in one ConfigError
+ * with one command that installs them.
+ */
+export function assertPiiLibrariesInstalled(kinds: ReadonlySet<PiiKind>, where: string): void {
+  const missing: { kind: PiiKind; error: MissingPeerError }[] = [];
+  for (const [kind, peer] of peersByKind) {
+    if (!kinds.has(kind)) continue;
+    try {
+      assertPeerInstalled(peer, feature);
+    } catch (error) {
+      if (!(error instanceof MissingPeerError)) throw error;
+      missing.push({ kind, error });
+    }
+  }
+  if (missing.length === 0) return;
+  const packages = missing.map(({ error }) => error.package);
+  const needs = missing.map(({ kind, error }) => `"${error.package}" (${kind})`).join(', ');
+  throw new ConfigError(
+    `${where}: pii masking needs ${needs}, optional peer ${missing.length === 1 ? 'dependency' : 'dependencies'} of troupe that ${missing.length === 1 ? 'is' : 'are'} not installed: run \`npm install ${packages.join(' ')}\`, or leave ${missing.length === 1 ? 'that kind' : 'those kinds'} out of pii.kinds.`,
+    {
+      cause: missing.length === 1 ? missing[0]?.error : new AggregateError(missing.map(({ error }) => error)),
+    },
+  );
 }

@@ -1,6 +1,6 @@
 import { ConfigError } from '../core/errors.ts';
 import { type PiiKind, piiKinds } from './pii-detectors.ts';
-import { cardLibrary, ibanLibrary, phoneLibrary } from './pii-libraries.ts';
+import { assertPiiLibrariesInstalled, cardLibrary, ibanLibrary, phoneLibrary } from './pii-libraries.ts';
 
 /**
  * Masking of personal data and secrets (emails, phone numbers, payment cards, IBANs, API keys and tokens) for a
@@ -61,6 +61,7 @@ export function resolvePii(options: PiiOptions | undefined, where: string): Reso
   const country = options.defaultCountry;
   if (country !== undefined && !/^[A-Z]{2}$/.test(country))
     throw new ConfigError(`${where}: pii.defaultCountry must be a two-letter ISO country code such as 'US'.`);
+  assertPiiLibrariesInstalled(kinds, where);
   if (kinds.has('phone')) phoneLibrary();
   if (kinds.has('iban')) ibanLibrary();
   if (kinds.has('card')) cardLibrary();

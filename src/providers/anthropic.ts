@@ -7,7 +7,7 @@ import { anthropicTools } from './anthropic-tools.ts';
 import { providerToolsFor } from './provider-tools.ts';
 import { withDefaultSettings } from './request-defaults.ts';
 import { type RetryOptions, withRetries } from './retry.ts';
-import { lazySdkClient } from './sdk-loader.ts';
+import { assertSdkInstalled, lazySdkClient } from './sdk-loader.ts';
 
 export interface AnthropicOptions extends RetryOptions {
   /** Defaults to the ANTHROPIC_API_KEY environment variable. */
@@ -36,6 +36,7 @@ export interface AnthropicFactory {
  * back unchanged, in order, by the history formatter (anthropic-format.ts).
  */
 function createAnthropic(model: string, options: AnthropicOptions = {}): ModelProvider {
+  assertSdkInstalled('@anthropic-ai/sdk', 'anthropic()');
   const apiKey = options.apiKey ?? process.env.ANTHROPIC_API_KEY;
   if (!apiKey) {
     throw new ConfigError(

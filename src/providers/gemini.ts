@@ -7,7 +7,7 @@ import { geminiProviderName } from './gemini-format.ts';
 import { providerToolsFor } from './provider-tools.ts';
 import { withDefaultSettings } from './request-defaults.ts';
 import { type RetryOptions, withRetries } from './retry.ts';
-import { lazySdkClient } from './sdk-loader.ts';
+import { assertSdkInstalled, lazySdkClient } from './sdk-loader.ts';
 
 export interface GeminiOptions extends RetryOptions {
   /** Defaults to GEMINI_API_KEY, then GOOGLE_API_KEY. */
@@ -29,6 +29,7 @@ export interface GeminiOptions extends RetryOptions {
  * automatic continuation stay off: retries are ours. Provider tools of other providers are refused.
  */
 export function gemini(model: string, options: GeminiOptions = {}): ModelProvider {
+  assertSdkInstalled('@google/genai', 'gemini()');
   const apiKey = options.apiKey ?? process.env.GEMINI_API_KEY ?? process.env.GOOGLE_API_KEY;
   if (!apiKey) {
     throw new ConfigError(

@@ -9,7 +9,7 @@ import { openaiTools } from './openai-tools.ts';
 import { providerToolsFor } from './provider-tools.ts';
 import { withDefaultSettings } from './request-defaults.ts';
 import { type RetryOptions, withRetries } from './retry.ts';
-import { lazySdkClient } from './sdk-loader.ts';
+import { assertSdkInstalled, lazySdkClient } from './sdk-loader.ts';
 
 export interface ChatRequestOptions {
   /**
@@ -45,6 +45,7 @@ export interface OpenAIChatOptions extends ChatRequestOptions, RetryOptions {
  * `stream_options.include_usage`. The SDK's own retries are off; ours (retry.ts) wrap every call.
  */
 export function openaiChat(model: string, options: OpenAIChatOptions = {}): ModelProvider {
+  assertSdkInstalled('openai', 'openai()');
   const apiKey = options.apiKey ?? process.env.OPENAI_API_KEY;
   if (!apiKey) {
     throw new ConfigError(

@@ -6,7 +6,7 @@ import { openaiResponsesProviderName } from './openai-responses-format.ts';
 import { providerToolsFor } from './provider-tools.ts';
 import { withDefaultSettings } from './request-defaults.ts';
 import { type RetryOptions, withRetries } from './retry.ts';
-import { lazySdkClient } from './sdk-loader.ts';
+import { assertSdkInstalled, lazySdkClient } from './sdk-loader.ts';
 
 export interface ResponsesRequestOptions {
   /**
@@ -36,6 +36,7 @@ export interface OpenAIResponsesOptions extends ResponsesRequestOptions, RetryOp
  * as encrypted items, messages with their phase, built-in tool calls in order). The SDK's own retries are off.
  */
 export function openaiResponses(model: string, options: OpenAIResponsesOptions = {}): ModelProvider {
+  assertSdkInstalled('openai', 'openai.responses()');
   const apiKey = options.apiKey ?? process.env.OPENAI_API_KEY;
   if (!apiKey) {
     throw new ConfigError(

@@ -34,6 +34,14 @@ export interface SdkClient<P extends SdkPackage, C> {
 }
 
 /**
+ * Throws a ConfigError naming `pkg` and its install command when it cannot be found. A factory checks this before
+ * anything else (the API key included): a missing package is the first thing to fix.
+ */
+export function assertSdkInstalled(pkg: SdkPackage, factory: string): void {
+  assertPeerInstalled(peers[pkg], factory);
+}
+
+/**
  * Checks now that `pkg` is installed and returns a getter that loads it and makes the client on first use, once
  * (a failure is not kept: the next call tries again). `factory` is what the user called, for the message
  * (`anthropic()`).

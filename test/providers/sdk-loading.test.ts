@@ -119,3 +119,44 @@ describe('troupe/providers and the optional SDKs', () => {
     expect(withoutOpenAI.otherFactoriesWork).toBe(false);
   });
 });
+
+describe('a provider without its SDK and without an API key', () => {
+  it('names the missing SDK first: it is what to install before a key matters', () => {
+    const script = `
+const providers = await import(${JSON.stringify(providersEntry)});
+const messages = [];
+for (const make of [
+  () => providers.anthropic('claude-test'),
+  () => providers.gemini('gemini-test'),
+  () => providers.openai('gpt-test'),
+  () => providers.openai.responses('gpt-test'),
+]) {
+  try { make(); messages.push('created'); } catch (error) { messages.push(error.name + ': ' + error.message); }
+}
+process.stdout.write(JSON.stringify(messages));
+`;
+    const env: NodeJS.ProcessEnv = { ...process.env, TROUPE_BLOCK_SDKS: sdks.join(',') };
+    for (const key of ['ANTHROPIC_API_KEY', 'GEMINI_API_KEY', 'GOOGLE_API_KEY', 'OPENAI_API_KEY'])
+      delete env[key];
+    const child = spawnSync(
+      process.execPath,
+      [
+        '--experimental-transform-types',
+        '--no-warnings',
+        '--import',
+        `data:text/javascript,${encodeURIComponent(hooks)}`,
+        '--input-type=module',
+        '-e',
+        script,
+      ],
+      { encoding: 'utf8', env, timeout: 60_000 },
+    );
+    expect(child.status, child.stderr).toBe(0);
+    const messages = JSON.parse(child.stdout) as string[];
+    expect(messages).toHaveLength(4);
+    expect(messages[0]).toMatch(/^ConfigError: anthropic\(\) needs the "@anthropic-ai\/sdk" package/);
+    expect(messages[1]).toMatch(/^ConfigError: gemini\(\) needs the "@google\/genai" package/);
+    expect(messages[2]).toMatch(/^ConfigError: openai\(\) needs the "openai" package/);
+    expect(messages[3]).toMatch(/^ConfigError: openai\.responses\(\) needs the "openai" package/);
+  });
+});
