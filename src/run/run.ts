@@ -138,6 +138,8 @@ export function startRun<TOutput>(
   const clock = options.clock ?? caller?.clock ?? systemClock;
   claimSessionId(sessionId, 'run()');
   const bus = new EventBus(sessionId, clock);
+  // A nested run whose events its caller forwards is audited there, once.
+  const audit = options.audit ?? (placement ? undefined : caller?.audit);
   let scope: OpenedRunScope;
   try {
     scope = openRunScope({
@@ -148,8 +150,7 @@ export function startRun<TOutput>(
       resources: options,
       caller,
       pii: resolvePii(options.pii, 'run()'),
-      // A nested run whose events its caller forwards is audited there, once.
-      audit: options.audit ?? (placement ? undefined : caller?.audit),
+      audit,
     });
   } catch (error) {
     releaseSessionId(sessionId);
@@ -158,7 +159,6 @@ export function startRun<TOutput>(
   // A nested run without masking of its own shares its caller's placeholders.
   if (!piiOf(bus) && placement?.pii) lendPii(bus, placement.pii);
   beforeStart?.(bus);
-  const audit = options.audit ?? (placement ? undefined : caller?.audit);
   const origin = placement?.origin;
   const deadline = agent.limits.timeoutMs === null ? null : clock.now() + agent.limits.timeoutMs;
   const inspect = options.inspect ?? caller?.inspect;
