@@ -167,5 +167,8 @@ export interface ApprovalQuery {
   status?: readonly ApprovalRecord['status'][];
 }
 
-/** The version of the layout this code writes; a store written with another one is refused with StoreLayoutError. */
-export const storeLayoutVersion = 4;
+/**
+ * The version of the layout this code writes. A store of an earlier layout is migrated when it is opened; one of a
+ * later layout is refused with StoreLayoutError.
+ */
+export const storeLayoutVersion = 5;
