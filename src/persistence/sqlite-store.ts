@@ -20,6 +20,7 @@ import {
 import { migrateLayout } from './stored-format/layout-migrations.ts';
 import { type RecordColumns, recordChecksum, verifyRecord } from './stored-format/record-checksum.ts';
 import { decodeSessionDoc, encodeSessionDoc } from './stored-format/session-doc.ts';
+import { headsTable, prepareHeads } from './stored-format/session-head.ts';
 import type { SyncSessionStore } from './sync-store.ts';
 import {
   parseStoredJson,
@@ -119,7 +120,7 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
     sql = prepareStatements(db);
   } catch (error) {
     closeQuietly(db);
-    throw storeErrorOf(error, path, 'could not be opened');
+    throw storeErrorOf(error, path, openAction);
   }
   let closed = false;
 
@@ -127,6 +128,16 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
     if (closed) throw new StoreClosedError();
     return sql;
   };
+  /** Runs reads in one read transaction (another process's commit must not show half), typed errors as `reading`. */
+  const readingAll = <T>(action: string, read: () => T): T =>
+    reading(action, () => {
+      sql.beginRead.run();
+      try {
+        return read();
+      } finally {
+        rollback();
+      }
+    });
   /** Runs reads, turning SQLite's failures into typed errors. */
   const reading = <T>(action: string, read: () => T): T => {
     try {
@@ -163,7 +174,12 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
         s.beginRead.run();
         try {
           const row = s.selectSession.get(sessionId);
-          if (row === undefined) return undefined;
+          if (row === undefined) {
+            // A head without its row: the row was lost, not deleted (a delete takes the head with it).
+            if (s.heads.has(sessionId))
+              throw new StoreCorruptError(sessionId, 'its session row is lost (its head is still there)');
+            return undefined;
+          }
           const session = sessionOf(sessionId, row);
           const runs = new Map<string, AgentCheckpoint>();
           for (const run of s.selectRuns.all(sessionId)) {
@@ -185,13 +201,14 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
             .all(sessionId)
             .map((approval) => approvalOf(sessionId, approval));
           const last = s.selectLastSeq.get(sessionId)?.last;
-          const state: StoredSessionState = {
-            session,
-            runs,
-            journal,
-            approvals,
-            lastSeq: typeof last === 'number' ? last : -1,
-          };
+          const lastSeq = typeof last === 'number' ? last : -1;
+          s.heads.check(sessionId, {
+            lastSeq,
+            runs: runs.size,
+            journal: journal.size,
+            approvals: approvals.length,
+          });
+          const state: StoredSessionState = { session, runs, journal, approvals, lastSeq };
           return state;
         } finally {
           rollback();
@@ -307,6 +324,7 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
             }),
           );
         }
+        s.heads.record(sessionId);
         s.commit.run();
       } catch (error) {
         rollback();
@@ -319,7 +337,7 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
     readEvents(sessionId, after, limit) {
       checkEventLimit(limit);
       const s = open();
-      return reading(`could not read the events of session "${sessionId}"`, () => {
+      return readingAll(`could not read the events of session "${sessionId}"`, () => {
         const events = s.selectEvents
           .all(sessionId, after, limit ?? -1)
           .map((row) => eventOf(sessionId, row));
@@ -333,13 +351,27 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
               `its event log lacks event ${expected} (the next stored event is ${event.seq})`,
             );
         }
+        // Nor does it end before the last event its head counts, unless `limit` cut it.
+        if (
+          (limit === undefined || events.length < limit) &&
+          s.selectRowExists.get(sessionId) !== undefined
+        ) {
+          const head = s.heads.read(sessionId);
+          const reached = events.at(-1)?.seq ?? Math.max(after, -1);
+          if (reached < head.lastSeq)
+            throw new StoreCorruptError(
+              sessionId,
+              `its event log ends at seq ${reached}, but its head says ${head.lastSeq}: events were lost`,
+            );
+        }
         return events;
       });
     },
 
     list(query) {
       const s = open();
-      return reading('could not list its sessions', () => {
+      return readingAll('could not list its sessions', () => {
+        s.heads.checkAll();
         const rows =
           query?.status === undefined
             ? s.listSessions.all()
@@ -350,18 +382,31 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
 
     approvals(query) {
       const s = open();
-      return reading('could not list approvals', () => {
+      return readingAll('could not list approvals', () => {
         const sessionId = query?.sessionId;
-        const statuses = query?.status === undefined ? undefined : JSON.stringify(query.status);
-        const rows =
+        // Every record of the sessions asked about is read and verified, then filtered by status: a damaged status
+        // column must not hide a record, and the count per session must be the one its head keeps.
+        const records = (
+          sessionId === undefined ? s.allApprovals.all() : s.selectApprovals.all(sessionId)
+        ).map((row) => approvalOf(String(row.session_id), row));
+        const counted = new Map<string, number>();
+        for (const record of records) counted.set(record.sessionId, (counted.get(record.sessionId) ?? 0) + 1);
+        const sessions =
           sessionId === undefined
-            ? statuses === undefined
-              ? s.allApprovals.all()
-              : s.approvalsByStatus.all(statuses)
-            : statuses === undefined
-              ? s.selectApprovals.all(sessionId)
-              : s.sessionApprovalsByStatus.all(sessionId, statuses);
-        return rows.map((row) => approvalOf(String(row.session_id), row));
+            ? s.sessionIds.all().map((row) => String(row.id))
+            : s.selectRowExists.get(sessionId) === undefined
+              ? []
+              : [sessionId];
+        for (const id of sessions) {
+          const head = s.heads.read(id);
+          if (head.approvals !== (counted.get(id) ?? 0))
+            throw new StoreCorruptError(
+              id,
+              `it holds ${counted.get(id) ?? 0} approval records, but its head says ${head.approvals}: records were lost`,
+            );
+        }
+        const statuses = query?.status === undefined ? undefined : new Set<string>(query.status);
+        return statuses === undefined ? records : records.filter((record) => statuses.has(record.status));
       });
     },
 
@@ -426,6 +471,8 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
 
 type Row = Record<string, Sqlite.SQLOutputValue>;
 
+const openAction = 'could not be opened';
+
 const synchronousNames: readonly SqliteStoreSettings['synchronous'][] = ['off', 'normal', 'full', 'extra'];
 
 /** `node:sqlite`, loaded when a SQLite store is created: importing Troupe never needs it. */
@@ -479,11 +526,11 @@ function openDatabase(
     return db;
   } catch (error) {
     if (db !== undefined) closeQuietly(db);
-    throw storeErrorOf(error, path, 'could not be opened');
+    throw storeErrorOf(error, path, openAction);
   }
 }
 
-const tables = ['meta', 'sessions', 'runs', 'journal', 'events', 'approvals', 'audit_log'] as const;
+const tables = ['meta', 'sessions', 'runs', 'journal', 'events', 'approvals', 'audit_log', 'heads'] as const;
 
 /** The audit log (one JSON record per row, by seq): added in layout 4. */
 const auditTable = 'CREATE TABLE IF NOT EXISTS audit_log (seq INTEGER PRIMARY KEY, doc TEXT NOT NULL);';
@@ -545,6 +592,7 @@ CREATE TABLE IF NOT EXISTS approvals (
 );
 CREATE INDEX IF NOT EXISTS approvals_by_status ON approvals (status);
 ${auditTable}
+${headsTable}
 INSERT OR IGNORE INTO meta (key, value) VALUES ('layout', ${storeLayoutVersion});
 `;
 
@@ -618,9 +666,7 @@ function prepareStatements(db: Sqlite.DatabaseSync) {
   const approvalColumns =
     'SELECT session_id, call_id, status, requested_at, decided_at, doc, sum FROM approvals';
   const statusIn = 'status IN (SELECT value FROM json_each(?))';
-  const summaryColumns = `SELECT id, status, entry, agent, turns, updated_at, doc, sum,
-      (SELECT count(*) FROM approvals a WHERE a.session_id = s.id AND a.status = 'pending') AS pending
-    FROM sessions s`;
+  const summaryColumns = 'SELECT id, status, entry, agent, turns, updated_at, doc, sum FROM sessions s';
   return {
     // Transaction control is prepared too: parsing it on every commit costs a few microseconds each time.
     beginRead: db.prepare('BEGIN'),
@@ -645,11 +691,8 @@ function prepareStatements(db: Sqlite.DatabaseSync) {
       'SELECT session_id, seq, time, agent, route, depth, type, origin, data, sum FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?',
     ),
     selectApprovals: db.prepare(`${approvalColumns} WHERE session_id = ? ORDER BY rowid`),
-    sessionApprovalsByStatus: db.prepare(
-      `${approvalColumns} WHERE session_id = ? AND ${statusIn} ORDER BY rowid`,
-    ),
     allApprovals: db.prepare(`${approvalColumns} ORDER BY rowid`),
-    approvalsByStatus: db.prepare(`${approvalColumns} WHERE ${statusIn} ORDER BY rowid`),
+    sessionIds: db.prepare('SELECT id FROM sessions'),
     listSessions: db.prepare(`${summaryColumns} ORDER BY updated_at, s.rowid`),
     listSessionsByStatus: db.prepare(`${summaryColumns} WHERE s.${statusIn} ORDER BY updated_at, s.rowid`),
     upsertSession: db.prepare(
@@ -676,6 +719,7 @@ function prepareStatements(db: Sqlite.DatabaseSync) {
          sum = excluded.sum`,
     ),
     deleteSession: db.prepare('DELETE FROM sessions WHERE id = ?'),
+    heads: prepareHeads(db),
   };
 }
 
@@ -745,10 +789,10 @@ function summaryOf(row: Row, s: Statements): SessionSummary {
     throw new StoreCorruptError(undefined, `a session row has the id ${String(id)}, not a string`);
   verifyRecord(id, 'the session row', 'sessions', row);
   // Pending approvals are counted from verified records: a damaged status must not change the count.
-  const pending = s.selectApprovals
-    .all(id)
-    .map((approval) => approvalOf(id, approval))
-    .filter((approval) => approval.status === 'pending').length;
+  const approvals = s.selectApprovals.all(id).map((approval) => approvalOf(id, approval));
+  if (s.heads.read(id).approvals !== approvals.length)
+    throw new StoreCorruptError(id, 'approval records were lost: its head counts more');
+  const pending = approvals.filter((approval) => approval.status === 'pending').length;
   if (!knownStatuses.has(status))
     throw new StoreCorruptError(
       id,
@@ -813,6 +857,7 @@ function sqliteCode(error: unknown): number | undefined {
   return typeof code === 'number' ? code & 0xff : undefined;
 }
 
+const SQLITE_ERROR = 1;
 const SQLITE_BUSY = 5;
 const SQLITE_LOCKED = 6;
 const SQLITE_CORRUPT = 11;
@@ -824,7 +869,10 @@ function storeErrorOf(error: unknown, path: string, action: string): Error {
   if (error instanceof TroupeError) return error;
   const code = sqliteCode(error);
   const message = messageOf(error);
-  if (code === SQLITE_CORRUPT || code === SQLITE_NOTADB)
+  // A file that passed SQLite's header check but whose schema names tables it lacks has a damaged schema page.
+  const damagedSchema =
+    code === SQLITE_ERROR && action === openAction && /no such |malformed|has no column/.test(message);
+  if (code === SQLITE_CORRUPT || code === SQLITE_NOTADB || damagedSchema)
     return new StoreCorruptError(undefined, `"${path}" ${action}: ${message}`, { cause: error });
   return new StoreIoError(path, `${action}: ${message}`, {
     busy: code === SQLITE_BUSY || code === SQLITE_LOCKED,

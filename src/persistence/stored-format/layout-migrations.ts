@@ -1,6 +1,7 @@
 import type * as Sqlite from 'node:sqlite';
 import { storeLayoutVersion } from '../store.ts';
 import { checksummedColumns, recordChecksum } from './record-checksum.ts';
+import { headsTable, prepareHeads } from './session-head.ts';
 
 /**
  * How a SQLite store of an earlier layout is brought to this one. Each step takes a file from layout N to N + 1
@@ -49,10 +50,11 @@ export const layoutMigrations: readonly LayoutMigration[] = [
     from: 4,
     to: 5,
     change:
-      'a checksum per record (`sum` in sessions, runs, journal, events, approvals) and the layout in each session row',
+      'a checksum per record (`sum` in sessions, runs, journal, events, approvals), the layout in each session row, and a head per session (`heads`: its last event seq and how many runs, journal entries and approvals it holds)',
     migrate(db) {
+      db.exec(headsTable);
       for (const table of Object.keys(checksummedColumns))
-        db.exec(`ALTER TABLE ${table} ADD COLUMN sum INTEGER NOT NULL DEFAULT 0`);
+        if (table !== 'heads') db.exec(`ALTER TABLE ${table} ADD COLUMN sum INTEGER NOT NULL DEFAULT 0`);
       for (const row of db.prepare('SELECT rowid, * FROM sessions').all()) {
         const doc = withRecordLayout(String(row.doc), 5);
         db.prepare('UPDATE sessions SET doc = ?, sum = ? WHERE rowid = ?').run(
@@ -72,6 +74,8 @@ export const layoutMigrations: readonly LayoutMigration[] = [
             row[key] as Sqlite.SQLInputValue,
           );
       }
+      const heads = prepareHeads(db);
+      for (const row of db.prepare('SELECT id FROM sessions').all()) heads.record(String(row.id));
     },
   },
 ];

@@ -20,6 +20,7 @@ export const checksummedColumns = {
   journal: ['session_id', 'key', 'doc'],
   events: ['session_id', 'seq', 'time', 'agent', 'route', 'depth', 'type', 'origin', 'data'],
   approvals: ['session_id', 'call_id', 'status', 'requested_at', 'decided_at', 'doc'],
+  heads: ['session_id', 'last_seq', 'runs', 'journal', 'approvals'],
 } as const;
 
 export type ChecksummedTable = keyof typeof checksummedColumns;
