@@ -21,6 +21,7 @@ import { migrateLayout } from './stored-format/layout-migrations.ts';
 import { type RecordColumns, recordChecksum, verifyRecord } from './stored-format/record-checksum.ts';
 import { decodeSessionDoc, encodeSessionDoc } from './stored-format/session-doc.ts';
 import { headsTable, prepareHeads } from './stored-format/session-head.ts';
+import { storedEventTypes } from './stored-format/stored-event-types.ts';
 import type { SyncSessionStore } from './sync-store.ts';
 import {
   parseStoredJson,
@@ -777,6 +778,16 @@ function eventOf(sessionId: string, row: Row): RunEvent {
   )
     throw new StoreCorruptError(sessionId, `event ${String(seq)} has columns of the wrong type`);
   verifyRecord(sessionId, `event ${seq}`, 'events', row);
+  if (!storedEventTypes.has(type))
+    throw new StoreCorruptError(
+      sessionId,
+      `event ${seq} has the type ${JSON.stringify(type)}, which no event has`,
+    );
+  if (agent.length === 0 || !Number.isSafeInteger(depth) || depth < 0 || !Number.isSafeInteger(seq))
+    throw new StoreCorruptError(
+      sessionId,
+      `event ${seq} has an empty agent, or a seq or depth that is not a count`,
+    );
   const data = parseStoredJson(sessionId, `the data of event ${seq}`, row.data);
   return { time, agent, sessionId: origin ?? sessionId, route, depth, seq, type, data } as RunEvent;
 }
