@@ -377,7 +377,7 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
           query?.status === undefined
             ? s.listSessions.all()
             : s.listSessionsByStatus.all(JSON.stringify(query.status));
-        return rows.map((row) => summaryOf(row, s));
+        return rows.map(summaryOf);
       });
     },
 
@@ -667,7 +667,9 @@ function prepareStatements(db: Sqlite.DatabaseSync) {
   const approvalColumns =
     'SELECT session_id, call_id, status, requested_at, decided_at, doc, sum FROM approvals';
   const statusIn = 'status IN (SELECT value FROM json_each(?))';
-  const summaryColumns = 'SELECT id, status, entry, agent, turns, updated_at, doc, sum FROM sessions s';
+  const summaryColumns = `SELECT id, status, entry, agent, turns, updated_at,
+      (SELECT count(*) FROM approvals a WHERE a.session_id = s.id AND a.status = 'pending') AS pending
+    FROM sessions s`;
   return {
     // Transaction control is prepared too: parsing it on every commit costs a few microseconds each time.
     beginRead: db.prepare('BEGIN'),
@@ -794,16 +796,15 @@ function eventOf(sessionId: string, row: Row): RunEvent {
 
 const knownStatuses: ReadonlySet<unknown> = new Set(storedSessionStatuses);
 
-function summaryOf(row: Row, s: Statements): SessionSummary {
-  const { id, status, entry, agent, turns, updated_at: updatedAt } = row;
+/**
+ * A summary from the row's columns alone. A damaged row is still listed (recover() then reports it by name when
+ * `load` refuses it, and the other sessions still recover): every column is covered by the row's checksum, which
+ * `load` verifies before anything is resumed.
+ */
+function summaryOf(row: Row): SessionSummary {
+  const { id, status, entry, agent, turns, updated_at: updatedAt, pending } = row;
   if (typeof id !== 'string')
     throw new StoreCorruptError(undefined, `a session row has the id ${String(id)}, not a string`);
-  verifyRecord(id, 'the session row', 'sessions', row);
-  // Pending approvals are counted from verified records: a damaged status must not change the count.
-  const approvals = s.selectApprovals.all(id).map((approval) => approvalOf(id, approval));
-  if (s.heads.read(id).approvals !== approvals.length)
-    throw new StoreCorruptError(id, 'approval records were lost: its head counts more');
-  const pending = approvals.filter((approval) => approval.status === 'pending').length;
   if (!knownStatuses.has(status))
     throw new StoreCorruptError(
       id,
@@ -813,7 +814,8 @@ function summaryOf(row: Row, s: Statements): SessionSummary {
     typeof entry !== 'string' ||
     typeof agent !== 'string' ||
     typeof turns !== 'number' ||
-    typeof updatedAt !== 'number'
+    typeof updatedAt !== 'number' ||
+    typeof pending !== 'number'
   )
     throw new StoreCorruptError(id, 'its row has columns of the wrong type');
   return {

@@ -50,7 +50,8 @@ export function checkpoint(overrides: Partial<AgentCheckpoint> = {}): AgentCheck
 export function sessionRow(id: string, overrides: Partial<StoredSession> = {}): StoredSession {
   const row = rowOf(id, overrides);
   // The turn in progress is the one after the finished ones (a stored row that says otherwise is damaged).
-  if (row.turn !== null && !Object.hasOwn(overrides, 'turn')) row.turn = { ...row.turn, number: row.turns + 1 };
+  if (row.turn !== null && !Object.hasOwn(overrides, 'turn'))
+    row.turn = { ...row.turn, number: row.turns + 1 };
   return row;
 }
 

@@ -1,7 +1,9 @@
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { isDeepStrictEqual } from 'node:util';
+import { createAgentSystem } from 'troupe';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createSqliteStore } from '../../src/persistence/sqlite-store.ts';
 import {
@@ -9,6 +11,7 @@ import {
   StoreCorruptError,
   StoreLayoutError,
 } from '../../src/persistence/store-errors.ts';
+import { resumRecords } from './resum-records.ts';
 
 /**
  * Random damage to a store file holding interrupted sessions (a pending approval, a nested run blocked in a tool with
@@ -95,5 +98,85 @@ describe('damage to a stored session is a typed error, never different data', ()
     expect(outcomes.untyped).toEqual([]);
     // The damage reached the records: many files were refused.
     expect(outcomes.refused).toBeGreaterThan(50);
+  });
+
+  describe('named damage: refused by checksum as it is, and by validation when its checksums are made to match', () => {
+    /** Applies `edit` (SQL) to a copy of the interrupted store; `resum` also recomputes every checksum. */
+    const damaged = (name: string, edit: string, resum: boolean): string => {
+      const path = join(directory, `${name}-${resum ? 'resummed' : 'raw'}.db`);
+      copyFileSync(interruptedStore(), path);
+      const db = new DatabaseSync(path);
+      const before = JSON.stringify(
+        ['sessions', 'runs', 'journal'].map((table) => db.prepare(`SELECT * FROM ${table}`).all()),
+      );
+      db.exec(edit);
+      // The edit changed something (a replace() that finds nothing changes nothing).
+      expect(
+        JSON.stringify(
+          ['sessions', 'runs', 'journal'].map((table) => db.prepare(`SELECT * FROM ${table}`).all()),
+        ),
+      ).not.toBe(before);
+      if (resum) resumRecords(db);
+      db.close();
+      return path;
+    };
+    const refusal = (path: string, sessionId: string): StoreCorruptError => {
+      const store = createSqliteStore(path);
+      try {
+        store.load(sessionId);
+      } catch (error) {
+        expect(error).toBeInstanceOf(StoreCorruptError);
+        expect((error as StoreCorruptError).sessionId).toBe(sessionId);
+        return error as StoreCorruptError;
+      } finally {
+        store.close();
+      }
+      throw new Error(`session ${sessionId} loaded`);
+    };
+
+    it('an edited tool result (in the journal or in the checkpoint) is refused, and recover() does not resume it', async () => {
+      const journal = damaged(
+        'tool-result-journal',
+        `UPDATE journal SET doc = replace(doc, 'found x', 'found y') WHERE session_id = 'nested'`,
+        false,
+      );
+      expect(refusal(journal, 'nested').message).toMatch(/journal entry .* does not match its checksum/);
+      const row = damaged(
+        'tool-result-row',
+        `UPDATE runs SET doc = replace(doc, 'found x', 'found y') WHERE session_id = 'nested'`,
+        false,
+      );
+      expect(refusal(row, 'nested').message).toContain(
+        'nested run "lead>r1/researcher" does not match its checksum',
+      );
+      const store = createSqliteStore(journal);
+      const system = createAgentSystem({ store });
+      const { sessions, failures } = await system.recover();
+      expect(sessions.map((session) => session.sessionId)).not.toContain('nested');
+      expect(failures.map((failure) => failure.sessionId)).toContain('nested');
+      await system.shutdown();
+      store.close();
+    });
+
+    it('an idle row that kept its turn is refused', () => {
+      const edit = `UPDATE sessions SET status = 'idle', doc = replace(doc, '"status":"running"', '"status":"idle"') WHERE id = 'nested'`;
+      expect(refusal(damaged('idle-with-turn', edit, false), 'nested').message).toContain('checksum');
+      expect(refusal(damaged('idle-with-turn', edit, true), 'nested').message).toContain(
+        'session.turn is set, but a idle session holds no turn in progress',
+      );
+    });
+
+    it('an altered agent name is refused', () => {
+      const edit = `UPDATE sessions SET doc = replace(doc, '"current":"lead"', '"current":"leaf"') WHERE id = 'nested'`;
+      expect(refusal(damaged('agent-name', edit, false), 'nested').message).toContain('checksum');
+      expect(refusal(damaged('agent-name', edit, true), 'nested').message).toContain(
+        'session.turn.session.current is "leaf", but the session\'s agent is "lead"',
+      );
+      const column = `UPDATE sessions SET agent = 'clerx' WHERE id = 'approval'`;
+      expect(refusal(damaged('agent-column', column, false), 'approval').message).toContain('checksum');
+      expect(refusal(damaged('agent-column', column, true), 'approval').message).toContain(
+        'its columns and its record disagree',
+      );
+    });
   });
 });
