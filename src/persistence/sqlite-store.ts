@@ -5,7 +5,6 @@ import type { ApprovalRecord } from '../core/approvals.ts';
 import { ConfigError, TroupeError } from '../core/errors.ts';
 import type { RunEvent } from '../core/events.ts';
 import type { JsonValue } from '../core/json.ts';
-import type { AgentCheckpoint } from '../machines/agent.ts';
 import { checkBatch, checkEventLimit } from './commit-rules.ts';
 import type { CommitBatch, SessionSummary, StoredSession, StoredSessionState } from './store.ts';
 import { storedSessionStatuses, storeLayoutVersion } from './store.ts';
@@ -21,6 +20,7 @@ import { migrateLayout } from './stored-format/layout-migrations.ts';
 import { type RecordColumns, recordChecksum, verifyRecord } from './stored-format/record-checksum.ts';
 import { decodeSessionDoc, encodeSessionDoc } from './stored-format/session-doc.ts';
 import { headsTable, prepareHeads } from './stored-format/session-head.ts';
+import type { StoredAgentCheckpoint } from './stored-format/stored-checkpoint.ts';
 import { storedEventTypes } from './stored-format/stored-event-types.ts';
 import type { SyncSessionStore } from './sync-store.ts';
 import {
@@ -182,7 +182,7 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
             return undefined;
           }
           const session = sessionOf(sessionId, row);
-          const runs = new Map<string, AgentCheckpoint>();
+          const runs = new Map<string, StoredAgentCheckpoint>();
           for (const run of s.selectRuns.all(sessionId)) {
             const route = String(run.route);
             const where = `nested run "${route}"`;

@@ -4,9 +4,9 @@ import { answerUnrunCalls, validateHistory } from '../core/history.ts';
 import type { JsonValue } from '../core/json.ts';
 import type { ToolCall } from '../core/messages.ts';
 import { stopReasons } from '../core/stop-reason.ts';
-import type { AgentCheckpoint } from '../machines/agent.ts';
 import { type StoredSession, storedSessionStatuses } from './store.ts';
 import { StoreCorruptError } from './store-errors.ts';
+import type { StoredAgentCheckpoint } from './stored-format/stored-checkpoint.ts';
 
 /**
  * Checks what a store reads back before the runtime resumes from it: a record that was damaged on disk, written by
@@ -69,9 +69,9 @@ export function validateAgentCheckpoint(
   sessionId: string,
   value: unknown,
   where = 'checkpoint',
-): AgentCheckpoint {
+): StoredAgentCheckpoint {
   new Checker(sessionId).checkpoint(value, where);
-  return value as AgentCheckpoint;
+  return value as StoredAgentCheckpoint;
 }
 
 /** An approval record: known kind and status, a decision exactly when decided, and one that matches the status. */
