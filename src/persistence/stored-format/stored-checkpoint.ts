@@ -84,3 +84,13 @@ export function fromStoredCheckpoint(stored: StoredAgentCheckpoint): AgentCheckp
     phase: stored.phase,
   };
 }
+
+/**
+ * True when two types have the same keys. A field added to the machine's checkpoint does not compile until the
+ * stored format has it too (optional, so that records stored before it still load) and the mappings above copy it.
+ */
+export type SameKeys<A, B> = [Exclude<keyof A, keyof B>, Exclude<keyof B, keyof A>] extends [never, never]
+  ? true
+  : false;
+const checkpointKeysMatch: SameKeys<AgentCheckpoint, StoredAgentCheckpoint> = true;
+void checkpointKeysMatch;

@@ -1,6 +1,7 @@
 import type { Message } from '../../core/messages.ts';
 import type { Usage } from '../../core/usage.ts';
 import type { SessionRestore } from '../../machines/session.ts';
+import type { SameKeys } from './stored-checkpoint.ts';
 
 /**
  * The session around the agent holding a turn, as a store keeps it: what a recovered session machine starts from.
@@ -56,3 +57,7 @@ export function fromStoredRestore(stored: StoredSessionRestore): SessionRestore 
     turns: stored.turns,
   };
 }
+
+/** A field added to the session's restore does not compile until the stored format has it too. */
+const restoreKeysMatch: SameKeys<SessionRestore, StoredSessionRestore> = true;
+void restoreKeysMatch;
