@@ -135,6 +135,12 @@ export {
   StoreIoError,
   StoreLayoutError,
 } from './persistence/store-errors.ts';
+export type {
+  StoredAgentCheckpoint,
+  StoredApprovalState,
+  StoredDecision,
+} from './persistence/stored-format/stored-checkpoint.ts';
+export type { StoredSessionRestore } from './persistence/stored-format/stored-restore.ts';
 export type { SyncSessionStore } from './persistence/sync-store.ts';
 export { type PiiKind, piiKinds } from './pii/pii-detectors.ts';
 export { type PiiCounts, PiiMasker } from './pii/pii-masker.ts';

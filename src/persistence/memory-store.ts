@@ -2,10 +2,10 @@ import type { ApprovalRecord } from '../core/approvals.ts';
 import { ConfigError } from '../core/errors.ts';
 import type { RunEvent } from '../core/events.ts';
 import type { JsonValue } from '../core/json.ts';
-import type { AgentCheckpoint } from '../machines/agent.ts';
 import { checkBatch, checkEventLimit } from './commit-rules.ts';
 import type { CommitBatch, SessionSummary, StoredSession, StoredSessionState } from './store.ts';
 import { StoreClosedError } from './store-errors.ts';
+import type { StoredAgentCheckpoint } from './stored-format/stored-checkpoint.ts';
 import type { SyncSessionStore } from './sync-store.ts';
 
 /** Options of `createMemoryStore`. */
@@ -30,7 +30,7 @@ export function isMemoryStore(store: object): boolean {
 /** Everything the store holds for one session. */
 interface SessionEntry {
   session: StoredSession;
-  runs: Map<string, AgentCheckpoint>;
+  runs: Map<string, StoredAgentCheckpoint>;
   journal: Map<string, JsonValue>;
   /** By call id, each with the order it was first recorded in across the store (approvals() lists in that order). */
   approvals: Map<string, { record: ApprovalRecord; order: number }>;

@@ -5,10 +5,8 @@ import type { ApprovalRecord } from '../core/approvals.ts';
 import { ConfigError, TroupeError } from '../core/errors.ts';
 import type { RunEvent } from '../core/events.ts';
 import type { JsonValue } from '../core/json.ts';
-import type { AgentCheckpoint } from '../machines/agent.ts';
 import { checkBatch, checkEventLimit } from './commit-rules.ts';
-import { decodeRow, encodeRow } from './row-encoding.ts';
-import type { CommitBatch, SessionSummary, StoredSessionState } from './store.ts';
+import type { CommitBatch, SessionSummary, StoredSession, StoredSessionState } from './store.ts';
 import { storedSessionStatuses, storeLayoutVersion } from './store.ts';
 import {
   ForeignStoreError,
@@ -18,6 +16,12 @@ import {
   StoreIoError,
   StoreLayoutError,
 } from './store-errors.ts';
+import { migrateLayout } from './stored-format/layout-migrations.ts';
+import { type RecordColumns, recordChecksum, verifyRecord } from './stored-format/record-checksum.ts';
+import { decodeSessionDoc, encodeSessionDoc } from './stored-format/session-doc.ts';
+import { headsTable, prepareHeads } from './stored-format/session-head.ts';
+import type { StoredAgentCheckpoint } from './stored-format/stored-checkpoint.ts';
+import { storedEventTypes } from './stored-format/stored-event-types.ts';
 import type { SyncSessionStore } from './sync-store.ts';
 import {
   parseStoredJson,
@@ -117,7 +121,7 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
     sql = prepareStatements(db);
   } catch (error) {
     closeQuietly(db);
-    throw storeErrorOf(error, path, 'could not be opened');
+    throw storeErrorOf(error, path, openAction);
   }
   let closed = false;
 
@@ -125,6 +129,16 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
     if (closed) throw new StoreClosedError();
     return sql;
   };
+  /** Runs reads in one read transaction (another process's commit must not show half), typed errors as `reading`. */
+  const readingAll = <T>(action: string, read: () => T): T =>
+    reading(action, () => {
+      sql.beginRead.run();
+      try {
+        return read();
+      } finally {
+        rollback();
+      }
+    });
   /** Runs reads, turning SQLite's failures into typed errors. */
   const reading = <T>(action: string, read: () => T): T => {
     try {
@@ -161,15 +175,18 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
         s.beginRead.run();
         try {
           const row = s.selectSession.get(sessionId);
-          if (row === undefined) return undefined;
-          const session = validateStoredSession(
-            sessionId,
-            decodeRow(sessionId, parseStoredJson(sessionId, 'the session row', row.doc)),
-          );
-          const runs = new Map<string, AgentCheckpoint>();
+          if (row === undefined) {
+            // A head without its row: the row was lost, not deleted (a delete takes the head with it).
+            if (s.heads.has(sessionId))
+              throw new StoreCorruptError(sessionId, 'its session row is lost (its head is still there)');
+            return undefined;
+          }
+          const session = sessionOf(sessionId, row);
+          const runs = new Map<string, StoredAgentCheckpoint>();
           for (const run of s.selectRuns.all(sessionId)) {
             const route = String(run.route);
             const where = `nested run "${route}"`;
+            verifyRecord(sessionId, where, 'runs', run);
             runs.set(
               route,
               validateAgentCheckpoint(sessionId, parseStoredJson(sessionId, where, run.doc), where),
@@ -178,19 +195,21 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
           const journal = new Map<string, JsonValue>();
           for (const entry of s.selectJournal.all(sessionId)) {
             const key = String(entry.key);
+            verifyRecord(sessionId, `journal entry "${key}"`, 'journal', entry);
             journal.set(key, parseStoredJson(sessionId, `journal entry "${key}"`, entry.doc));
           }
           const approvals = s.selectApprovals
             .all(sessionId)
             .map((approval) => approvalOf(sessionId, approval));
           const last = s.selectLastSeq.get(sessionId)?.last;
-          const state: StoredSessionState = {
-            session,
-            runs,
-            journal,
-            approvals,
-            lastSeq: typeof last === 'number' ? last : -1,
-          };
+          const lastSeq = typeof last === 'number' ? last : -1;
+          s.heads.check(sessionId, {
+            lastSeq,
+            runs: runs.size,
+            journal: journal.size,
+            approvals: approvals.length,
+          });
+          const state: StoredSessionState = { session, runs, journal, approvals, lastSeq };
           return state;
         } finally {
           rollback();
@@ -228,6 +247,15 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
             session.turns,
             session.updatedAt,
             rows.session,
+            recordChecksum('sessions', {
+              id: sessionId,
+              status: session.status,
+              entry: session.entry,
+              agent: session.agent,
+              turns: session.turns,
+              updated_at: session.updatedAt,
+              doc: rows.session,
+            }),
           );
         if (batch.clearTurn === true) {
           s.deleteRuns.run(sessionId);
@@ -235,31 +263,69 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
         }
         for (const [route, doc] of rows.runs) {
           if (doc === null) s.deleteRun.run(sessionId, route);
-          else s.upsertRun.run(sessionId, route, doc);
+          else
+            s.upsertRun.run(
+              sessionId,
+              route,
+              doc,
+              recordChecksum('runs', { session_id: sessionId, route, doc }),
+            );
         }
-        for (const [key, doc] of rows.journal) s.upsertJournal.run(sessionId, key, doc);
+        for (const [key, doc] of rows.journal)
+          s.upsertJournal.run(
+            sessionId,
+            key,
+            doc,
+            recordChecksum('journal', { session_id: sessionId, key, doc }),
+          );
         if (events !== undefined)
-          for (const [index, event] of events.entries())
+          for (const [index, event] of events.entries()) {
+            const record = {
+              session_id: sessionId,
+              seq: event.seq,
+              time: event.time,
+              agent: event.agent,
+              route: typeof event.route === 'string' ? event.route : event.agent,
+              depth: typeof event.depth === 'number' ? event.depth : 0,
+              type: event.type,
+              origin:
+                event.sessionId === sessionId || typeof event.sessionId !== 'string' ? null : event.sessionId,
+              data: rows.events[index] as string,
+            };
             s.insertEvent.run(
               sessionId,
-              event.seq,
-              event.time,
-              event.agent,
-              typeof event.route === 'string' ? event.route : event.agent,
-              typeof event.depth === 'number' ? event.depth : 0,
-              event.type,
-              event.sessionId === sessionId || typeof event.sessionId !== 'string' ? null : event.sessionId,
-              rows.events[index] as string,
+              record.seq,
+              record.time,
+              record.agent,
+              record.route,
+              record.depth,
+              record.type,
+              record.origin,
+              record.data,
+              recordChecksum('events', record),
             );
-        for (const [index, record] of (batch.approvals ?? []).entries())
+          }
+        for (const [index, record] of (batch.approvals ?? []).entries()) {
+          const decidedAt = typeof record.decidedAt === 'number' ? record.decidedAt : null;
+          const doc = rows.approvals[index] as string;
           s.upsertApproval.run(
             sessionId,
             record.callId,
             record.status,
             record.requestedAt,
-            typeof record.decidedAt === 'number' ? record.decidedAt : null,
-            rows.approvals[index] as string,
+            decidedAt,
+            doc,
+            recordChecksum('approvals', {
+              session_id: sessionId,
+              call_id: record.callId,
+              status: record.status,
+              requested_at: record.requestedAt,
+              decided_at: decidedAt,
+              doc,
+            }),
           );
+        }
+        s.heads.record(sessionId);
         s.commit.run();
       } catch (error) {
         rollback();
@@ -272,14 +338,41 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
     readEvents(sessionId, after, limit) {
       checkEventLimit(limit);
       const s = open();
-      return reading(`could not read the events of session "${sessionId}"`, () =>
-        s.selectEvents.all(sessionId, after, limit ?? -1).map((row) => eventOf(sessionId, row)),
-      );
+      return readingAll(`could not read the events of session "${sessionId}"`, () => {
+        const events = s.selectEvents
+          .all(sessionId, after, limit ?? -1)
+          .map((row) => eventOf(sessionId, row));
+        // The log has no gaps (commits refuse them): a missing seq is a lost record.
+        for (const [index, event] of events.entries()) {
+          const expected =
+            index === 0 ? (after < 0 ? 0 : Math.floor(after) + 1) : (events[index - 1] as RunEvent).seq + 1;
+          if (event.seq !== expected)
+            throw new StoreCorruptError(
+              sessionId,
+              `its event log lacks event ${expected} (the next stored event is ${event.seq})`,
+            );
+        }
+        // Nor does it end before the last event its head counts, unless `limit` cut it.
+        if (
+          (limit === undefined || events.length < limit) &&
+          s.selectRowExists.get(sessionId) !== undefined
+        ) {
+          const head = s.heads.read(sessionId);
+          const reached = events.at(-1)?.seq ?? Math.max(after, -1);
+          if (reached < head.lastSeq)
+            throw new StoreCorruptError(
+              sessionId,
+              `its event log ends at seq ${reached}, but its head says ${head.lastSeq}: events were lost`,
+            );
+        }
+        return events;
+      });
     },
 
     list(query) {
       const s = open();
-      return reading('could not list its sessions', () => {
+      return readingAll('could not list its sessions', () => {
+        s.heads.checkAll();
         const rows =
           query?.status === undefined
             ? s.listSessions.all()
@@ -290,18 +383,31 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
 
     approvals(query) {
       const s = open();
-      return reading('could not list approvals', () => {
+      return readingAll('could not list approvals', () => {
         const sessionId = query?.sessionId;
-        const statuses = query?.status === undefined ? undefined : JSON.stringify(query.status);
-        const rows =
+        // Every record of the sessions asked about is read and verified, then filtered by status: a damaged status
+        // column must not hide a record, and the count per session must be the one its head keeps.
+        const records = (
+          sessionId === undefined ? s.allApprovals.all() : s.selectApprovals.all(sessionId)
+        ).map((row) => approvalOf(String(row.session_id), row));
+        const counted = new Map<string, number>();
+        for (const record of records) counted.set(record.sessionId, (counted.get(record.sessionId) ?? 0) + 1);
+        const sessions =
           sessionId === undefined
-            ? statuses === undefined
-              ? s.allApprovals.all()
-              : s.approvalsByStatus.all(statuses)
-            : statuses === undefined
-              ? s.selectApprovals.all(sessionId)
-              : s.sessionApprovalsByStatus.all(sessionId, statuses);
-        return rows.map((row) => approvalOf(String(row.session_id), row));
+            ? s.sessionIds.all().map((row) => String(row.id))
+            : s.selectRowExists.get(sessionId) === undefined
+              ? []
+              : [sessionId];
+        for (const id of sessions) {
+          const head = s.heads.read(id);
+          if (head.approvals !== (counted.get(id) ?? 0))
+            throw new StoreCorruptError(
+              id,
+              `it holds ${counted.get(id) ?? 0} approval records, but its head says ${head.approvals}: records were lost`,
+            );
+        }
+        const statuses = query?.status === undefined ? undefined : new Set<string>(query.status);
+        return statuses === undefined ? records : records.filter((record) => statuses.has(record.status));
       });
     },
 
@@ -366,6 +472,8 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
 
 type Row = Record<string, Sqlite.SQLOutputValue>;
 
+const openAction = 'could not be opened';
+
 const synchronousNames: readonly SqliteStoreSettings['synchronous'][] = ['off', 'normal', 'full', 'extra'];
 
 /** `node:sqlite`, loaded when a SQLite store is created: importing Troupe never needs it. */
@@ -419,35 +527,14 @@ function openDatabase(
     return db;
   } catch (error) {
     if (db !== undefined) closeQuietly(db);
-    throw storeErrorOf(error, path, 'could not be opened');
+    throw storeErrorOf(error, path, openAction);
   }
 }
 
-const tables = ['meta', 'sessions', 'runs', 'journal', 'events', 'approvals', 'audit_log'] as const;
+const tables = ['meta', 'sessions', 'runs', 'journal', 'events', 'approvals', 'audit_log', 'heads'] as const;
 
 /** The audit log (one JSON record per row, by seq): added in layout 4. */
 const auditTable = 'CREATE TABLE IF NOT EXISTS audit_log (seq INTEGER PRIMARY KEY, doc TEXT NOT NULL);';
-
-/**
- * Brings a file of an earlier layout to this one, in one transaction: layout 3 lacks only the audit log's table.
- * Another process may migrate the same file at the same moment: the second finds layout 4 and does nothing.
- */
-function migrateLayout(db: Sqlite.DatabaseSync, layout: unknown): unknown {
-  if (layout !== 3) return layout;
-  db.exec('BEGIN IMMEDIATE');
-  try {
-    const now = db.prepare("SELECT value FROM meta WHERE key = 'layout'").get()?.value;
-    if (now === 3) {
-      db.exec(auditTable);
-      db.exec(`UPDATE meta SET value = ${storeLayoutVersion} WHERE key = 'layout'`);
-    }
-    db.exec('COMMIT');
-  } catch (error) {
-    closeTransaction(db);
-    throw error;
-  }
-  return db.prepare("SELECT value FROM meta WHERE key = 'layout'").get()?.value;
-}
 
 /**
  * The layout. Children of a session row go with it (ON DELETE CASCADE); a session row is therefore replaced with
@@ -463,19 +550,22 @@ CREATE TABLE IF NOT EXISTS sessions (
   agent TEXT NOT NULL,
   turns INTEGER NOT NULL,
   updated_at REAL NOT NULL,
-  doc TEXT NOT NULL
+  doc TEXT NOT NULL,
+  sum INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS sessions_by_status ON sessions (status, updated_at);
 CREATE TABLE IF NOT EXISTS runs (
   session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
   route TEXT NOT NULL,
   doc TEXT NOT NULL,
+  sum INTEGER NOT NULL,
   PRIMARY KEY (session_id, route)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS journal (
   session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
   key TEXT NOT NULL,
   doc TEXT NOT NULL,
+  sum INTEGER NOT NULL,
   PRIMARY KEY (session_id, key)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS events (
@@ -488,6 +578,7 @@ CREATE TABLE IF NOT EXISTS events (
   type TEXT NOT NULL,
   origin TEXT,
   data TEXT NOT NULL,
+  sum INTEGER NOT NULL,
   PRIMARY KEY (session_id, seq)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS approvals (
@@ -497,10 +588,12 @@ CREATE TABLE IF NOT EXISTS approvals (
   requested_at REAL NOT NULL,
   decided_at REAL,
   doc TEXT NOT NULL,
+  sum INTEGER NOT NULL,
   PRIMARY KEY (session_id, call_id)
 );
 CREATE INDEX IF NOT EXISTS approvals_by_status ON approvals (status);
 ${auditTable}
+${headsTable}
 INSERT OR IGNORE INTO meta (key, value) VALUES ('layout', ${storeLayoutVersion});
 `;
 
@@ -571,7 +664,8 @@ type Statements = ReturnType<typeof prepareStatements>;
 
 /** Every statement the store runs, prepared once. */
 function prepareStatements(db: Sqlite.DatabaseSync) {
-  const approvalColumns = 'SELECT session_id, call_id, doc FROM approvals';
+  const approvalColumns =
+    'SELECT session_id, call_id, status, requested_at, decided_at, doc, sum FROM approvals';
   const statusIn = 'status IN (SELECT value FROM json_each(?))';
   const summaryColumns = `SELECT id, status, entry, agent, turns, updated_at,
       (SELECT count(*) FROM approvals a WHERE a.session_id = s.id AND a.status = 'pending') AS pending
@@ -585,45 +679,50 @@ function prepareStatements(db: Sqlite.DatabaseSync) {
     insertAudit: db.prepare('INSERT INTO audit_log (seq, doc) VALUES (?, ?)'),
     selectAudit: db.prepare('SELECT doc FROM audit_log WHERE seq > ? ORDER BY seq'),
     selectLastAudit: db.prepare('SELECT doc FROM audit_log ORDER BY seq DESC LIMIT 1'),
-    selectSession: db.prepare('SELECT doc FROM sessions WHERE id = ?'),
+    selectSession: db.prepare(
+      'SELECT id, status, entry, agent, turns, updated_at, doc, sum FROM sessions WHERE id = ?',
+    ),
     selectRowExists: db.prepare('SELECT 1 AS found FROM sessions WHERE id = ?'),
-    selectRuns: db.prepare('SELECT route, doc FROM runs WHERE session_id = ? ORDER BY route'),
-    selectJournal: db.prepare('SELECT key, doc FROM journal WHERE session_id = ? ORDER BY key'),
+    selectRuns: db.prepare(
+      'SELECT session_id, route, doc, sum FROM runs WHERE session_id = ? ORDER BY route',
+    ),
+    selectJournal: db.prepare(
+      'SELECT session_id, key, doc, sum FROM journal WHERE session_id = ? ORDER BY key',
+    ),
     selectLastSeq: db.prepare('SELECT max(seq) AS last FROM events WHERE session_id = ?'),
     selectEvents: db.prepare(
-      'SELECT seq, time, agent, route, depth, type, origin, data FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?',
+      'SELECT session_id, seq, time, agent, route, depth, type, origin, data, sum FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?',
     ),
     selectApprovals: db.prepare(`${approvalColumns} WHERE session_id = ? ORDER BY rowid`),
-    sessionApprovalsByStatus: db.prepare(
-      `${approvalColumns} WHERE session_id = ? AND ${statusIn} ORDER BY rowid`,
-    ),
     allApprovals: db.prepare(`${approvalColumns} ORDER BY rowid`),
-    approvalsByStatus: db.prepare(`${approvalColumns} WHERE ${statusIn} ORDER BY rowid`),
+    sessionIds: db.prepare('SELECT id FROM sessions'),
     listSessions: db.prepare(`${summaryColumns} ORDER BY updated_at, s.rowid`),
     listSessionsByStatus: db.prepare(`${summaryColumns} WHERE s.${statusIn} ORDER BY updated_at, s.rowid`),
     upsertSession: db.prepare(
-      `INSERT INTO sessions (id, status, entry, agent, turns, updated_at, doc) VALUES (?, ?, ?, ?, ?, ?, ?)
+      `INSERT INTO sessions (id, status, entry, agent, turns, updated_at, doc, sum) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (id) DO UPDATE SET status = excluded.status, entry = excluded.entry, agent = excluded.agent,
-         turns = excluded.turns, updated_at = excluded.updated_at, doc = excluded.doc`,
+         turns = excluded.turns, updated_at = excluded.updated_at, doc = excluded.doc, sum = excluded.sum`,
     ),
     deleteRuns: db.prepare('DELETE FROM runs WHERE session_id = ?'),
     deleteJournal: db.prepare('DELETE FROM journal WHERE session_id = ?'),
     deleteRun: db.prepare('DELETE FROM runs WHERE session_id = ? AND route = ?'),
     upsertRun: db.prepare(
-      'INSERT INTO runs (session_id, route, doc) VALUES (?, ?, ?) ON CONFLICT (session_id, route) DO UPDATE SET doc = excluded.doc',
+      'INSERT INTO runs (session_id, route, doc, sum) VALUES (?, ?, ?, ?) ON CONFLICT (session_id, route) DO UPDATE SET doc = excluded.doc, sum = excluded.sum',
     ),
     upsertJournal: db.prepare(
-      'INSERT INTO journal (session_id, key, doc) VALUES (?, ?, ?) ON CONFLICT (session_id, key) DO UPDATE SET doc = excluded.doc',
+      'INSERT INTO journal (session_id, key, doc, sum) VALUES (?, ?, ?, ?) ON CONFLICT (session_id, key) DO UPDATE SET doc = excluded.doc, sum = excluded.sum',
     ),
     insertEvent: db.prepare(
-      'INSERT INTO events (session_id, seq, time, agent, route, depth, type, origin, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+      'INSERT INTO events (session_id, seq, time, agent, route, depth, type, origin, data, sum) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
     ),
     upsertApproval: db.prepare(
-      `INSERT INTO approvals (session_id, call_id, status, requested_at, decided_at, doc) VALUES (?, ?, ?, ?, ?, ?)
+      `INSERT INTO approvals (session_id, call_id, status, requested_at, decided_at, doc, sum) VALUES (?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (session_id, call_id) DO UPDATE SET status = excluded.status,
-         requested_at = excluded.requested_at, decided_at = excluded.decided_at, doc = excluded.doc`,
+         requested_at = excluded.requested_at, decided_at = excluded.decided_at, doc = excluded.doc,
+         sum = excluded.sum`,
     ),
     deleteSession: db.prepare('DELETE FROM sessions WHERE id = ?'),
+    heads: prepareHeads(db),
   };
 }
 
@@ -651,7 +750,8 @@ function serialize(sessionId: string, batch: CommitBatch): SerializedBatch {
   };
   return {
     // The conversation the row holds several times is written once (row-encoding.ts).
-    session: batch.session === undefined ? undefined : json(encodeRow(batch.session), 'the session row'),
+    session:
+      batch.session === undefined ? undefined : json(encodeSessionDoc(batch.session), 'the session row'),
     runs: (batch.runs ?? []).map(([route, checkpoint]) => [
       route,
       checkpoint === null ? null : json(checkpoint, `the checkpoint of nested run "${route}"`),
@@ -679,12 +779,28 @@ function eventOf(sessionId: string, row: Row): RunEvent {
     (origin !== null && typeof origin !== 'string')
   )
     throw new StoreCorruptError(sessionId, `event ${String(seq)} has columns of the wrong type`);
+  verifyRecord(sessionId, `event ${seq}`, 'events', row);
+  if (!storedEventTypes.has(type))
+    throw new StoreCorruptError(
+      sessionId,
+      `event ${seq} has the type ${JSON.stringify(type)}, which no event has`,
+    );
+  if (agent.length === 0 || !Number.isSafeInteger(depth) || depth < 0 || !Number.isSafeInteger(seq))
+    throw new StoreCorruptError(
+      sessionId,
+      `event ${seq} has an empty agent, or a seq or depth that is not a count`,
+    );
   const data = parseStoredJson(sessionId, `the data of event ${seq}`, row.data);
   return { time, agent, sessionId: origin ?? sessionId, route, depth, seq, type, data } as RunEvent;
 }
 
 const knownStatuses: ReadonlySet<unknown> = new Set(storedSessionStatuses);
 
+/**
+ * A summary from the row's columns alone. A damaged row is still listed (recover() then reports it by name when
+ * `load` refuses it, and the other sessions still recover): every column is covered by the row's checksum, which
+ * `load` verifies before anything is resumed.
+ */
 function summaryOf(row: Row): SessionSummary {
   const { id, status, entry, agent, turns, updated_at: updatedAt, pending } = row;
   if (typeof id !== 'string')
@@ -715,7 +831,37 @@ function summaryOf(row: Row): SessionSummary {
 
 function approvalOf(sessionId: string, row: Row): ApprovalRecord {
   const where = `approval ${JSON.stringify(row.call_id)}`;
-  return validateApprovalRecord(sessionId, parseStoredJson(sessionId, where, row.doc), where);
+  verifyRecord(sessionId, where, 'approvals', row);
+  const record = validateApprovalRecord(sessionId, parseStoredJson(sessionId, where, row.doc), where);
+  // The columns are checksummed with the record: they must say what it says.
+  if (
+    record.sessionId !== sessionId ||
+    record.callId !== row.call_id ||
+    record.status !== row.status ||
+    record.requestedAt !== row.requested_at ||
+    (record.decidedAt ?? null) !== row.decided_at
+  )
+    throw new StoreCorruptError(sessionId, `${where}: its columns and its record disagree`);
+  return record;
+}
+
+/** The session row, verified, decoded and validated; its columns must say what its record says. */
+function sessionOf(sessionId: string, row: Row): StoredSession {
+  verifyRecord(sessionId, 'the session row', 'sessions', row as RecordColumns);
+  const session = validateStoredSession(
+    sessionId,
+    decodeSessionDoc(sessionId, parseStoredJson(sessionId, 'the session row', row.doc)),
+  );
+  if (
+    row.id !== sessionId ||
+    row.status !== session.status ||
+    row.entry !== session.entry ||
+    row.agent !== session.agent ||
+    row.turns !== session.turns ||
+    row.updated_at !== session.updatedAt
+  )
+    throw new StoreCorruptError(sessionId, 'the session row: its columns and its record disagree');
+  return session;
 }
 
 /** SQLite's primary result code of an error from node:sqlite (extended codes keep it in the low byte). */
@@ -724,6 +870,7 @@ function sqliteCode(error: unknown): number | undefined {
   return typeof code === 'number' ? code & 0xff : undefined;
 }
 
+const SQLITE_ERROR = 1;
 const SQLITE_BUSY = 5;
 const SQLITE_LOCKED = 6;
 const SQLITE_CORRUPT = 11;
@@ -735,7 +882,10 @@ function storeErrorOf(error: unknown, path: string, action: string): Error {
   if (error instanceof TroupeError) return error;
   const code = sqliteCode(error);
   const message = messageOf(error);
-  if (code === SQLITE_CORRUPT || code === SQLITE_NOTADB)
+  // A file that passed SQLite's header check but whose schema names tables it lacks has a damaged schema page.
+  const damagedSchema =
+    code === SQLITE_ERROR && action === openAction && /no such |malformed|has no column/.test(message);
+  if (code === SQLITE_CORRUPT || code === SQLITE_NOTADB || damagedSchema)
     return new StoreCorruptError(undefined, `"${path}" ${action}: ${message}`, { cause: error });
   return new StoreIoError(path, `${action}: ${message}`, {
     busy: code === SQLITE_BUSY || code === SQLITE_LOCKED,

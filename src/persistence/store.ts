@@ -2,8 +2,9 @@ import type { ApprovalRecord } from '../core/approvals.ts';
 import type { RunEvent } from '../core/events.ts';
 import type { JsonValue } from '../core/json.ts';
 import type { Message, RunInput } from '../core/messages.ts';
-import type { AgentCheckpoint } from '../machines/agent.ts';
-import type { SessionRestore, SupervisionPolicy } from '../machines/session.ts';
+import type { SupervisionPolicy } from '../machines/session.ts';
+import type { StoredAgentCheckpoint } from './stored-format/stored-checkpoint.ts';
+import type { StoredSessionRestore } from './stored-format/stored-restore.ts';
 
 /**
  * Where a system keeps what must survive a crash, a deploy or a Ctrl-C: every session's conversation, the turn in
@@ -104,9 +105,9 @@ export interface TurnCheckpoint {
   input: RunInput;
   /** Seq of the turn's run_start event, when it is in the log: a restored turn's events() start there. */
   firstSeq?: number;
-  session: SessionRestore;
+  session: StoredSessionRestore;
   /** The agent holding the conversation, and its state; null before its first checkpoint. */
-  agent: { name: string; segment: number; checkpoint: AgentCheckpoint } | null;
+  agent: { name: string; segment: number; checkpoint: StoredAgentCheckpoint } | null;
 }
 
 /** One atomic commit. Every field is optional; absent means unchanged. */
@@ -117,7 +118,7 @@ export interface CommitBatch {
    * Checkpoints of nested runs (agents used as tools), by route (`support>call_7/researcher`); null deletes one.
    * A nested run that restarts after a crash resumes from its route's checkpoint.
    */
-  runs?: readonly (readonly [route: string, checkpoint: AgentCheckpoint | null])[];
+  runs?: readonly (readonly [route: string, checkpoint: StoredAgentCheckpoint | null])[];
   /**
    * Results of effects that finished since the turn's last checkpoint, by journal key (a finished tool call,
    * a model response): after a crash they are replayed from here instead of being run again.
@@ -140,7 +141,7 @@ export interface CommitBatch {
 /** What `load` returns: the session row and what belongs to its turn in progress. */
 export interface StoredSessionState {
   session: StoredSession;
-  runs: Map<string, AgentCheckpoint>;
+  runs: Map<string, StoredAgentCheckpoint>;
   journal: Map<string, JsonValue>;
   approvals: ApprovalRecord[];
   /** Seq of the last event in the log, -1 when it is empty. */
@@ -167,5 +168,8 @@ export interface ApprovalQuery {
   status?: readonly ApprovalRecord['status'][];
 }
 
-/** The version of the layout this code writes; a store written with another one is refused with StoreLayoutError. */
-export const storeLayoutVersion = 4;
+/**
+ * The version of the layout this code writes. A store of an earlier layout is migrated when it is opened; one of a
+ * later layout is refused with StoreLayoutError.
+ */
+export const storeLayoutVersion = 5;

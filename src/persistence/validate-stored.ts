@@ -4,9 +4,9 @@ import { answerUnrunCalls, validateHistory } from '../core/history.ts';
 import type { JsonValue } from '../core/json.ts';
 import type { ToolCall } from '../core/messages.ts';
 import { stopReasons } from '../core/stop-reason.ts';
-import type { AgentCheckpoint } from '../machines/agent.ts';
 import { type StoredSession, storedSessionStatuses } from './store.ts';
 import { StoreCorruptError } from './store-errors.ts';
+import type { StoredAgentCheckpoint } from './stored-format/stored-checkpoint.ts';
 
 /**
  * Checks what a store reads back before the runtime resumes from it: a record that was damaged on disk, written by
@@ -41,12 +41,19 @@ export function validateStoredSession(sessionId: string, value: unknown): Stored
   if (!sessionStatuses.has(status))
     check.fail('session.status', `"${status}" is not one of ${storedSessionStatuses.join(', ')}`);
   check.name(row, 'entry', 'session');
-  check.name(row, 'agent', 'session');
-  check.count(row, 'turns', 'session');
+  const agent = check.name(row, 'agent', 'session');
+  const turns = check.count(row, 'turns', 'session');
   check.history(check.field(row, 'transcript'), 'session.transcript');
-  check.turn(check.field(row, 'turn'), 'session.turn');
-  if (check.field(row, 'turn') === null && resumable.has(status))
+  const turn = check.field(row, 'turn');
+  check.turn(turn, 'session.turn');
+  if (turn === null && resumable.has(status))
     check.fail('session.turn', `is null, but a ${status} session must hold the turn to resume`);
+  if (turn !== null) {
+    // Only a turn in progress is kept: a finished, stopped or failed session has none to resume from.
+    if (!resumable.has(status))
+      check.fail('session.turn', `is set, but a ${status} session holds no turn in progress`);
+    check.heldBy(turn as Fields, agent, turns);
+  }
   const queued = check.array(check.field(row, 'queued'), 'session.queued');
   for (const [index, input] of queued.entries()) check.input(input, `session.queued[${index}]`);
   check.options(check.field(row, 'options'), 'session.options');
@@ -62,9 +69,9 @@ export function validateAgentCheckpoint(
   sessionId: string,
   value: unknown,
   where = 'checkpoint',
-): AgentCheckpoint {
+): StoredAgentCheckpoint {
   new Checker(sessionId).checkpoint(value, where);
-  return value as AgentCheckpoint;
+  return value as StoredAgentCheckpoint;
 }
 
 /** An approval record: known kind and status, a decision exactly when decided, and one that matches the status. */
@@ -339,6 +346,36 @@ class Checker {
     this.name(held, 'name', `${path}.agent`);
     this.count(held, 'segment', `${path}.agent`);
     this.checkpoint(this.field(held, 'checkpoint'), `${path}.agent.checkpoint`);
+  }
+
+  /**
+   * The row's names and counters agree with its turn: the turn is the one after the finished ones, held by the row's
+   * agent, which ends the turn's handoff path and owns the agent checkpoint (same name, same segment).
+   */
+  heldBy(turn: Fields, agent: string, turns: number): void {
+    if (turn.number !== turns + 1)
+      this.fail('session.turn.number', `is ${String(turn.number)}, but the session finished ${turns} turns`);
+    const restore = turn.session as Fields;
+    if (restore.current !== agent)
+      this.fail(
+        'session.turn.session.current',
+        `is "${String(restore.current)}", but the session's agent is "${agent}"`,
+      );
+    const path = restore.path as unknown[];
+    if (path.length === 0 || path.at(-1) !== agent)
+      this.fail('session.turn.session.path', `does not end with the session's agent "${agent}"`);
+    const held = turn.agent as Fields | null;
+    if (held === null) return;
+    if (held.name !== agent)
+      this.fail(
+        'session.turn.agent.name',
+        `is "${String(held.name)}", but the session's agent is "${agent}"`,
+      );
+    if (held.segment !== restore.segment)
+      this.fail(
+        'session.turn.agent.segment',
+        `is ${String(held.segment)}, but the session is in segment ${String(restore.segment)}`,
+      );
   }
 
   /** The session around the agent when the checkpoint was taken. */

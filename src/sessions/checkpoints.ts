@@ -1,8 +1,33 @@
-import type { EffectCommand, ModelPhase } from '../machines/agent.ts';
-
-export { checkpointOf } from '../run/agent-checkpoint.ts';
-
+import type { AgentContext, EffectCommand, ModelPhase } from '../machines/agent.ts';
 import type { SessionContext, SessionRestore } from '../machines/session.ts';
+import {
+  fromStoredCheckpoint,
+  type StoredAgentCheckpoint,
+  toStoredCheckpoint,
+} from '../persistence/stored-format/stored-checkpoint.ts';
+import {
+  fromStoredRestore,
+  type StoredSessionRestore,
+  toStoredRestore,
+} from '../persistence/stored-format/stored-restore.ts';
+import { checkpointOf } from '../run/agent-checkpoint.ts';
+
+/**
+ * Where a session's checkpoints meet the store: the machines' state is mapped to the stored format when a checkpoint
+ * is taken, and back when one is resumed from. Nothing else in the runtime reads or writes a stored checkpoint.
+ */
+
+/** The agent's checkpoint, as the store keeps it. */
+export function storedCheckpointOf(context: AgentContext, phase: ModelPhase): StoredAgentCheckpoint {
+  return toStoredCheckpoint(checkpointOf(context, phase));
+}
+
+/** The session around the agent, as the store keeps it. */
+export function storedRestoreOf(context: SessionContext): StoredSessionRestore {
+  return toStoredRestore(restoreOf(context));
+}
+
+export { fromStoredCheckpoint as resumableCheckpoint, fromStoredRestore as resumableRestore };
 
 /** The session around the agent holding the conversation: what a recovered session machine starts from. */
 export function restoreOf(context: SessionContext): SessionRestore {

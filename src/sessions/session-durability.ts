@@ -16,8 +16,9 @@ import type {
   StoredSession,
   StoredSessionStatus,
 } from '../persistence/store.ts';
+import type { StoredAgentCheckpoint } from '../persistence/stored-format/stored-checkpoint.ts';
 import type { DurableRun } from '../run/durable-run.ts';
-import { checkpointOf, phaseOfCommand, restoreOf } from './checkpoints.ts';
+import { phaseOfCommand, resumableCheckpoint, storedCheckpointOf, storedRestoreOf } from './checkpoints.ts';
 import type { SessionLog } from './session-log.ts';
 
 /** The shortest time between two events-only commits of a session: a streaming session commits its deltas in batches. */
@@ -43,7 +44,7 @@ export class SessionDurability {
   readonly #log: SessionLog;
   /** The session row as last committed. */
   #row: StoredSession;
-  readonly #runs: Map<string, AgentCheckpoint>;
+  readonly #runs: Map<string, StoredAgentCheckpoint>;
   readonly #journal: Map<string, JsonValue>;
   readonly #approvals: Map<string, ApprovalRecord>;
   /** The session machine's context now (for checkpoints of the agent holding the conversation). */
@@ -63,7 +64,7 @@ export class SessionDurability {
     clock: Clock;
     log: SessionLog;
     row: StoredSession;
-    runs: Map<string, AgentCheckpoint>;
+    runs: Map<string, StoredAgentCheckpoint>;
     journal: Map<string, JsonValue>;
     approvals: readonly ApprovalRecord[];
     session: () => SessionContext;
@@ -214,7 +215,7 @@ export class SessionDurability {
         agent: context.current,
         turns: context.turns,
         queued: [...queued],
-        turn: { number: context.turns + 1, input, firstSeq, session: restoreOf(context), agent: null },
+        turn: { number: context.turns + 1, input, firstSeq, session: storedRestoreOf(context), agent: null },
       }),
     });
   }
@@ -256,7 +257,7 @@ export class SessionDurability {
               number: context.turns + 1,
               input: next.input,
               firstSeq: next.firstSeq,
-              session: restoreOf(context),
+              session: storedRestoreOf(context),
               agent: null,
             }
           : null,
@@ -315,13 +316,16 @@ export class SessionDurability {
 
   /** The checkpoint of a nested run, if it had one before a restart. */
   nestedCheckpoint(route: string): AgentCheckpoint | undefined {
-    return this.#runs.get(route);
+    const stored = this.#runs.get(route);
+    return stored && resumableCheckpoint(stored);
   }
 
   /** The checkpoint of the agent holding the conversation, for `name` in `segment`, if there is one. */
   topCheckpoint(name: string, segment: number): AgentCheckpoint | undefined {
     const agent = this.#row.turn?.agent;
-    return agent && agent.name === name && agent.segment === segment ? agent.checkpoint : undefined;
+    return agent && agent.name === name && agent.segment === segment
+      ? resumableCheckpoint(agent.checkpoint)
+      : undefined;
   }
 
   /** The write-ahead hooks of one agent run in the session. */
@@ -332,7 +336,7 @@ export class SessionDurability {
       return `${context.turns + 1}|${run}|${suffix}`;
     };
     const checkpoint = (context: AgentContext, phase: AgentCheckpoint['phase'], extra?: CommitBatch) => {
-      const agentCheckpoint = checkpointOf(context, phase);
+      const agentCheckpoint = storedCheckpointOf(context, phase);
       if (place.nested) return this.commit({ ...extra, runs: [[place.route, agentCheckpoint]] });
       const session = this.#session();
       return this.commit({
@@ -344,7 +348,7 @@ export class SessionDurability {
             number: session.turns + 1,
             input: this.#turnInput,
             firstSeq: this.#firstSeq,
-            session: restoreOf(session),
+            session: storedRestoreOf(session),
             agent: { name: session.current, segment: session.segment, checkpoint: agentCheckpoint },
           },
         }),

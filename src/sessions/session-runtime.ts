@@ -30,6 +30,7 @@ import { runEndData } from '../run/run-result.ts';
 import { attachRuntimes, type RunRuntime } from '../run/run-runtime.ts';
 import { runtimeAgentMachine } from '../run/runtime-agent-machine.ts';
 import { watchAgent } from './agent-watch.ts';
+import { resumableRestore } from './checkpoints.ts';
 import type { DelegationHost } from './delegation.ts';
 import { ProcessHold } from './process-hold.ts';
 import {
@@ -285,7 +286,7 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
       supervision: plan.supervision,
       turns: plan.row.turns,
     };
-    if (plan.resumedTurn?.agent) input.restore = plan.resumedTurn.session;
+    if (plan.resumedTurn?.agent) input.restore = resumableRestore(plan.resumedTurn.session);
     const inspect = this.#environment.inspect;
     const secretKeys = [...plan.agents.values()].flatMap((agent) => secretArguments(agent));
     const actor = createActor(runtimeSessionMachine, {

@@ -48,6 +48,14 @@ export function checkpoint(overrides: Partial<AgentCheckpoint> = {}): AgentCheck
 
 /** A session in the middle of its second turn (status running), or finished (pass status 'idle', turn null). */
 export function sessionRow(id: string, overrides: Partial<StoredSession> = {}): StoredSession {
+  const row = rowOf(id, overrides);
+  // The turn in progress is the one after the finished ones (a stored row that says otherwise is damaged).
+  if (row.turn !== null && !Object.hasOwn(overrides, 'turn'))
+    row.turn = { ...row.turn, number: row.turns + 1 };
+  return row;
+}
+
+function rowOf(id: string, overrides: Partial<StoredSession>): StoredSession {
   return {
     id,
     status: 'running',

@@ -24,6 +24,7 @@ import {
   StoreLayoutError,
 } from '../../src/persistence/store-errors.ts';
 import { approval, checkpoint, events, idleRow, sessionRow } from './fixtures.ts';
+import { resumRecords } from './resum-records.ts';
 
 let directory: string;
 let file: string;
@@ -233,6 +234,7 @@ describe('createSqliteStore: damaged records', () => {
   it('refuses a session row whose JSON does not parse, naming the session; other sessions still load', () => {
     const sessions = withSessions();
     raw().exec(`UPDATE sessions SET doc = '{"id": "s1", "status":' WHERE id = 's1'`);
+    resumRecords(raw());
     const error = corruptOf(() => sessions.load('s1'));
     expect(error.sessionId).toBe('s1');
     expect(error.message).toContain('the session row is not valid JSON');
@@ -245,23 +247,27 @@ describe('createSqliteStore: damaged records', () => {
     const sessions = withSessions();
     const db = raw();
     db.exec(`UPDATE events SET data = 'not json' WHERE session_id = 's1' AND seq = 1`);
+    resumRecords(db);
     let error = corruptOf(() => sessions.readEvents('s1', -1));
     expect(error.sessionId).toBe('s1');
     expect(error.message).toContain('the data of event 1 is not valid JSON');
     expect(sessions.readEvents('s1', 1)).toEqual(events('s1', 2, 1));
 
     db.exec(`UPDATE runs SET doc = '{"history": 5}' WHERE session_id = 's1'`);
+    resumRecords(db);
     error = corruptOf(() => sessions.load('s1'));
     expect(error.message).toContain('nested run "nested"');
 
     db.exec(`UPDATE runs SET doc = '${JSON.stringify(checkpoint())}' WHERE session_id = 's1'`);
     db.exec(`UPDATE journal SET doc = '{' WHERE session_id = 's1'`);
+    resumRecords(db);
     expect(corruptOf(() => sessions.load('s1')).message).toContain(
       'journal entry "tool:call_1" is not valid JSON',
     );
 
     db.exec(`UPDATE journal SET doc = '"5"' WHERE session_id = 's1'`);
     db.exec(`UPDATE approvals SET doc = '{"callId": "call_2"}' WHERE session_id = 's1'`);
+    resumRecords(db);
     error = corruptOf(() => sessions.approvals({ status: ['pending'] }));
     expect(error.sessionId).toBe('s1');
     expect(error.message).toContain('approval "call_2"');
@@ -296,28 +302,36 @@ describe('createSqliteStore: damaged records', () => {
     notArray.turn.agent.checkpoint = { ...notArray.turn.agent.checkpoint, history: { 0: 'hi' } };
     raw()
       .prepare('UPDATE sessions SET doc = ? WHERE id = ?')
-      .run(JSON.stringify({ row: { ...notArray, id: 's1' }, messages: [] }), 's1');
+      .run(JSON.stringify({ layout: 5, row: { ...notArray, id: 's1' }, messages: [] }), 's1');
+    resumRecords(raw());
     error = corruptOf(() => sessions.load('s1'));
     expect(error.message).toContain('turn.agent.checkpoint.history must be an array');
     // A row that refers to a message it does not have.
     raw()
       .prepare('UPDATE sessions SET doc = ? WHERE id = ?')
       .run(
-        JSON.stringify({ row: { ...sessionRow('s1'), transcript: { $messages: [7] } }, messages: [] }),
+        JSON.stringify({
+          layout: 5,
+          row: { ...sessionRow('s1'), transcript: { $messages: [7] } },
+          messages: [],
+        }),
         's1',
       );
+    resumRecords(raw());
     error = corruptOf(() => sessions.load('s1'));
     expect(error.message).toContain('refers to message 7');
     // A row written by an older version (no message list).
     raw()
       .prepare('UPDATE sessions SET doc = ? WHERE id = ?')
-      .run(JSON.stringify(sessionRow('s1')), 's1');
+      .run(JSON.stringify({ layout: 5, ...sessionRow('s1') }), 's1');
+    resumRecords(raw());
     expect(corruptOf(() => sessions.load('s1')).message).toContain('no message list');
   });
 
   it('refuses a row with a status it does not know in list(), naming the session', () => {
     const sessions = withSessions();
     raw().exec(`UPDATE sessions SET status = 'zombie' WHERE id = 's2'`);
+    resumRecords(raw());
     const error = corruptOf(() => sessions.list());
     expect(error.sessionId).toBe('s2');
     expect(error.message).toContain('zombie');

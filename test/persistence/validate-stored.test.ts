@@ -42,6 +42,25 @@ function corruption(run: () => unknown): StoreCorruptError {
 }
 
 describe('validateStoredSession', () => {
+  it('refuses a row whose status, counters and names disagree with its turn', () => {
+    const cases: [string, unknown, string][] = [
+      ['status', 'idle', 'session.turn is set, but a idle session holds no turn in progress'],
+      ['status', 'closed', 'a closed session holds no turn in progress'],
+      ['status', 'failed', 'a failed session holds no turn in progress'],
+      ['turns', 4, 'session.turn.number is 2, but the session finished 4 turns'],
+      [
+        'agent',
+        'billing',
+        'session.turn.session.current is "support", but the session\'s agent is "billing"',
+      ],
+      ['turn.session.path', ['support', 'triage'], 'session.turn.session.path does not end with'],
+      ['turn.agent.name', 'billing', 'session.turn.agent.name is "billing"'],
+      ['turn.agent.segment', 1, 'session.turn.agent.segment is 1, but the session is in segment 2'],
+    ];
+    for (const [path, value, message] of cases)
+      expect(corruption(() => validateStoredSession('s1', damaged(path, value))).message).toContain(message);
+  });
+
   it('accepts what the runtime writes: a session mid-turn with its open call, and an idle one', () => {
     expect(validateStoredSession('s1', sessionRow('s1'))).toEqual(sessionRow('s1'));
     expect(() => validateStoredSession('s1', idleRow('s1'))).not.toThrow();

@@ -1,0 +1,113 @@
+import type * as Sqlite from 'node:sqlite';
+import { storeLayoutVersion } from '../store.ts';
+import { checksummedColumns, recordChecksum } from './record-checksum.ts';
+import { headsTable, prepareHeads } from './session-head.ts';
+
+/**
+ * How a SQLite store of an earlier layout is brought to this one. Each step takes a file from layout N to N + 1
+ * and says what changed; opening a store runs the steps from its layout up, all in one transaction (a crash
+ * mid-way leaves the file as it was). A file of a layout newer than the code is refused, never changed.
+ *
+ * Layout 1 was the key-value snapshot store that came before session stores: no SQLite session store has it.
+ */
+export interface LayoutMigration {
+  from: number;
+  to: number;
+  /** What changed, for the README's table and for error messages. */
+  change: string;
+  migrate(db: Sqlite.DatabaseSync): void;
+}
+
+/** The layout the code writes. */
+export const currentLayout = storeLayoutVersion;
+
+/** The oldest layout a file can be migrated from. */
+export const oldestMigratableLayout = 2;
+
+export const layoutMigrations: readonly LayoutMigration[] = [
+  {
+    from: 2,
+    to: 3,
+    change:
+      'the session row writes every distinct message once (`{ row, messages }`, message lists as positions)',
+    migrate(db) {
+      const update = db.prepare('UPDATE sessions SET doc = ? WHERE id = ?');
+      for (const row of db.prepare('SELECT id, doc FROM sessions').all()) {
+        // A list that is not a `{ "$messages": [...] }` reference is read as it is: no message is moved.
+        update.run(`{"row":${String(row.doc)},"messages":[]}`, row.id as string);
+      }
+    },
+  },
+  {
+    from: 3,
+    to: 4,
+    change: 'the audit log table (`audit_log`)',
+    migrate(db) {
+      db.exec('CREATE TABLE IF NOT EXISTS audit_log (seq INTEGER PRIMARY KEY, doc TEXT NOT NULL);');
+    },
+  },
+  {
+    from: 4,
+    to: 5,
+    change:
+      'a checksum per record (`sum` in sessions, runs, journal, events, approvals), the layout in each session row, and a head per session (`heads`: its last event seq and how many runs, journal entries and approvals it holds)',
+    migrate(db) {
+      db.exec(headsTable);
+      for (const table of Object.keys(checksummedColumns))
+        if (table !== 'heads') db.exec(`ALTER TABLE ${table} ADD COLUMN sum INTEGER NOT NULL DEFAULT 0`);
+      for (const row of db.prepare('SELECT rowid, * FROM sessions').all()) {
+        const doc = withRecordLayout(String(row.doc), 5);
+        db.prepare('UPDATE sessions SET doc = ?, sum = ? WHERE rowid = ?').run(
+          doc,
+          recordChecksum('sessions', { ...row, doc }),
+          row.rowid as number,
+        );
+      }
+      // The other tables are WITHOUT ROWID (approvals has one): each is updated by its primary key.
+      const keys = { runs: 'route', journal: 'key', events: 'seq', approvals: 'call_id' } as const;
+      for (const [table, key] of Object.entries(keys) as [keyof typeof keys, string][]) {
+        const update = db.prepare(`UPDATE ${table} SET sum = ? WHERE session_id = ? AND ${key} = ?`);
+        for (const row of db.prepare(`SELECT * FROM ${table}`).all())
+          update.run(
+            recordChecksum(table, row),
+            row.session_id as Sqlite.SQLInputValue,
+            row[key] as Sqlite.SQLInputValue,
+          );
+      }
+      const heads = prepareHeads(db);
+      for (const row of db.prepare('SELECT id FROM sessions').all()) heads.record(String(row.id));
+    },
+  },
+];
+
+/** A session row's JSON text with its record layout set (the row is `{ layout, row, messages }`). */
+function withRecordLayout(doc: string, layout: number): string {
+  return `{"layout":${layout},${doc.slice(doc.indexOf('{') + 1)}`;
+}
+
+/**
+ * Runs the migrations from `layout` to the current one in one transaction and returns the layout the file is at
+ * afterwards. Another process may migrate the same file at the same moment: the second finds it done.
+ */
+export function migrateLayout(db: Sqlite.DatabaseSync, layout: unknown): unknown {
+  if (typeof layout !== 'number' || layout < oldestMigratableLayout || layout >= currentLayout) return layout;
+  db.exec('BEGIN IMMEDIATE');
+  try {
+    let now = db.prepare("SELECT value FROM meta WHERE key = 'layout'").get()?.value;
+    for (const step of layoutMigrations) {
+      if (step.from !== now) continue;
+      step.migrate(db);
+      now = step.to;
+    }
+    db.prepare("UPDATE meta SET value = ? WHERE key = 'layout'").run(now as number);
+    db.exec('COMMIT');
+  } catch (error) {
+    try {
+      db.exec('ROLLBACK');
+    } catch {
+      // Nothing to roll back.
+    }
+    throw error;
+  }
+  return db.prepare("SELECT value FROM meta WHERE key = 'layout'").get()?.value;
+}

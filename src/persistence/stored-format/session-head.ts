@@ -1,0 +1,124 @@
+import type * as Sqlite from 'node:sqlite';
+import { StoreCorruptError } from '../store-errors.ts';
+import { recordChecksum, verifyRecord } from './record-checksum.ts';
+
+/**
+ * A checksum finds a record that was changed, not one that is gone: damage to a page of the file can drop a session
+ * row, the last events of a log or a nested-run checkpoint without SQLite noticing. Every commit therefore writes the
+ * session's head: how many nested-run checkpoints, journal entries and approvals it holds and the seq of its last
+ * event, checksummed like every record. Reading a session compares what is there with its head; a session row
+ * without a head, or a head without its row, is damage too.
+ */
+export const headsTable = `CREATE TABLE IF NOT EXISTS heads (
+  session_id TEXT PRIMARY KEY REFERENCES sessions (id) ON DELETE CASCADE,
+  last_seq INTEGER NOT NULL,
+  runs INTEGER NOT NULL,
+  journal INTEGER NOT NULL,
+  approvals INTEGER NOT NULL,
+  sum INTEGER NOT NULL
+) WITHOUT ROWID;`;
+
+export interface SessionHead {
+  lastSeq: number;
+  runs: number;
+  journal: number;
+  approvals: number;
+}
+
+export type SessionHeads = ReturnType<typeof prepareHeads>;
+
+export function prepareHeads(db: Sqlite.DatabaseSync) {
+  const counts = db.prepare(`SELECT
+      coalesce((SELECT max(seq) FROM events WHERE session_id = ?1), -1) AS last_seq,
+      (SELECT count(*) FROM runs WHERE session_id = ?1) AS runs,
+      (SELECT count(*) FROM journal WHERE session_id = ?1) AS journal,
+      (SELECT count(*) FROM approvals WHERE session_id = ?1) AS approvals`);
+  const upsert = db.prepare(
+    `INSERT INTO heads (session_id, last_seq, runs, journal, approvals, sum) VALUES (?, ?, ?, ?, ?, ?)
+     ON CONFLICT (session_id) DO UPDATE SET last_seq = excluded.last_seq, runs = excluded.runs,
+       journal = excluded.journal, approvals = excluded.approvals, sum = excluded.sum`,
+  );
+  const select = db.prepare(
+    'SELECT session_id, last_seq, runs, journal, approvals, sum FROM heads WHERE session_id = ?',
+  );
+  const unmatched =
+    db.prepare(`SELECT id AS session_id FROM sessions WHERE id NOT IN (SELECT session_id FROM heads)
+    UNION ALL SELECT session_id FROM heads WHERE session_id NOT IN (SELECT id FROM sessions) LIMIT 1`);
+
+  /** What the session holds now, as the head says it (inside the reading transaction). */
+  const countsOf = (sessionId: string): SessionHead => {
+    const row = counts.get(sessionId) as Record<string, number>;
+    return {
+      lastSeq: Number(row.last_seq),
+      runs: Number(row.runs),
+      journal: Number(row.journal),
+      approvals: Number(row.approvals),
+    };
+  };
+
+  return {
+    /** Writes the session's head from what it holds, inside the commit's transaction. */
+    record(sessionId: string): void {
+      const head = countsOf(sessionId);
+      const record = {
+        session_id: sessionId,
+        last_seq: head.lastSeq,
+        runs: head.runs,
+        journal: head.journal,
+        approvals: head.approvals,
+      };
+      upsert.run(
+        sessionId,
+        head.lastSeq,
+        head.runs,
+        head.journal,
+        head.approvals,
+        recordChecksum('heads', record),
+      );
+    },
+
+    /** Whether the session has a head (it has, from its first commit until it is deleted). */
+    has(sessionId: string): boolean {
+      return select.get(sessionId) !== undefined;
+    },
+
+    /** The session's head, verified; a session with a row must have one. */
+    read(sessionId: string): SessionHead {
+      const row = select.get(sessionId);
+      if (row === undefined)
+        throw new StoreCorruptError(sessionId, 'its head (what the session holds) is missing');
+      verifyRecord(sessionId, 'its head', 'heads', row);
+      return {
+        lastSeq: Number(row.last_seq),
+        runs: Number(row.runs),
+        journal: Number(row.journal),
+        approvals: Number(row.approvals),
+      };
+    },
+
+    /** Refuses a session that lost records its head counts (or holds records it does not). */
+    check(sessionId: string, found: SessionHead): SessionHead {
+      const head = this.read(sessionId);
+      for (const key of ['lastSeq', 'runs', 'journal', 'approvals'] as const)
+        if (head[key] !== found[key])
+          throw new StoreCorruptError(
+            sessionId,
+            `it holds ${key === 'lastSeq' ? 'events up to seq' : `${key} records:`} ${found[key]}, but its head says ${head[key]}: records were lost`,
+          );
+      return head;
+    },
+
+    /** What the session holds, counted. */
+    counts: countsOf,
+
+    /** Refuses a store where a session row lost its head, or a head its row (a lost session row). */
+    checkAll(): void {
+      const row = unmatched.get();
+      if (row !== undefined)
+        throw new StoreCorruptError(
+          String(row.session_id),
+          'its session row and its head do not match: one of them was lost',
+        );
+    },
+  };
+}

@@ -1,0 +1,182 @@
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { isDeepStrictEqual } from 'node:util';
+import { createAgentSystem } from 'troupe';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createSqliteStore } from '../../src/persistence/sqlite-store.ts';
+import {
+  ForeignStoreError,
+  StoreCorruptError,
+  StoreLayoutError,
+} from '../../src/persistence/store-errors.ts';
+import { resumRecords } from './resum-records.ts';
+
+/**
+ * Random damage to a store file holding interrupted sessions (a pending approval, a nested run blocked in a tool with
+ * a message queued behind it, an idle session): every damaged file must either be refused with a typed store error
+ * or read back exactly as before. Reading back different data is what must never happen: the runtime would resume
+ * from it.
+ */
+const directory = mkdtempSync(join(tmpdir(), 'troupe-damage-'));
+afterAll(() => rmSync(directory, { recursive: true, force: true }));
+
+/** The corpus's newest store, opened once by this code (migrated to its layout), as one file. */
+function interruptedStore(): string {
+  const path = join(directory, 'interrupted.db');
+  copyFileSync(new URL('./fixtures/layouts/layout-4.db', import.meta.url), path);
+  createSqliteStore(path).close();
+  return path;
+}
+
+/** Everything the store gives back for its sessions: what the runtime would resume from. */
+function readAll(path: string): unknown {
+  const store = createSqliteStore(path);
+  try {
+    const list = store.list();
+    const sessions = ['approval', 'idle', 'nested'].map((id) => ({
+      state: store.load(id),
+      events: store.readEvents(id, -1),
+      approvals: store.approvals({ sessionId: id }),
+    }));
+    return { list, sessions, approvals: store.approvals() };
+  } finally {
+    store.close();
+  }
+}
+
+/** A small seeded generator (mulberry32): the same seed damages the same bytes. */
+function random(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const typed = (error: unknown): boolean =>
+  error instanceof StoreCorruptError ||
+  error instanceof StoreLayoutError ||
+  error instanceof ForeignStoreError;
+
+describe('damage to a stored session is a typed error, never different data', () => {
+  it('random byte damage over 400 seeds (DAMAGE_SEEDS for more): refused with a typed error, or read back exactly the same', () => {
+    const original = interruptedStore();
+    const bytes = readFileSync(original);
+    const expected = readAll(original);
+    const seeds = Number(process.env.DAMAGE_SEEDS ?? 400);
+    const outcomes = { same: 0, refused: 0, different: [] as number[], untyped: [] as string[] };
+    for (let seed = 1; seed <= seeds; seed += 1) {
+      const next = random(seed);
+      const damaged = Buffer.from(bytes);
+      // Mostly one byte; every third seed a burst of up to 8.
+      const length = seed % 3 === 0 ? 1 + Math.floor(next() * 8) : 1;
+      const at = Math.floor(next() * (damaged.length - length));
+      for (let offset = at; offset < at + length; offset += 1) {
+        const before = damaged[offset] as number;
+        damaged[offset] = (before + 1 + Math.floor(next() * 255)) % 256;
+      }
+      const path = join(directory, `damaged-${seed}.db`);
+      writeFileSync(path, damaged);
+      try {
+        if (isDeepStrictEqual(readAll(path), expected)) outcomes.same += 1;
+        else outcomes.different.push(seed);
+      } catch (error) {
+        if (typed(error)) outcomes.refused += 1;
+        else outcomes.untyped.push(`seed ${seed}: ${String(error)}`);
+      } finally {
+        rmSync(path, { force: true });
+        rmSync(`${path}-wal`, { force: true });
+        rmSync(`${path}-shm`, { force: true });
+      }
+    }
+    expect(outcomes.different).toEqual([]);
+    expect(outcomes.untyped).toEqual([]);
+    // The damage reached the records: many files were refused.
+    expect(outcomes.refused).toBeGreaterThan(50);
+  });
+
+  describe('named damage: refused by checksum as it is, and by validation when its checksums are made to match', () => {
+    /** Applies `edit` (SQL) to a copy of the interrupted store; `resum` also recomputes every checksum. */
+    const damaged = (name: string, edit: string, resum: boolean): string => {
+      const path = join(directory, `${name}-${resum ? 'resummed' : 'raw'}.db`);
+      copyFileSync(interruptedStore(), path);
+      const db = new DatabaseSync(path);
+      const before = JSON.stringify(
+        ['sessions', 'runs', 'journal'].map((table) => db.prepare(`SELECT * FROM ${table}`).all()),
+      );
+      db.exec(edit);
+      // The edit changed something (a replace() that finds nothing changes nothing).
+      expect(
+        JSON.stringify(
+          ['sessions', 'runs', 'journal'].map((table) => db.prepare(`SELECT * FROM ${table}`).all()),
+        ),
+      ).not.toBe(before);
+      if (resum) resumRecords(db);
+      db.close();
+      return path;
+    };
+    const refusal = (path: string, sessionId: string): StoreCorruptError => {
+      const store = createSqliteStore(path);
+      try {
+        store.load(sessionId);
+      } catch (error) {
+        expect(error).toBeInstanceOf(StoreCorruptError);
+        expect((error as StoreCorruptError).sessionId).toBe(sessionId);
+        return error as StoreCorruptError;
+      } finally {
+        store.close();
+      }
+      throw new Error(`session ${sessionId} loaded`);
+    };
+
+    it('an edited tool result (in the journal or in the checkpoint) is refused, and recover() does not resume it', async () => {
+      const journal = damaged(
+        'tool-result-journal',
+        `UPDATE journal SET doc = replace(doc, 'found x', 'found y') WHERE session_id = 'nested'`,
+        false,
+      );
+      expect(refusal(journal, 'nested').message).toMatch(/journal entry .* does not match its checksum/);
+      const row = damaged(
+        'tool-result-row',
+        `UPDATE runs SET doc = replace(doc, 'found x', 'found y') WHERE session_id = 'nested'`,
+        false,
+      );
+      expect(refusal(row, 'nested').message).toContain(
+        'nested run "lead>r1/researcher" does not match its checksum',
+      );
+      const store = createSqliteStore(journal);
+      const system = createAgentSystem({ store });
+      const { sessions, failures } = await system.recover();
+      expect(sessions.map((session) => session.sessionId)).not.toContain('nested');
+      expect(failures.map((failure) => failure.sessionId)).toContain('nested');
+      await system.shutdown();
+      store.close();
+    });
+
+    it('an idle row that kept its turn is refused', () => {
+      const edit = `UPDATE sessions SET status = 'idle', doc = replace(doc, '"status":"running"', '"status":"idle"') WHERE id = 'nested'`;
+      expect(refusal(damaged('idle-with-turn', edit, false), 'nested').message).toContain('checksum');
+      expect(refusal(damaged('idle-with-turn', edit, true), 'nested').message).toContain(
+        'session.turn is set, but a idle session holds no turn in progress',
+      );
+    });
+
+    it('an altered agent name is refused', () => {
+      const edit = `UPDATE sessions SET doc = replace(doc, '"current":"lead"', '"current":"leaf"') WHERE id = 'nested'`;
+      expect(refusal(damaged('agent-name', edit, false), 'nested').message).toContain('checksum');
+      expect(refusal(damaged('agent-name', edit, true), 'nested').message).toContain(
+        'session.turn.session.current is "leaf", but the session\'s agent is "lead"',
+      );
+      const column = `UPDATE sessions SET agent = 'clerx' WHERE id = 'approval'`;
+      expect(refusal(damaged('agent-column', column, false), 'approval').message).toContain('checksum');
+      expect(refusal(damaged('agent-column', column, true), 'approval').message).toContain(
+        'its columns and its record disagree',
+      );
+    });
+  });
+});
