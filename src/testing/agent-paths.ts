@@ -13,8 +13,10 @@ import type { Guardrail } from '../guardrails/guardrail.ts';
 import { guardrailInput } from '../guardrails/guardrail-plan.ts';
 import type { AgentEvent } from '../machines/agent.ts';
 import { run } from '../sessions/run.ts';
-import { type AgentSnapshot, shortestAgentPaths } from './agent-graph.ts';
+import type { AgentSnapshot } from './agent-graph.ts';
+import { exploreAgent } from './agent-reach.ts';
 import { agentVariant } from './agent-variant.ts';
+import { coveringWalks } from './covering-walks.ts';
 import type { PathCoverage } from './path-coverage.ts';
 import {
   type PathGuardrailAction,
@@ -118,7 +120,7 @@ export function agentPaths<TOutput>(
       `${where}: the agent has no tool "${toolName}" (it has ${ownTools.join(', ') || 'none'}).`,
     );
   const events = pathEvents(agent as Agent<unknown>, toolName, limits);
-  const graphPaths = shortestAgentPaths(
+  const reach = exploreAgent(
     {
       sessionId: 'paths',
       agent: agent.name,
@@ -130,53 +132,40 @@ export function agentPaths<TOutput>(
       ...guardrailInput(agent.guardrails),
     },
     events.map((event) => event.event),
-    undefined,
     // Parallel input guardrails check beside the first model call only.
     (snapshot, event) =>
       event.type !== 'guardrail.blocked' || event.modelCalled || snapshot.context.modelCalls === 0,
   );
-  // One path per final transition: the state it leaves, the event that ends it, and the stop reason.
-  const byEnding = new Map<string, (typeof graphPaths)[number]>();
-  for (const path of graphPaths) {
-    if (path.state.status !== 'done') continue;
-    const last = path.steps[path.steps.length - 1];
-    const before = path.steps[path.steps.length - 2]?.state;
-    const key = JSON.stringify([before?.value, last?.event, path.state.context.stopReason]);
-    const known = byEnding.get(key);
-    if (known === undefined || known.steps.length > path.steps.length) byEnding.set(key, path);
-  }
+  const walks = coveringWalks(reach, abortEvent);
+  options.coverage?.expectReachable({ states: reach.states, transitions: [...reach.transitions.keys()] });
   const described = new Map(events.map((event) => [JSON.stringify(event.event), event.step]));
   const names = new Set<string>();
-  const paths = [...byEnding.values()]
-    .sort((a, b) => a.steps.length - b.steps.length)
-    .slice(0, options.maxPaths ?? 500)
-    .map((path): AgentPath<TOutput> => {
-      const steps = path.steps.slice(1).map((step, index) => {
-        const known = described.get(JSON.stringify(step.event)) as PathEvent['step'];
-        return typeof known === 'function'
-          ? known((path.steps[index] as { state: AgentSnapshot }).state)
-          : known;
-      });
-      const stopReason = path.state.context.stopReason as StopReason;
-      const last = steps[steps.length - 1];
-      const story = `${steps.map((step) => step.description).join(' → ')} ⇒ ${stopReason}`;
-      let name = story;
-      for (let n = 2; names.has(name); n++) name = `${story} (${n})`;
-      names.add(name);
-      return {
-        name,
-        script: steps.flatMap((step) => (step.kind === 'model' ? [step.turn] : [])),
-        steps,
-        expected: {
-          stopReason,
-          status: statusOf(stopReason),
-          modelCalls: path.state.context.modelCalls,
-          state: String(path.state.value),
-          ...(last?.kind === 'guardrail' && last.decision === 'block' ? { guardrail: last.guardrail } : {}),
-        },
-        run: () => runPath(agent, steps, limits, toolName, options),
-      };
+  const paths = walks.slice(0, options.maxPaths ?? 500).map((walk): AgentPath<TOutput> => {
+    const steps = walk.events.map((event, index) => {
+      const known = described.get(JSON.stringify(event)) as PathEvent['step'];
+      return typeof known === 'function' ? known(walk.states[index] as AgentSnapshot) : known;
     });
+    const end = walk.states[walk.states.length - 1] as AgentSnapshot;
+    const stopReason = end.context.stopReason as StopReason;
+    const last = steps[steps.length - 1];
+    const story = `${steps.map((step) => step.description).join(' → ')} ⇒ ${stopReason}`;
+    let name = story;
+    for (let n = 2; names.has(name); n++) name = `${story} (${n})`;
+    names.add(name);
+    return {
+      name,
+      script: steps.flatMap((step) => (step.kind === 'model' ? [step.turn] : [])),
+      steps,
+      expected: {
+        stopReason,
+        status: statusOf(stopReason),
+        modelCalls: end.context.modelCalls,
+        state: String(end.value),
+        ...(last?.kind === 'guardrail' && last.decision === 'block' ? { guardrail: last.guardrail } : {}),
+      },
+      run: () => runPath(agent, steps, limits, toolName, options),
+    };
+  });
   return paths;
 }
 
@@ -241,6 +230,9 @@ interface PathEvent {
   /** The step, or how to tell it from the state the event is taken in (one event serves several guardrail stages). */
   step: PathStep | ((before: AgentSnapshot) => PathStep);
 }
+
+/** The caller's abort: it ends a run from any state, and ends the walks that cover a transition midway. */
+const abortEvent: AgentEvent = { type: 'abort' };
 
 const usage = { input: 1, output: 1, cached: 0, reasoning: 0 };
 
@@ -332,7 +324,7 @@ function pathEvents(
       });
   }
   if (agent.guardrails) events.push(...guardrailEvents(agent, toolName, answer));
-  events.push({ event: { type: 'abort' }, step: { kind: 'abort', description: 'the caller aborts' } });
+  events.push({ event: abortEvent, step: { kind: 'abort', description: 'the caller aborts' } });
   return events;
 }
 

@@ -199,7 +199,8 @@ describe('agentPaths of an agent with guardrails', () => {
       'agent.running.toolUse.callingModel --guardrail.blocked[0]',
       'agent.running.toolUse.runningTools --tools.done[0]',
     ];
-    expect(report.transitions.taken).toEqual(expect.arrayContaining(guardrailTransitions));
+    expect(report.transitions.takenIds).toEqual(expect.arrayContaining(guardrailTransitions));
+    expect(report.complete).toBe(true);
   });
 
   it('a guardrail that blocks for real fails the allow paths, saying which', async () => {
