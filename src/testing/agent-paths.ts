@@ -125,7 +125,8 @@ export function agentPaths<TOutput>(
       sessionId: 'paths',
       agent: agent.name,
       limits,
-      toolNames: ownTools,
+      // Handoff tools count: an agent with only handoffs still calls its model with tools on, as the runtime does.
+      toolNames: agent.tools.names,
       hasOutputSchema: agent.outputSchema !== undefined,
       history: [{ role: 'user', content: 'Go.' }],
       baseLength: 0,
@@ -499,6 +500,8 @@ async function runPath<TOutput>(
     : variant;
   return run(guarded, options.input ?? 'Go.', {
     signal: controller.signal,
+    // People's decisions are not on the paths: calls that wait for one are approved.
+    onApproval: () => ({ type: 'approve' }),
     ...(options.coverage ? { inspect: options.coverage.inspect } : {}),
   });
 }

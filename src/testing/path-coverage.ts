@@ -68,13 +68,12 @@ export function pathCoverage(): PathCoverage {
   // What the agents given to agentPaths can reach, once any was.
   let expected: { states: Set<string>; transitions: Set<string> } | undefined;
   const inspect = (event: InspectionEvent) => {
-    if (event.rootId !== event.actorRef.sessionId) return;
-    if (event.type === '@xstate.actor') roots.add(event.actorRef.sessionId);
+    if (event.type === '@xstate.actor' && event.rootId === event.actorRef.sessionId)
+      roots.add(event.actorRef.sessionId);
     if (event.type !== '@xstate.microstep') return;
-    const snapshot = event.snapshot as unknown as {
-      value: unknown;
-      context: { config: { guardrails: GuardrailPlan } };
-    };
+    // Agent machines only: the root of a plain run, or the agents a session runs (not the session, not effects).
+    const snapshot = event.snapshot as unknown as { value: unknown; context?: unknown };
+    if (!isAgentContext(snapshot.context)) return;
     const value = snapshot.value;
     const guardrails = snapshot.context.config.guardrails;
     for (const kind of Object.keys(plan) as (keyof GuardrailPlan)[]) if (guardrails[kind]) plan[kind] = true;
@@ -156,6 +155,20 @@ export function pathCoverage(): PathCoverage {
       });
     },
   };
+}
+
+/** Whether an actor's context is an agent machine's (the agent's run configuration, with its guardrail plan). */
+function isAgentContext(context: unknown): context is { config: { guardrails: GuardrailPlan } } {
+  if (typeof context !== 'object' || context === null || !('config' in context)) return false;
+  const config = context.config;
+  return (
+    typeof config === 'object' &&
+    config !== null &&
+    'guardrails' in config &&
+    'toolNames' in config &&
+    typeof config.guardrails === 'object' &&
+    config.guardrails !== null
+  );
 }
 
 /** Every transition id of the definition: those a plain run can take, then those only a session takes. */
