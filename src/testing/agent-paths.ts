@@ -88,7 +88,7 @@ export interface AgentPathsOptions {
   tool?: string | undefined;
   /** What each run is asked. Default 'Go.' */
   input?: RunInput | undefined;
-  /** Record every path's run into this coverage recorder. */
+  /** Record every path's run into this coverage recorder, and tell it what the paths can reach. */
   coverage?: PathCoverage | undefined;
   /** At most this many paths (the shortest first). Default 500. */
   maxPaths?: number | undefined;
@@ -96,8 +96,8 @@ export interface AgentPathsOptions {
 
 /**
  * The paths through the agent statechart that end a run, for this agent's configuration (its limits, whether it
- * has tools and an output schema), generated with xstate/graph: shortest paths to every way the machine can end,
- * one per final transition. Each comes with a model script, the tool outcomes, the predicted stop reason, and a
+ * has tools and an output schema), from a walk of every state the machine can reach: shortest paths to every way
+ * the machine can end, one per final transition. Each comes with a model script, the tool outcomes, the predicted stop reason, and a
  * `run()` that plays it on the real runtime. Run them in your test runner:
  *
  *     for (const path of agentPaths(agent)) it(path.name, async () => expectPath(await path.run(), path));
@@ -105,7 +105,9 @@ export interface AgentPathsOptions {
  * An agent with guardrails also gets the paths where they check: each guardrail stage it has allows (its guardrails
  * run for real) or blocks (the stage's first guardrail is made to block), ending guardrail_blocked.
  *
- * Handoffs, approvals, budgets and timeouts are not on these paths (a session or a resource manager decides them).
+ * Every transition the agent can take is on some path: after the shortest path to each ending, the shortest path
+ * through each transition those miss (ended by the caller's abort). Handoffs, approvals, budgets and timeouts are not
+ * on these paths (a session or a resource manager decides them): calls that wait for approval are approved.
  */
 export function agentPaths<TOutput>(
   agent: Agent<TOutput>,

@@ -10,7 +10,7 @@ export interface CoverageReport {
   /** States by id (`agent.running.toolUse.callingModel`). */
   states: { total: number; reached: string[]; missed: string[] };
   /**
-   * Transitions in words (`toolUse.callingModel → toolUse.runningTools on model response with tool calls`), and
+   * Transitions in words (`toolUse.callingModel → runningTools on model response with tool calls`), and
    * the same transitions by stable id (`agent.running.toolUse.callingModel --model.response[4]`: source state,
    * event, position among its siblings) in `takenIds` and `missedIds`, in the same order.
    */
@@ -53,11 +53,12 @@ export interface PathCoverage {
 }
 
 /**
- * A coverage recorder for the agent statechart: give its `inspect` to the runs of your own tests (or to
- * `agentPaths(agent, { coverage })`), then ask which states and transitions they never reached. Only the agent
- * machine of each run is counted (not its effects actor); states and transitions only a session takes (handoffs,
- * approvals, resuming from a checkpoint) are left out, and so are those of guardrails the recorded agents do not have
- * (an agent without guardrails never checks its input or its answer).
+ * A coverage recorder for the agent statechart: give it to `agentPaths(agent, { coverage })` (or its `inspect` to the
+ * runs of your own tests), then ask which states and transitions they never reached. It expects what the paths
+ * generated into it can reach for their agents, so running every path makes `assertComplete()` pass. Only agent
+ * machines are counted (not their effects actors, nor the session that runs them); without `agentPaths`, states and
+ * transitions only a session takes (handoffs, approvals, resuming from a checkpoint) are left out, and so are those
+ * of guardrails the recorded agents do not have (an agent without guardrails never checks its input or its answer).
  */
 export function pathCoverage(): PathCoverage {
   const taken = new Set<string>();

@@ -3,7 +3,7 @@ import { agentMachine } from '../machines/agent.ts';
 
 /**
  * Transitions of the agent statechart named in words, from their source, target, event and guards:
- * `toolUse.callingModel → toolUse.runningTools on model response with tool calls`.
+ * `toolUse.callingModel → runningTools on model response with tool calls`.
  */
 
 /** What each event of the agent statechart is, as the words after "on". */
