@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { Agent } from '../../src/agent/define-agent.ts';
 import type { AgentLimits } from '../../src/core/limits.ts';
-import type { AgentGuardrails } from '../../src/guardrails/guardrail.ts';
+import type { AgentGuardrailOptions } from '../../src/guardrails/guardrail.ts';
 import { defineAgent, tool } from '../../src/index.ts';
 import { agentPaths, expectPath } from '../../src/testing/agent-paths.ts';
 import { pathCoverage } from '../../src/testing/path-coverage.ts';
@@ -29,11 +29,11 @@ interface Configuration {
   output?: boolean;
   handoffs?: boolean;
   limits?: AgentLimits;
-  guardrails?: Partial<AgentGuardrails> | 'none';
+  guardrails?: AgentGuardrailOptions | 'none';
 }
 
 /** Guardrails of every kind the statechart checks, or a few. */
-const guardrailKinds = {
+const guardrailKinds: Record<'every' | 'inputOnly' | 'outputOnly', AgentGuardrailOptions> = {
   every: {
     input: [
       { name: 'no-secrets', check: allow },
@@ -74,7 +74,7 @@ function configurations(): Configuration[] {
     { finalAnswerOnMaxSteps: true, maxSteps: 2 },
     { finalAnswerOnToolLimits: false, maxDuplicateToolCalls: 1 },
   ];
-  const guardrailOptions = [
+  const guardrailOptions: (AgentGuardrailOptions | 'none')[] = [
     'none',
     guardrailKinds.every,
     guardrailKinds.inputOnly,
