@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { Agent } from '../../src/agent/define-agent.ts';
 import type { AgentLimits } from '../../src/core/limits.ts';
 import type { AgentGuardrailOptions } from '../../src/guardrails/guardrail.ts';
-import { defineAgent, tool } from '../../src/index.ts';
+import { defineAgent, run, tool } from '../../src/index.ts';
 import { agentPaths, expectPath } from '../../src/testing/agent-paths.ts';
 import { pathCoverage } from '../../src/testing/path-coverage.ts';
 import { scriptedModel } from '../../src/testing/scripted-model.ts';
@@ -158,3 +158,21 @@ function guardrailName(guardrails: Configuration['guardrails']): string {
   if (guardrails === undefined || guardrails === 'none') return 'none';
   return Object.entries(guardrailKinds).find(([, value]) => value === guardrails)?.[0] ?? 'custom';
 }
+
+describe('pathCoverage of runs of your own', () => {
+  it('records the agent a session runs for an agent with handoffs (not the session around it)', async () => {
+    const coverage = pathCoverage();
+    const triage = defineAgent({
+      name: 'triage',
+      instructions: '',
+      model: scriptedModel([{ text: 'hi' }]),
+      handoffs: [billing],
+    });
+    const result = await run(triage, 'go', { inspect: coverage.inspect });
+    expect(result.status).toBe('completed');
+    expect(coverage.runs).toBe(1);
+    expect(coverage.report().states.reached).toEqual(
+      expect.arrayContaining(['agent.running.toolUse.callingModel', 'agent.completed']),
+    );
+  });
+});
