@@ -7,6 +7,7 @@ import {
   agentMachine,
   type GuardrailPlan,
 } from '../machines/agent.ts';
+import { guardNames, transitionId } from './transition-words.ts';
 
 /**
  * The agent statechart as a graph: its states and transitions by name, and the shortest paths through it for a
@@ -17,7 +18,7 @@ export type AgentSnapshot = SnapshotFrom<AgentMachine>;
 export type AgentPathThroughGraph = StatePath<AgentSnapshot, AgentEvent>;
 
 /** State identity for the traversal: the state value and the counters the guards read (not the history text). */
-function stateKey(snapshot: AgentSnapshot): string {
+export function stateKey(snapshot: AgentSnapshot): string {
   const c = snapshot.context;
   return JSON.stringify({
     value: snapshot.value,
@@ -61,9 +62,7 @@ export function shortestAgentPaths(
 }
 
 /** A stable name for a transition of the definition: source state, event, position among its siblings. */
-export function transitionName(source: { readonly id: string }, eventType: string, index: number): string {
-  return `${source.id} --${eventType}[${index}]`;
-}
+export const transitionName = transitionId;
 
 /**
  * Guards of the transitions only a session takes (a handoff the tool gate let through, a resume from a checkpoint:
@@ -110,15 +109,6 @@ export const everyGuardrail: GuardrailPlan = Object.freeze({
   output: true,
   tools: true,
 });
-
-/** The named guards a transition's guard is made of (`and([...])` guards are functions holding their parts). */
-function guardNames(guard: unknown): string[] {
-  if (typeof guard === 'string') return [guard];
-  if (typeof guard === 'function' && 'guards' in guard && Array.isArray(guard.guards))
-    return guard.guards.flatMap(guardNames);
-  if (typeof guard === 'object' && guard !== null && 'type' in guard) return [String(guard.type)];
-  return [];
-}
 
 /**
  * Every transition of the machine definition (event-driven and eventless), by name: those a plain run can take

@@ -13,8 +13,10 @@ import type { Guardrail } from '../guardrails/guardrail.ts';
 import { guardrailInput } from '../guardrails/guardrail-plan.ts';
 import type { AgentEvent } from '../machines/agent.ts';
 import { run } from '../sessions/run.ts';
-import { type AgentSnapshot, shortestAgentPaths } from './agent-graph.ts';
+import type { AgentSnapshot } from './agent-graph.ts';
+import { exploreAgent } from './agent-reach.ts';
 import { agentVariant } from './agent-variant.ts';
+import { coveringWalks } from './covering-walks.ts';
 import type { PathCoverage } from './path-coverage.ts';
 import {
   type PathGuardrailAction,
@@ -86,7 +88,7 @@ export interface AgentPathsOptions {
   tool?: string | undefined;
   /** What each run is asked. Default 'Go.' */
   input?: RunInput | undefined;
-  /** Record every path's run into this coverage recorder. */
+  /** Record every path's run into this coverage recorder, and tell it what the paths can reach. */
   coverage?: PathCoverage | undefined;
   /** At most this many paths (the shortest first). Default 500. */
   maxPaths?: number | undefined;
@@ -94,8 +96,8 @@ export interface AgentPathsOptions {
 
 /**
  * The paths through the agent statechart that end a run, for this agent's configuration (its limits, whether it
- * has tools and an output schema), generated with xstate/graph: shortest paths to every way the machine can end,
- * one per final transition. Each comes with a model script, the tool outcomes, the predicted stop reason, and a
+ * has tools and an output schema), from a walk of every state the machine can reach: shortest paths to every way
+ * the machine can end, one per final transition. Each comes with a model script, the tool outcomes, the predicted stop reason, and a
  * `run()` that plays it on the real runtime. Run them in your test runner:
  *
  *     for (const path of agentPaths(agent)) it(path.name, async () => expectPath(await path.run(), path));
@@ -103,7 +105,9 @@ export interface AgentPathsOptions {
  * An agent with guardrails also gets the paths where they check: each guardrail stage it has allows (its guardrails
  * run for real) or blocks (the stage's first guardrail is made to block), ending guardrail_blocked.
  *
- * Handoffs, approvals, budgets and timeouts are not on these paths (a session or a resource manager decides them).
+ * Every transition the agent can take is on some path: after the shortest path to each ending, the shortest path
+ * through each transition those miss (ended by the caller's abort). Handoffs, approvals, budgets and timeouts are not
+ * on these paths (a session or a resource manager decides them): calls that wait for approval are approved.
  */
 export function agentPaths<TOutput>(
   agent: Agent<TOutput>,
@@ -118,65 +122,53 @@ export function agentPaths<TOutput>(
       `${where}: the agent has no tool "${toolName}" (it has ${ownTools.join(', ') || 'none'}).`,
     );
   const events = pathEvents(agent as Agent<unknown>, toolName, limits);
-  const graphPaths = shortestAgentPaths(
+  const reach = exploreAgent(
     {
       sessionId: 'paths',
       agent: agent.name,
       limits,
-      toolNames: ownTools,
+      // Handoff tools count: an agent with only handoffs still calls its model with tools on, as the runtime does.
+      toolNames: agent.tools.names,
       hasOutputSchema: agent.outputSchema !== undefined,
       history: [{ role: 'user', content: 'Go.' }],
       baseLength: 0,
       ...guardrailInput(agent.guardrails),
     },
     events.map((event) => event.event),
-    undefined,
     // Parallel input guardrails check beside the first model call only.
     (snapshot, event) =>
       event.type !== 'guardrail.blocked' || event.modelCalled || snapshot.context.modelCalls === 0,
   );
-  // One path per final transition: the state it leaves, the event that ends it, and the stop reason.
-  const byEnding = new Map<string, (typeof graphPaths)[number]>();
-  for (const path of graphPaths) {
-    if (path.state.status !== 'done') continue;
-    const last = path.steps[path.steps.length - 1];
-    const before = path.steps[path.steps.length - 2]?.state;
-    const key = JSON.stringify([before?.value, last?.event, path.state.context.stopReason]);
-    const known = byEnding.get(key);
-    if (known === undefined || known.steps.length > path.steps.length) byEnding.set(key, path);
-  }
+  const walks = coveringWalks(reach, abortEvent);
+  options.coverage?.expectReachable({ states: reach.states, transitions: [...reach.transitions.keys()] });
   const described = new Map(events.map((event) => [JSON.stringify(event.event), event.step]));
   const names = new Set<string>();
-  const paths = [...byEnding.values()]
-    .sort((a, b) => a.steps.length - b.steps.length)
-    .slice(0, options.maxPaths ?? 500)
-    .map((path): AgentPath<TOutput> => {
-      const steps = path.steps.slice(1).map((step, index) => {
-        const known = described.get(JSON.stringify(step.event)) as PathEvent['step'];
-        return typeof known === 'function'
-          ? known((path.steps[index] as { state: AgentSnapshot }).state)
-          : known;
-      });
-      const stopReason = path.state.context.stopReason as StopReason;
-      const last = steps[steps.length - 1];
-      const story = `${steps.map((step) => step.description).join(' → ')} ⇒ ${stopReason}`;
-      let name = story;
-      for (let n = 2; names.has(name); n++) name = `${story} (${n})`;
-      names.add(name);
-      return {
-        name,
-        script: steps.flatMap((step) => (step.kind === 'model' ? [step.turn] : [])),
-        steps,
-        expected: {
-          stopReason,
-          status: statusOf(stopReason),
-          modelCalls: path.state.context.modelCalls,
-          state: String(path.state.value),
-          ...(last?.kind === 'guardrail' && last.decision === 'block' ? { guardrail: last.guardrail } : {}),
-        },
-        run: () => runPath(agent, steps, limits, toolName, options),
-      };
+  const paths = walks.slice(0, options.maxPaths ?? 500).map((walk): AgentPath<TOutput> => {
+    const steps = walk.events.map((event, index) => {
+      const known = described.get(JSON.stringify(event)) as PathEvent['step'];
+      return typeof known === 'function' ? known(walk.states[index] as AgentSnapshot) : known;
     });
+    const end = walk.states[walk.states.length - 1] as AgentSnapshot;
+    const stopReason = end.context.stopReason as StopReason;
+    const last = steps[steps.length - 1];
+    const story = `${steps.map((step) => step.description).join(' → ')} ⇒ ${stopReason}`;
+    let name = story;
+    for (let n = 2; names.has(name); n++) name = `${story} (${n})`;
+    names.add(name);
+    return {
+      name,
+      script: steps.flatMap((step) => (step.kind === 'model' ? [step.turn] : [])),
+      steps,
+      expected: {
+        stopReason,
+        status: statusOf(stopReason),
+        modelCalls: end.context.modelCalls,
+        state: String(end.value),
+        ...(last?.kind === 'guardrail' && last.decision === 'block' ? { guardrail: last.guardrail } : {}),
+      },
+      run: () => runPath(agent, steps, limits, toolName, options),
+    };
+  });
   return paths;
 }
 
@@ -241,6 +233,9 @@ interface PathEvent {
   /** The step, or how to tell it from the state the event is taken in (one event serves several guardrail stages). */
   step: PathStep | ((before: AgentSnapshot) => PathStep);
 }
+
+/** The caller's abort: it ends a run from any state, and ends the walks that cover a transition midway. */
+const abortEvent: AgentEvent = { type: 'abort' };
 
 const usage = { input: 1, output: 1, cached: 0, reasoning: 0 };
 
@@ -332,7 +327,7 @@ function pathEvents(
       });
   }
   if (agent.guardrails) events.push(...guardrailEvents(agent, toolName, answer));
-  events.push({ event: { type: 'abort' }, step: { kind: 'abort', description: 'the caller aborts' } });
+  events.push({ event: abortEvent, step: { kind: 'abort', description: 'the caller aborts' } });
   return events;
 }
 
@@ -507,6 +502,8 @@ async function runPath<TOutput>(
     : variant;
   return run(guarded, options.input ?? 'Go.', {
     signal: controller.signal,
+    // People's decisions are not on the paths: calls that wait for one are approved.
+    onApproval: () => ({ type: 'approve' }),
     ...(options.coverage ? { inspect: options.coverage.inspect } : {}),
   });
 }

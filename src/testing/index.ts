@@ -64,7 +64,7 @@ export {
 export { expectRun, type RunExpectation } from './expect-run.ts';
 export { formatScript } from './format-script.ts';
 export { type JsonDifference, jsonDifferences } from './json-diff.ts';
-export { type CoverageReport, type PathCoverage, pathCoverage } from './path-coverage.ts';
+export { type CoverageReport, type PathCoverage, pathCoverage, type ReachableSet } from './path-coverage.ts';
 export type { PathGuardrailDecision } from './path-guardrails.ts';
 export { type RecordingModel, type RecordingModelOptions, recordingModel } from './recording-model.ts';
 export { type ReplayModel, type ReplayModelOptions, replayModel } from './replay-model.ts';
@@ -77,3 +77,4 @@ export {
   type ScriptedTurns,
   scriptedModel,
 } from './scripted-model.ts';
+export { transitionWords } from './transition-words.ts';
