@@ -1,0 +1,87 @@
+import { execFile } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+
+/**
+ * Every TypeScript block of the README and of docs/*.md is checked. A block is either an example shown word for
+ * word (`<!-- example: examples/x.ts -->` on the line above it: the examples are type-checked by
+ * `npm run typecheck:examples` and each one shown is run here, offline, without an API key), or marked
+ * `<!-- not runnable: why -->`, saying why it cannot run as shown. An unmarked block fails.
+ */
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const tsx = join(root, 'node_modules/tsx/dist/cli.mjs');
+
+interface CodeBlock {
+  page: string;
+  line: number;
+  marker: string | undefined;
+  code: string;
+}
+
+export function pages(): string[] {
+  const docs = readdirSync(join(root, 'docs'))
+    .filter((name) => name.endsWith('.md'))
+    .map((name) => `docs/${name}`);
+  return ['README.md', ...docs.sort()];
+}
+
+/** The ```ts blocks of a Markdown text, each with the HTML comment on the line just above it, if any. */
+export function codeBlocks(page: string, text: string): CodeBlock[] {
+  const blocks: CodeBlock[] = [];
+  for (const match of text.matchAll(/(?:<!-- (.*?) -->\n)?```(?:ts|typescript)\n([\s\S]*?)```/g))
+    blocks.push({
+      page,
+      line: text.slice(0, match.index).split('\n').length,
+      marker: match[1],
+      code: match[2] as string,
+    });
+  return blocks;
+}
+
+const blocks = pages().flatMap((page) => codeBlocks(page, readFileSync(join(root, page), 'utf8')));
+const where = (block: CodeBlock): string => `${block.page}:${block.line}`;
+const shown = new Map<string, CodeBlock>();
+for (const block of blocks) {
+  const path = /^example: (\S+)$/.exec(block.marker ?? '')?.[1];
+  if (path !== undefined && !shown.has(path)) shown.set(path, block);
+}
+
+describe('the code blocks of the README and of docs/', () => {
+  it('finds the pages and their blocks', () => {
+    expect(pages()).toContain('docs/getting-started.md');
+    expect(blocks.length).toBeGreaterThan(20);
+  });
+
+  it('are each an example file or marked not runnable, with a reason', () => {
+    const unmarked = blocks
+      .filter((block) => !/^(example: examples\/\S+\.ts|not runnable: \S.{9,})$/.test(block.marker ?? ''))
+      .map(where);
+    expect(unmarked).toEqual([]);
+  });
+
+  it('marked as an example, are that file word for word', () => {
+    for (const block of blocks) {
+      const path = /^example: (\S+)$/.exec(block.marker ?? '')?.[1];
+      if (path === undefined) continue;
+      expect(existsSync(join(root, path)), `${where(block)}: ${path}`).toBe(true);
+      expect(block.code, where(block)).toBe(readFileSync(join(root, path), 'utf8'));
+    }
+  });
+
+  // examples/testing/*.test.ts are test files: vitest runs them (the examples project), not tsx.
+  const runnable = [...shown.keys()].filter((path) => !path.endsWith('.test.ts'));
+  it.each(runnable)('%s runs without an API key and writes nothing to stderr', async (path) => {
+    const env = { ...process.env };
+    for (const key of ['OPENAI_API_KEY', 'ANTHROPIC_API_KEY', 'GEMINI_API_KEY', 'GOOGLE_API_KEY'])
+      delete env[key];
+    const { stderr } = await promisify(execFile)(process.execPath, [tsx, path], {
+      cwd: root,
+      env,
+      timeout: 30_000,
+    });
+    expect(stderr).toBe('');
+  });
+});
