@@ -21,15 +21,16 @@ interface CodeBlock {
   code: string;
 }
 
-export function pages(): string[] {
-  const docs = readdirSync(join(root, 'docs'))
-    .filter((name) => name.endsWith('.md'))
-    .map((name) => `docs/${name}`);
+/** README.md and every page under docs/, leaving out what is not written by hand (dependencies, the API reference). */
+function pages(): string[] {
+  const docs = readdirSync(join(root, 'docs'), { recursive: true, encoding: 'utf8' })
+    .filter((path) => path.endsWith('.md') && !/^(node_modules|api|\.vitepress)(\/|$)/.test(path))
+    .map((path) => `docs/${path}`);
   return ['README.md', ...docs.sort()];
 }
 
 /** The ```ts blocks of a Markdown text, each with the HTML comment on the line just above it, if any. */
-export function codeBlocks(page: string, text: string): CodeBlock[] {
+function codeBlocks(page: string, text: string): CodeBlock[] {
   const blocks: CodeBlock[] = [];
   for (const match of text.matchAll(/(?:<!-- (.*?) -->\n)?```(?:ts|typescript)\n([\s\S]*?)```/g))
     blocks.push({
