@@ -1,18 +1,29 @@
 import { execFile } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 
 /**
- * Every TypeScript block of the README and of docs/*.md is checked. A block is either an example shown word for
- * word (`<!-- example: examples/x.ts -->` on the line above it: the examples are type-checked by
- * `npm run typecheck:examples` and each one shown is run here, offline, without an API key), or marked
- * `<!-- not runnable: why -->`, saying why it cannot run as shown. An unmarked block fails.
+ * Every TypeScript block of the README and of docs/ is checked. A block is either an example shown word for word
+ * (`<!-- example: examples/x.ts -->` on the line above it: the examples are type-checked by
+ * `npm run typecheck:examples` and each one shown is run here, offline, without an API key), or a sketch marked
+ * `<!-- not runnable: why -->` (it needs an API key, a server, or the reader's own agents), which is type-checked
+ * here on its own, with the names it takes from the text around it declared in test/docs/stand-ins. An unmarked
+ * block fails.
  */
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const tsx = join(root, 'node_modules/tsx/dist/cli.mjs');
+const tsc = join(root, 'node_modules/typescript/bin/tsc');
 
 interface CodeBlock {
   page: string;
@@ -85,4 +96,53 @@ describe('the code blocks of the README and of docs/', () => {
     });
     expect(stderr).toBe('');
   });
+
+  it('marked not runnable, type-check strictly on their own, with only the stand-ins of test/docs/stand-ins', async () => {
+    const sketches = blocks.filter((block) => block.marker?.startsWith('not runnable: '));
+    expect(sketches.length).toBeGreaterThan(10);
+    // Inside the repository, so that `zod` and the Restate SDK resolve from its node_modules; gitignored.
+    const dir = join(root, '.docs-blocks');
+    rmSync(dir, { recursive: true, force: true });
+    mkdirSync(dir);
+    try {
+      const names = new Map<string, CodeBlock>();
+      for (const block of sketches) {
+        const name = `${block.page.replace(/[/.]/g, '-')}-${block.line}.ts`;
+        names.set(name, block);
+        writeFileSync(join(dir, name), block.code);
+      }
+      const standIns = join(root, 'test/docs/stand-ins');
+      for (const name of readdirSync(standIns)) copyFileSync(join(standIns, name), join(dir, name));
+      const entryPoints = ['', '/testing', '/providers', '/mcp', '/tools', '/restate'];
+      const sources = ['index', 'testing/index', 'providers/index', 'tools/mcp/index', 'tools/builtin/index'];
+      const paths = Object.fromEntries(
+        entryPoints.map((subpath, i) => [`troupe${subpath}`, [`../src/${sources[i] ?? 'restate/index'}.ts`]]),
+      );
+      writeFileSync(
+        join(dir, 'tsconfig.json'),
+        JSON.stringify({
+          extends: '../tsconfig.json',
+          // Each sketch is a module of its own, even one without imports.
+          compilerOptions: { moduleDetection: 'force', noEmit: true, paths },
+          include: [],
+          files: readdirSync(dir).filter((name) => name.endsWith('.ts')),
+        }),
+      );
+      const errors = await promisify(execFile)(process.execPath, [tsc, '-p', join(dir, 'tsconfig.json')], {
+        cwd: root,
+        timeout: 120_000,
+      }).then(
+        () => '',
+        (failed: { stdout?: string }) => failed.stdout ?? String(failed),
+      );
+      // Name the page and line of each sketch that does not compile.
+      const located = errors.replace(/\.docs-blocks\/([\w-]+\.ts)/g, (whole, name: string) => {
+        const block = names.get(name);
+        return block === undefined ? whole : `${where(block)} (${name})`;
+      });
+      expect(located).toBe('');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 150_000);
 });
