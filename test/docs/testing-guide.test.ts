@@ -17,7 +17,7 @@ const guide = readFileSync(`${root}docs/testing.md`, 'utf8');
 
 function shownExamples(): Map<string, string> {
   const shown = new Map<string, string>();
-  for (const match of guide.matchAll(/<!-- example: (\S+) -->\n```ts\n([\s\S]*?)```/g))
+  for (const match of guide.matchAll(/<!-- example: (examples\/testing\/\S+) -->\n```ts\n([\s\S]*?)```/g))
     shown.set(match[1] as string, match[2] as string);
   return shown;
 }
@@ -34,9 +34,9 @@ describe('the testing guide', () => {
     for (const [path, block] of shown) expect(block, path).toBe(readFileSync(`${root}${path}`, 'utf8'));
   });
 
-  it("is linked from the README's section on testing", () => {
+  it("is linked from the README's list of guides", () => {
     const readme = readFileSync(`${root}README.md`, 'utf8');
-    const section = readme.slice(readme.indexOf('## Testing your agents'));
+    const section = readme.slice(readme.indexOf('## Guides'));
     expect(section.slice(0, section.indexOf('\n## ', 3))).toContain('](docs/testing.md)');
   });
 });

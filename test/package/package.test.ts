@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { cp, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { cp, glob, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -59,7 +59,10 @@ async function packageSource(): Promise<string> {
     'tsconfig.build.json',
     ...pkg.files.filter((f) => f !== 'dist'),
   ];
-  for (const input of inputs) await cp(join(root, input), join(source, input), { recursive: true });
+  // `files` may hold globs (docs/*.md: the guides, not the site's own package, build or dependencies).
+  for (const pattern of inputs)
+    for await (const input of glob(pattern, { cwd: root }))
+      await cp(join(root, input), join(source, input), { recursive: true });
   await symlink(join(root, 'node_modules'), join(source, 'node_modules'), 'dir');
   return source;
 }
@@ -95,6 +98,7 @@ describe('the packed tarball', () => {
       'BENCHMARKS.md',
       'TESTING.md',
       'docs/testing.md',
+      'docs/getting-started.md',
     ])
       expect(shipped).toContain(file);
   });
@@ -102,7 +106,8 @@ describe('the packed tarball', () => {
   it('ships no tests, fixtures, examples, benchmarks or configuration', () => {
     const unwanted = shipped.filter(
       (path) =>
-        /(^|\/)(test|tests|fixtures|examples|bench|node_modules)\//.test(path) ||
+        /(^|\/)(test|tests|fixtures|examples|bench|node_modules|\.vitepress)\//.test(path) ||
+        /^docs\/(api\/|package(-lock)?\.json|typedoc\.json|tsconfig)/.test(path) ||
         /\.(test|spec)\.[cm]?[jt]s$/.test(path) ||
         /^(tsconfig|vitest|stryker|biome)/.test(path) ||
         path.startsWith('.'),

@@ -4,13 +4,13 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 
-/** The README's guardrails example is examples/guardrails.ts, and it runs without an API key. */
+/** The guardrails example of docs/safety.md is examples/guardrails.ts, and it runs without an API key. */
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const tsx = fileURLToPath(new URL('../../node_modules/tsx/dist/cli.mjs', import.meta.url));
 
-describe("the README's guardrails example", () => {
+describe('the guardrails example of the safety guide', () => {
   it('is examples/guardrails.ts, word for word, and runs: the card number is never streamed', async () => {
-    const readme = await readFile(new URL('README.md', `file://${root}`), 'utf8');
+    const readme = await readFile(new URL('docs/safety.md', `file://${root}`), 'utf8');
     const section = readme.slice(readme.indexOf('## Guardrails'));
     const block = /```ts\n([\s\S]*?)```/.exec(section)?.[1];
     const example = await readFile(new URL('examples/guardrails.ts', `file://${root}`), 'utf8');

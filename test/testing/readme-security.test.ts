@@ -4,13 +4,13 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 
-/** The README's run context example is examples/run-context.ts, and it runs without an API key. */
+/** The run context example of docs/safety.md is examples/run-context.ts, and it runs without an API key. */
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const tsx = fileURLToPath(new URL('../../node_modules/tsx/dist/cli.mjs', import.meta.url));
 
-describe("the README's run context, permissions and audit log examples", () => {
+describe('the run context, permissions and audit log examples of the safety guide', () => {
   it('is examples/run-context.ts, word for word, and runs', async () => {
-    const readme = await readFile(new URL('README.md', `file://${root}`), 'utf8');
+    const readme = await readFile(new URL('docs/safety.md', `file://${root}`), 'utf8');
     const section = readme.slice(readme.indexOf('### Run context'));
     const block = /```ts\n([\s\S]*?)```/.exec(section)?.[1];
     const example = await readFile(new URL('examples/run-context.ts', `file://${root}`), 'utf8');
@@ -27,7 +27,7 @@ describe("the README's run context, permissions and audit log examples", () => {
   });
 
   it('the permissions and audit log example is examples/permissions-audit.ts, and runs', async () => {
-    const readme = await readFile(new URL('README.md', `file://${root}`), 'utf8');
+    const readme = await readFile(new URL('docs/safety.md', `file://${root}`), 'utf8');
     const section = readme.slice(readme.indexOf('### The audit log'));
     const block = /```ts\n([\s\S]*?)```/.exec(section)?.[1];
     const example = await readFile(new URL('examples/permissions-audit.ts', `file://${root}`), 'utf8');

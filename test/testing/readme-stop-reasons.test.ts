@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import { stopReasons } from 'troupe';
+import { type StopReason, statusOf, stopReasons } from 'troupe';
 import { describe, expect, it } from 'vitest';
 
 /** The README's list of stop reasons is the closed set, all of it and nothing else. */
@@ -10,5 +10,12 @@ describe("the README's stop reasons", () => {
     expect(listed).toBeDefined();
     const names = [...(listed ?? '').matchAll(/'([a-z_]+)'/g)].map((match) => match[1]);
     expect(names.toSorted()).toEqual([...stopReasons].toSorted());
+  });
+
+  it("and the table of the loop's guide lists exactly stopReasons, each with its status", async () => {
+    const guide = await readFile(new URL('../../docs/the-loop.md', import.meta.url), 'utf8');
+    const rows = [...guide.matchAll(/^\| `'([a-z_]+)'` \| ([a-z]+) \|/gm)];
+    expect(rows.map((row) => row[1]).toSorted()).toEqual([...stopReasons].toSorted());
+    for (const [, reason, status] of rows) expect(statusOf(reason as StopReason), reason).toBe(status);
   });
 });

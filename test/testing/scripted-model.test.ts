@@ -92,9 +92,9 @@ describe('scriptedModel: loop', () => {
     await run(agent, 'first');
     const second = await run(agent, 'second');
     expect(second).toMatchObject({ status: 'failed', stopReason: 'error' });
-    // The README says which code a user sees; it must be the one a run reports.
-    const readme = await readFile(new URL('../../README.md', import.meta.url), 'utf8');
-    const testing = readme.slice(readme.indexOf('## Testing your agents'), readme.indexOf('## Performance'));
+    // The testing guide says which code a user sees; it must be the one a run reports.
+    const guide = await readFile(new URL('../../docs/testing.md', import.meta.url), 'utf8');
+    const testing = guide.slice(guide.indexOf('## The scripted model'), guide.indexOf('## Assertions'));
     expect(testing).toContain(`result.error.code ===\n'${second.error?.code}'`);
     expect(second.error?.code).toBe('model_script_exhausted');
   });
