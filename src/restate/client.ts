@@ -54,7 +54,7 @@ export interface RestateSession {
   reject(callId: string, reason: string): Promise<DecisionReceipt>;
   /** Answers a waiting question (ApprovalError as for approve). */
   answer(callId: string, text: string): Promise<DecisionReceipt>;
-  /** Starts the session from a conversation kept elsewhere (see the README's move from an embedded store). */
+  /** Starts the session from a conversation kept elsewhere (see the Restate guide, docs/restate.md: moving from an embedded store). */
   importConversation(transcript: readonly Message[], agent?: string): Promise<SessionStatusView>;
 }
 

@@ -1,7 +1,7 @@
 /**
  * Troupe on Restate: the same agent definitions served as Restate virtual objects (one per agent, keyed by session
  * id), for when one process is not enough. Needs the optional peer dependency `@restatedev/restate-sdk` and a
- * Restate server (see the README, "When one process is not enough").
+ * Restate server (see the Restate guide, docs/restate.md).
  */
 import { assertPeerInstalled } from '../core/optional-peer.ts';
 

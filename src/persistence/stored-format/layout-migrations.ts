@@ -13,7 +13,7 @@ import { headsTable, prepareHeads } from './session-head.ts';
 export interface LayoutMigration {
   from: number;
   to: number;
-  /** What changed, for the README's table and for error messages. */
+  /** What changed, for the storage guide's table and for error messages. */
   change: string;
   migrate(db: Sqlite.DatabaseSync): void;
 }
