@@ -73,9 +73,9 @@ export interface ToolBatch {
   /** A tool's circuit breaker changed state during one of this batch's calls. */
   onBreaker?: BreakerReporter | undefined;
   /** Runs each call (all its attempts) through a durable executor; see RunRuntime.runEffect. */
-  executor?: EffectExecutor;
+  executor?: EffectExecutor | undefined;
   /** The agent's tool guardrails; absent when it has none. */
-  guardrails?: ToolGuardrails;
+  guardrails?: ToolGuardrails | undefined;
   /**
    * The argument checks the tool gate already made (see classifyCalls), by call id: such a call runs with the value
    * checked there, or is refused with its error, and its schema is not asked a second time.
