@@ -21,20 +21,21 @@ export function normalizeResponse(
 ): ModelResponse {
   const given = Array.isArray(response.toolCalls) ? response.toolCalls : [];
   // The set of ids in use is built only once an id collides: a fresh id is checked by scanning, which allocates
-  // nothing (building the set hashed every id of the conversation at every step).
+  // nothing (building the set hashed every id of the conversation at every step). The array is made at its final
+  // length: it stays in the history for the rest of the run, and one grown by push keeps 16 slots or more.
   let used: Set<string> | undefined;
-  const toolCalls: ToolCall[] = [];
+  const toolCalls = new Array<ToolCall>(given.length);
   for (let k = 0; k < given.length; k++) {
     const toolCall = given[k] as ToolCall;
     const raw =
       typeof toolCall.id === 'string' && toolCall.id !== '' && toolCall.id !== '0' ? toolCall.id : '';
     let id = raw === '' ? `call_${call}_${k}` : raw;
-    if (used === undefined && (usedIn(history, id) || toolCalls.some((earlier) => earlier.id === id))) {
+    if (used === undefined && (usedIn(history, id) || takenBefore(toolCalls, k, id))) {
       used = idsIn(history);
-      for (const earlier of toolCalls) used.add(earlier.id);
+      for (let j = 0; j < k; j++) used.add((toolCalls[j] as ToolCall).id);
     }
     if (used !== undefined) id = uniqueId(id, used);
-    toolCalls.push({ id, name: String(toolCall.name), args: argsOf(toolCall.args) });
+    toolCalls[k] = { id, name: String(toolCall.name), args: argsOf(toolCall.args) };
   }
   const stopReason =
     response.stopReason === undefined || modelStopReasons.includes(response.stopReason)
@@ -61,6 +62,12 @@ function usedIn(history: readonly Message[], id: string): boolean {
       if (calls) for (const toolCall of calls) if (toolCall.id === id) return true;
     } else if (message.role === 'tool' && message.toolCallId === id) return true;
   }
+  return false;
+}
+
+/** Whether one of the first `count` calls already has the id `id`. */
+function takenBefore(calls: readonly ToolCall[], count: number, id: string): boolean {
+  for (let j = 0; j < count; j++) if ((calls[j] as ToolCall).id === id) return true;
   return false;
 }
 
