@@ -450,7 +450,9 @@ function toolResultsPatch(
   calls: readonly ToolCall[],
   results: readonly ToolOutcome[],
 ): Pick<AgentContext, 'history' | 'toolCallCounts' | 'callSignatures' | 'degradedTools' | 'toolCallsRun'> {
-  const history = context.history.slice();
+  // The answers are appended in one concat: the history stays in the context until the next step, and an array
+  // grown by push keeps half its length again in spare slots.
+  const answers = new Array<Message>(calls.length);
   const toolCallCounts = { ...context.toolCallCounts };
   const callSignatures = { ...context.callSignatures };
   let degradedTools = context.degradedTools;
@@ -459,19 +461,25 @@ function toolResultsPatch(
     // The runner reports in call order; look further only if it did not.
     const inOrder = results[index];
     const result = inOrder?.callId === call.id ? inOrder : results.find((r) => r.callId === call.id);
-    history.push({
+    answers[index] = {
       role: 'tool',
       toolCallId: call.id,
       name: call.name,
       content: result?.content ?? 'Not run: the tool runner returned no result for this call.',
       isError: result ? result.isError : true,
-    });
+    };
     addCount(toolCallCounts, call.name);
     addCount(callSignatures, toolCallSignature(call));
     if (result?.executed) toolCallsRun += 1;
     if (result?.degraded && !degradedTools.includes(call.name)) degradedTools = [...degradedTools, call.name];
   });
-  return { history, toolCallCounts, callSignatures, degradedTools, toolCallsRun };
+  return {
+    history: context.history.concat(answers),
+    toolCallCounts,
+    callSignatures,
+    degradedTools,
+    toolCallsRun,
+  };
 }
 
 /** The guardrail block an event carries: a check's answer, a block during a model call, or a tool batch's. */

@@ -12,13 +12,14 @@ import { ConfigError } from '../core/errors.ts';
 import type { JsonObject, JsonValue } from '../core/json.ts';
 import type { AssistantMessage, ContentPart, Message, ReasoningBlock, ToolCall } from '../core/messages.ts';
 import type { ModelRequest } from '../core/model.ts';
+import { anthropicProviderName } from './provider-names.ts';
 import { isDeferred, providerToolsFor, rawToolsOf } from './provider-tools.ts';
 import { joinTextSegments } from './text-segments.ts';
 
 /** The Messages API requires `max_tokens`; this is what we send when neither the request nor the options say. */
 export const defaultAnthropicMaxTokens = 4096;
 
-export const anthropicProviderName = 'anthropic';
+export { anthropicProviderName };
 
 type ImageMediaType = 'image/jpeg' | 'image/png' | 'image/gif' | 'image/webp';
 const imageMediaTypes: readonly string[] = ['image/jpeg', 'image/png', 'image/gif', 'image/webp'];

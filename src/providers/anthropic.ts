@@ -1,9 +1,8 @@
 import type { ClientOptions } from '@anthropic-ai/sdk';
 import { ConfigError } from '../core/errors.ts';
 import type { ModelProvider, ModelRequest, ModelResponse, ModelSettings } from '../core/model.ts';
-import { streamAnthropicOnce } from './anthropic-call.ts';
-import { anthropicProviderName } from './anthropic-format.ts';
 import { anthropicTools } from './anthropic-tools.ts';
+import { anthropicProviderName } from './provider-names.ts';
 import { providerToolsFor } from './provider-tools.ts';
 import { withDefaultSettings } from './request-defaults.ts';
 import { type RetryOptions, withRetries } from './retry.ts';
@@ -60,6 +59,8 @@ function createAnthropic(model: string, options: AnthropicOptions = {}): ModelPr
       model,
       async generate(request: ModelRequest): Promise<ModelResponse> {
         const { sdk, client } = await connect();
+        // The call's code loads with the SDK, on the first call: importing troupe/providers stays light.
+        const { streamAnthropicOnce } = await import('./anthropic-call.ts');
         return streamAnthropicOnce(
           sdk,
           client,

@@ -3,9 +3,10 @@ import { ConfigError } from '../core/errors.ts';
 import type { JsonValue } from '../core/json.ts';
 import type { AssistantMessage, ContentPart, Message, ReasoningBlock } from '../core/messages.ts';
 import type { ModelRequest } from '../core/model.ts';
+import { geminiProviderName } from './provider-names.ts';
 import { withoutSchemaKeyword } from './schema-keyword.ts';
 
-export const geminiProviderName = 'gemini';
+export { geminiProviderName };
 
 /**
  * What a Gemini reasoning block holds. A thought signature is tied to the part it came on: the function call

@@ -2,8 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { GoogleGenAIOptions } from '@google/genai';
 import { ConfigError } from '../core/errors.ts';
 import type { ModelProvider, ModelRequest, ModelResponse, ModelSettings } from '../core/model.ts';
-import { streamGeminiOnce } from './gemini-call.ts';
-import { geminiProviderName } from './gemini-format.ts';
+import { geminiProviderName } from './provider-names.ts';
 import { providerToolsFor } from './provider-tools.ts';
 import { withDefaultSettings } from './request-defaults.ts';
 import { type RetryOptions, withRetries } from './retry.ts';
@@ -52,6 +51,8 @@ export function gemini(model: string, options: GeminiOptions = {}): ModelProvide
       model,
       async generate(request: ModelRequest): Promise<ModelResponse> {
         const { sdk, client } = await connect();
+        // The call's code loads with the SDK, on the first call: importing troupe/providers stays light.
+        const { streamGeminiOnce } = await import('./gemini-call.ts');
         return streamGeminiOnce(
           sdk,
           client,

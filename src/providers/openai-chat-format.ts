@@ -9,9 +9,10 @@ import type { JsonObject, JsonValue } from '../core/json.ts';
 import type { AssistantMessage, ContentPart, Message, ReasoningBlock } from '../core/messages.ts';
 import type { ModelRequest } from '../core/model.ts';
 import type { ChatRequestOptions } from './openai-chat.ts';
+import { openaiChatProviderName } from './provider-names.ts';
 import { withoutSchemaKeyword } from './schema-keyword.ts';
 
-export const openaiChatProviderName = 'openai-chat';
+export { openaiChatProviderName };
 
 /**
  * The `data` of a reasoning block that carries a tool call's `extra_content` (Gemini's OpenAI endpoint puts the

@@ -2,10 +2,9 @@ import { randomUUID } from 'node:crypto';
 import type { ClientOptions } from 'openai';
 import { ConfigError } from '../core/errors.ts';
 import type { ModelProvider, ModelRequest, ModelResponse, ModelSettings } from '../core/model.ts';
-import { doneWatchingFetch, streamChatOnce } from './openai-chat-call.ts';
-import { openaiChatProviderName } from './openai-chat-format.ts';
 import { openaiResponses } from './openai-responses.ts';
 import { openaiTools } from './openai-tools.ts';
+import { openaiChatProviderName } from './provider-names.ts';
 import { providerToolsFor } from './provider-tools.ts';
 import { withDefaultSettings } from './request-defaults.ts';
 import { type RetryOptions, withRetries } from './retry.ts';
@@ -72,8 +71,6 @@ export function chatProvider(
   if (options.baseURL !== undefined) clientOptions.baseURL = options.baseURL;
   if (options.organization !== undefined) clientOptions.organization = options.organization;
   if (options.headers !== undefined) clientOptions.defaultHeaders = options.headers;
-  // One client for every call; the fetch wrapper learns each call's [DONE] watcher from its fetchOptions.
-  clientOptions.fetch = doneWatchingFetch(options.fetch ?? globalThis.fetch);
   const connect = lazySdkClient('openai', `${factory}()`, (sdk) => new sdk.OpenAI(clientOptions));
   const generateId = options.generateId ?? (() => `call_${randomUUID().replaceAll('-', '')}`);
   const requestOptions: ChatRequestOptions = {};
@@ -85,6 +82,10 @@ export function chatProvider(
     provider: providerName,
     model,
     async generate(request: ModelRequest): Promise<ModelResponse> {
+      // The call's code loads on the first call, with the SDK: importing troupe/providers stays light. One client
+      // for every call, made after it; its fetch wrapper learns each call's [DONE] watcher from its fetchOptions.
+      const { doneWatchingFetch, streamChatOnce } = await import('./openai-chat-call.ts');
+      clientOptions.fetch ??= doneWatchingFetch(options.fetch ?? globalThis.fetch);
       const { sdk, client } = await connect();
       return streamChatOnce(sdk, client, model, withDefaultSettings(request, options.settings), {
         requestOptions,

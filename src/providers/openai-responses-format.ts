@@ -10,11 +10,12 @@ import type { JsonObject, JsonValue } from '../core/json.ts';
 import type { AssistantMessage, ContentPart, Message, ReasoningBlock, ToolCall } from '../core/messages.ts';
 import type { ModelRequest } from '../core/model.ts';
 import type { ResponsesRequestOptions } from './openai-responses.ts';
+import { openaiResponsesProviderName } from './provider-names.ts';
 import { providerToolsFor, rawToolsOf } from './provider-tools.ts';
 import { withoutSchemaKeyword } from './schema-keyword.ts';
 import { paragraphBreak } from './text-segments.ts';
 
-export const openaiResponsesProviderName = 'openai-responses';
+export { openaiResponsesProviderName };
 
 /** `instructions` plus `input` items, from the provider-neutral history. */
 export interface ResponsesConversation {

@@ -1,8 +1,7 @@
 import type { ClientOptions } from 'openai';
 import { ConfigError } from '../core/errors.ts';
 import type { ModelProvider, ModelRequest, ModelResponse, ModelSettings } from '../core/model.ts';
-import { streamResponsesOnce } from './openai-responses-call.ts';
-import { openaiResponsesProviderName } from './openai-responses-format.ts';
+import { openaiResponsesProviderName } from './provider-names.ts';
 import { providerToolsFor } from './provider-tools.ts';
 import { withDefaultSettings } from './request-defaults.ts';
 import { type RetryOptions, withRetries } from './retry.ts';
@@ -60,6 +59,8 @@ export function openaiResponses(model: string, options: OpenAIResponsesOptions =
       model,
       async generate(request: ModelRequest): Promise<ModelResponse> {
         const { sdk, client } = await connect();
+        // The call's code loads with the SDK, on the first call: importing troupe/providers stays light.
+        const { streamResponsesOnce } = await import('./openai-responses-call.ts');
         return streamResponsesOnce(
           sdk,
           client,

@@ -20,17 +20,23 @@ export function normalizeResponse(
   history: readonly Message[] = [],
 ): ModelResponse {
   const given = Array.isArray(response.toolCalls) ? response.toolCalls : [];
-  const used = given.length > 0 ? idsIn(history) : undefined;
-  const toolCalls: ToolCall[] = given.map((toolCall, k) => {
+  // The set of ids in use is built only once an id collides: a fresh id is checked by scanning, which allocates
+  // nothing (building the set hashed every id of the conversation at every step). The array is made at its final
+  // length: it stays in the history for the rest of the run, and one grown by push keeps 16 slots or more.
+  let used: Set<string> | undefined;
+  const toolCalls = new Array<ToolCall>(given.length);
+  for (let k = 0; k < given.length; k++) {
+    const toolCall = given[k] as ToolCall;
     const raw =
       typeof toolCall.id === 'string' && toolCall.id !== '' && toolCall.id !== '0' ? toolCall.id : '';
-    const id = uniqueId(raw === '' ? `call_${call}_${k}` : raw, used as Set<string>);
-    return {
-      id,
-      name: String(toolCall.name),
-      args: argsOf(toolCall.args),
-    };
-  });
+    let id = raw === '' ? `call_${call}_${k}` : raw;
+    if (used === undefined && (usedIn(history, id) || takenBefore(toolCalls, k, id))) {
+      used = idsIn(history);
+      for (let j = 0; j < k; j++) used.add((toolCalls[j] as ToolCall).id);
+    }
+    if (used !== undefined) id = uniqueId(id, used);
+    toolCalls[k] = { id, name: String(toolCall.name), args: argsOf(toolCall.args) };
+  }
   const stopReason =
     response.stopReason === undefined || modelStopReasons.includes(response.stopReason)
       ? response.stopReason
@@ -46,6 +52,23 @@ export function normalizeResponse(
     normalized.reasoning = response.reasoning;
   if (response.rawStopReason !== undefined) normalized.rawStopReason = response.rawStopReason;
   return normalized;
+}
+
+/** Whether a conversation already uses the tool-call id `id`. */
+function usedIn(history: readonly Message[], id: string): boolean {
+  for (const message of history) {
+    if (message.role === 'assistant') {
+      const calls = message.toolCalls;
+      if (calls) for (const toolCall of calls) if (toolCall.id === id) return true;
+    } else if (message.role === 'tool' && message.toolCallId === id) return true;
+  }
+  return false;
+}
+
+/** Whether one of the first `count` calls already has the id `id`. */
+function takenBefore(calls: readonly ToolCall[], count: number, id: string): boolean {
+  for (let j = 0; j < count; j++) if ((calls[j] as ToolCall).id === id) return true;
+  return false;
 }
 
 /** The tool-call ids a conversation already uses. */

@@ -14,6 +14,7 @@ import type { ResourceManager } from '../resources/resource-manager.ts';
 import type { DurableRun } from './durable-run.ts';
 import type { InspectObserver } from './inspect.ts';
 import type { RunContextInfo } from './run-context.ts';
+import { ToolCallContext } from './tool-call-context.ts';
 
 /**
  * What a running agent's effects need and machine context must not hold (functions, SDK clients, the event bus,
@@ -149,6 +150,7 @@ export function bindCaller(context: object, runtime: RunRuntime): void {
 /** The run a tool context (or a guardrail check's info) belongs to, when Troupe made it. */
 export function callerOf(context: object | null | undefined): RunRuntime | undefined {
   if (typeof context !== 'object' || context === null) return undefined;
+  if (context instanceof ToolCallContext) return ToolCallContext.callerOf(context);
   return (context as { [callerSlot]?: RunRuntime })[callerSlot];
 }
 

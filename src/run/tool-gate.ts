@@ -38,8 +38,12 @@ export function runTools(host: EffectsHost, runtime: RunRuntime, command: ToolsC
     step: command.step,
   };
   // Calls people decided on are answered from the decision; undecided calls that need a person wait.
+  // Written out rather than spread: this runs once per tool step, and a spread copies through a slower path.
   const classified = classifyCalls(runtime.agent.tools, command.calls, command.decisions, {
-    ...where,
+    sessionId: where.sessionId,
+    route: where.route,
+    turn: where.turn,
+    step: where.step,
     agent: runtime.agent.name,
     context: runtime.context,
     replayed: (call) => durable?.replayTool(command.step, call.id),
@@ -62,15 +66,21 @@ function runBatch(
   if (host.closed) return;
   for (const verdict of classified.permissions) emitFrom(runtime, 'permission', verdict);
   emitDecided(runtime, classified.decided);
+  const limits = runtime.agent.limits;
+  // One object literal with every field (the optional ones undefined when absent): one hidden class for every
+  // batch, where spreads of `where` and of the optional fields built a few intermediate objects per tool step.
   void runToolBatch({
     calls: classified.runnable,
     checked: classified.checked,
     registry: runtime.agent.tools,
     disabled: command.disabledTools,
-    concurrency: runtime.agent.limits.toolConcurrency,
-    timeoutMs: runtime.agent.limits.toolTimeoutMs,
-    maxRetries: runtime.agent.limits.maxToolRetries,
-    ...where,
+    concurrency: limits.toolConcurrency,
+    timeoutMs: limits.toolTimeoutMs,
+    maxRetries: limits.maxToolRetries,
+    sessionId: where.sessionId,
+    route: where.route,
+    turn: where.turn,
+    step: where.step,
     callPath: runtime.callPath ?? '',
     caller: runtime,
     agent: runtime.agent.name,
@@ -78,10 +88,10 @@ function runBatch(
     signal,
     whenAborted: host.whenAborted,
     clock: runtime.clock,
-    ...(runtime.runEffect ? { executor: runtime.runEffect } : {}),
-    ...(runtime.agent.guardrails
+    executor: runtime.runEffect,
+    guardrails: runtime.agent.guardrails
       ? toolGuardrailsOf(runtime.agent.guardrails, (stage) => guardrailPlace(runtime, stage), signal)
-      : {}),
+      : undefined,
     known: (call) => classified.decided.get(call.id) ?? durable?.replayTool(command.step, call.id),
     onStart: (call) => {
       // Listeners see secret arguments redacted; the tool itself gets the real values.
@@ -203,14 +213,12 @@ function toolGuardrailsOf(
   guardrails: AgentGuardrails,
   placeOf: (stage: GuardrailPlace['stage']) => GuardrailPlace,
   signal: AbortSignal,
-): { guardrails?: ToolGuardrails } {
-  if (guardrails.toolInput.length === 0 && guardrails.toolOutput.length === 0) return {};
+): ToolGuardrails | undefined {
+  if (guardrails.toolInput.length === 0 && guardrails.toolOutput.length === 0) return undefined;
   return {
-    guardrails: {
-      input: guardrails.toolInput,
-      output: guardrails.toolOutput,
-      check: (list, stage, value, text, call) =>
-        checkGuardrails(list, value, text, { ...placeOf(stage), tool: call.name, callId: call.id }, signal),
-    },
+    input: guardrails.toolInput,
+    output: guardrails.toolOutput,
+    check: (list, stage, value, text, call) =>
+      checkGuardrails(list, value, text, { ...placeOf(stage), tool: call.name, callId: call.id }, signal),
   };
 }

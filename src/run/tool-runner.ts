@@ -10,9 +10,10 @@ import { reactInvalidReplyTool } from '../core/model.ts';
 import type { Guardrail } from '../guardrails/guardrail.ts';
 import type { ToolOutcome } from '../machines/agent.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
-import type { Tool, ToolContext } from '../tools/tool.ts';
+import type { Tool } from '../tools/tool.ts';
 import { ToolAnswerError } from '../tools/tool-answer-error.ts';
-import { bindCaller, type EffectExecutor, type RunRuntime } from './run-runtime.ts';
+import type { EffectExecutor, RunRuntime } from './run-runtime.ts';
+import { ToolCallContext } from './tool-call-context.ts';
 
 /** Whether a tool runs an agent (agentTool): such a call is an `agent` effect for durable executors. */
 function isAgentTool(found: Tool | undefined): boolean {
@@ -73,9 +74,9 @@ export interface ToolBatch {
   /** A tool's circuit breaker changed state during one of this batch's calls. */
   onBreaker?: BreakerReporter | undefined;
   /** Runs each call (all its attempts) through a durable executor; see RunRuntime.runEffect. */
-  executor?: EffectExecutor;
+  executor?: EffectExecutor | undefined;
   /** The agent's tool guardrails; absent when it has none. */
-  guardrails?: ToolGuardrails;
+  guardrails?: ToolGuardrails | undefined;
   /**
    * The argument checks the tool gate already made (see classifyCalls), by call id: such a call runs with the value
    * checked there, or is refused with its error, and its schema is not asked a second time.
@@ -243,8 +244,13 @@ async function runToolCall(call: ToolCall, batch: ToolBatch): Promise<ToolOutcom
   for (let attempt = 1; attempt <= attempts; attempt++) {
     if (batch.signal.aborted) return refused(call, 'Not run: the run was aborted.');
     try {
-      const run = () => attemptTool(found, args, call, batch, attempt, timeoutMs);
-      const value = breaker ? await throughBreaker(breaker, run, batch) : await run();
+      const value = breaker
+        ? await throughBreaker(
+            breaker,
+            () => attemptTool(found, args, call, batch, attempt, timeoutMs),
+            batch,
+          )
+        : await attemptTool(found, args, call, batch, attempt, timeoutMs);
       if (value === breakerOpen) return refused(call, openBreakerAnswer(call.name, breaker));
       if (guardrails && guardrails.output.length > 0) {
         const block = await guardrails.check(guardrails.output, 'tool_output', value, toContent(value), call);
@@ -330,19 +336,8 @@ function attemptTool(
   attempt: number,
   timeoutMs: number | null,
 ): Promise<unknown> {
-  const context: ToolContext = {
-    context: batch.context,
-    signal: batch.signal,
-    sessionId: batch.sessionId,
-    route: batch.route,
-    turn: batch.turn,
-    agent: batch.agent,
-    callId: call.id,
-    step: batch.step,
-    attempt,
-    idempotencyKey: idempotencyKey(batch, call.id),
-  };
-  if (batch.caller) bindCaller(context, batch.caller);
+  // The batch holds the fields every call of it shares (context, signal, session, route, turn, agent, step).
+  const context = new ToolCallContext(batch, call.id, attempt, idempotencyKey(batch, call.id), batch.caller);
   if (timeoutMs === null) {
     // Without a timeout the attempt's signal is the run's own: no controller, timer or listeners per call (about
     // 3 µs of the hot path). A tool that ignores an abort does not hold the loop: runToolBatch settles on it.

@@ -46,6 +46,28 @@ describe('normalizeResponse: loose responses from a user-written provider', () =
     expect(response.usage).toEqual({ input: 0, output: 0, cached: 0, reasoning: 0 });
   });
 
+  it('renames an id once it collides, with the history or with an earlier call of the same response', () => {
+    const ids = (calls: string[], history: Parameters<typeof normalizeResponse>[2] = []) =>
+      normalizeResponse(
+        {
+          text: '',
+          toolCalls: calls.map((id) => ({ id, name: 'echo', args: {} })),
+          stopReason: 'tool_use',
+          usage: { input: 0, output: 0, cached: 0, reasoning: 0 },
+        },
+        1,
+        history,
+      ).toolCalls.map((call) => call.id);
+    // A fresh id stays; one already taken earlier in the response gets the first free suffix, counting the
+    // ids the response itself took before the collision.
+    expect(ids(['x', 'x_2', 'x'])).toEqual(['x', 'x_2', 'x_3']);
+    const history = [
+      { role: 'assistant' as const, content: '', toolCalls: [{ id: 'a', name: 'echo', args: {} }] },
+      { role: 'tool' as const, toolCallId: 'b', content: 'ok' },
+    ];
+    expect(ids(['c', 'a', 'b', 'a'], history)).toEqual(['c', 'a_2', 'b_2', 'a_3']);
+  });
+
   it('a run survives cyclic tool arguments: the model is told and answers', async () => {
     const cyclic: Record<string, unknown> = { text: 'hi' };
     cyclic.loop = cyclic;

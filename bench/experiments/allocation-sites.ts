@@ -1,0 +1,53 @@
+/**
+ * Where a W1 tool step allocates: V8's sampling heap profiler over 300 warm runs (10 tool steps each, 0 ms model,
+ * the `troupe` adapter), bytes per tool step by the function that allocated them, objects the collector already
+ * freed included. Garbage is a sixth of a warm step's CPU; this names what to trim.
+ *
+ *   npm run build && node bench/experiments/allocation-sites.ts [dist folder=dist] [rows=40]
+ */
+import { Session } from 'node:inspector/promises';
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { prepareTroupeWith, type TroupeModule } from '../frameworks/troupe-adapter.ts';
+import type { Scenario } from '../scenario.ts';
+
+interface ProfileNode {
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  selfSize: number;
+  children: ProfileNode[];
+}
+
+const dist = resolve(import.meta.dirname, '..', '..', process.argv[2] ?? 'dist');
+const rows = Number(process.argv[3] ?? 40);
+const troupe = (await import(pathToFileURL(resolve(dist, 'index.js')).href)) as TroupeModule;
+const scenario: Scenario = { toolSteps: 10, toolsPerTurn: 1, modelDelayMs: 0, toolDelayMs: 0, deltas: 0 };
+const runner = prepareTroupeWith(troupe, 'troupe', scenario);
+const warmUntil = performance.now() + 1500;
+while (performance.now() < warmUntil) await runner.run('warm up');
+
+const session = new Session();
+session.connect();
+await session.post('HeapProfiler.startSampling', {
+  samplingInterval: 256,
+  includeObjectsCollectedByMajorGC: true,
+  includeObjectsCollectedByMinorGC: true,
+});
+const runs = 300;
+for (let i = 0; i < runs; i++) await runner.run(`task ${i}`);
+const { profile } = (await session.post('HeapProfiler.stopSampling')) as { profile: { head: ProfileNode } };
+session.disconnect();
+
+const steps = runs * scenario.toolSteps;
+const bySite = new Map<string, number>();
+let total = 0;
+const walk = (node: ProfileNode): void => {
+  const frame = node.callFrame;
+  const site = `${frame.functionName || '(anonymous)'} ${frame.url.replace(/.*\//, '')}:${frame.lineNumber + 1}`;
+  bySite.set(site, (bySite.get(site) ?? 0) + node.selfSize);
+  total += node.selfSize;
+  for (const child of node.children) walk(child);
+};
+walk(profile.head);
+console.log(`${(total / steps).toFixed(0)} bytes allocated per tool step (${dist})`);
+for (const [site, bytes] of [...bySite].sort((a, b) => b[1] - a[1]).slice(0, rows))
+  console.log(`${(bytes / steps).toFixed(0).padStart(7)}  ${site}`);

@@ -1,0 +1,55 @@
+import type { ToolContext } from '../tools/tool.ts';
+import type { RunRuntime } from './run-runtime.ts';
+
+/**
+ * The context a tool receives for one attempt of one call, as a run makes it. The run it belongs to (which agents
+ * used as tools find their caller through) is a private field: nothing for JSON, object spreads or console output
+ * to show, and nothing to define per call (defining a hidden property on each context cost about as much as the
+ * rest of the object).
+ */
+export class ToolCallContext implements ToolContext {
+  readonly context: unknown;
+  signal: AbortSignal;
+  readonly sessionId: string;
+  readonly route: string;
+  readonly turn: number;
+  readonly agent: string;
+  readonly callId: string;
+  readonly step: number;
+  readonly attempt: number;
+  readonly idempotencyKey: string;
+  readonly #caller: RunRuntime | undefined;
+
+  constructor(
+    place: {
+      context?: unknown;
+      signal: AbortSignal;
+      sessionId: string;
+      route: string;
+      turn: number;
+      agent: string;
+      step: number;
+    },
+    callId: string,
+    attempt: number,
+    idempotencyKey: string,
+    caller: RunRuntime | undefined,
+  ) {
+    this.context = place.context;
+    this.signal = place.signal;
+    this.sessionId = place.sessionId;
+    this.route = place.route;
+    this.turn = place.turn;
+    this.agent = place.agent;
+    this.callId = callId;
+    this.step = place.step;
+    this.attempt = attempt;
+    this.idempotencyKey = idempotencyKey;
+    this.#caller = caller;
+  }
+
+  /** The run that made `context`, when it is a ToolCallContext; undefined otherwise. */
+  static callerOf(context: object): RunRuntime | undefined {
+    return #caller in context ? (context as ToolCallContext).#caller : undefined;
+  }
+}
