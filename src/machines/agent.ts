@@ -9,7 +9,7 @@ import { type AssistantMessage, lastUserText, type Message, type ToolCall } from
 import type { ModelResponse } from '../core/model.ts';
 import { addCount, ownValue } from '../core/records.ts';
 import type { StopReason } from '../core/stop-reason.ts';
-import { addUsage, emptyUsage, type Usage } from '../core/usage.ts';
+import { addSpend, addUsage, emptyUsage, type NestedSpend, type Usage } from '../core/usage.ts';
 import type { PolicyState, TerminationDecision } from '../policies/decision.ts';
 import { decodeRetriesLeft, stepLimitReached } from '../policies/step-limit.ts';
 import { terminationPolicyFor } from '../policies/termination-policy.ts';
@@ -58,6 +58,11 @@ export interface ToolOutcome {
   blocked?: GuardrailBlock;
   /** A handoff call the tool gate let through: the agent ends in `handingOff`. */
   handoff?: true;
+  /**
+   * What the call spent outside the agent's own model calls (an agent used as a tool, MCP sampling): recorded with
+   * the outcome, so a call answered from the journal after a restart still counts it.
+   */
+  spend?: NestedSpend;
 }
 
 /** Which guardrail states a run enters: fixed for the run from its agent's guardrails. */
@@ -228,7 +233,7 @@ export interface AgentContext extends PolicyState {
   toolCallsRun: number;
   /** Tools whose every attempt failed; not offered to the model again. */
   degradedTools: string[];
-  usage: Usage;
+  usage: AgentUsage;
   decision: TerminationDecision | null;
   /** Tool calls asked for in the last assistant message and not answered yet. */
   openCalls: ToolCall[];
@@ -243,6 +248,20 @@ export interface AgentContext extends PolicyState {
   approvals: ApprovalState | null;
   /** The guardrail that ended the run, when it ended with guardrail_blocked. */
   guardrail: GuardrailBlock | null;
+}
+
+/**
+ * The usage of the agent's own model calls, with what its tool calls spent outside them (`nested`: agents used as
+ * tools, MCP sampling). Kept in one field so the context keeps its key count; a checkpoint without `nested` (an
+ * older one) resumes with none.
+ */
+export type AgentUsage = Usage & { nested?: NestedSpend };
+
+/** `usage` with one more own model call's usage added; what was spent outside the agent's calls stays. */
+function withOwnUsage(usage: AgentUsage, added: Usage): AgentUsage {
+  const sum: AgentUsage = addUsage(usage, added);
+  if (usage.nested) sum.nested = usage.nested;
+  return sum;
 }
 
 /** A tool call that waits for a person before it can be answered. */
@@ -284,12 +303,32 @@ export type AgentCheckpoint = Pick<
 };
 
 /** The machine's output, everything the run result is built from: the context with its groups flattened. */
-export type AgentMachineOutput = Omit<AgentContext, 'config' | 'answer'> & AgentRunConfig & AgentAnswer;
+export type AgentMachineOutput = Omit<AgentContext, 'config' | 'answer' | 'usage'> &
+  AgentRunConfig &
+  AgentAnswer & {
+    /** Everything the run spent: its own model calls and `nested`. `modelCalls` counts the same way. */
+    usage: Usage;
+    /** What agents used as tools and MCP sampling spent (included in `usage` and `modelCalls`). */
+    nested?: NestedSpend;
+  };
 
-/** The flat form of a context (the machine's output; also what a runner builds a result from mid-run). */
+/**
+ * The flat form of a context (the machine's output; also what a runner builds a result from mid-run): its usage and
+ * model calls are the run's totals, what its tool calls spent outside its own model calls included.
+ */
 export function agentOutputOf(context: AgentContext): AgentMachineOutput {
-  const { config, answer, ...counters } = context;
-  return { ...config, ...answer, ...counters };
+  const { config, answer, usage, ...counters } = context;
+  const nested = usage.nested;
+  if (!nested) return { ...config, ...answer, ...counters, usage };
+  const { nested: _, ...own } = usage;
+  return {
+    ...config,
+    ...answer,
+    ...counters,
+    usage: addUsage(own, nested.usage),
+    modelCalls: counters.modelCalls + nested.modelCalls,
+    nested,
+  };
 }
 
 /**
@@ -449,8 +488,12 @@ function toolResultsPatch(
   context: AgentContext,
   calls: readonly ToolCall[],
   results: readonly ToolOutcome[],
-): Pick<AgentContext, 'history' | 'toolCallCounts' | 'callSignatures' | 'degradedTools' | 'toolCallsRun'> {
+): Pick<
+  AgentContext,
+  'history' | 'toolCallCounts' | 'callSignatures' | 'degradedTools' | 'toolCallsRun' | 'usage'
+> {
   const history = context.history.slice();
+  let usage = context.usage;
   const toolCallCounts = { ...context.toolCallCounts };
   const callSignatures = { ...context.callSignatures };
   let degradedTools = context.degradedTools;
@@ -470,8 +513,9 @@ function toolResultsPatch(
     addCount(callSignatures, toolCallSignature(call));
     if (result?.executed) toolCallsRun += 1;
     if (result?.degraded && !degradedTools.includes(call.name)) degradedTools = [...degradedTools, call.name];
+    if (result?.spend) usage = { ...usage, nested: addSpend(usage.nested, result.spend) };
   });
-  return { history, toolCallCounts, callSignatures, degradedTools, toolCallsRun };
+  return { history, toolCallCounts, callSignatures, degradedTools, toolCallsRun, usage };
 }
 
 /** The guardrail block an event carries: a check's answer, a block during a model call, or a tool batch's. */
@@ -642,7 +686,7 @@ export const agentMachine = setup({
       if (event.type === 'guardrail.blocked') {
         patch.answer = noAnswer;
         if (event.modelCalled) patch.modelCalls = context.modelCalls + 1;
-        if (event.usage) patch.usage = addUsage(context.usage, event.usage);
+        if (event.usage) patch.usage = withOwnUsage(context.usage, event.usage);
       }
       return patch;
     }),
@@ -712,7 +756,7 @@ export const agentMachine = setup({
         history,
         step: context.step + 1,
         modelCalls: context.modelCalls + 1,
-        usage: addUsage(context.usage, response.usage),
+        usage: withOwnUsage(context.usage, response.usage),
         decision,
         openCalls,
         answer: answerOf(
@@ -730,7 +774,7 @@ export const agentMachine = setup({
         history: appendAssistant(context, response, false),
         step: context.step + 1,
         modelCalls: context.modelCalls + 1,
-        usage: addUsage(context.usage, response.usage),
+        usage: withOwnUsage(context.usage, response.usage),
         decision: { kind: 'continue_thinking' as const, continuesTurn: true },
         answer: answerOf(continuedTurnText(context, answerTextOf(response)), false, undefined),
       };
@@ -749,7 +793,7 @@ export const agentMachine = setup({
         // Tools are off in this phase: a stray tool call is dropped so no call is left unanswered.
         history: appendAssistant(context, response, false),
         modelCalls: context.modelCalls + 1,
-        usage: addUsage(context.usage, response.usage),
+        usage: withOwnUsage(context.usage, response.usage),
         decision: refused
           ? {
               kind: 'terminate' as const,

@@ -28,6 +28,7 @@ export function buildRunResult<TOutput>(context: AgentMachineOutput): RunResult<
   };
   if (stopReason !== 'completed' && context.error) result.error = context.error;
   if (context.guardrail) result.guardrail = context.guardrail;
+  if (context.nested) result.nested = context.nested;
   if (context.stopReason === null) {
     result.error = context.error ?? {
       name: 'TroupeError',

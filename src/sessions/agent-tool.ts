@@ -4,7 +4,7 @@ import { ConfigError } from '../core/errors.ts';
 import type { RunResult } from '../core/result.ts';
 import { piiOf } from '../pii/pii-run.ts';
 import type { NestedPlacement, RunOptions } from '../run/run.ts';
-import { callerOf, type RunRuntime } from '../run/run-runtime.ts';
+import { callerOf, type RunRuntime, reportSpend } from '../run/run-runtime.ts';
 import { type Tool, type ToolContext, tool } from '../tools/tool.ts';
 import { streamPlaced } from './run.ts';
 import { needsSession, needsSupervisor } from './session-run.ts';
@@ -82,7 +82,11 @@ export function agentTool<TOutput, TContext = unknown>(
           ? await delegator({ agent: nested, input, callId: ctx.callId, signal: ctx.signal })
           : await runApart(nested, input, ctx, caller);
       // The sub-run's model calls count against the caller's step limit, whatever its outcome.
-      if (caller) caller.nestedSteps += result.modelCalls;
+      // Its spend (whatever its outcome) goes into the caller's result with this call's outcome.
+      if (caller) {
+        caller.nestedSteps += result.modelCalls;
+        reportSpend(caller, ctx.callId, { usage: result.usage, modelCalls: result.modelCalls });
+      }
       if (result.status !== 'completed') throw new SubAgentError(agent.name, result);
       return result.output !== undefined ? result.output : result.text;
     },
