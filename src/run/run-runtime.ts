@@ -165,7 +165,8 @@ export function callerOf(context: object | null | undefined): RunRuntime | undef
  */
 export function reportSpend(runtime: RunRuntime, callId: string, spend: NestedSpend): void {
   if (spend.modelCalls === 0 && spend.usage.input === 0 && spend.usage.output === 0) return;
-  const byCall = (runtime.spentByCall ??= new Map());
+  runtime.spentByCall ??= new Map();
+  const byCall = runtime.spentByCall;
   byCall.set(callId, addSpend(byCall.get(callId), spend));
 }
 
