@@ -303,28 +303,30 @@ export type AgentCheckpoint = Pick<
 };
 
 /** The machine's output, everything the run result is built from: the context with its groups flattened. */
-export type AgentMachineOutput = Omit<AgentContext, 'config' | 'answer' | 'usage'> &
-  AgentRunConfig &
-  AgentAnswer & {
-    /** Everything the run spent: its own model calls and `nested`. `modelCalls` counts the same way. */
-    usage: Usage;
-    /** What agents used as tools and MCP sampling spent (included in `usage` and `modelCalls`). */
-    nested?: NestedSpend;
-  };
+export type AgentMachineOutput = Omit<AgentContext, 'config' | 'answer'> & AgentRunConfig & AgentAnswer;
+
+/** The flat form of a context (the machine's output; also what a runner builds a result from mid-run). */
+export function agentOutputOf(context: AgentContext): AgentMachineOutput {
+  const { config, answer, ...counters } = context;
+  return { ...config, ...answer, ...counters };
+}
+
+/** Everything a run spent: its own model calls and what its tool calls spent outside them (`nested`). */
+export interface RunSpend {
+  usage: Usage;
+  modelCalls: number;
+  /** Absent when the tool calls spent nothing outside the agent's own model calls. */
+  nested?: NestedSpend;
+}
 
 /**
- * The flat form of a context (the machine's output; also what a runner builds a result from mid-run): its usage and
- * model calls are the run's totals, what its tool calls spent outside its own model calls included.
+ * What an agent's run spent in all (a result's figures), from its own counters (which number its model calls in
+ * the journal and go into checkpoints as they are).
  */
-export function agentOutputOf(context: AgentContext): AgentMachineOutput {
-  const { config, answer, usage, ...counters } = context;
-  const nested = usage.nested;
-  if (!nested) return { ...config, ...answer, ...counters, usage };
-  const { nested: _, ...own } = usage;
+export function runSpendOf(counters: Pick<AgentContext, 'usage' | 'modelCalls'>): RunSpend {
+  const { nested, ...own } = counters.usage;
+  if (!nested) return { usage: own, modelCalls: counters.modelCalls };
   return {
-    ...config,
-    ...answer,
-    ...counters,
     usage: addUsage(own, nested.usage),
     modelCalls: counters.modelCalls + nested.modelCalls,
     nested,
