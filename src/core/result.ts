@@ -51,7 +51,8 @@ export interface RunResult<TOutput = undefined> {
   modelCalls: number;
   /**
    * The part of `usage` and `modelCalls` spent outside the agents' own model calls: by agents used as tools and by
-   * MCP sampling. The agents' own figures are `usage` and `modelCalls` minus these. Absent when there was none.
+   * MCP sampling. The agents' own figures are `usage` and `modelCalls` minus these. Absent when there was none,
+   * and on the results of session turns (handoffs included), which give the totals only.
    * `steps` lists the agents' own model turns only; a nested agent's model calls count against its caller's step
    * limit, not among its steps.
    */

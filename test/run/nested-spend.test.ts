@@ -111,6 +111,26 @@ describe("a run's result counts the agents it used as tools", () => {
     expect(result.nested).toEqual({ usage: total, modelCalls: 4 });
   });
 
+  it('a handoff: the turn counts what the agent handed to spent through its agents used as tools', async () => {
+    const closer = { ...team(), name: 'closer' };
+    const triage = defineAgent({
+      name: 'triage',
+      instructions: '',
+      model: scriptedModel([
+        {
+          toolCalls: [{ id: 'h1', name: 'transfer_to_closer', args: {} }],
+          stopReason: 'tool_use',
+          usage: usage(7, 7),
+        },
+      ]),
+      handoffs: [closer],
+    });
+    const result = await run(triage, 'go');
+    expect(result).toMatchObject({ status: 'completed', path: ['triage', 'closer'] });
+    expect(result.usage).toEqual(usage(1007, 107));
+    expect(result.modelCalls).toBe(5);
+  });
+
   it('expectRun().toUseAtMostModelCalls() counts the sub-agent calls', async () => {
     const result = await run(team(), 'go');
     expectRun(result).toUseAtMostModelCalls(4);
