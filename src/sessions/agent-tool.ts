@@ -81,10 +81,10 @@ export function agentTool<TOutput, TContext = unknown>(
         delegator && !needsSupervisor(nested)
           ? await delegator({ agent: nested, input, callId: ctx.callId, signal: ctx.signal })
           : await runApart(nested, input, ctx, caller);
-      // The sub-run's model calls count against the caller's step limit, whatever its outcome.
-      // Its spend (whatever its outcome) goes into the caller's result with this call's outcome.
+      // The sub-run's own model calls count against the caller's step limit, and all it spent goes into the
+      // caller's result with this call's outcome, whatever its outcome.
       if (caller) {
-        caller.nestedSteps += result.modelCalls;
+        caller.nestedSteps += result.modelCalls - (result.nested?.modelCalls ?? 0);
         reportSpend(caller, ctx.callId, { usage: result.usage, modelCalls: result.modelCalls });
       }
       if (result.status !== 'completed') throw new SubAgentError(agent.name, result);
