@@ -5,6 +5,9 @@ import { agentTool, createAgentSystem, createSqliteStore, defineAgent, tool } fr
 import { type ScriptedTurn, scriptedModel } from 'troupe/testing';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { StoreCorruptError } from '../../src/persistence/store-errors.ts';
+import { validateAgentCheckpoint } from '../../src/persistence/validate-stored.ts';
+import { checkpoint } from '../persistence/fixtures.ts';
 import { until } from '../support/until.ts';
 
 /**
@@ -135,5 +138,19 @@ describe('nested spend across a suspend and recovery', () => {
     expect(result).toMatchObject({ status: 'completed', text: 'finished' });
     expect(result.usage).toEqual(expected.usage);
     expect(result.modelCalls).toBe(expected.modelCalls);
+  });
+});
+
+describe("a stored checkpoint's nested spend", () => {
+  it('is optional (a checkpoint without it resumes with none) and checked when present', () => {
+    const stored = checkpoint();
+    expect(() => validateAgentCheckpoint('s1', stored)).not.toThrow();
+    const withNested = {
+      ...stored,
+      usage: { ...stored.usage, nested: { usage: usage(8, 1), modelCalls: 2 } },
+    };
+    expect(() => validateAgentCheckpoint('s1', withNested)).not.toThrow();
+    const damaged = { ...stored, usage: { ...stored.usage, nested: { usage: usage(8, 1), modelCalls: -1 } } };
+    expect(() => validateAgentCheckpoint('s1', damaged)).toThrow(StoreCorruptError);
   });
 });
