@@ -3,7 +3,7 @@ import type { GuardrailBlock } from './guardrail-block.ts';
 import type { JsonValue } from './json.ts';
 import type { Message } from './messages.ts';
 import type { RunStatus, StopReason } from './stop-reason.ts';
-import type { Usage } from './usage.ts';
+import type { NestedSpend, Usage } from './usage.ts';
 
 /** One tool call of a step, with what it returned. */
 export interface StepToolCall {
@@ -38,13 +38,25 @@ export interface RunResult<TOutput = undefined> {
   steps: RunStep[];
   /** Tool calls that were executed (unknown tools and invalid arguments are answered without running anything). */
   toolCallCount: number;
+  /**
+   * Tokens the run spent: its own model calls, plus those of the agents it used as tools and of the MCP sampling
+   * calls its tools' servers asked for (see `nested`). Budgets count the same.
+   */
   usage: Usage;
   /** The full conversation: the caller's history, then `historyDelta`. Pass it as the next run's `history`. */
   history: Message[];
   /** What this run appended: the user's input, the assistant turns and the tool results. */
   historyDelta: Message[];
-  /** Model calls made. */
+  /** Model calls made, those of agents used as tools and of MCP sampling included (see `nested`). */
   modelCalls: number;
+  /**
+   * The part of `usage` and `modelCalls` spent outside the agents' own model calls: by agents used as tools and by
+   * MCP sampling. The agents' own figures are `usage` and `modelCalls` minus these. Absent when there was none,
+   * and on the results of session turns (handoffs included), which give the totals only.
+   * `steps` lists the agents' own model turns only; a nested agent's model calls count against its caller's step
+   * limit, not among its steps.
+   */
+  nested?: NestedSpend;
   timedOut: boolean;
   /** The answer was cut by the model's max_tokens. */
   truncated: boolean;

@@ -39,3 +39,18 @@ export function totalTokens(usage: Usage): number {
 function finiteOrZero(value: number | undefined): number {
   return typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : 0;
 }
+
+/**
+ * What work done for a run outside its own model calls spent: agents it used as tools (their whole runs, nested
+ * ones included) and model calls an MCP server asked it to make (sampling).
+ */
+export interface NestedSpend {
+  usage: Usage;
+  /** Model calls made. */
+  modelCalls: number;
+}
+
+export function addSpend(a: NestedSpend | undefined, b: NestedSpend): NestedSpend {
+  if (!a) return { usage: b.usage, modelCalls: b.modelCalls };
+  return { usage: addUsage(a.usage, b.usage), modelCalls: a.modelCalls + b.modelCalls };
+}

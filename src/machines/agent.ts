@@ -9,7 +9,7 @@ import { type AssistantMessage, lastUserText, type Message, type ToolCall } from
 import type { ModelResponse } from '../core/model.ts';
 import { addCount, ownValue } from '../core/records.ts';
 import type { StopReason } from '../core/stop-reason.ts';
-import { addUsage, emptyUsage, type Usage } from '../core/usage.ts';
+import { addSpend, addUsage, emptyUsage, type NestedSpend, type Usage } from '../core/usage.ts';
 import type { PolicyState, TerminationDecision } from '../policies/decision.ts';
 import { decodeRetriesLeft, stepLimitReached } from '../policies/step-limit.ts';
 import { terminationPolicyFor } from '../policies/termination-policy.ts';
@@ -58,6 +58,11 @@ export interface ToolOutcome {
   blocked?: GuardrailBlock;
   /** A handoff call the tool gate let through: the agent ends in `handingOff`. */
   handoff?: true;
+  /**
+   * What the call spent outside the agent's own model calls (an agent used as a tool, MCP sampling): recorded with
+   * the outcome, so a call answered from the journal after a restart still counts it.
+   */
+  spend?: NestedSpend;
 }
 
 /** Which guardrail states a run enters: fixed for the run from its agent's guardrails. */
@@ -228,7 +233,7 @@ export interface AgentContext extends PolicyState {
   toolCallsRun: number;
   /** Tools whose every attempt failed; not offered to the model again. */
   degradedTools: string[];
-  usage: Usage;
+  usage: AgentUsage;
   decision: TerminationDecision | null;
   /** Tool calls asked for in the last assistant message and not answered yet. */
   openCalls: ToolCall[];
@@ -243,6 +248,20 @@ export interface AgentContext extends PolicyState {
   approvals: ApprovalState | null;
   /** The guardrail that ended the run, when it ended with guardrail_blocked. */
   guardrail: GuardrailBlock | null;
+}
+
+/**
+ * The usage of the agent's own model calls, with what its tool calls spent outside them (`nested`: agents used as
+ * tools, MCP sampling). Kept in one field so the context keeps its key count; a checkpoint without `nested` (an
+ * older one) resumes with none.
+ */
+export type AgentUsage = Usage & { nested?: NestedSpend };
+
+/** `usage` with one more own model call's usage added; what was spent outside the agent's calls stays. */
+function withOwnUsage(usage: AgentUsage, added: Usage): AgentUsage {
+  const sum: AgentUsage = addUsage(usage, added);
+  if (usage.nested) sum.nested = usage.nested;
+  return sum;
 }
 
 /** A tool call that waits for a person before it can be answered. */
@@ -290,6 +309,28 @@ export type AgentMachineOutput = Omit<AgentContext, 'config' | 'answer'> & Agent
 export function agentOutputOf(context: AgentContext): AgentMachineOutput {
   const { config, answer, ...counters } = context;
   return { ...config, ...answer, ...counters };
+}
+
+/** Everything a run spent: its own model calls and what its tool calls spent outside them (`nested`). */
+export interface RunSpend {
+  usage: Usage;
+  modelCalls: number;
+  /** Absent when the tool calls spent nothing outside the agent's own model calls. */
+  nested?: NestedSpend;
+}
+
+/**
+ * What an agent's run spent in all (a result's figures), from its own counters (which number its model calls in
+ * the journal and go into checkpoints as they are).
+ */
+export function runSpendOf(counters: Pick<AgentContext, 'usage' | 'modelCalls'>): RunSpend {
+  const { nested, ...own } = counters.usage;
+  if (!nested) return { usage: own, modelCalls: counters.modelCalls };
+  return {
+    usage: addUsage(own, nested.usage),
+    modelCalls: counters.modelCalls + nested.modelCalls,
+    nested,
+  };
 }
 
 /**
@@ -449,10 +490,14 @@ function toolResultsPatch(
   context: AgentContext,
   calls: readonly ToolCall[],
   results: readonly ToolOutcome[],
-): Pick<AgentContext, 'history' | 'toolCallCounts' | 'callSignatures' | 'degradedTools' | 'toolCallsRun'> {
+): Pick<
+  AgentContext,
+  'history' | 'toolCallCounts' | 'callSignatures' | 'degradedTools' | 'toolCallsRun' | 'usage'
+> {
   // The answers are appended in one concat: the history stays in the context until the next step, and an array
   // grown by push keeps half its length again in spare slots.
   const answers = new Array<Message>(calls.length);
+  let usage = context.usage;
   const toolCallCounts = { ...context.toolCallCounts };
   const callSignatures = { ...context.callSignatures };
   let degradedTools = context.degradedTools;
@@ -472,6 +517,7 @@ function toolResultsPatch(
     addCount(callSignatures, toolCallSignature(call));
     if (result?.executed) toolCallsRun += 1;
     if (result?.degraded && !degradedTools.includes(call.name)) degradedTools = [...degradedTools, call.name];
+    if (result?.spend) usage = { ...usage, nested: addSpend(usage.nested, result.spend) };
   });
   return {
     history: context.history.concat(answers),
@@ -479,6 +525,7 @@ function toolResultsPatch(
     callSignatures,
     degradedTools,
     toolCallsRun,
+    usage,
   };
 }
 
@@ -650,7 +697,7 @@ export const agentMachine = setup({
       if (event.type === 'guardrail.blocked') {
         patch.answer = noAnswer;
         if (event.modelCalled) patch.modelCalls = context.modelCalls + 1;
-        if (event.usage) patch.usage = addUsage(context.usage, event.usage);
+        if (event.usage) patch.usage = withOwnUsage(context.usage, event.usage);
       }
       return patch;
     }),
@@ -720,7 +767,7 @@ export const agentMachine = setup({
         history,
         step: context.step + 1,
         modelCalls: context.modelCalls + 1,
-        usage: addUsage(context.usage, response.usage),
+        usage: withOwnUsage(context.usage, response.usage),
         decision,
         openCalls,
         answer: answerOf(
@@ -738,7 +785,7 @@ export const agentMachine = setup({
         history: appendAssistant(context, response, false),
         step: context.step + 1,
         modelCalls: context.modelCalls + 1,
-        usage: addUsage(context.usage, response.usage),
+        usage: withOwnUsage(context.usage, response.usage),
         decision: { kind: 'continue_thinking' as const, continuesTurn: true },
         answer: answerOf(continuedTurnText(context, answerTextOf(response)), false, undefined),
       };
@@ -757,7 +804,7 @@ export const agentMachine = setup({
         // Tools are off in this phase: a stray tool call is dropped so no call is left unanswered.
         history: appendAssistant(context, response, false),
         modelCalls: context.modelCalls + 1,
-        usage: addUsage(context.usage, response.usage),
+        usage: withOwnUsage(context.usage, response.usage),
         decision: refused
           ? {
               kind: 'terminate' as const,

@@ -14,6 +14,7 @@ import {
   type AgentMachineOutput,
   agentMachine,
   type GuardrailPlan,
+  runSpendOf,
 } from './agent.ts';
 
 /**
@@ -237,9 +238,11 @@ function actorIdOf(event: SessionEvent): string | undefined {
 }
 
 function addSpent(spent: Spent, output: AgentMachineOutput): Spent {
+  // The agent's run in all: its agents used as tools and MCP sampling included.
+  const run = runSpendOf(output);
   return {
-    usage: addUsage(spent.usage, output.usage),
-    modelCalls: spent.modelCalls + output.modelCalls,
+    usage: addUsage(spent.usage, run.usage),
+    modelCalls: spent.modelCalls + run.modelCalls,
     toolCallsRun: spent.toolCallsRun + output.toolCallsRun,
   };
 }

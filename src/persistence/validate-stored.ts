@@ -261,6 +261,13 @@ class Checker {
       if (typeof name !== 'string')
         this.fail(`${path}.degradedTools[${index}]`, `must be a string; got ${describe(name)}`);
     this.usage(this.field(checkpoint, 'usage'), `${path}.usage`);
+    // What agents used as tools and MCP sampling spent; a checkpoint without it resumes with none.
+    const nested = this.field(this.object(this.field(checkpoint, 'usage'), `${path}.usage`), 'nested');
+    if (nested !== undefined) {
+      const spend = this.object(nested, `${path}.usage.nested`);
+      this.usage(this.field(spend, 'usage'), `${path}.usage.nested.usage`);
+      this.count(spend, 'modelCalls', `${path}.usage.nested`);
+    }
     const openCalls = this.toolCalls(this.field(checkpoint, 'openCalls'), `${path}.openCalls`);
     this.decision(this.field(checkpoint, 'decision'), `${path}.decision`);
     const approvals = this.field(checkpoint, 'approvals');

@@ -4,12 +4,13 @@ import { type Message, type RunInput, userMessage } from '../core/messages.ts';
 import type { RunResult, RunStep, StepToolCall } from '../core/result.ts';
 import { statusOf } from '../core/stop-reason.ts';
 import { emptyUsage } from '../core/usage.ts';
-import type { AgentMachineOutput } from '../machines/agent.ts';
+import { type AgentMachineOutput, runSpendOf } from '../machines/agent.ts';
 
 /** Builds the run's result from the machine's output (or a context flattened with agentOutputOf). Pure. */
 export function buildRunResult<TOutput>(context: AgentMachineOutput): RunResult<TOutput> {
   const stopReason = context.stopReason ?? 'error';
   const historyDelta = context.history.slice(context.baseLength);
+  const spend = runSpendOf(context);
   const result: RunResult<TOutput> = {
     sessionId: context.sessionId,
     agent: context.agent,
@@ -19,15 +20,16 @@ export function buildRunResult<TOutput>(context: AgentMachineOutput): RunResult<
     output: context.outputDecoded ? (context.output as TOutput) : undefined,
     steps: stepsOf(historyDelta, context.agent),
     toolCallCount: context.toolCallsRun,
-    usage: context.usage,
+    usage: spend.usage,
     history: context.history,
     historyDelta,
-    modelCalls: context.modelCalls,
+    modelCalls: spend.modelCalls,
     timedOut: stopReason === 'timed_out',
     truncated: context.truncated,
   };
   if (stopReason !== 'completed' && context.error) result.error = context.error;
   if (context.guardrail) result.guardrail = context.guardrail;
+  if (spend.nested) result.nested = spend.nested;
   if (context.stopReason === null) {
     result.error = context.error ?? {
       name: 'TroupeError',

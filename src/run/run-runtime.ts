@@ -9,6 +9,7 @@ import type { RunEventData, RunEventType } from '../core/events.ts';
 import type { ModelDelta } from '../core/model.ts';
 import type { RunResult } from '../core/result.ts';
 import type { ResourceHoldings } from '../core/session-resources.ts';
+import { addSpend, type NestedSpend } from '../core/usage.ts';
 import { parentOf } from '../engine/actor-links.ts';
 import type { ResourceManager } from '../resources/resource-manager.ts';
 import type { DurableRun } from './durable-run.ts';
@@ -87,6 +88,11 @@ export interface RunRuntime {
   delegate?: Delegator | undefined;
   /** Model calls made by agents used as tools since this run's last tool batch ended. */
   nestedSteps: number;
+  /**
+   * What this run's tool calls in flight spent outside its own model calls, by call id (see reportSpend): made when
+   * first needed, each entry taken when its call's outcome is made.
+   */
+  spentByCall?: Map<string, NestedSpend> | undefined;
   /** What the run's tools hold open for its session (per-session MCP connections), closed when it ends. */
   holdings?: ResourceHoldings | undefined;
 }
@@ -152,6 +158,26 @@ export function callerOf(context: object | null | undefined): RunRuntime | undef
   if (typeof context !== 'object' || context === null) return undefined;
   if (context instanceof ToolCallContext) return ToolCallContext.callerOf(context);
   return (context as { [callerSlot]?: RunRuntime })[callerSlot];
+}
+
+/**
+ * Reports spend made for tool call `callId` of this run outside its own model calls (an agent used as a tool
+ * finished, an MCP server's sampling request was answered): it goes with the call's outcome to the agent's machine,
+ * into the run's result and its journal.
+ */
+export function reportSpend(runtime: RunRuntime, callId: string, spend: NestedSpend): void {
+  if (spend.modelCalls === 0 && spend.usage.input === 0 && spend.usage.output === 0) return;
+  runtime.spentByCall ??= new Map();
+  const byCall = runtime.spentByCall;
+  byCall.set(callId, addSpend(byCall.get(callId), spend));
+}
+
+/** What was reported for tool call `callId`, removed from the run's open reports. */
+export function takeSpend(runtime: RunRuntime, callId: string): NestedSpend | undefined {
+  const byCall = runtime.spentByCall;
+  const spend = byCall?.get(callId);
+  if (spend) byCall?.delete(callId);
+  return spend;
 }
 
 let live = 0;

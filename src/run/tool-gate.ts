@@ -124,6 +124,8 @@ function runBatch(
   }).then((results) => {
     const nestedSteps = runtime.nestedSteps;
     runtime.nestedSteps = 0;
+    // Reports of calls whose outcomes were not made (the batch was aborted) go nowhere.
+    runtime.spentByCall?.clear();
     const event: Extract<AgentEvent, { type: 'tools.done' }> = { type: 'tools.done', results };
     if (nestedSteps > 0) event.nestedSteps = nestedSteps;
     if (classified.pending.length > 0) event.pending = classified.pending;

@@ -12,7 +12,7 @@ import type { ToolOutcome } from '../machines/agent.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
 import type { Tool } from '../tools/tool.ts';
 import { ToolAnswerError } from '../tools/tool-answer-error.ts';
-import type { EffectExecutor, RunRuntime } from './run-runtime.ts';
+import { type EffectExecutor, type RunRuntime, takeSpend } from './run-runtime.ts';
 import { ToolCallContext } from './tool-call-context.ts';
 
 /** Whether a tool runs an agent (agentTool): such a call is an `agent` effect for durable executors. */
@@ -179,8 +179,12 @@ export function runToolBatch(batch: ToolBatch): Promise<ToolOutcome[]> {
       const found = batch.registry.find(call.name);
       // A handoff runs nothing: a call the gate lets through goes to the agent machine, which hands off (the
       // session announces it); one refused here (its arguments) is answered like any refused call.
+      // What the call spent outside the run's model calls goes with its outcome (a durable executor records both).
       const execute = () =>
-        runToolCall(call, batch).then(undefined, (error: unknown) => unexpected(call, error));
+        runToolCall(call, batch).then(
+          (outcome) => withSpend(outcome, batch.caller),
+          (error: unknown) => withSpend(unexpected(call, error), batch.caller),
+        );
       if (isHandoffTool(found)) {
         void execute().then((outcome) => {
           if (outcome.handoff) return done(index, outcome);
@@ -467,4 +471,10 @@ function invalidReplyAnswer(args: JsonValue): string {
       ? args.error
       : 'the reply could not be parsed.';
   return `Error: your reply did not follow the format. ${error}`;
+}
+
+/** The outcome with what its call reported spending outside the run's own model calls, if it reported any. */
+function withSpend(outcome: ToolOutcome, caller: RunRuntime | undefined): ToolOutcome {
+  const spend = caller ? takeSpend(caller, outcome.callId) : undefined;
+  return spend ? { ...outcome, spend } : outcome;
 }

@@ -4,7 +4,7 @@ import { ConfigError } from '../core/errors.ts';
 import type { RunResult } from '../core/result.ts';
 import { piiOf } from '../pii/pii-run.ts';
 import type { NestedPlacement, RunOptions } from '../run/run.ts';
-import { callerOf, type RunRuntime } from '../run/run-runtime.ts';
+import { callerOf, type RunRuntime, reportSpend } from '../run/run-runtime.ts';
 import { type Tool, type ToolContext, tool } from '../tools/tool.ts';
 import { streamPlaced } from './run.ts';
 import { needsSession, needsSupervisor } from './session-run.ts';
@@ -81,8 +81,12 @@ export function agentTool<TOutput, TContext = unknown>(
         delegator && !needsSupervisor(nested)
           ? await delegator({ agent: nested, input, callId: ctx.callId, signal: ctx.signal })
           : await runApart(nested, input, ctx, caller);
-      // The sub-run's model calls count against the caller's step limit, whatever its outcome.
-      if (caller) caller.nestedSteps += result.modelCalls;
+      // The sub-run's own model calls count against the caller's step limit, and all it spent goes into the
+      // caller's result with this call's outcome, whatever its outcome.
+      if (caller) {
+        caller.nestedSteps += result.modelCalls - (result.nested?.modelCalls ?? 0);
+        reportSpend(caller, ctx.callId, { usage: result.usage, modelCalls: result.modelCalls });
+      }
       if (result.status !== 'completed') throw new SubAgentError(agent.name, result);
       return result.output !== undefined ? result.output : result.text;
     },

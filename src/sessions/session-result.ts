@@ -2,7 +2,7 @@ import type { Message } from '../core/messages.ts';
 import { userMessage } from '../core/messages.ts';
 import type { RunResult } from '../core/result.ts';
 import { addUsage } from '../core/usage.ts';
-import type { AgentContext } from '../machines/agent.ts';
+import { type AgentContext, runSpendOf } from '../machines/agent.ts';
 import type { SessionContext } from '../machines/session.ts';
 import { stepsOf } from '../run/run-result.ts';
 
@@ -47,7 +47,9 @@ export function interruptedTurnResult<TOutput>(
   active?: Pick<AgentContext, 'usage' | 'modelCalls' | 'toolCallsRun'>,
 ): RunResult<TOutput> {
   const historyDelta = context.transcript.slice(context.turnStart);
-  const usage = active ? addUsage(context.spent.usage, active.usage) : context.spent.usage;
+  // What the agent holding the conversation spent in all, its agents used as tools included.
+  const activeSpend = active ? runSpendOf(active) : undefined;
+  const usage = activeSpend ? addUsage(context.spent.usage, activeSpend.usage) : context.spent.usage;
   return {
     sessionId: context.config.sessionId,
     agent: context.current,
@@ -60,7 +62,7 @@ export function interruptedTurnResult<TOutput>(
     usage,
     history: context.transcript,
     historyDelta,
-    modelCalls: context.spent.modelCalls + (active?.modelCalls ?? 0),
+    modelCalls: context.spent.modelCalls + (activeSpend?.modelCalls ?? 0),
     timedOut: false,
     truncated: false,
     path: context.path,

@@ -21,7 +21,10 @@ export interface RunExpectation<TOutput = unknown> {
   toNotHaveCalledTool(name: string): RunExpectation<TOutput>;
   /** The history is valid: every tool call answered by exactly one tool message, roles in a legal order. */
   toHaveValidHistory(): RunExpectation<TOutput>;
-  /** The run made at most `n` model calls. */
+  /**
+   * The run made at most `n` model calls (`result.modelCalls`): those of agents it used as tools and of MCP sampling
+   * count too.
+   */
   toUseAtMostModelCalls(n: number): RunExpectation<TOutput>;
   /** The decoded output contains `expected` (a partial deep match). */
   toHaveOutput(expected: unknown): RunExpectation<TOutput>;

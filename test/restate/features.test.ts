@@ -381,6 +381,8 @@ describe.skipIf(unavailable !== undefined)('troupe/restate: the in-process featu
   it('gives tools of an agent used as a tool the user’s session id and a run context computed per turn', async () => {
     const result = await session('outer', 'o1').send('who am I?');
     expect(result.text).toBe('outer: inner: session o1, user user-of-o1');
+    // The turn's result counts the model calls of the agent it used as a tool (on its own object) too.
+    expect(result.modelCalls).toBe(4);
     expect(contexts).toContainEqual({ sessionId: 'o1', agent: 'outer' });
     expect(contexts).toContainEqual({ sessionId: 'o1', agent: 'inner' });
   });

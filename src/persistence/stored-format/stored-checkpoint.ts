@@ -1,7 +1,7 @@
 import type { ApprovalDecision, HumanRequestKind } from '../../core/approvals.ts';
 import type { Message, ToolCall } from '../../core/messages.ts';
 import type { StopReason } from '../../core/stop-reason.ts';
-import type { Usage } from '../../core/usage.ts';
+import type { NestedSpend, Usage } from '../../core/usage.ts';
 import type { AgentCheckpoint } from '../../machines/agent.ts';
 
 /**
@@ -21,7 +21,11 @@ export interface StoredAgentCheckpoint {
   toolCallCounts: Record<string, number>;
   callSignatures: Record<string, number>;
   degradedTools: string[];
-  usage: Usage;
+  /**
+   * The agent's own spend; `nested` is what agents it used as tools and MCP sampling spent (absent in checkpoints
+   * stored before it was kept, and when there was none).
+   */
+  usage: Usage & { nested?: NestedSpend };
   /** The tool calls asked for and not answered yet. */
   openCalls: ToolCall[];
   decision: StoredDecision | null;

@@ -8,7 +8,7 @@ import { hasCounts, type PiiCounts } from '../../pii/pii-masker.ts';
 import { maskMessages, piiOf, revealResponse } from '../../pii/pii-run.ts';
 import { denialError } from '../../resources/denial-error.ts';
 import { type ModelReservation, reserveModelCall } from '../../resources/model-reservation.ts';
-import { callerOf, emitFrom, type RunRuntime } from '../../run/run-runtime.ts';
+import { callerOf, emitFrom, type RunRuntime, reportSpend } from '../../run/run-runtime.ts';
 import type { ToolContext } from '../tool.ts';
 import { askerOf } from './ask-person.ts';
 import { McpRequestRefusal } from './request-refusal.ts';
@@ -141,6 +141,8 @@ export async function serveSampling(
   try {
     const answer = await model.generate(request);
     reservation?.settle(answer.usage);
+    // The call counts in the run's result too, with the tool call that led to it.
+    reportSpend(runtime, context.callId, { usage: answer.usage, modelCalls: 1 });
     const response = maskForModel ? revealResponse(maskForModel, answer) : answer;
     text = response.text === '' && response.refusal !== undefined ? response.refusal : response.text;
     stopReason = response.stopReason;

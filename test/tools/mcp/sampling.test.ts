@@ -80,6 +80,13 @@ describe.each(forms)('sampling for an MCP server, $form form ($protocol)', ({ fo
     expect(sampling[0]?.data).toMatchObject({ server: 'asking', callId: 'c1', outcome: 'answered' });
     // Three model calls were reserved and settled on the run's budget: two of the agent's, one for the server.
     expect(events.filter((event) => event.type === 'spend')).toHaveLength(3);
+    // The result counts the server's call too, and says which part it was.
+    expect(result.modelCalls).toBe(3);
+    expect(result.usage).toMatchObject({ input: 30, output: 15 });
+    expect(result.nested).toEqual({
+      usage: { input: 10, output: 5, cached: 0, reasoning: 0 },
+      modelCalls: 1,
+    });
   });
 
   it("refuses when the run's budget is spent, and the server reads why", async () => {
