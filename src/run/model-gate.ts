@@ -78,6 +78,8 @@ async function callModel(
     signal,
     context: runtime.context,
     hold: runtime.holdings?.hold,
+    unavailable: ({ source, error, retryInMs }) =>
+      emitFrom(runtime, 'mcp_server_unavailable', { server: source, error: toErrorInfo(error), retryInMs }),
   });
   if (preparing) {
     try {

@@ -12,6 +12,18 @@ export interface ToolSourceScope {
    * then closes it. Absent outside a run (`connect()`): the caller closes what it opened.
    */
   hold?: HoldResource | undefined;
+  /**
+   * Told when an optional source (an MCP server with `required: false`) cannot be reached and the run goes on
+   * without its tools; the run reports it as an event.
+   */
+  unavailable?: ((report: ToolSourceUnavailable) => void) | undefined;
+}
+
+/** An optional source the run goes on without: its name, why, and when it is tried again. */
+export interface ToolSourceUnavailable {
+  source: string;
+  error: unknown;
+  retryInMs: number;
 }
 
 /**

@@ -34,6 +34,7 @@ import {
 import { assertMcpSdkInstalled } from './sdk.ts';
 import type { McpTokenStore } from './token-store.ts';
 import { exposedToolName } from './tool-names.ts';
+import { Unavailability } from './unavailable.ts';
 
 /** What a per-session server's settings are computed from. */
 export interface McpSessionInfo {
@@ -95,6 +96,12 @@ interface McpServerCommonOptions {
   maxRetries?: number | undefined;
   /** Every call of these tools needs a person's approval first (see `tool({ needsApproval })`). */
   needsApproval?: boolean | undefined;
+  /**
+   * `true` (default): a server that cannot be reached (a command that does not start, a URL that does not answer)
+   * fails the run with its McpConnectionError. `false`: the run goes on without the server's tools and gets an
+   * `mcp_server_unavailable` event; a model call 30 s later tries the server again.
+   */
+  required?: boolean | undefined;
   /** Reconnecting after the server went away. Default: 4 attempts, 100 ms doubling up to 2 s. */
   reconnect?: Partial<ReconnectPolicy> | undefined;
   /** How long one connection attempt (start and handshake) may take. Default 30 s. */
@@ -147,6 +154,7 @@ const optionKeys: readonly string[] = [
   'sampling',
   'roots',
   'elicitation',
+  'required',
 ];
 
 const defaultReconnect: ReconnectPolicy = { attempts: 4, initialDelayMs: 100, maxDelayMs: 2_000 };
@@ -177,6 +185,9 @@ export class McpServer implements ToolSource, AsyncDisposable {
   readonly #verdicts = new Map<string, EraVerdict>();
   readonly #auth: McpAuthOptions | undefined;
   readonly #tokens: McpTokenStore | undefined;
+  readonly #required: boolean;
+  /** Failures to connect of an optional server, by session ('' for the shared connection). */
+  readonly #unavailable = new Map<string, Unavailability>();
   #tools: readonly Tool[] = [];
   #version = 0;
   #stale = true;
@@ -235,6 +246,9 @@ export class McpServer implements ToolSource, AsyncDisposable {
     if (typeof connectTimeoutMs !== 'number' || !(connectTimeoutMs > 0))
       throw new ConfigError(`${where}: connectTimeoutMs must be a positive number of milliseconds.`);
     this.#connectTimeoutMs = connectTimeoutMs;
+    if (options.required !== undefined && typeof options.required !== 'boolean')
+      throw new ConfigError(`${where}: required must be a boolean, got ${describeValue(options.required)}.`);
+    this.#required = options.required ?? true;
     const auth = (options as McpHttpServerOptions).auth;
     if (auth !== undefined) {
       if (stdio) throw new ConfigError(`${where}: auth is for a server reached over HTTP (url).`);
@@ -280,11 +294,42 @@ export class McpServer implements ToolSource, AsyncDisposable {
   }
 
   isReady(scope: ToolSourceScope): boolean {
+    // An optional server that could not be reached is asked to prepare, which tells the session once.
+    if (this.#unavailable.has(this.#unavailableKey(scope.sessionId))) return false;
     if (this.#listing !== undefined || this.#needsListing()) return false;
     return this.scope === 'process' || this.#sessions.get(scope.sessionId)?.connection.connected === true;
   }
 
   async prepare(scope: ToolSourceScope): Promise<void> {
+    if (this.#required) return this.#prepare(scope);
+    const key = this.#unavailableKey(scope.sessionId);
+    const known = this.#unavailable.get(key);
+    if (known && Date.now() < known.until) return this.#tellUnavailable(scope, known);
+    try {
+      await this.#prepare(scope);
+      this.#unavailable.delete(key);
+    } catch (error) {
+      if (scope.signal.aborted || !(error instanceof McpConnectionError)) throw error;
+      const failure = new Unavailability(error, Date.now());
+      this.#unavailable.set(key, failure);
+      this.#tellUnavailable(scope, failure);
+    }
+  }
+
+  #tellUnavailable(scope: ToolSourceScope, failure: Unavailability): void {
+    if (scope.unavailable && failure.tell(scope.sessionId))
+      scope.unavailable({
+        source: this.name,
+        error: failure.error,
+        retryInMs: Math.max(0, failure.until - Date.now()),
+      });
+  }
+
+  #unavailableKey(sessionId: string): string {
+    return this.scope === 'session' ? sessionId : '';
+  }
+
+  async #prepare(scope: ToolSourceScope): Promise<void> {
     const { connection } = this.#connectionFor(scope.sessionId, scope.context, scope.hold);
     // Another session's listing in flight is awaited rather than repeated; if it failed (its session closed
     // under it), this session lists on its own connection.
@@ -306,7 +351,7 @@ export class McpServer implements ToolSource, AsyncDisposable {
       throw new ConfigError(
         `mcpServer("${this.name}") is per session: connect({ sessionId }) names the session.`,
       );
-    await this.prepare({
+    await this.#prepare({
       sessionId: session?.sessionId ?? '',
       signal: new AbortController().signal,
       context: session?.context,
@@ -315,6 +360,7 @@ export class McpServer implements ToolSource, AsyncDisposable {
 
   /** Closes every connection of this server (stopping stdio processes). A later run opens them again. */
   async close(): Promise<void> {
+    this.#unavailable.clear();
     const closing: Promise<void>[] = [];
     if (this.#shared) {
       closing.push(this.#shared.connection.close());
@@ -332,6 +378,7 @@ export class McpServer implements ToolSource, AsyncDisposable {
   /** Closes the connection of one session (done for you when the session closes). */
   async closeSession(sessionId: string): Promise<void> {
     const held = this.#sessions.get(sessionId);
+    if (this.scope === 'session') this.#unavailable.delete(sessionId);
     if (!held) return;
     this.#sessions.delete(sessionId);
     held.forget();
