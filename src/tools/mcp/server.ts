@@ -444,11 +444,13 @@ export class McpServer implements ToolSource, AsyncDisposable {
     const handlers: ServerRequestHandlers = { capabilities };
     if (sampling) {
       capabilities.sampling = {};
-      let sampled = 0;
+      // Numbered per tool call, so a replay of a durable run finds each request's recorded answer.
+      const sampledPerCall = new WeakMap<ToolContext, number>();
       handlers.sampling = async (params, signal) => {
         const found = calls.caller(this.name);
         if ('refusal' in found) throw new McpRequestRefusal(`sampling refused: ${found.refusal}`);
-        sampled++;
+        const sampled = (sampledPerCall.get(found.context) ?? 0) + 1;
+        sampledPerCall.set(found.context, sampled);
         const both = anySignal(signal, found.context.signal);
         return serveSampling(this.name, sampling, params, found.context, sampled, both);
       };
