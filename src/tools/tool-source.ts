@@ -46,11 +46,6 @@ export interface ToolSource {
    * said they changed, or their cache time ran out. Rejects when the source cannot be reached.
    */
   prepare(scope: ToolSourceScope): Promise<void>;
-  /**
-   * Whether its tools may ask a person while they run (an MCP server's elicitation), a wait held in the process
-   * that asked: a session whose store outlives the process refuses such a source when it starts.
-   */
-  readonly asksPeopleInProcess?: boolean | undefined;
 }
 
 export function isToolSource(value: unknown): value is ToolSource {

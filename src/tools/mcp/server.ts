@@ -157,6 +157,9 @@ const optionKeys: readonly string[] = [
   'required',
 ];
 
+/** The protocol version whose questions travel with the call (`input_required`) instead of as server requests. */
+const modernProtocol = '2026-07-28';
+
 const defaultReconnect: ReconnectPolicy = { attempts: 4, initialDelayMs: 100, maxDelayMs: 2_000 };
 
 /** Arguments of an MCP tool are checked by the server; locally they only need to be a JSON object. */
@@ -265,11 +268,6 @@ export class McpServer implements ToolSource, AsyncDisposable {
     this.#allowed = options.tools ? new Set(options.tools) : undefined;
     this.#prefix = options.prefix ?? '';
     this.name = options.name ?? defaultName(options);
-  }
-
-  /** Whether its tools may ask a person while they run (elicitation, or sampling that needs approval). */
-  get asksPeopleInProcess(): boolean {
-    return this.#elicitation !== undefined || this.#sampling?.needsApproval === true;
   }
 
   get version(): number {
@@ -480,11 +478,13 @@ export class McpServer implements ToolSource, AsyncDisposable {
     }
     if (elicitation) {
       capabilities.elicitation = { form: { applyDefaults: true }, ...(elicitation.url ? { url: {} } : {}) };
-      let asked = 0;
+      // Numbered per tool call: the call sent again after a restart asks under the same ids, and finds the answers.
+      const askedPerCall = new WeakMap<ToolContext, number>();
       handlers.elicitation = async (params, signal) => {
         const found = calls.caller(this.name);
         if ('refusal' in found) throw new McpRequestRefusal(`elicitation refused: ${found.refusal}`);
-        asked++;
+        const asked = (askedPerCall.get(found.context) ?? 0) + 1;
+        askedPerCall.set(found.context, asked);
         return serveElicitation(
           this.name,
           params,
@@ -611,6 +611,17 @@ export class McpServer implements ToolSource, AsyncDisposable {
     };
   }
 
+  /**
+   * Whether this call was sent before a restart and its server asked a person (a stored question of the call): on a
+   * 2025-era connection the server's request died with the connection, after the tool had run up to its question.
+   * On 2026-07-28 a question comes back as the call's answer (`input_required`) before the tool runs, so sending the
+   * call again, with the stored answer, is safe.
+   */
+  #askedBeforeRestart(connection: McpConnection, context: ToolContext): boolean {
+    if (connection.protocolVersion === modernProtocol) return false;
+    return callerOf(context)?.durable?.isRequested(`${context.callId}/elicitation-1`) === true;
+  }
+
   async #call(serverName: string, args: unknown, context: ToolContext, idempotent: boolean): Promise<string> {
     // Normally opened before the model call; if not, the run that calls holds what this opens.
     const { connection, calls } = this.#connectionFor(
@@ -618,6 +629,10 @@ export class McpServer implements ToolSource, AsyncDisposable {
       context.context,
       callerOf(context)?.holdings?.hold,
     );
+    if (!idempotent && this.#elicitation && this.#askedBeforeRestart(connection, context))
+      throw new ToolAnswerError(
+        `MCP server "${this.name}", tool "${serverName}": the call asked a person (elicitation) and the process running it stopped while it waited; it is not sent again, since the server may have run the tool up to its question and the tool is not marked idempotent. Ask the user whether to call it again.`,
+      );
     let result: Awaited<ReturnType<McpConnection['callTool']>>;
     const leave = calls.enter(context);
     try {
