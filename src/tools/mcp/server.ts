@@ -80,9 +80,10 @@ interface McpServerCommonOptions {
    * pending request of the calling session (`pendingApprovals()`, kind `question`, tool `<server>/elicitation`),
    * answered with `session.answer(callId, JSON.stringify(fields))` (the schema's defaults fill the rest),
    * declined with `session.reject(callId, reason)`, cancelled when the run stops; run()'s `onApproval` decides a plain
-   * run's. `{ url: true }` also takes URL-mode questions (a link to open; any answer means done). The question waits
-   * in this process only: a session whose store outlives the process refuses the server when it starts (a
-   * ConfigError). Default: off.
+   * run's. `{ url: true }` also takes URL-mode questions (a link to open; any answer means done). On a store that
+   * outlives the process the question is a stored approval record: another process lists and answers it, and after a
+   * restart the recovered session sends the call again and gets the stored answer (on a 2025-era server, only for a
+   * tool marked idempotent; any other call ends with an error result saying why). Default: off.
    */
   elicitation?: boolean | { url?: boolean | undefined } | undefined;
   /** A time limit per call for these tools; overrides the agent's `limits.toolTimeoutMs`. */
@@ -268,6 +269,11 @@ export class McpServer implements ToolSource, AsyncDisposable {
     this.#allowed = options.tools ? new Set(options.tools) : undefined;
     this.#prefix = options.prefix ?? '';
     this.name = options.name ?? defaultName(options);
+  }
+
+  /** Whether its tools may ask a person while they run (elicitation, or sampling that needs approval). */
+  get #asksPeople(): boolean {
+    return this.#elicitation !== undefined || this.#sampling?.needsApproval === true;
   }
 
   get version(): number {
@@ -619,7 +625,12 @@ export class McpServer implements ToolSource, AsyncDisposable {
    */
   #askedBeforeRestart(connection: McpConnection, context: ToolContext): boolean {
     if (connection.protocolVersion === modernProtocol) return false;
-    return callerOf(context)?.durable?.isRequested(`${context.callId}/elicitation-1`) === true;
+    const durable = callerOf(context)?.durable;
+    if (durable === undefined) return false;
+    return (
+      durable.isRequested(`${context.callId}/elicitation-1`) ||
+      durable.isRequested(`${context.callId}/sampling-1`)
+    );
   }
 
   async #call(serverName: string, args: unknown, context: ToolContext, idempotent: boolean): Promise<string> {
@@ -629,9 +640,9 @@ export class McpServer implements ToolSource, AsyncDisposable {
       context.context,
       callerOf(context)?.holdings?.hold,
     );
-    if (!idempotent && this.#elicitation && this.#askedBeforeRestart(connection, context))
+    if (!idempotent && this.#asksPeople && this.#askedBeforeRestart(connection, context))
       throw new ToolAnswerError(
-        `MCP server "${this.name}", tool "${serverName}": the call asked a person (elicitation) and the process running it stopped while it waited; it is not sent again, since the server may have run the tool up to its question and the tool is not marked idempotent. Ask the user whether to call it again.`,
+        `MCP server "${this.name}", tool "${serverName}": the call asked a person (elicitation or a sampling approval) and the process running it stopped while it waited; it is not sent again, since the server may have run the tool up to its question and the tool is not marked idempotent. Ask the user whether to call it again.`,
       );
     let result: Awaited<ReturnType<McpConnection['callTool']>>;
     const leave = calls.enter(context);
