@@ -110,3 +110,40 @@ describe.each(forms)('an MCP question after a SIGKILL, %s server', (form) => {
     }
   }, 40_000);
 });
+
+describe('an MCP question after a SIGKILL, declined while the recovered process waits', () => {
+  it('reaches the waiting process through the store, and the server reads the decline', async () => {
+    const asking = new AskingServer('stateless');
+    await asking.start();
+    try {
+      const file = join(dir, 'declined.db');
+      const first = start('spawn', file, asking.url);
+      await first.printed('asked');
+      first.child.kill('SIGKILL');
+      await first.exited;
+
+      // The recovered process asks again and waits; the decision comes from this process while it does.
+      const second = start('recover', file, asking.url);
+      const beside = createAgentSystem({ store: createSqliteStore(file) });
+      try {
+        let declined = false;
+        while (!declined) {
+          const [pending] = await beside.approvals();
+          // Declined once the recovered session has asked again (its tool call is in flight on the server).
+          if (pending && asking.log.asked === 2) {
+            await beside.reject('desk-1', pending.callId, 'not now');
+            declined = true;
+          } else await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+      } finally {
+        await beside.shutdown();
+      }
+      const done = await second.exited;
+      expect(done.stderr).toBe('');
+      expect(done.stdout).toBe('result completed got elicit:decline\n');
+      expect(asking.log.answers).toEqual(['elicit:decline']);
+    } finally {
+      await asking.stop();
+    }
+  }, 40_000);
+});
