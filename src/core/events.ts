@@ -154,6 +154,11 @@ export interface RunEventData {
     usage: Usage | null;
     reason?: string;
   };
+  /**
+   * An MCP server declared `required: false` could not be reached: the model call goes on without its tools, and
+   * the server is tried again at a model call after `retryInMs`.
+   */
+  mcp_server_unavailable: { server: string; error: ErrorInfo; retryInMs: number };
 }
 
 /** Where a guardrail looks: the run's input, its final answer, a tool call's arguments, a tool's result. */

@@ -34,11 +34,31 @@ export function modelCall(
   signal: AbortSignal,
   hooks?: CallHooks,
 ): Promise<AgentEvent> {
+  return journaledModelEffect(runtime, String(command.call), () =>
+    callModel(runtime, command, signal, hooks),
+  );
+}
+
+/**
+ * A model call of the run under `key` (unique within the run): through the run's durable executor when it has one,
+ * which records its outcome (plain JSON), so a replay returns it without asking the model again. The agent's own
+ * calls and the calls made for its tools (an MCP server's sampling request) go through here.
+ */
+export function journaledModelEffect<T>(
+  runtime: RunRuntime,
+  key: string,
+  effect: () => Promise<T>,
+): Promise<T> {
   return runtime.runEffect
-    ? runtime.runEffect(`${runtime.route ?? runtime.agent.name}/model/${command.call}`, 'model', () =>
-        callModel(runtime, command, signal, hooks),
-      )
-    : callModel(runtime, command, signal, hooks);
+    ? runtime.runEffect(`${runtime.route ?? runtime.agent.name}/model/${key}`, 'model', effect)
+    : effect();
+}
+
+/** Reports the state changes of a circuit breaker a model call goes through as `breaker` events of the run. */
+export function breakerReporter(runtime: RunRuntime, signal: AbortSignal): ModelRequest['onBreaker'] {
+  return (change) => {
+    if (runtime.bus.listening && !signal.aborted) emitFrom(runtime, 'breaker', change);
+  };
 }
 
 async function callModel(
@@ -78,6 +98,8 @@ async function callModel(
     signal,
     context: runtime.context,
     hold: runtime.holdings?.hold,
+    unavailable: ({ source, error, retryInMs }) =>
+      emitFrom(runtime, 'mcp_server_unavailable', { server: source, error: toErrorInfo(error), retryInMs }),
   });
   if (preparing) {
     try {
@@ -114,9 +136,7 @@ async function callModel(
     },
   };
   // A circuit breaker the call goes through reports its changes of state on this run's bus.
-  request.onBreaker = (change) => {
-    if (bus.listening && !signal.aborted) emitFrom(runtime, 'breaker', change);
-  };
+  request.onBreaker = breakerReporter(runtime, signal);
   if (command.schemaEnabled && agent.outputSpec) request.output = agent.outputSpec;
   // A run with a resource manager reserves an estimate first; a spent budget stops the run (budget_exhausted).
   // The budget scope the call draws on: a turn with its own budget, else the run (or session).

@@ -30,13 +30,37 @@ interface BatchPlace {
 
 /** Runs a `tools.run` command's batch and answers it with one `tools.done`. */
 export function runTools(host: EffectsHost, runtime: RunRuntime, command: ToolsCommand): void {
-  const durable = runtime.durable;
   const where: BatchPlace = {
     sessionId: runtime.sessionId ?? runtime.bus.sessionId,
     route: runtime.route ?? runtime.agent.name,
     turn: runtime.turn ?? 1,
     step: command.step,
   };
+  // Tools listed at run time (MCP servers) are listed before the calls are looked up: a session recovered after a
+  // restart runs the calls that were in flight before any model call of this process has listed them. A source
+  // that cannot be listed leaves its calls unknown; the next model call reports why.
+  const preparing = runtime.agent.tools.prepare({
+    sessionId: where.sessionId,
+    signal: host.signal,
+    context: runtime.context,
+    hold: runtime.holdings?.hold,
+  });
+  if (preparing === undefined) classifyAndRun(host, runtime, command, where);
+  else {
+    const run = () => {
+      if (!host.closed) classifyAndRun(host, runtime, command, where);
+    };
+    preparing.then(run, run);
+  }
+}
+
+function classifyAndRun(
+  host: EffectsHost,
+  runtime: RunRuntime,
+  command: ToolsCommand,
+  where: BatchPlace,
+): void {
+  const durable = runtime.durable;
   // Calls people decided on are answered from the decision; undecided calls that need a person wait.
   // Written out rather than spread: this runs once per tool step, and a spread copies through a slower path.
   const classified = classifyCalls(runtime.agent.tools, command.calls, command.decisions, {

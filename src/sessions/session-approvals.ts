@@ -7,7 +7,7 @@ import type { AgentMachine } from '../machines/agent.ts';
 import { isMemoryStore } from '../persistence/memory-store.ts';
 import type { MaybePromise, SessionStore } from '../persistence/store.ts';
 import { ApprovalError } from './approval-error.ts';
-import type { SessionDurability } from './session-durability.ts';
+import { committed, type SessionDurability } from './session-durability.ts';
 
 /**
  * A session's tool calls that wait for people. A decision is committed to the store first, then sent to the agent
@@ -27,7 +27,7 @@ export class SessionApprovals {
   readonly #pollMs: number;
   #pollTimer: unknown;
   #stopped = false;
-  /** Questions asked while a tool runs (see ask()), by call id: held in this process only. */
+  /** Questions asked while a tool runs (see ask()), by call id; a durable store also keeps their records. */
   readonly #asked = new Map<
     string,
     {
@@ -67,6 +67,7 @@ export class SessionApprovals {
   pending(): ApprovalRequest[] {
     return this.#durability
       .pendingApprovals()
+      .filter((record) => !this.#asked.has(record.callId))
       .map(({ status: _status, decision: _decision, decidedAt: _decidedAt, ...request }) => request)
       .concat([...this.#asked.values()].map((asked) => asked.request));
   }
@@ -75,25 +76,25 @@ export class SessionApprovals {
    * Asks a person while a tool runs (an MCP server's elicitation): the request is pending in the session
    * (`pendingApprovals()`, the `approval_requested` event) until `answer()` or `reject()` decides it, and resolves
    * with the decision; `check` refuses a decision that does not fit (an ApprovalError with its reason, the request
-   * staying pending). It is held in this process only, so a session whose store outlives the process refuses it
-   * (a ConfigError) rather than lose it at a restart. Aborting `signal` withdraws it (rejects with the abort).
+   * staying pending). A store that outlives the process keeps the request as a pending approval record: another
+   * process sees and decides it, and after a restart the same request asked again (the tool call sent again) gets
+   * the stored decision, or waits for it. Aborting `signal` withdraws the wait (rejects with the abort); a stored
+   * record stays pending for the call sent again after a restart.
    */
   ask(
     request: ApprovalRequest,
     signal: AbortSignal,
     check?: (decision: ApprovalDecision) => string | undefined,
   ): Promise<ApprovalDecision> {
-    if (!isMemoryStore(this.#store))
-      return Promise.reject(
-        new ConfigError(
-          `"${request.tool}" asks a person while the tool runs, which waits in this process only: a session whose store outlives the process (createSqliteStore) would lose the question at a restart, so it is refused. Run the agent with run() or in a system with an in-memory store.`,
-        ),
-      );
-    if (this.#asked.has(request.callId) || this.#durability.approval(request.callId) !== undefined)
+    const durable = !isMemoryStore(this.#store);
+    const stored = this.#durability.approval(request.callId);
+    if (this.#asked.has(request.callId) || (stored !== undefined && !durable))
       return Promise.reject(
         new ApprovalError(this.#sessionId, request.callId, 'a request with this id already waits'),
       );
     if (signal.aborted) return Promise.reject(signal.reason);
+    // Decided before this process asked again (by a person, here or in another process): the decision answers.
+    if (stored?.decision !== undefined) return Promise.resolve(fitting(stored.decision, check));
     return new Promise<ApprovalDecision>((resolve, reject) => {
       const onAbort = () => {
         this.#asked.delete(request.callId);
@@ -109,7 +110,24 @@ export class SessionApprovals {
         },
       });
       signal.addEventListener('abort', onAbort, { once: true });
-      this.#bus.emit(request.agent, 'approval_requested', request, this.#placeOf(request.route));
+      const announce = () => {
+        if (this.#asked.has(request.callId))
+          this.#bus.emit(request.agent, 'approval_requested', request, this.#placeOf(request.route));
+      };
+      // Asked again after a restart: the request was announced by the process that first asked.
+      if (stored !== undefined || !durable) return stored === undefined ? announce() : undefined;
+      const failed = (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        this.#asked.delete(request.callId);
+        reject(error);
+      };
+      try {
+        const committed = this.#durability.commit({ approvals: [{ ...request, status: 'pending' }] });
+        if (committed instanceof Promise) committed.then(announce, failed);
+        else announce();
+      } catch (error) {
+        failed(error);
+      }
     });
   }
 
@@ -126,14 +144,21 @@ export class SessionApprovals {
       const refusal = asked.check?.(decision);
       if (refusal !== undefined) return Promise.reject(new ApprovalError(this.#sessionId, callId, refusal));
       const { request } = asked;
-      this.#bus.emit(
-        request.agent,
-        'approval_decided',
-        { callId, tool: request.tool, decision },
-        this.#placeOf(request.route),
-      );
-      asked.settle(decision);
-      return Promise.resolve();
+      const settle = () => {
+        this.#bus.emit(
+          request.agent,
+          'approval_decided',
+          { callId, tool: request.tool, decision },
+          this.#placeOf(request.route),
+        );
+        asked.settle(decision);
+      };
+      // A stored request: the decision is committed before the tool hears of it.
+      if (this.#durability.approval(callId)?.status !== 'pending') {
+        settle();
+        return Promise.resolve();
+      }
+      return committed(() => this.#durability.decide(callId, decision)).then(settle);
     }
     const record = this.#durability.approval(callId);
     const refusal =
@@ -191,6 +216,19 @@ export class SessionApprovals {
       const known = this.#durability.approval(record.callId);
       if (known?.status === 'pending' && record.status !== 'pending') this.#durability.adopt(record);
     }
+    // Questions asked while a tool runs, decided in another process.
+    for (const [callId, asked] of [...this.#asked]) {
+      const decision = this.#durability.approval(callId)?.decision;
+      if (decision === undefined) continue;
+      const fitted = fitting(decision, asked.check);
+      this.#bus.emit(
+        asked.request.agent,
+        'approval_decided',
+        { callId, tool: asked.request.tool, decision: fitted },
+        this.#placeOf(asked.request.route),
+      );
+      asked.settle(fitted);
+    }
     this.applyStored();
   }
 
@@ -222,4 +260,16 @@ export class SessionApprovals {
     if (this.#pollTimer !== undefined) this.#clock.clearTimeout(this.#pollTimer);
     this.#pollTimer = undefined;
   }
+}
+
+/**
+ * A decision taken where the question's check could not run (another process): one that does not fit is a
+ * rejection saying why, so the tool hears a refusal rather than an answer it cannot use.
+ */
+function fitting(
+  decision: ApprovalDecision,
+  check: ((decision: ApprovalDecision) => string | undefined) | undefined,
+): ApprovalDecision {
+  const refusal = check?.(decision);
+  return refusal === undefined ? decision : { type: 'reject', reason: `the answer does not fit: ${refusal}` };
 }

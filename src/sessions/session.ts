@@ -2,12 +2,12 @@ import type { Agent } from '../agent/define-agent.ts';
 import type { AuditLog } from '../audit/audit-log.ts';
 import type { ApprovalHandler, ApprovalRecord, ApprovalRequest } from '../core/approvals.ts';
 import { type Clock, systemClock } from '../core/clock.ts';
-import { ConfigError, TroupeError } from '../core/errors.ts';
+import { TroupeError } from '../core/errors.ts';
 import type { RunEvent } from '../core/events.ts';
 import type { Message, RunInput } from '../core/messages.ts';
 import type { RunResult } from '../core/result.ts';
 import { defaultSupervision, type SupervisionOptions, type SupervisionPolicy } from '../machines/session.ts';
-import { createMemoryStore, isMemoryStore } from '../persistence/memory-store.ts';
+import { createMemoryStore } from '../persistence/memory-store.ts';
 import type { SessionStore, StoredSessionState } from '../persistence/store.ts';
 import type { ResolvedPii } from '../pii/pii-options.ts';
 import type { ResourceManager } from '../resources/resource-manager.ts';
@@ -188,22 +188,7 @@ export function startSession<TOutput>(
     start,
     environment.clock.now(),
   );
-  refuseWaitsInProcess(plan.agents.values(), environment.store);
   return new SessionRuntime<TOutput>(plan, entry as Agent<unknown>, options, environment).start();
-}
-
-/**
- * A tool that asks a person while it runs (an MCP server's elicitation) waits in this process only: a session whose
- * store outlives the process would lose the question at a restart, so it is refused when it starts.
- */
-function refuseWaitsInProcess(agents: Iterable<Agent<unknown>>, store: object): void {
-  if (isMemoryStore(store)) return;
-  for (const agent of agents)
-    for (const source of agent.tools.sources)
-      if (source.asksPeopleInProcess === true)
-        throw new ConfigError(
-          `Agent "${agent.name}": tool source "${source.name}" asks a person while its tools run (MCP elicitation, or sampling that needs approval), which waits in this process only; a session whose store outlives the process would lose the question at a restart. Use an in-memory store (run(), or createAgentSystem() without a store) for this agent, or declare the server without elicitation.`,
-        );
 }
 
 /** Defaults for a session started outside a system (run() of an agent with handoffs). */

@@ -12,6 +12,18 @@ export interface ToolSourceScope {
    * then closes it. Absent outside a run (`connect()`): the caller closes what it opened.
    */
   hold?: HoldResource | undefined;
+  /**
+   * Told when an optional source (an MCP server with `required: false`) cannot be reached and the run goes on
+   * without its tools; the run reports it as an event.
+   */
+  unavailable?: ((report: ToolSourceUnavailable) => void) | undefined;
+}
+
+/** An optional source the run goes on without: its name, why, and when it is tried again. */
+export interface ToolSourceUnavailable {
+  source: string;
+  error: unknown;
+  retryInMs: number;
 }
 
 /**
@@ -34,11 +46,6 @@ export interface ToolSource {
    * said they changed, or their cache time ran out. Rejects when the source cannot be reached.
    */
   prepare(scope: ToolSourceScope): Promise<void>;
-  /**
-   * Whether its tools may ask a person while they run (an MCP server's elicitation), a wait held in the process
-   * that asked: a session whose store outlives the process refuses such a source when it starts.
-   */
-  readonly asksPeopleInProcess?: boolean | undefined;
 }
 
 export function isToolSource(value: unknown): value is ToolSource {

@@ -100,6 +100,11 @@ function samples(): { [T in RunEventType]: Record<string, unknown> } {
       usage: null,
       reason: pii(),
     },
+    mcp_server_unavailable: {
+      server: pii(),
+      error: { name: 'McpConnectionError', code: pii(), message: pii() },
+      retryInMs: 1,
+    },
   };
 }
 

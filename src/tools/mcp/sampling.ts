@@ -8,6 +8,9 @@ import { hasCounts, type PiiCounts } from '../../pii/pii-masker.ts';
 import { maskMessages, piiOf, revealResponse } from '../../pii/pii-run.ts';
 import { denialError } from '../../resources/denial-error.ts';
 import { type ModelReservation, reserveModelCall } from '../../resources/model-reservation.ts';
+import { checkGuardrails } from '../../run/guardrail-checks.ts';
+import { guardrailPlace } from '../../run/guardrail-stage.ts';
+import { breakerReporter, journaledModelEffect } from '../../run/model-gate.ts';
 import { callerOf, emitFrom, type RunRuntime, reportSpend } from '../../run/run-runtime.ts';
 import type { ToolContext } from '../tool.ts';
 import { askerOf } from './ask-person.ts';
@@ -106,6 +109,47 @@ export async function serveSampling(
     if (decision !== undefined) refuse(decision);
   }
   if (signal.aborted) refuse('the request was cancelled.');
+  // A durable run records the outcome: a replay answers the server without asking the model (or its guardrails)
+  // again.
+  const outcome = await journaledModelEffect(runtime, `sampling/${context.callId}/${sequence}`, () =>
+    sample(runtime, server, model, params, messages, maxTokens, context, signal),
+  );
+  if ('refused' in outcome) refuse(outcome.refused);
+  if ('answered' in outcome) return outcome.answered;
+  return refuse('the request was not answered.');
+}
+
+/** What one sampling request came to, as plain JSON: the answer for the server, or why it was refused. */
+type SamplingOutcome = { answered: CreateMessageResult } | { refused: string };
+
+/**
+ * The model call of a sampling request, as the run's own calls are made: the agent's input guardrails check the
+ * messages, personal data is masked, the budgets reserve the call, the model (with its retries and breaker, whose
+ * changes are `breaker` events) answers, and the spend is settled and reported in the `mcp_sampling` event.
+ */
+async function sample(
+  runtime: RunRuntime,
+  server: string,
+  model: ModelProvider,
+  params: SamplingParams,
+  sampled: Message[],
+  maxTokens: number,
+  context: ToolContext,
+  signal: AbortSignal,
+): Promise<SamplingOutcome> {
+  const guardrails = runtime.agent.guardrails;
+  const checks = guardrails ? [...guardrails.input, ...guardrails.parallelInput] : [];
+  if (checks.length > 0) {
+    const text = sampled
+      .map((message) => (typeof message.content === 'string' ? message.content : textOf(message.content)))
+      .join('\n');
+    const place = { ...guardrailPlace(runtime, 'input'), tool: `${server}/sampling`, callId: context.callId };
+    const block = await checkGuardrails(checks, text, text, place, signal);
+    if (block)
+      return { refused: `guardrail "${block.name}" blocked it${block.message ? `: ${block.message}` : ''}.` };
+  }
+  if (signal.aborted) return { refused: 'the request was cancelled.' };
+  let messages = sampled;
   const pii = piiOf(runtime.bus);
   const maskForModel = pii?.options.model ? pii : undefined;
   if (maskForModel) {
@@ -123,6 +167,7 @@ export async function serveSampling(
       ...(params.stopSequences !== undefined ? { stopSequences: [...params.stopSequences] } : {}),
     },
     signal,
+    onBreaker: breakerReporter(runtime, signal),
   };
   let reservation: Extract<ModelReservation, { granted: true }> | undefined;
   const resources = runtime.resources;
@@ -131,21 +176,21 @@ export async function serveSampling(
     const outcome = await reserveModelCall(resources, scope, request, model, signal);
     if (!outcome.granted) {
       const denial = outcome.denial;
-      return refuse(denial.reason === 'budget_exhausted' ? denial.message : denialError(denial).message);
+      return {
+        refused: denial.reason === 'budget_exhausted' ? denial.message : denialError(denial).message,
+      };
     }
     reservation = outcome;
     request = outcome.request;
   }
-  let text: string;
-  let stopReason: string | undefined;
   try {
     const answer = await model.generate(request);
     reservation?.settle(answer.usage);
     // The call counts in the run's result too, with the tool call that led to it.
     reportSpend(runtime, context.callId, { usage: answer.usage, modelCalls: 1 });
     const response = maskForModel ? revealResponse(maskForModel, answer) : answer;
-    text = response.text === '' && response.refusal !== undefined ? response.refusal : response.text;
-    stopReason = response.stopReason;
+    const text = response.text === '' && response.refusal !== undefined ? response.refusal : response.text;
+    const stopReason = response.stopReason;
     emitFrom(runtime, 'mcp_sampling', {
       server,
       callId: context.callId,
@@ -153,17 +198,23 @@ export async function serveSampling(
       outcome: 'answered',
       usage: answer.usage,
     });
+    return {
+      answered: {
+        role: 'assistant',
+        content: { type: 'text', text },
+        model: model.model,
+        stopReason:
+          stopReason === 'max_tokens'
+            ? 'maxTokens'
+            : stopReason === 'stop_sequence'
+              ? 'stopSequence'
+              : 'endTurn',
+      },
+    };
   } catch (error) {
     reservation?.fail(error);
-    return refuse(`the model call failed: ${error instanceof Error ? error.message : String(error)}`);
+    return { refused: `the model call failed: ${error instanceof Error ? error.message : String(error)}` };
   }
-  return {
-    role: 'assistant',
-    content: { type: 'text', text },
-    model: model.model,
-    stopReason:
-      stopReason === 'max_tokens' ? 'maxTokens' : stopReason === 'stop_sequence' ? 'stopSequence' : 'endTurn',
-  };
 }
 
 /** Asks a person (the session's, else run()'s onApproval); resolves with the reason of a refusal, or undefined. */

@@ -34,6 +34,7 @@ import {
 import { assertMcpSdkInstalled } from './sdk.ts';
 import type { McpTokenStore } from './token-store.ts';
 import { exposedToolName } from './tool-names.ts';
+import { Unavailability } from './unavailable.ts';
 
 /** What a per-session server's settings are computed from. */
 export interface McpSessionInfo {
@@ -79,9 +80,10 @@ interface McpServerCommonOptions {
    * pending request of the calling session (`pendingApprovals()`, kind `question`, tool `<server>/elicitation`),
    * answered with `session.answer(callId, JSON.stringify(fields))` (the schema's defaults fill the rest),
    * declined with `session.reject(callId, reason)`, cancelled when the run stops; run()'s `onApproval` decides a plain
-   * run's. `{ url: true }` also takes URL-mode questions (a link to open; any answer means done). The question waits
-   * in this process only: a session whose store outlives the process refuses the server when it starts (a
-   * ConfigError). Default: off.
+   * run's. `{ url: true }` also takes URL-mode questions (a link to open; any answer means done). On a store that
+   * outlives the process the question is a stored approval record: another process lists and answers it, and after a
+   * restart the recovered session sends the call again and gets the stored answer (on a 2025-era server, only for a
+   * tool marked idempotent; any other call ends with an error result saying why). Default: off.
    */
   elicitation?: boolean | { url?: boolean | undefined } | undefined;
   /** A time limit per call for these tools; overrides the agent's `limits.toolTimeoutMs`. */
@@ -95,6 +97,12 @@ interface McpServerCommonOptions {
   maxRetries?: number | undefined;
   /** Every call of these tools needs a person's approval first (see `tool({ needsApproval })`). */
   needsApproval?: boolean | undefined;
+  /**
+   * `true` (default): a server that cannot be reached (a command that does not start, a URL that does not answer)
+   * fails the run with its McpConnectionError. `false`: the run goes on without the server's tools and gets an
+   * `mcp_server_unavailable` event; a model call 30 s later tries the server again.
+   */
+  required?: boolean | undefined;
   /** Reconnecting after the server went away. Default: 4 attempts, 100 ms doubling up to 2 s. */
   reconnect?: Partial<ReconnectPolicy> | undefined;
   /** How long one connection attempt (start and handshake) may take. Default 30 s. */
@@ -147,7 +155,11 @@ const optionKeys: readonly string[] = [
   'sampling',
   'roots',
   'elicitation',
+  'required',
 ];
+
+/** The protocol version whose questions travel with the call (`input_required`) instead of as server requests. */
+const modernProtocol = '2026-07-28';
 
 const defaultReconnect: ReconnectPolicy = { attempts: 4, initialDelayMs: 100, maxDelayMs: 2_000 };
 
@@ -177,6 +189,9 @@ export class McpServer implements ToolSource, AsyncDisposable {
   readonly #verdicts = new Map<string, EraVerdict>();
   readonly #auth: McpAuthOptions | undefined;
   readonly #tokens: McpTokenStore | undefined;
+  readonly #required: boolean;
+  /** Failures to connect of an optional server, by session ('' for the shared connection). */
+  readonly #unavailable = new Map<string, Unavailability>();
   #tools: readonly Tool[] = [];
   #version = 0;
   #stale = true;
@@ -235,6 +250,9 @@ export class McpServer implements ToolSource, AsyncDisposable {
     if (typeof connectTimeoutMs !== 'number' || !(connectTimeoutMs > 0))
       throw new ConfigError(`${where}: connectTimeoutMs must be a positive number of milliseconds.`);
     this.#connectTimeoutMs = connectTimeoutMs;
+    if (options.required !== undefined && typeof options.required !== 'boolean')
+      throw new ConfigError(`${where}: required must be a boolean, got ${describeValue(options.required)}.`);
+    this.#required = options.required ?? true;
     const auth = (options as McpHttpServerOptions).auth;
     if (auth !== undefined) {
       if (stdio) throw new ConfigError(`${where}: auth is for a server reached over HTTP (url).`);
@@ -254,7 +272,7 @@ export class McpServer implements ToolSource, AsyncDisposable {
   }
 
   /** Whether its tools may ask a person while they run (elicitation, or sampling that needs approval). */
-  get asksPeopleInProcess(): boolean {
+  get #asksPeople(): boolean {
     return this.#elicitation !== undefined || this.#sampling?.needsApproval === true;
   }
 
@@ -280,11 +298,42 @@ export class McpServer implements ToolSource, AsyncDisposable {
   }
 
   isReady(scope: ToolSourceScope): boolean {
+    // An optional server that could not be reached is asked to prepare, which tells the session once.
+    if (this.#unavailable.has(this.#unavailableKey(scope.sessionId))) return false;
     if (this.#listing !== undefined || this.#needsListing()) return false;
     return this.scope === 'process' || this.#sessions.get(scope.sessionId)?.connection.connected === true;
   }
 
   async prepare(scope: ToolSourceScope): Promise<void> {
+    if (this.#required) return this.#prepare(scope);
+    const key = this.#unavailableKey(scope.sessionId);
+    const known = this.#unavailable.get(key);
+    if (known && Date.now() < known.until) return this.#tellUnavailable(scope, known);
+    try {
+      await this.#prepare(scope);
+      this.#unavailable.delete(key);
+    } catch (error) {
+      if (scope.signal.aborted || !(error instanceof McpConnectionError)) throw error;
+      const failure = new Unavailability(error, Date.now());
+      this.#unavailable.set(key, failure);
+      this.#tellUnavailable(scope, failure);
+    }
+  }
+
+  #tellUnavailable(scope: ToolSourceScope, failure: Unavailability): void {
+    if (scope.unavailable && failure.tell(scope.sessionId))
+      scope.unavailable({
+        source: this.name,
+        error: failure.error,
+        retryInMs: Math.max(0, failure.until - Date.now()),
+      });
+  }
+
+  #unavailableKey(sessionId: string): string {
+    return this.scope === 'session' ? sessionId : '';
+  }
+
+  async #prepare(scope: ToolSourceScope): Promise<void> {
     const { connection } = this.#connectionFor(scope.sessionId, scope.context, scope.hold);
     // Another session's listing in flight is awaited rather than repeated; if it failed (its session closed
     // under it), this session lists on its own connection.
@@ -306,7 +355,7 @@ export class McpServer implements ToolSource, AsyncDisposable {
       throw new ConfigError(
         `mcpServer("${this.name}") is per session: connect({ sessionId }) names the session.`,
       );
-    await this.prepare({
+    await this.#prepare({
       sessionId: session?.sessionId ?? '',
       signal: new AbortController().signal,
       context: session?.context,
@@ -315,6 +364,7 @@ export class McpServer implements ToolSource, AsyncDisposable {
 
   /** Closes every connection of this server (stopping stdio processes). A later run opens them again. */
   async close(): Promise<void> {
+    this.#unavailable.clear();
     const closing: Promise<void>[] = [];
     if (this.#shared) {
       closing.push(this.#shared.connection.close());
@@ -332,6 +382,7 @@ export class McpServer implements ToolSource, AsyncDisposable {
   /** Closes the connection of one session (done for you when the session closes). */
   async closeSession(sessionId: string): Promise<void> {
     const held = this.#sessions.get(sessionId);
+    if (this.scope === 'session') this.#unavailable.delete(sessionId);
     if (!held) return;
     this.#sessions.delete(sessionId);
     held.forget();
@@ -397,11 +448,13 @@ export class McpServer implements ToolSource, AsyncDisposable {
     const handlers: ServerRequestHandlers = { capabilities };
     if (sampling) {
       capabilities.sampling = {};
-      let sampled = 0;
+      // Numbered per tool call, so a replay of a durable run finds each request's recorded answer.
+      const sampledPerCall = new WeakMap<ToolContext, number>();
       handlers.sampling = async (params, signal) => {
         const found = calls.caller(this.name);
         if ('refusal' in found) throw new McpRequestRefusal(`sampling refused: ${found.refusal}`);
-        sampled++;
+        const sampled = (sampledPerCall.get(found.context) ?? 0) + 1;
+        sampledPerCall.set(found.context, sampled);
         const both = anySignal(signal, found.context.signal);
         return serveSampling(this.name, sampling, params, found.context, sampled, both);
       };
@@ -431,11 +484,13 @@ export class McpServer implements ToolSource, AsyncDisposable {
     }
     if (elicitation) {
       capabilities.elicitation = { form: { applyDefaults: true }, ...(elicitation.url ? { url: {} } : {}) };
-      let asked = 0;
+      // Numbered per tool call: the call sent again after a restart asks under the same ids, and finds the answers.
+      const askedPerCall = new WeakMap<ToolContext, number>();
       handlers.elicitation = async (params, signal) => {
         const found = calls.caller(this.name);
         if ('refusal' in found) throw new McpRequestRefusal(`elicitation refused: ${found.refusal}`);
-        asked++;
+        const asked = (askedPerCall.get(found.context) ?? 0) + 1;
+        askedPerCall.set(found.context, asked);
         return serveElicitation(
           this.name,
           params,
@@ -562,6 +617,22 @@ export class McpServer implements ToolSource, AsyncDisposable {
     };
   }
 
+  /**
+   * Whether this call was sent before a restart and its server asked a person (a stored question of the call): on a
+   * 2025-era connection the server's request died with the connection, after the tool had run up to its question.
+   * On 2026-07-28 a question comes back as the call's answer (`input_required`) before the tool runs, so sending the
+   * call again, with the stored answer, is safe.
+   */
+  #askedBeforeRestart(connection: McpConnection, context: ToolContext): boolean {
+    if (connection.protocolVersion === modernProtocol) return false;
+    const durable = callerOf(context)?.durable;
+    if (durable === undefined) return false;
+    return (
+      durable.isRequested(`${context.callId}/elicitation-1`) ||
+      durable.isRequested(`${context.callId}/sampling-1`)
+    );
+  }
+
   async #call(serverName: string, args: unknown, context: ToolContext, idempotent: boolean): Promise<string> {
     // Normally opened before the model call; if not, the run that calls holds what this opens.
     const { connection, calls } = this.#connectionFor(
@@ -569,6 +640,10 @@ export class McpServer implements ToolSource, AsyncDisposable {
       context.context,
       callerOf(context)?.holdings?.hold,
     );
+    if (!idempotent && this.#asksPeople && this.#askedBeforeRestart(connection, context))
+      throw new ToolAnswerError(
+        `MCP server "${this.name}", tool "${serverName}": the call asked a person (elicitation or a sampling approval) and the process running it stopped while it waited; it is not sent again, since the server may have run the tool up to its question and the tool is not marked idempotent. Ask the user whether to call it again.`,
+      );
     let result: Awaited<ReturnType<McpConnection['callTool']>>;
     const leave = calls.enter(context);
     try {

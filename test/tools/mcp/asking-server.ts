@@ -17,6 +17,8 @@ import { serveWithFetch } from '../../../src/tools/mcp/node-http.ts';
 export interface AskingLog {
   /** One line per answer or error the client gave: `sampling:<text>`, `sampling-error:<message>`, ... */
   answers: string[];
+  /** How many times a tool asked the client (a request sent, or an `input_required` answer). */
+  asked: number;
 }
 
 type Ask = { key: string; request: InputRequest; legacy: (ctx: ServerContext) => Promise<string> };
@@ -31,6 +33,7 @@ function asking(log: AskingLog, ask: Ask, read: (view: ReturnType<typeof inputRe
     if (ctx.mcpReq.envelope === undefined) {
       // 2025 era: the server sends the request while the call runs.
       try {
+        log.asked++;
         const text = await ask.legacy(ctx);
         log.answers.push(text);
         return { content: [{ type: 'text' as const, text }] };
@@ -41,7 +44,10 @@ function asking(log: AskingLog, ask: Ask, read: (view: ReturnType<typeof inputRe
       }
     }
     const view = inputResponse(ctx.mcpReq.inputResponses, ask.key);
-    if (view.kind === 'missing') return inputRequired({ inputRequests: { [ask.key]: ask.request } });
+    if (view.kind === 'missing') {
+      log.asked++;
+      return inputRequired({ inputRequests: { [ask.key]: ask.request } });
+    }
     const text = read(view);
     log.answers.push(text);
     return { content: [{ type: 'text' as const, text }] };
@@ -150,7 +156,7 @@ function buildServer(log: AskingLog): McpServer {
 
 /** A Streamable HTTP MCP server on 127.0.0.1 whose tools ask the client (sampling, roots, elicitation) first. */
 export class AskingServer {
-  readonly log: AskingLog = { answers: [] };
+  readonly log: AskingLog = { answers: [], asked: 0 };
   readonly #form: 'stateless' | 'stateful';
   #http: Server | undefined;
   #modern: ReturnType<typeof createMcpHandler> | undefined;

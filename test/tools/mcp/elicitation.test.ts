@@ -135,7 +135,7 @@ describe.each(forms)('elicitation for an MCP server, $form form ($protocol)', ({
     expect(refused.history.find((message) => message.role === 'tool')).toMatchObject({ isError: true });
   });
 
-  it("is refused where the session's store outlives the process: at spawn, with a ConfigError", async () => {
+  it('waits as a stored question where the store outlives the process, answered with session.answer()', async () => {
     const { asking, server } = await declared();
     const dir = mkdtempSync(join(tmpdir(), 'troupe-elicit-'));
     const store = createSqliteStore(join(dir, 'sessions.db'));
@@ -145,13 +145,20 @@ describe.each(forms)('elicitation for an MCP server, $form form ($protocol)', ({
     });
     const system = createAgentSystem({ store });
     cleanups.push(() => system.shutdown());
-    expect(() => system.spawn(caller(server), 'go')).toThrow(ConfigError);
-    expect(() => system.spawn(caller(server), 'go')).toThrow(/waits in this process only/);
-    // Declared without elicitation, the same server is fine there.
-    const plain = mcpServer({ name: 'plain', url: asking.url, sampling: true });
-    cleanups.push(() => plain.close());
-    const session = system.spawn(caller(plain), 'go');
+    const session = system.spawn(caller(server), 'go');
+    for await (const event of session.events()) if (event.type === 'approval_requested') break;
+    // Committed before it was announced: the store (any process reading it) holds the question.
+    expect(await store.approvals({ sessionId: session.sessionId })).toMatchObject([
+      { callId: 'c1/elicitation-1', kind: 'question', status: 'pending' },
+    ]);
+    expect(session.pendingApprovals()).toMatchObject([{ callId: 'c1/elicitation-1' }]);
+    await expect(session.answer('c1/elicitation-1', '{"age":3}')).rejects.toThrow(/"name" is required/);
+    await session.answer('c1/elicitation-1', '{"name":"Bo"}');
     await session.result;
+    expect(asking.log.answers).toEqual(['elicit:accept:{"name":"Bo","age":30,"color":"blue"}']);
+    expect(await store.approvals({ sessionId: session.sessionId })).toMatchObject([
+      { callId: 'c1/elicitation-1', status: 'answered', decision: { type: 'answer', text: '{"name":"Bo"}' } },
+    ]);
   });
 });
 
