@@ -33,6 +33,7 @@ const eventTypes: Record<RunEventType, true> = {
   redaction: true,
   breaker: true,
   mcp_sampling: true,
+  mcp_server_unavailable: true,
 };
 
 export const storedEventTypes: ReadonlySet<string> = new Set(Object.keys(eventTypes));
