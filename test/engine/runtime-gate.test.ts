@@ -1,0 +1,110 @@
+import { describe, expect, it } from 'vitest';
+import type { AnyStateMachine } from 'xstate';
+import * as xstate from 'xstate';
+import { compileMachine } from '../../src/engine/compiled-machine.ts';
+import { assessRuntime, type XStateRuntime } from '../../src/engine/runtime-gate.ts';
+
+/**
+ * The runtime check (runtime-gate.ts) on the loaded xstate and on stand-ins of another shape: a missing or renamed
+ * private member, or a compiled interpreter whose canary runs differently, makes it refuse, saying what it found.
+ */
+
+const loaded = xstate as unknown as XStateRuntime;
+const compiled = (machine: AnyStateMachine) => compileMachine(machine);
+
+/** The loaded xstate with every actor it creates changed by `change`. */
+function withActors(change: (actor: Record<string, unknown>) => void): XStateRuntime {
+  return {
+    ...loaded,
+    createActor: ((logic: never, options?: never) => {
+      const actor = xstate.createActor(logic, options);
+      change(actor as unknown as Record<string, unknown>);
+      return actor;
+    }) as XStateRuntime['createActor'],
+  };
+}
+
+describe('assessRuntime(xstate, compile)', () => {
+  it('accepts the installed xstate with the compiled interpreter', () => {
+    const verdict = assessRuntime(loaded, compiled);
+    expect(verdict).toMatchObject({ accepted: true, problems: [] });
+    expect(verdict.costMicros).toBeGreaterThan(0);
+  });
+
+  it('refuses an actor system without _relay, and an actor with _stop renamed', () => {
+    const noRelay = withActors((actor) => {
+      Object.defineProperty(actor.system, '_relay', { value: undefined });
+    });
+    expect(assessRuntime(noRelay, compiled)).toMatchObject({
+      accepted: false,
+      problems: ['xstate no longer has system._relay (a function)'],
+    });
+    const renamed = withActors((actor) => {
+      actor._halt = actor._stop;
+      actor._stop = undefined;
+    });
+    expect(assessRuntime(renamed, compiled).problems).toEqual([
+      'xstate no longer has an actor’s _stop (a function)',
+    ]);
+  });
+
+  it('refuses each other member the engine reads when it is gone', () => {
+    const cases: [XStateRuntime, string][] = [
+      [{ ...loaded, Actor: { prototype: {} } }, 'Actor.prototype._send'],
+      [
+        withActors((actor) => Object.defineProperty(actor.system, '_sendInspectionEvent', { value: 1 })),
+        '_sendInspectionEvent',
+      ],
+      [
+        withActors((actor) =>
+          Object.defineProperty(actor, '_processingStatus', { get: () => 'running', set: () => {} }),
+        ),
+        '_processingStatus',
+      ],
+      [
+        withActors((actor) => Object.defineProperty(actor, '_parent', { value: {} })),
+        'a root actor’s _parent',
+      ],
+    ];
+    for (const [runtime, member] of cases) {
+      const verdict = assessRuntime(runtime, compiled);
+      expect(verdict.accepted, member).toBe(false);
+      expect(verdict.problems.join(' '), member).toContain(member);
+    }
+  });
+
+  it('refuses a compiled interpreter whose canary runs other actions, and says after which event', () => {
+    const skipsAnAction = (machine: AnyStateMachine) =>
+      compileMachine(machine.provide({ actions: { bumpLast: () => {} } }) as AnyStateMachine);
+    const verdict = assessRuntime(loaded, skipsAnAction);
+    expect(verdict.accepted).toBe(false);
+    expect(verdict.problems[0]).toContain('the canary ran actions');
+    expect(verdict.problems[1]).toContain("after 'bump'");
+  });
+
+  it('refuses a compiled interpreter that takes another transition, or that throws', () => {
+    const otherTarget = (machine: AnyStateMachine) =>
+      compileMachine(
+        xstate.createMachine({ ...machine.config, initial: 'done' }, machine.implementations as never),
+      );
+    expect(assessRuntime(loaded, otherTarget).problems.join(' ')).toContain('at start');
+    const throws = () => {
+      throw new Error('no such member');
+    };
+    expect(assessRuntime(loaded, throws).problems).toEqual([
+      'the canary machine failed on the compiled interpreter: Error: no such member',
+    ]);
+  });
+
+  it('refuses a runtime whose actors cannot even be created, instead of throwing', () => {
+    const broken = {
+      ...loaded,
+      createActor: () => {
+        throw new Error('boom');
+      },
+    } as unknown as XStateRuntime;
+    expect(assessRuntime(broken, compiled).problems).toEqual([
+      "checking xstate's members failed: Error: boom",
+    ]);
+  });
+});
