@@ -48,7 +48,7 @@ export function compileMachine<TMachine extends AnyStateMachine>(machine: TMachi
 function checkLoadedXState() {
   return assessRuntime(
     xstate as never,
-    (machine) => new CompiledMachine(machine.config, machine.implementations),
+    (machine) => new CompiledMachine(machine.config, machine.implementations) as unknown as AnyStateMachine,
   );
 }
 

@@ -50,7 +50,7 @@ function structuralProblems(xstate: XStateRuntime): string[] {
   const actor = xstate.createActor(machine as never) as AnyActorRef & Record<string, unknown>;
   actor.start();
   try {
-    const system = actor.system as Record<string, unknown> | undefined;
+    const system = actor.system as unknown as Record<string, unknown> | undefined;
     require(typeof system?._relay === 'function', 'system._relay (a function)');
     require(typeof system?._sendInspectionEvent === 'function', 'system._sendInspectionEvent (a function)');
     require(typeof actor._stop === 'function', 'an actor’s _stop (a function)');

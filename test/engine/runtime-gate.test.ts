@@ -16,11 +16,11 @@ const compiled = (machine: AnyStateMachine) => compileMachine(machine);
 function withActors(change: (actor: Record<string, unknown>) => void): XStateRuntime {
   return {
     ...loaded,
-    createActor: ((logic: never, options?: never) => {
-      const actor = xstate.createActor(logic, options);
+    createActor: ((...args: Parameters<typeof xstate.createActor>) => {
+      const actor = xstate.createActor(...args);
       change(actor as unknown as Record<string, unknown>);
       return actor;
-    }) as XStateRuntime['createActor'],
+    }) as unknown as XStateRuntime['createActor'],
   };
 }
 
