@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { assign, createActor, createMachine, fromCallback, setup } from 'xstate';
+import { type AnyStateMachine, assign, createActor, createMachine, fromCallback, setup } from 'xstate';
 import { compileMachine, isCompiledMachine } from '../../src/engine/compiled-machine.ts';
 
 /**
@@ -53,10 +53,11 @@ describe('the documented differences', () => {
   });
 
   it("an assigner's `spawn` is not an own property of its arguments compiled: a spread or Object.keys misses it", () => {
-    for (const [name, compile] of [
-      ['xstate', <T>(logic: T) => logic],
-      ['compiled', compileMachine],
-    ] as const) {
+    const interpreters: [string, (logic: AnyStateMachine) => AnyStateMachine][] = [
+      ['xstate', (logic) => logic],
+      ['compiled', (logic) => compileMachine(logic)],
+    ];
+    for (const [name, compile] of interpreters) {
       const seen: { keys?: string[]; spreadHasSpawn?: boolean; destructured?: string } = {};
       const logic = setup({ actors: { child: fromCallback(() => {}) } }).createMachine({
         context: {},
