@@ -1572,6 +1572,25 @@ describe("XState's development build checks", () => {
     expect(stock[1]?.warnings.length).toBe(2);
   });
 
+  it('the warning about an output object names each mapping function, its source on one line, as XState does', async () => {
+    const multiline = createMachine({
+      id: 'multiline',
+      initial: 'a',
+      states: { a: { on: { END: 'b' } }, b: { type: 'final' } },
+      output: {
+        plain: 1,
+        fixed: function fixed() {
+          const two = 2;
+          return two;
+        },
+      } as never,
+    });
+    const stock = await expectSameBehaviour(multiline, {}, send('END'));
+    const [warning] = (stock[1]?.warnings ?? []) as unknown[][];
+    expect(String(warning?.[0])).toContain('\n - fixed: function fixed() {const two = 2;return two;}');
+    expect(String(warning?.[0])).not.toContain('plain');
+  });
+
   it('an infix wildcard descriptor is warned about', async () => {
     const infix = createMachine({
       id: 'infix',
