@@ -135,6 +135,28 @@ describe('action order: exit, transition, entry', () => {
     ]);
   });
 
+  it("the initial transitions' own actions: the root's at start, a compound state's each time it is entered", async () => {
+    const initialActions = createMachine({
+      id: 'initials',
+      initial: { target: 'a', actions: () => record('initial:root') },
+      entry: () => record('entry:root'),
+      states: {
+        a: {
+          entry: () => record('entry:a'),
+          initial: { target: 'a1', actions: () => record('initial:a') },
+          states: { a1: { entry: () => record('entry:a1') } },
+          on: { AGAIN: { target: 'a', reenter: true } },
+        },
+      },
+    } as never);
+    const stock = await expectSameBehaviour(initialActions, {}, send('AGAIN'));
+    expect(recordsOf(stock)).toEqual([
+      ['start', ['entry:root', 'initial:root', 'entry:a', 'initial:a', 'entry:a1']],
+      ['send AGAIN', ['entry:a', 'initial:a', 'entry:a1']],
+      ['stop', []],
+    ]);
+  });
+
   it('to a deeply nested target, back to an ancestor, and to the root with and without reenter', async () => {
     const stock = await expectSameBehaviour(
       orderMachine,
