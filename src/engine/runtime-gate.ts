@@ -59,7 +59,8 @@ function structuralProblems(xstate: XStateRuntime): string[] {
     const snapshot = actor.getSnapshot() as { _nodes?: unknown; children?: Record<string, unknown> };
     require(Array.isArray(snapshot._nodes), 'a snapshot’s _nodes (an array)');
     const child = snapshot.children?.child as Record<string, unknown> | undefined;
-    require(child?._parent === actor, 'a child actor’s _parent (its parent)');
+    const parent = child?._parent as { sessionId?: unknown } | undefined;
+    require(parent?.sessionId === actor.sessionId, 'a child actor’s _parent (its parent)');
     const root = (machine as unknown as { root?: { transitions?: unknown; order?: unknown } }).root;
     require(root?.transitions instanceof Map, 'a state node’s transitions (a Map)');
     require(typeof root?.order === 'number', 'a state node’s order (a number)');
@@ -78,6 +79,8 @@ interface CanaryTrace {
   actions: string[];
 }
 
+// Stryker disable all: a mutant of the canary's definition changes the machine both interpreters run alike, so it
+// cannot change the verdict (test/engine/runtime-gate.test.ts shows the canary tells interpreters apart).
 /** Events the canary is sent, in order: they take every kind of transition the compiled interpreter computes. */
 const canaryEvents: readonly EventObject[] = [
   { type: 'ignored' },
@@ -96,8 +99,6 @@ const canaryEvents: readonly EventObject[] = [
  * assign, an invoked callback actor that answers with `sendBack`, a spawned and a stopped child, a nested final state
  * with its done event, tags, and a final root with output.
  */
-// Stryker disable all: a mutant of the canary's definition changes the machine both interpreters run alike, so it
-// cannot change the verdict (test/engine/runtime-gate.test.ts shows the canary tells interpreters apart).
 function canaryMachine(xstate: XStateRuntime, log: string[]): AnyStateMachine {
   const note = (name: string) => () => {
     log.push(name);

@@ -112,10 +112,21 @@ describe('compileMachine on a loaded xstate of another shape', () => {
       const status = engine.interpreterStatus();
       expect(status.interpreter).toBe('xstate');
       expect(status.problems).toEqual(['xstate no longer has system._relay (a function)']);
-      expect(status.reason).toContain('system._relay');
+      expect(status.reason).toBe(
+        "the loaded xstate failed the compiled interpreter's check: xstate no longer has system._relay (a function)",
+      );
       expect(status.checkMicros).toBeGreaterThanOrEqual(0);
+      // A second copy of the engine in the same process (a bundle beside the package) does not warn again.
+      const copy = await engineOn((actor) => {
+        Object.defineProperty(actor.system, '_relay', { value: undefined });
+      });
+      expect(copy.compileMachine(first)).toBe(first);
+      expect(copy.interpreterStatus().interpreter).toBe('xstate');
       expect(emitted).toHaveBeenCalledTimes(1);
       expect((emitted.mock.calls[0] as [string, { code: string }])[1].code).toBe('TROUPE_XSTATE_RUNTIME');
+      expect((emitted.mock.calls[0] as [string])[0]).toContain(
+        "Troupe's machines run on XState's own interpreter (same behaviour, slower). Set TROUPE_INTERPRETER=xstate",
+      );
     } finally {
       if (before === undefined) delete global[warnedKey];
       else global[warnedKey] = before;
@@ -148,7 +159,11 @@ describe('compileMachine on a loaded xstate of another shape', () => {
     const emitted = vi.spyOn(process, 'emitWarning').mockImplementation(() => {});
     const engine = await engineOn(() => {});
     expect(engine.isCompiledMachine(engine.compileMachine(machine('installed')))).toBe(true);
-    expect(engine.interpreterStatus()).toMatchObject({ interpreter: 'compiled', problems: [] });
+    expect(engine.interpreterStatus()).toMatchObject({
+      interpreter: 'compiled',
+      problems: [],
+      reason: 'the loaded xstate has the members the compiled interpreter uses and ran the canary alike',
+    });
     expect(emitted).not.toHaveBeenCalled();
   });
 });

@@ -73,6 +73,64 @@ describe('assessRuntime(xstate, compile)', () => {
     }
   });
 
+  it('names exactly the member that is missing, while XState itself still runs (the check reads it, nothing else)', () => {
+    /** The loaded xstate, whose actors show the check `hidden` members of the actor, its system and its snapshots. */
+    const hiding = (hidden: { actor?: string; system?: string; snapshot?: string; child?: string }) =>
+      ({
+        ...loaded,
+        createActor: ((...args: Parameters<typeof xstate.createActor>) => {
+          const actor = xstate.createActor(...args);
+          const veil = <T extends object>(target: T, name: string | undefined): T =>
+            new Proxy(target, {
+              get: (object, key) => {
+                if (key === name) return undefined;
+                const value = Reflect.get(object, key);
+                return typeof value === 'function' ? value.bind(object) : value;
+              },
+              has: (object, key) => key !== name && Reflect.has(object, key),
+            });
+          return new Proxy(actor, {
+            get: (object, key) => {
+              if (key === hidden.actor) return undefined;
+              if (key === 'system') return veil(object.system, hidden.system);
+              if (key === 'getSnapshot')
+                return () => {
+                  const snapshot = object.getSnapshot() as { children: Record<string, object> };
+                  const children = Object.fromEntries(
+                    Object.entries(snapshot.children).map(([id, child]) => [id, veil(child, hidden.child)]),
+                  );
+                  return veil({ ...snapshot, children }, hidden.snapshot);
+                };
+              const value = Reflect.get(object, key);
+              return typeof value === 'function' ? value.bind(object) : value;
+            },
+            has: (object, key) => key !== hidden.actor && Reflect.has(object, key),
+          });
+        }) as unknown as XStateRuntime['createActor'],
+      }) as XStateRuntime;
+    const cases: [Parameters<typeof hiding>[0], string][] = [
+      [{ system: '_relay' }, 'system._relay (a function)'],
+      [{ system: '_sendInspectionEvent' }, 'system._sendInspectionEvent (a function)'],
+      [{ actor: '_stop' }, 'an actor’s _stop (a function)'],
+      [{ actor: '_processingStatus' }, 'an actor’s _processingStatus (a number)'],
+      [{ actor: '_parent' }, 'a root actor’s _parent (undefined)'],
+      [{ snapshot: '_nodes' }, 'a snapshot’s _nodes (an array)'],
+      [{ child: '_parent' }, 'a child actor’s _parent (its parent)'],
+    ];
+    for (const [hidden, member] of cases)
+      expect(assessRuntime(hiding(hidden), compiled).problems, member).toEqual([
+        `xstate no longer has ${member}`,
+      ]);
+  });
+
+  it('reports how long it took, measured around the check', () => {
+    const before = performance.now();
+    const verdict = assessRuntime(loaded, compiled);
+    const elapsedMicros = (performance.now() - before) * 1000;
+    expect(verdict.costMicros).toBeGreaterThan(0);
+    expect(verdict.costMicros).toBeLessThanOrEqual(Math.ceil(elapsedMicros) + 1);
+  });
+
   it('refuses a compiled interpreter whose canary runs other actions, and says after which event', () => {
     const skipsAnAction = (machine: AnyStateMachine) =>
       compileMachine(machine.provide({ actions: { bumpLast: () => {} } }) as AnyStateMachine);
