@@ -154,6 +154,34 @@ describe('assessRuntime(xstate, compile)', () => {
     ]);
   });
 
+  it('refuses a compiled interpreter whose snapshots differ only in their tags, children, fields or error', () => {
+    /** The compiled interpreter, with each snapshot it computes after an event changed by `change`. */
+    const altered =
+      (change: (snapshot: Record<string, unknown>) => Record<string, unknown>) =>
+      (machine: AnyStateMachine) => {
+        const logic = compileMachine(machine) as unknown as {
+          transition: (...args: unknown[]) => Record<string, unknown>;
+        };
+        const transition = logic.transition.bind(logic);
+        logic.transition = (...args) => {
+          const next = transition(...args);
+          return next.status === 'active' ? change(next) : next;
+        };
+        return logic as unknown as AnyStateMachine;
+      };
+    const cases: [string, (snapshot: Record<string, unknown>) => Record<string, unknown>][] = [
+      ['"tags":["extra"', (snapshot) => ({ ...snapshot, tags: new Set(['extra']) })],
+      ['"children":[]', (snapshot) => ({ ...snapshot, children: {} })],
+      ['"extra"', (snapshot) => ({ ...snapshot, extra: true })],
+      ['"error":"Error: late"', (snapshot) => ({ ...snapshot, error: new Error('late') })],
+    ];
+    for (const [shown, change] of cases) {
+      const verdict = assessRuntime(loaded, altered(change));
+      expect(verdict.accepted, shown).toBe(false);
+      expect(verdict.problems.join(' '), shown).toContain(shown);
+    }
+  });
+
   it('refuses a runtime whose actors cannot even be created, instead of throwing', () => {
     const broken = {
       ...loaded,
