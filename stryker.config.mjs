@@ -13,6 +13,7 @@ export default {
     'src/resources/ledger.ts',
     'src/policies/**/*.ts',
     'src/guardrails/*verdict.ts',
+    'src/engine/**/*.ts',
   ],
   // Each mutant runs only the tests that covered it in the first, instrumented run.
   coverageAnalysis: 'perTest',

@@ -24,7 +24,8 @@ export default defineConfig({
       'test/machines/**/*.test.ts',
       'test/resources/ledger*.test.ts',
       'test/guardrails/*verdict.test.ts',
+      'test/engine/*.test.ts',
     ],
-    exclude: ['**/*.paths.test.ts'],
+    exclude: ['**/*.paths.test.ts', 'test/engine/*-paths.test.ts', 'test/engine/interpreter-switch.test.ts'],
   },
 });

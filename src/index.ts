@@ -90,6 +90,8 @@ export { cost, defaultPrices, findPrice, type ModelPrice, type PriceTable } from
 export type { RunResult, RunStep, StepToolCall } from './core/result.ts';
 export { type RunStatus, type StopReason, statusOf, stopReasons } from './core/stop-reason.ts';
 export { addUsage, emptyUsage, type Usage } from './core/usage.ts';
+export { interpreterStatus } from './engine/compiled-machine.ts';
+export type { Interpreter, InterpreterStatus } from './engine/interpreter-choice.ts';
 export { type BlockedPatternsOptions, blockedPatterns } from './guardrails/blocked-patterns.ts';
 export {
   type AgentGuardrailOptions,

@@ -1,7 +1,9 @@
+import * as xstate from 'xstate';
 import { type AnyStateMachine, assign, StateMachine, spawnChild, stopChild } from 'xstate';
 import { type Configuration, Configurations, ReadonlyTags } from './configuration.ts';
-import { processInterpreter } from './interpreter-choice.ts';
+import { chosenInterpreter, type InterpreterStatus, processInterpreter } from './interpreter-choice.ts';
 import { ActionRun, resolveActions, type SnapshotBuilder, type WorkingState } from './resolve-actions.ts';
+import { assessRuntime } from './runtime-gate.ts';
 import { CandidateTable, selectEventless, selectTransition } from './select-transition.ts';
 import { xstateDevelopmentBuild } from './xstate-build.ts';
 import type {
@@ -31,14 +33,33 @@ import type {
  * `xstate.stop`, `xstate.init`, an event typed `*` and snapshots that are not active go to XState's own
  * `transition`, and `microstep` is XState's own.
  *
- * The compiled interpreter runs only on the xstate versions it was verified against (xstate-version.ts); on any
- * other, or with TROUPE_INTERPRETER=xstate, the machine is returned unchanged and runs on XState's interpreter
+ * The compiled interpreter runs only on an xstate that passes the runtime check (runtime-gate.ts: the private
+ * members it uses, and a canary machine run on both interpreters), made once per process at the first call; when
+ * it fails, or with TROUPE_INTERPRETER=xstate, the machine is returned unchanged and runs on XState's interpreter
  * (interpreter-choice.ts). A machine with parallel or history states is refused either way.
  */
 export function compileMachine<TMachine extends AnyStateMachine>(machine: TMachine): TMachine {
   assertCompilable((machine as unknown as EngineMachine).root);
-  if (processInterpreter() === 'xstate') return machine;
+  if (processInterpreter(checkLoadedXState) === 'xstate') return machine;
   return new CompiledMachine(machine.config, machine.implementations) as unknown as TMachine;
+}
+
+/** The runtime check on the xstate this module loaded, with this module's compiled interpreter. */
+function checkLoadedXState() {
+  return assessRuntime(
+    xstate as never,
+    (machine) => new CompiledMachine(machine.config, machine.implementations) as unknown as AnyStateMachine,
+  );
+}
+
+/**
+ * The interpreter this process runs Troupe's machines on, and why: `compiled`, or `xstate` with the reason (the
+ * TROUPE_INTERPRETER setting, or what the check of the loaded xstate found). Makes the choice if no machine was
+ * compiled yet.
+ */
+export function interpreterStatus(): InterpreterStatus {
+  processInterpreter(checkLoadedXState);
+  return chosenInterpreter() as InterpreterStatus;
 }
 
 /** Whether a machine runs on the compiled interpreter. */

@@ -2,23 +2,15 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 
-/**
- * The xstate versions the compiled interpreter was verified against: the differential tests of the engine run every
- * generated path of Troupe's machines, hand-written machines of every feature and random statecharts on XState's
- * interpreter and on the compiled one and require the same behaviour. The compiled interpreter re-implements
- * XState's internal algorithm, which can change in any release, patch releases included: on any other version
- * Troupe's machines run on XState's own interpreter.
- */
-export const verifiedXStateVersions: readonly string[] = ['5.33.3'];
-
 interface PackageManifest {
   name?: unknown;
   version?: unknown;
 }
 
 /**
- * The version of the xstate package that `import 'xstate'` loads from here, read from that package's own
- * package.json (resolved from this module, as the import is; `from` resolves it from another file). Undefined when
+ * The version of the xstate package that `import 'xstate'` loads from here, for the record in `interpreterStatus()`:
+ * the choice of interpreter never reads it (runtime-gate.ts checks the loaded code, since a bundle can inline one
+ * xstate beside another's package.json). It is read from that package's own package.json (resolved from this module, as the import is; `from` resolves it from another file). Undefined when
  * it cannot be read: e.g. in a bundle that inlined xstate and ships without it, where resolving from the bundle's
  * location finds no package.
  */

@@ -1,5 +1,5 @@
 import type { AnyActorRef, InspectionEvent, Observer } from 'xstate';
-import { parentOf } from '../engine/actor-links.ts';
+import { machineStructureFields, parentOf } from '../engine/actor-links.ts';
 import { normalizeSecretKey, redacted, redactText, secretKeySet } from './secrets.ts';
 
 export { defaultSecretKeys, redact, redacted, secretArguments } from './secrets.ts';
@@ -56,9 +56,6 @@ function transitionOf(transition: TransitionLike): InspectedTransition {
 
 /** Deeper than this, a value is replaced whole: a secret must not slip through below a depth limit. */
 const maxDepth = 200;
-
-/** Snapshot fields that are the machine's own structure (state nodes, the machine), not the actor's data. */
-const machineInternals: ReadonlySet<string> = new Set(['machine', '_nodes', 'historyValue']);
 
 interface ActorLike {
   id?: unknown;
@@ -151,7 +148,7 @@ export function redactingInspector(
       matches?: (value: never) => boolean;
       hasTag?: (tag: string) => boolean;
     };
-    const data = copyFields(snapshot, 0, machineInternals);
+    const data = copyFields(snapshot, 0, machineStructureFields);
     data.historyValue = {};
     const { matches, hasTag } = machine;
     if (typeof matches === 'function')

@@ -58,3 +58,15 @@ it('a machine without children has nothing to stop', () => {
   const actor = createActor(createMachine({})).start();
   expect(() => stopOrphans(actor)).not.toThrow();
 });
+
+describe('on an xstate without these members', () => {
+  it('relay sends the event itself, parentOf finds no parent and stopOrphans leaves the child, none of them throws', () => {
+    const received: string[] = [];
+    const target = { send: (event: { type: string }) => received.push(event.type) } as unknown as AnyActorRef;
+    relay({}, target, target, { type: 'pong' });
+    expect(received).toEqual(['pong']);
+    expect(parentOf({ _parent: 'renamed' } as unknown as AnyActorRef)).toBeUndefined();
+    const orphan = { _stop: 'not a function' };
+    expect(() => stopOrphans({ getSnapshot: () => ({ children: { orphan } }) })).not.toThrow();
+  });
+});

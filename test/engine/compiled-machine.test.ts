@@ -135,6 +135,28 @@ describe('action order: exit, transition, entry', () => {
     ]);
   });
 
+  it("the initial transitions' own actions: the root's at start, a compound state's each time it is entered", async () => {
+    const initialActions = createMachine({
+      id: 'initials',
+      initial: { target: 'a', actions: () => record('initial:root') },
+      entry: () => record('entry:root'),
+      states: {
+        a: {
+          entry: () => record('entry:a'),
+          initial: { target: 'a1', actions: () => record('initial:a') },
+          states: { a1: { entry: () => record('entry:a1') } },
+          on: { AGAIN: { target: 'a', reenter: true } },
+        },
+      },
+    } as never);
+    const stock = await expectSameBehaviour(initialActions, {}, send('AGAIN'));
+    expect(recordsOf(stock)).toEqual([
+      ['start', ['entry:root', 'initial:root', 'entry:a', 'initial:a', 'entry:a1']],
+      ['send AGAIN', ['entry:a', 'initial:a', 'entry:a1']],
+      ['stop', []],
+    ]);
+  });
+
   it('to a deeply nested target, back to an ancestor, and to the root with and without reenter', async () => {
     const stock = await expectSameBehaviour(
       orderMachine,
@@ -1570,6 +1592,25 @@ describe("XState's development build checks", () => {
     });
     const stock = await expectSameBehaviour(mapped, {}, send('END'));
     expect(stock[1]?.warnings.length).toBe(2);
+  });
+
+  it('the warning about an output object names each mapping function, its source on one line, as XState does', async () => {
+    const multiline = createMachine({
+      id: 'multiline',
+      initial: 'a',
+      states: { a: { on: { END: 'b' } }, b: { type: 'final' } },
+      output: {
+        plain: 1,
+        fixed: function fixed() {
+          const two = 2;
+          return two;
+        },
+      } as never,
+    });
+    const stock = await expectSameBehaviour(multiline, {}, send('END'));
+    const [warning] = (stock[1]?.warnings ?? []) as unknown[][];
+    expect(String(warning?.[0])).toContain('\n - fixed: function fixed() {const two = 2;return two;}');
+    expect(String(warning?.[0])).not.toContain('plain');
   });
 
   it('an infix wildcard descriptor is warned about', async () => {
