@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { type AnyActorRef, createActor, type SnapshotFrom } from 'xstate';
 import type { Agent } from '../agent/define-agent.ts';
 import type { AuditLog } from '../audit/audit-log.ts';
@@ -172,7 +171,7 @@ function runGroup(
 ): Promise<RunResult<unknown>[]> {
   const history = options.history ?? [];
   validateHistory(history);
-  const groupId = randomUUID();
+  const groupId = crypto.randomUUID();
   const caller = callerOf(options.parent);
   const clock = options.clock ?? caller?.clock ?? systemClock;
   const bus = new EventBus(groupId, clock);
