@@ -186,7 +186,7 @@ export function startRun<TOutput>(
   const hosted = hostAgent(spec);
   const runtime = hosted.runtime;
 
-  const actor = createActor(runtimeAgentMachine, {
+  const actor = createActor(runtimeAgentMachine(), {
     input: agentInput(
       agent as Agent<unknown>,
       sessionId,

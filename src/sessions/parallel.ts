@@ -89,10 +89,13 @@ export interface ParallelGroup {
   run(input: RunInput, options?: ParallelRunOptions): Promise<ParallelResult>;
 }
 
-/** The group supervisor with the real agent runtime; built once (provide() is not free). */
-const runtimeGroupMachine: GroupMachine = compileMachine(
-  groupMachine.provide({ actors: { agent: runtimeAgentMachine } }),
-);
+let builtGroupMachine: GroupMachine | undefined;
+
+/** The group supervisor with the real agent runtime; built once, on the first group run (provide() is not free). */
+function runtimeGroupMachine(): GroupMachine {
+  builtGroupMachine ??= compileMachine(groupMachine.provide({ actors: { agent: runtimeAgentMachine() } }));
+  return builtGroupMachine;
+}
 
 /**
  * Runs several agents on the same task at the same time, as children of one group actor, then merges their
@@ -219,7 +222,7 @@ function runGroup(
     undo.push(() => hosted.release());
     return { id, input: agentInput(agent, key, [...history, userMessage(input)], history.length) };
   });
-  const actor = createActor(runtimeGroupMachine, {
+  const actor = createActor(runtimeGroupMachine(), {
     id: `parallel-${groupId}`,
     input: { members },
     clock,
