@@ -22,7 +22,7 @@ export interface LlmJudgeOptions extends Omit<GuardrailOptions, 'name' | 'check'
   agent?: Agent<unknown> | undefined;
 }
 
-/** The judge's verdict, built on the first `llmJudge()` call (zod loads on first use). */
+/** The judge's verdict, built by each `llmJudge()` call rather than when Troupe is imported (zod loads on first use). */
 function verdictSchema() {
   const z = zod();
   return z.object({
