@@ -5,7 +5,7 @@
  *
  *   npm run build && npm --prefix bench install && node bench/import-time.ts [--reps=15] [--out=path.md]
  *   --before=<dir>   also measure the entry points of another build of Troupe (its dist/ folder), e.g. an older
- *                    commit's, to compare
+ *                    commit's, to compare; give it more than once to compare several builds
  *   --troupe-only    only the bare start and Troupe's entry points (no peers: bench/node_modules is not needed)
  *
  * Columns: the median wall time of the whole process (spawn to exit), its ratio to the bare start, the median
@@ -54,16 +54,19 @@ const targets: Target[] = [
 const troupeOnly = args.includes('--troupe-only');
 if (troupeOnly) targets.splice(3);
 
-const before = option('before');
-if (before !== undefined) {
-  const file = (path: string): string => pathToFileURL(resolve(before, path)).href;
-  targets.splice(
-    3,
-    0,
-    { label: `\`troupe\` (${before})`, specifier: file('index.js'), cwd: root },
-    { label: `\`troupe/providers\` (${before})`, specifier: file('providers/index.js'), cwd: root },
-  );
-}
+// Each --before adds the two entry points of that build, in the order given.
+const befores = args.filter((a) => a.startsWith('--before=')).map((a) => a.slice('--before='.length));
+targets.splice(
+  3,
+  0,
+  ...befores.flatMap((before): Target[] => {
+    const file = (path: string): string => pathToFileURL(resolve(before, path)).href;
+    return [
+      { label: `\`troupe\` (${before})`, specifier: file('index.js'), cwd: root },
+      { label: `\`troupe/providers\` (${before})`, specifier: file('providers/index.js'), cwd: root },
+    ];
+  }),
+);
 
 if (!existsSync(join(root, 'dist', 'providers', 'index.js'))) {
   console.error('dist/ is missing: run `npm run build` first.');

@@ -1,10 +1,11 @@
-import { z } from 'zod';
+import type { z } from 'zod';
 import { ConfigError } from '../core/errors.ts';
 import { type AgentLimits, type ResolvedLimits, resolveLimits } from '../core/limits.ts';
 import { isModelProvider, type ModelProvider, type ModelSettings, type OutputSpec } from '../core/model.ts';
 import { checkModelSettings } from '../core/model-settings.ts';
 import { checkOptionObject, isPlainObject } from '../core/options.ts';
 import { isPrototypeName } from '../core/records.ts';
+import { zod } from '../core/zod.ts';
 import {
   type AgentGuardrailOptions,
   type AgentGuardrails,
@@ -208,7 +209,7 @@ export function defineAgent<
   if (options.tools !== undefined && !Array.isArray(options.tools)) {
     throw new ConfigError(`${where}: tools must be an array of tool(...) definitions.`);
   }
-  if (options.output !== undefined && !(options.output instanceof z.ZodType)) {
+  if (options.output !== undefined && !(options.output instanceof zod().ZodType)) {
     throw new ConfigError(`${where}: output must be a zod schema.`);
   }
   const outputSchema = options.output as z.ZodType<OutputOf<TSchema>> | undefined;

@@ -1,5 +1,5 @@
-import { z } from 'zod';
 import type { Message } from '../core/messages.ts';
+import { zod } from '../core/zod.ts';
 import { type Tool, tool } from '../tools/tool.ts';
 
 /** A handoff target: an agent, or the name of an agent the session can find (lets two agents hand off to each other). */
@@ -48,7 +48,7 @@ export function handoffTool(target: HandoffTarget): HandoffTool {
   const created = tool({
     name: handoffToolName(name),
     description: `Hand the conversation over to the agent "${name}", which answers the user from here on.${about}`,
-    input: z.object({ reason: z.string().optional() }),
+    input: zod().object({ reason: zod().string().optional() }),
     execute: () => `Transferred to ${name}.`,
   });
   return Object.assign(created, { handoffTo: name });

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { canonicalJson, type JsonValue } from '../core/json.ts';
 
 /** The kinds of security-relevant things the audit log records. */
@@ -45,5 +44,10 @@ export const genesisHash = '0'.repeat(64);
 /** The hash a record must carry: SHA-256 (hex) of its canonical JSON without `hash`. */
 export function hashOfRecord(record: Omit<AuditRecord, 'hash'> & { hash?: unknown }): string {
   const { hash: _hash, ...content } = record;
-  return createHash('sha256').update(canonicalJson(content)).digest('hex');
+  // node:crypto loads on the first hash, not when Troupe is imported.
+  return process
+    .getBuiltinModule('node:crypto')
+    .createHash('sha256')
+    .update(canonicalJson(content))
+    .digest('hex');
 }

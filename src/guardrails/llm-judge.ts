@@ -1,7 +1,7 @@
-import { z } from 'zod';
 import { type Agent, defineAgent } from '../agent/define-agent.ts';
 import { ConfigError } from '../core/errors.ts';
 import { isModelProvider, type ModelProvider } from '../core/model.ts';
+import { zod } from '../core/zod.ts';
 import type { RunOptions } from '../run/run.ts';
 import { callerOf } from '../run/run-runtime.ts';
 import { run } from '../sessions/run.ts';
@@ -22,10 +22,14 @@ export interface LlmJudgeOptions extends Omit<GuardrailOptions, 'name' | 'check'
   agent?: Agent<unknown> | undefined;
 }
 
-const verdictSchema = z.object({
-  decision: z.enum(['allow', 'warn', 'block']),
-  reason: z.string(),
-});
+/** The judge's verdict, built by each `llmJudge()` call rather than when Troupe is imported (zod loads on first use). */
+function verdictSchema() {
+  const z = zod();
+  return z.object({
+    decision: z.enum(['allow', 'warn', 'block']),
+    reason: z.string(),
+  });
+}
 
 const judgeInstructions = `You are a guardrail. You read one text from an AI agent's run (its user's input, its answer, a tool call's arguments or a tool's result) and decide whether it may pass: "allow", "warn" (it may pass, but a person should know why) or "block" (it must not pass). Give a short reason.`;
 
@@ -47,13 +51,14 @@ export function llmJudge(options: LlmJudgeOptions): Guardrail {
     throw new ConfigError('llmJudge(): model must be a ModelProvider.');
   if (instructions !== undefined && typeof instructions !== 'string')
     throw new ConfigError('llmJudge(): instructions must be a string.');
+  const verdict = verdictSchema();
   const judge: Agent<unknown> =
     agent ??
     (defineAgent({
       name: 'guardrail-judge',
       instructions: instructions ? `${judgeInstructions}\n\n${instructions}` : judgeInstructions,
       model: model as ModelProvider,
-      output: verdictSchema,
+      output: verdict,
       limits: { maxSteps: 1 },
     }) as Agent<unknown>);
   const task = agent && instructions ? `${instructions}\n\n` : '';
@@ -66,9 +71,9 @@ export function llmJudge(options: LlmJudgeOptions): Guardrail {
         throw new Error(
           `the judge run ended ${result.stopReason}${result.error ? `: ${result.error.message}` : ''}`,
         );
-      const verdict = verdictFrom(result.output, result.text);
-      if (!verdict) throw new Error('the judge gave no verdict (allow, warn or block)');
-      return verdict;
+      const given = verdictFrom(verdict, result.output, result.text);
+      if (!given) throw new Error('the judge gave no verdict (allow, warn or block)');
+      return given;
     },
   });
 }
@@ -91,8 +96,12 @@ function judgeOptions(info: GuardrailCheckInfo): RunOptions {
   };
 }
 
-function verdictFrom(output: unknown, text: string): GuardrailVerdict | null {
-  const parsed = verdictSchema.partial({ reason: true }).safeParse(output);
+function verdictFrom(
+  schema: ReturnType<typeof verdictSchema>,
+  output: unknown,
+  text: string,
+): GuardrailVerdict | null {
+  const parsed = schema.partial({ reason: true }).safeParse(output);
   if (parsed.success) {
     const { decision, reason } = parsed.data;
     return reason ? { decision, message: reason } : { decision };

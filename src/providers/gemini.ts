@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { GoogleGenAIOptions } from '@google/genai';
 import { ConfigError } from '../core/errors.ts';
 import type { ModelProvider, ModelRequest, ModelResponse, ModelSettings } from '../core/model.ts';
@@ -42,7 +41,7 @@ export function gemini(model: string, options: GeminiOptions = {}): ModelProvide
   if (options.headers !== undefined) httpOptions.headers = options.headers;
   if (Object.keys(httpOptions).length > 0) clientOptions.httpOptions = httpOptions;
   const connect = lazySdkClient('@google/genai', 'gemini()', (sdk) => new sdk.GoogleGenAI(clientOptions));
-  const generateId = options.generateId ?? (() => `call_${randomUUID().replaceAll('-', '')}`);
+  const generateId = options.generateId ?? (() => `call_${crypto.randomUUID().replaceAll('-', '')}`);
   const baseFetch = options.fetch;
 
   return withRetries(

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { ClientOptions } from 'openai';
 import { ConfigError } from '../core/errors.ts';
 import type { ModelProvider, ModelRequest, ModelResponse, ModelSettings } from '../core/model.ts';
@@ -72,7 +71,7 @@ export function chatProvider(
   if (options.organization !== undefined) clientOptions.organization = options.organization;
   if (options.headers !== undefined) clientOptions.defaultHeaders = options.headers;
   const connect = lazySdkClient('openai', `${factory}()`, (sdk) => new sdk.OpenAI(clientOptions));
-  const generateId = options.generateId ?? (() => `call_${randomUUID().replaceAll('-', '')}`);
+  const generateId = options.generateId ?? (() => `call_${crypto.randomUUID().replaceAll('-', '')}`);
   const requestOptions: ChatRequestOptions = {};
   if (options.strictSchemas !== undefined) requestOptions.strictSchemas = options.strictSchemas;
   if (options.includeUsage !== undefined) requestOptions.includeUsage = options.includeUsage;

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { ConfigError } from '../core/errors.ts';
 import type { JsonObject, JsonValue } from '../core/json.ts';
 import type { AssistantMessage, Message, ReasoningBlock, ToolMessage } from '../core/messages.ts';
@@ -243,7 +242,7 @@ class ReactDeltaSplitter {
 
 /** Wraps a model without native tool calling so it can use tools through ReAct text. */
 export function react(model: ModelProvider, options: ReactOptions = {}): ModelProvider {
-  const generateId = options.generateId ?? (() => `react_${randomUUID().replaceAll('-', '')}`);
+  const generateId = options.generateId ?? (() => `react_${crypto.randomUUID().replaceAll('-', '')}`);
   const instructions = options.instructions ?? defaultInstructions;
 
   async function generate(request: ModelRequest): Promise<ModelResponse> {

@@ -6,7 +6,12 @@ import { type SessionEffectsHost, sessionEffectsLogic } from '../sessions/sessio
 /** What the session machine's effects ask of the turn that runs it. */
 export type CheckpointSource = SessionEffectsHost;
 
-/** The session machine with the real agent runtime and the turn's effects; built once. */
-export const restateSessionMachine: SessionMachine = compileMachine(
-  sessionMachine.provide({ actors: { agent: runtimeAgentMachine, sessionEffects: sessionEffectsLogic } }),
-);
+let built: SessionMachine | undefined;
+
+/** The session machine with the real agent runtime and the turn's effects; built once, on the first turn. */
+export function restateSessionMachine(): SessionMachine {
+  built ??= compileMachine(
+    sessionMachine.provide({ actors: { agent: runtimeAgentMachine(), sessionEffects: sessionEffectsLogic } }),
+  );
+  return built;
+}

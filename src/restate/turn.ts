@@ -19,7 +19,12 @@ import type {
   AgentMachine,
   EffectCommand,
 } from '../machines/agent.ts';
-import type { AgentDescriptor, SessionContext, SupervisionPolicy } from '../machines/session.ts';
+import type {
+  AgentDescriptor,
+  SessionContext,
+  SessionMachine,
+  SupervisionPolicy,
+} from '../machines/session.ts';
 import { attachPii } from '../pii/pii-run.ts';
 import type { BudgetLimit } from '../resources/ledger.ts';
 import type { ResourceManager } from '../resources/resource-manager.ts';
@@ -169,7 +174,7 @@ class TurnHost implements PeopleWaitHost, CheckpointSource {
   /** Events recorded in the audit log so far, as journaled (see #writeEvents), and in this attempt. */
   #audited = 0;
   #observed = 0;
-  #actor: Actor<typeof restateSessionMachine> | undefined;
+  #actor: Actor<SessionMachine> | undefined;
   #waitedFrom = 0;
   #closed = false;
 
@@ -357,7 +362,7 @@ class TurnHost implements PeopleWaitHost, CheckpointSource {
       provider: entry.model.provider,
     });
     const owner = this.#served.agent;
-    const actor = createActor(restateSessionMachine, {
+    const actor = createActor(restateSessionMachine(), {
       id: this.#id,
       input: {
         sessionId: this.#id,

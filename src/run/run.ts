@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { createActor, type InspectionEvent, type Observer, type SnapshotFrom } from 'xstate';
 import type { Agent } from '../agent/define-agent.ts';
 import type { AuditLog } from '../audit/audit-log.ts';
@@ -133,7 +132,7 @@ export function startRun<TOutput>(
   if (agent?.kind !== 'agent')
     throw new ConfigError('run(): the first argument must be an agent from defineAgent().');
   const callerHistory = options.history ?? [];
-  const sessionId = options.sessionId ?? randomUUID();
+  const sessionId = options.sessionId ?? crypto.randomUUID();
   const caller = placement?.caller ?? callerOf(options.parent);
   const clock = options.clock ?? caller?.clock ?? systemClock;
   claimSessionId(sessionId, 'run()');
@@ -187,7 +186,7 @@ export function startRun<TOutput>(
   const hosted = hostAgent(spec);
   const runtime = hosted.runtime;
 
-  const actor = createActor(runtimeAgentMachine, {
+  const actor = createActor(runtimeAgentMachine(), {
     input: agentInput(
       agent as Agent<unknown>,
       sessionId,

@@ -2,10 +2,14 @@ import { compileMachine } from '../engine/compiled-machine.ts';
 import { type AgentMachine, agentMachine } from '../machines/agent.ts';
 import { effectsLogic } from './effects.ts';
 
+let built: AgentMachine | undefined;
+
 /**
  * The agent machine as every runner uses it: the real effects actor, on the compiled interpreter (src/engine).
- * Built once and shared by run(), sessions and groups (provide() and compilation are not free).
+ * Built on the first run rather than when Troupe is imported, once, and shared by run(), sessions and groups
+ * (provide() and compilation are not free).
  */
-export const runtimeAgentMachine: AgentMachine = compileMachine(
-  agentMachine.provide({ actors: { effects: effectsLogic } }),
-);
+export function runtimeAgentMachine(): AgentMachine {
+  built ??= compileMachine(agentMachine.provide({ actors: { effects: effectsLogic } }));
+  return built;
+}

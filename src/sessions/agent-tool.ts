@@ -1,7 +1,7 @@
-import { z } from 'zod';
 import type { Agent } from '../agent/define-agent.ts';
 import { ConfigError } from '../core/errors.ts';
 import type { RunResult } from '../core/result.ts';
+import { zod } from '../core/zod.ts';
 import { piiOf } from '../pii/pii-run.ts';
 import type { NestedPlacement, RunOptions } from '../run/run.ts';
 import { callerOf, type RunRuntime, reportSpend } from '../run/run-runtime.ts';
@@ -58,7 +58,7 @@ export function agentTool<TOutput, TContext = unknown>(
   const created = tool({
     name: options.name ?? agent.name.replace(/[^a-zA-Z0-9_-]/g, '_').slice(0, 64),
     description,
-    input: z.object({ input: z.string().describe(`The task for ${agent.name}, in plain words.`) }),
+    input: zod().object({ input: zod().string().describe(`The task for ${agent.name}, in plain words.`) }),
     // A sub-run is not retried: its failure goes back to the model, which decides.
     maxRetries: 0,
     async execute({ input }, ctx) {

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { type AnyActorRef, createActor, type SnapshotFrom } from 'xstate';
 import type { Agent } from '../agent/define-agent.ts';
 import type { AuditLog } from '../audit/audit-log.ts';
@@ -90,10 +89,13 @@ export interface ParallelGroup {
   run(input: RunInput, options?: ParallelRunOptions): Promise<ParallelResult>;
 }
 
-/** The group supervisor with the real agent runtime; built once (provide() is not free). */
-const runtimeGroupMachine: GroupMachine = compileMachine(
-  groupMachine.provide({ actors: { agent: runtimeAgentMachine } }),
-);
+let builtGroupMachine: GroupMachine | undefined;
+
+/** The group supervisor with the real agent runtime; built once, on the first group run (provide() is not free). */
+function runtimeGroupMachine(): GroupMachine {
+  builtGroupMachine ??= compileMachine(groupMachine.provide({ actors: { agent: runtimeAgentMachine() } }));
+  return builtGroupMachine;
+}
 
 /**
  * Runs several agents on the same task at the same time, as children of one group actor, then merges their
@@ -172,7 +174,7 @@ function runGroup(
 ): Promise<RunResult<unknown>[]> {
   const history = options.history ?? [];
   validateHistory(history);
-  const groupId = randomUUID();
+  const groupId = crypto.randomUUID();
   const caller = callerOf(options.parent);
   const clock = options.clock ?? caller?.clock ?? systemClock;
   const bus = new EventBus(groupId, clock);
@@ -220,7 +222,7 @@ function runGroup(
     undo.push(() => hosted.release());
     return { id, input: agentInput(agent, key, [...history, userMessage(input)], history.length) };
   });
-  const actor = createActor(runtimeGroupMachine, {
+  const actor = createActor(runtimeGroupMachine(), {
     id: `parallel-${groupId}`,
     input: { members },
     clock,

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { Agent } from '../agent/define-agent.ts';
 import { ConfigError } from '../core/errors.ts';
 import { validateHistory } from '../core/history.ts';
@@ -54,7 +53,7 @@ export function planSession(
   const stored = start.kind === 'fresh' ? undefined : start.stored;
   const history = stored ? stored.session.transcript : (options.history ?? []);
   validateHistory(history);
-  const sessionId = stored?.session.id ?? options.sessionId ?? randomUUID();
+  const sessionId = stored?.session.id ?? options.sessionId ?? crypto.randomUUID();
   if (sessionIdRunning(sessionId))
     throw new ConfigError(`A session with id "${sessionId}" is already running.`);
   const agents = agentCatalog(entry, environment.agents);

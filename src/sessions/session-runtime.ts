@@ -52,10 +52,15 @@ import { interruptedTurnResult, turnResult, unstartedTurnResult } from './sessio
 import { Turn, type TurnOptions } from './session-turns.ts';
 import { TurnControls } from './turn-controls.ts';
 
-/** The session machine with the real agent runtime and effects; built once (provide() is not free). */
-const runtimeSessionMachine: SessionMachine = compileMachine(
-  sessionMachine.provide({ actors: { agent: runtimeAgentMachine, sessionEffects: sessionEffectsLogic } }),
-);
+let builtSessionMachine: SessionMachine | undefined;
+
+/** The session machine with the real agent runtime and effects; built once, on the first session (provide() is not free). */
+function runtimeSessionMachine(): SessionMachine {
+  builtSessionMachine ??= compileMachine(
+    sessionMachine.provide({ actors: { agent: runtimeAgentMachine(), sessionEffects: sessionEffectsLogic } }),
+  );
+  return builtSessionMachine;
+}
 
 /**
  * One running session: the session supervisor machine as its own root actor, with its write-ahead persistence,
@@ -289,7 +294,7 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
     if (plan.resumedTurn?.agent) input.restore = resumableRestore(plan.resumedTurn.session);
     const inspect = this.#environment.inspect;
     const secretKeys = [...plan.agents.values()].flatMap((agent) => secretArguments(agent));
-    const actor = createActor(runtimeSessionMachine, {
+    const actor = createActor(runtimeSessionMachine(), {
       // The root actor is named after the session: that is the name the inspector shows for it.
       id: this.sessionId,
       input,

@@ -1,6 +1,7 @@
-import { z } from 'zod';
+import type { z } from 'zod';
 import { ModelError, type ModelErrorKind } from '../core/errors.ts';
 import type { JsonObject, JsonValue } from '../core/json.ts';
+import { zod } from '../core/zod.ts';
 import { toJsonSchema } from '../tools/tool.ts';
 import { fastCheck } from './fast-check.ts';
 import type { Arbitrary } from './fast-check-types.ts';
@@ -216,6 +217,6 @@ function resolveRepeats(plans: TurnPlan[]): ScriptedTurn[] {
 
 function outputJsonSchema(output: ModelTurnsOptions['output']): JsonObject | undefined {
   if (output === undefined) return undefined;
-  if (output instanceof z.ZodType) return toJsonSchema(output, 'arbitraryModelTurns()', true);
+  if (output instanceof zod().ZodType) return toJsonSchema(output, 'arbitraryModelTurns()', true);
   return output;
 }

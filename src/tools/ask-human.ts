@@ -1,5 +1,5 @@
-import { z } from 'zod';
 import { ConfigError } from '../core/errors.ts';
+import { zod } from '../core/zod.ts';
 import { type Tool, tool } from './tool.ts';
 
 export interface AskHumanOptions {
@@ -21,7 +21,7 @@ export function askHuman(options: AskHumanOptions = {}): Tool<{ question: string
     description:
       options.description ??
       'Ask a person a question and wait for their answer. Use it when you need a decision, a fact or a confirmation only a person can give.',
-    input: z.object({ question: z.string().min(1).describe('The question, in plain words.') }),
+    input: zod().object({ question: zod().string().min(1).describe('The question, in plain words.') }),
     execute: () => {
       // The runtime answers these calls with the person's answer and never runs this function.
       throw new ConfigError('ask_human is answered by a person through session.answer(), not executed.');

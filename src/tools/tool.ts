@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import type { z } from 'zod';
 import {
   type BreakerOptions,
   checkBreakerOptions,
@@ -8,6 +8,7 @@ import { ConfigError } from '../core/errors.ts';
 import type { JsonObject } from '../core/json.ts';
 import { checkOptionObject, describeValue, isPlainObject } from '../core/options.ts';
 import { isPrototypeName } from '../core/records.ts';
+import { zod } from '../core/zod.ts';
 import type { ContextType, RunContextInfo } from '../run/run-context.ts';
 
 /** What a tool's `execute` receives besides its arguments: the run context (`context`) and where the call sits. */
@@ -160,7 +161,7 @@ export function tool<TSchema extends z.ZodType, TResult, TContext = unknown>(
   if (typeof options.description !== 'string' || options.description.trim() === '') {
     throw new ConfigError(`${where}: description must be a non-empty string; the model reads it.`);
   }
-  if (!(options.input instanceof z.ZodObject)) {
+  if (!(options.input instanceof zod().ZodObject)) {
     throw new ConfigError(
       `${where}: input must be a zod object schema, e.g. z.object({ ... }): tool arguments are a JSON object.`,
     );
@@ -219,7 +220,7 @@ export function tool<TSchema extends z.ZodType, TResult, TContext = unknown>(
  */
 export function toJsonSchema(schema: z.ZodType, where: string, jsonOnly = false): JsonObject {
   try {
-    const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, {
+    const { $schema: _ignored, ...rest } = zod().toJSONSchema(schema, {
       io: 'input',
       unrepresentable: jsonOnly ? 'throw' : 'any',
     }) as Record<string, unknown>;

@@ -37,8 +37,8 @@ function machineWatcher() {
 
 describe(`the runtime machines run on ${onXState ? "XState's interpreter" : 'the compiled interpreter'}`, () => {
   it('the shared machines', () => {
-    expect(isCompiledMachine(runtimeAgentMachine)).toBe(!onXState);
-    expect(isCompiledMachine(restateSessionMachine)).toBe(!onXState);
+    expect(isCompiledMachine(runtimeAgentMachine())).toBe(!onXState);
+    expect(isCompiledMachine(restateSessionMachine())).toBe(!onXState);
   });
 
   it('a run, a session and a parallel group', async () => {

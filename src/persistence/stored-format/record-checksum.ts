@@ -1,5 +1,4 @@
 import type * as Sqlite from 'node:sqlite';
-import { crc32 } from 'node:zlib';
 import { StoreCorruptError } from '../store-errors.ts';
 
 /**
@@ -29,6 +28,8 @@ export type ChecksummedTable = keyof typeof checksummedColumns;
 export function recordChecksum(table: ChecksummedTable, record: RecordColumns): number {
   // Each column is fed as a tagged, length-prefixed piece: no two different records give the same input, and the
   // JSON text of a document is hashed as it is (escaping it again would cost more than the hash).
+  // node:zlib loads on the first checksum, not when Troupe is imported.
+  const { crc32 } = process.getBuiltinModule('node:zlib');
   let sum = crc32(table);
   for (const name of checksummedColumns[table]) {
     const value = record[name];

@@ -1,6 +1,6 @@
-import { z } from 'zod';
 import { ConfigError } from '../../core/errors.ts';
 import { checkOptionObject } from '../../core/options.ts';
+import { zod } from '../../core/zod.ts';
 import { type Tool, tool } from '../tool.ts';
 import { type ArithmeticNode, parseArithmetic } from './arithmetic-expression.ts';
 import {
@@ -96,6 +96,7 @@ export function calculator(options: CalculatorOptions = {}): Tool<{ expression: 
     maxDigits: positiveInteger(options.maxDigits, defaultCalculatorLimits.maxDigits, 'maxDigits'),
     maxDepth: positiveInteger(options.maxDepth, defaultCalculatorLimits.maxDepth, 'maxDepth'),
   };
+  const z = zod();
   const input = z.object({
     expression: z.string().describe('The expression, e.g. "(1.5 + 2) * 3 ** 2 // 4"'),
   });

@@ -1,9 +1,9 @@
 import { statSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import { extname, join, relative, resolve, sep } from 'node:path';
-import { z } from 'zod';
 import { ConfigError, ToolInputError } from '../../core/errors.ts';
 import { checkOptionObject, isPlainObject } from '../../core/options.ts';
+import { zod } from '../../core/zod.ts';
 import { type Tool, tool } from '../tool.ts';
 import { chunkMarkdown } from './markdown-chunks.ts';
 import { cosineSimilarity, reciprocalRankFusion } from './rank-fusion.ts';
@@ -158,6 +158,7 @@ export function documentSearch(
     return building;
   };
 
+  const z = zod();
   const input = z.object({
     query: z.string().describe('What to look for, in words likely to appear in the text.'),
   });

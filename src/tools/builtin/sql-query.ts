@@ -2,9 +2,9 @@ import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type * as Sqlite from 'node:sqlite';
 import { fileURLToPath } from 'node:url';
-import { z } from 'zod';
 import { ConfigError, ToolInputError } from '../../core/errors.ts';
 import { checkOptionObject } from '../../core/options.ts';
+import { zod } from '../../core/zod.ts';
 import { type Tool, tool } from '../tool.ts';
 import { SqlQueryRunner } from './sql-query-runner.ts';
 import type { QueryCell } from './sql-readonly-query.ts';
@@ -114,6 +114,7 @@ export function sqlQuery(options: SqlQueryOptions): SqlQueryTool {
     );
   }
   const runner = new SqlQueryRunner(childEntry, timeoutMs, memoryLimitBytes);
+  const z = zod();
   const input = z.object({
     query: z.string().describe('One SQLite SELECT (or WITH ... SELECT) statement, without comments.'),
   });
