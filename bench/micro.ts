@@ -1,12 +1,12 @@
 /**
- * Micro-measurements of the pieces of one Troupe loop step, for attributing W1 (run: node bench/micro.ts).
+ * Micro-measurements of the pieces of one Troupe loop step, for attributing W1 (run: npx tsx bench/micro.ts: it measures internal modules from src/, which the bundled dist/ does not expose).
  * Numbers are µs per operation; they move with machine load, so compare runs made back to back.
  */
 import { z } from 'zod';
-import { EventBus } from '../dist/core/event-bus.js';
+import { EventBus } from '../src/core/event-bus.ts';
 import { systemClock, tool } from '../dist/index.js';
-import { normalizeResponse } from '../dist/run/normalize-response.js';
-import { runToolBatch } from '../dist/run/tool-runner.js';
+import { normalizeResponse } from '../src/run/normalize-response.ts';
+import { runToolBatch } from '../src/run/tool-runner.ts';
 import { ToolRegistry } from '../dist/testing/index.js';
 
 const stepTool = tool({

@@ -1,6 +1,6 @@
 /**
  * Counts what one Troupe run costs the statechart runtime: inspection events per tool step (events delivered,
- * microsteps, snapshots, actors created, actions). node bench/profile.ts [steps]
+ * microsteps, snapshots, actors created, actions). npx tsx bench/profile.ts [steps] (it reads the compiled interpreter from src/)
  * For CPU: node --cpu-prof --cpu-prof-dir=/tmp/prof bench/worker.ts troupe W1
  */
 import { z } from 'zod';
@@ -60,7 +60,7 @@ for (const [type, n] of Object.entries(events)) console.log(`  ${type}: ${n}`);
 // tools, no event bus), on the compiled interpreter Troupe runs it on. This is the floor any Troupe run pays per
 // step for its statechart (bench/experiments/interpreter.ts compares it with XState's own interpreter).
 const { statechartAlone } = await import('./statechart-alone.ts');
-const { compileMachine } = await import('../dist/engine/compiled-machine.js');
+const { compileMachine } = await import('../src/engine/compiled-machine.ts');
 const alone = statechartAlone(steps);
 const compiled = compileMachine(alone.machine);
 const once = () => alone.runOnce(compiled).context;

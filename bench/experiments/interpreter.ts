@@ -3,11 +3,11 @@
  * in one process. The real agent machine with an effects actor that answers at once (no model, tools or event
  * bus), runs of 10 tool steps: what a tool step costs the statechart runtime, and nothing else.
  *
- *   npm run build && node bench/experiments/interpreter.ts
+ *   npm run build && npx tsx bench/experiments/interpreter.ts
  *
  * Both machines must end every run in the same state with the same context; the script checks it.
  */
-import { compileMachine } from '../../dist/engine/compiled-machine.js';
+import { compileMachine } from '../../src/engine/compiled-machine.ts';
 import { statechartAlone } from '../statechart-alone.ts';
 
 const steps = 10;

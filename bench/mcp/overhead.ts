@@ -9,7 +9,7 @@
  *   local     the same agent step with a local tool() answering at once: the loop alone, for the difference
  * Figures: median µs per call over rounds, range, and the ratio to `sdk` measured in the same run.
  *
- *   npm run build && node bench/mcp/overhead.ts [calls=200] [rounds=7]
+ *   npm run build && npx tsx bench/mcp/overhead.ts [calls=200] [rounds=7]
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -21,7 +21,7 @@ import { z } from 'zod';
 import { defineAgent, run, type Tool, tool } from '../../dist/index.js';
 import { scriptedModel } from '../../dist/testing/index.js';
 import { mcpServer } from '../../dist/tools/mcp/index.js';
-import { serveWithFetch } from '../../dist/tools/mcp/node-http.js';
+import { serveWithFetch } from '../../src/tools/mcp/node-http.ts';
 
 const calls = Number(process.argv[2] ?? 200);
 const rounds = Number(process.argv[3] ?? 7);

@@ -9,7 +9,7 @@
  * - documentSearch: one search over a 1,000-document corpus (index built once) against a linear scan of the
  *   chunks for the query's words.
  *
- *   npm run build && node bench/tools/builtin.ts [--quick]
+ *   npm run build && npx tsx bench/tools/builtin.ts [--quick]
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -22,7 +22,7 @@ import {
   evaluateArithmetic,
   sqlQuery,
 } from '../../dist/tools/builtin/index.js';
-import { runReadOnlyQuery } from '../../dist/tools/builtin/sql-readonly-query.js';
+import { runReadOnlyQuery } from '../../src/tools/builtin/sql-readonly-query.ts';
 
 const quick = process.argv.includes('--quick');
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[values.length >> 1] as number;
