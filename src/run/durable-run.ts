@@ -24,6 +24,9 @@ export interface DurableRun {
   recordModel(call: number, event: AgentEvent): MaybePromise<void>;
   /** The recorded outcome of a tool call of `step`, if it finished before a restart. */
   replayTool(step: number, callId: string): ToolOutcome | undefined;
-  /** Records a finished tool call's outcome. */
-  recordTool(step: number, callId: string, outcome: ToolOutcome): MaybePromise<void>;
+  /**
+   * Records a finished tool call's outcome. `last`: no other call of its batch is running, so the agent's next
+   * checkpoint follows at once and may carry the outcome in its own commit.
+   */
+  recordTool(step: number, callId: string, outcome: ToolOutcome, last: boolean): MaybePromise<void>;
 }

@@ -122,7 +122,7 @@ function runBatch(
       if (runtime.bus.listening)
         emitFrom(runtime, 'tool_call', toolCallEventData(call, secretKeysOf(runtime.agent)));
     },
-    onSettled: (call, outcome, durationMs) => {
+    onSettled: (call, outcome, durationMs, last) => {
       // A failed `fatal: true` tool fails the agent actor: the session's supervisor decides. Its outcome is not
       // recorded, so a restart runs it again.
       const fatal = outcome.isError && outcome.executed && runtime.agent.tools.find(call.name)?.fatal;
@@ -130,7 +130,7 @@ function runBatch(
       if (runtime.bus.listening) emitToolResponse(runtime, call, outcome, durationMs);
       if (!durable || fatal || signal.aborted) return;
       try {
-        return durable.recordTool(command.step, call.id, outcome);
+        return durable.recordTool(command.step, call.id, outcome, last);
       } catch (error) {
         host.fail(error);
       }

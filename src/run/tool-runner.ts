@@ -69,7 +69,13 @@ export interface ToolBatch {
    * A call finished (after its retries). The batch waits for what this returns before counting the call as done:
    * a durable session commits the outcome here, so it is never run again after a crash.
    */
-  onSettled: (call: ToolCall, outcome: ToolOutcome, durationMs: number) => void | Promise<void>;
+  /** `last`: no other call of the batch is still running (what follows is the agent's next step). */
+  onSettled: (
+    call: ToolCall,
+    outcome: ToolOutcome,
+    durationMs: number,
+    last: boolean,
+  ) => void | Promise<void>;
   onRetry: (call: ToolCall, attempt: number, error: string) => void;
   /** A tool's circuit breaker changed state during one of this batch's calls. */
   onBreaker?: BreakerReporter | undefined;
@@ -165,7 +171,12 @@ export function runToolBatch(batch: ToolBatch): Promise<ToolOutcome[]> {
         // A durable run commits the outcome here first; a plain run goes on in the same tick.
         let settling: void | Promise<void> | undefined;
         try {
-          settling = batch.onSettled(call, outcome, batch.clock.now() - started);
+          settling = batch.onSettled(
+            call,
+            outcome,
+            batch.clock.now() - started,
+            settled + 1 === calls.length,
+          );
         } catch {
           // onSettled reports its own failures; the outcome still answers the call.
         }

@@ -54,6 +54,12 @@ export class SessionDurability {
   #firstSeq: number;
   /** A commit in flight on an asynchronous store: the next one waits for it. */
   #inFlight: Promise<void> | undefined;
+  /**
+   * Finished calls' results not yet in the store. They ride with the next commit (the checkpoint that follows them,
+   * mostly), or go in a relaxed commit of their own on the next turn of the event loop; either way they are in the
+   * store before the next effect starts, and on the disk once the checkpoint before it is.
+   */
+  #pendingJournal: [string, JsonValue][] = [];
   #flushScheduled = false;
   #closed = false;
   readonly #onFlushError: (error: unknown) => void;
@@ -116,19 +122,29 @@ export class SessionDurability {
 
   #commitNow(batch: CommitBatch): MaybePromise<void> {
     const events = this.#log.takePending();
-    const full: CommitBatch = events.length > 0 ? { ...batch, events } : batch;
+    // A turn that ends clears its journal: results still waiting belong to it and need not be written.
+    const journal = this.#pendingJournal;
+    this.#pendingJournal = [];
+    let full: CommitBatch = events.length > 0 ? { ...batch, events } : batch;
+    if (journal.length > 0 && batch.clearTurn !== true) {
+      full = { ...full, journal: [...journal, ...(batch.journal ?? [])] };
+    }
+    const restore = () => {
+      this.#log.failed(events);
+      if (batch.clearTurn !== true) this.#pendingJournal = [...journal, ...this.#pendingJournal];
+    };
     let result: MaybePromise<void>;
     try {
       result = this.#store.commit(this.#sessionId, full);
     } catch (error) {
-      this.#log.failed(events);
+      restore();
       throw error;
     }
     if (result instanceof Promise) {
       return result.then(
         () => this.#applied(full, events),
         (error: unknown) => {
-          this.#log.failed(events);
+          restore();
           throw error;
         },
       );
@@ -170,7 +186,7 @@ export class SessionDurability {
   readonly #flush = (): void => {
     this.#flushScheduled = false;
     this.#flushTimer = undefined;
-    if (!this.#log.hasPending || this.#closed) return;
+    if ((!this.#log.hasPending && this.#pendingJournal.length === 0) || this.#closed) return;
     this.#lastFlush = performance.now();
     try {
       const result = this.commit({ relaxed: true });
@@ -182,7 +198,8 @@ export class SessionDurability {
 
   /** Commits what is pending and stops committing (the session has closed or was suspended). */
   close(final?: CommitBatch): MaybePromise<void> {
-    const result = final || this.#log.hasPending ? this.commit(final ?? {}) : undefined;
+    const result =
+      final || this.#log.hasPending || this.#pendingJournal.length > 0 ? this.commit(final ?? {}) : undefined;
     this.#closed = true;
     // The pending events went with this commit: no flush is left waiting (and no timer holds the process).
     if (this.#flushTimer !== undefined) {
@@ -367,14 +384,40 @@ export class SessionDurability {
       },
       // A null entry is an answer a restart chose not to replay.
       replayModel: (call) => (this.#journal.get(keyOf(`m${call}`)) ?? undefined) as AgentEvent | undefined,
-      recordModel: (call, event) =>
-        this.commit({ journal: [[keyOf(`m${call}`), event as unknown as JsonValue]] }),
+      recordModel: (call, event) => this.#journalSoon(keyOf(`m${call}`), event as unknown as JsonValue),
       replayTool: (step, callId) =>
         (this.#journal.get(keyOf(`t${step}|${callId}`)) ?? undefined) as ToolOutcome | undefined,
-      recordTool: (step, callId, outcome) =>
-        this.commit({ journal: [[keyOf(`t${step}|${callId}`), outcome as unknown as JsonValue]] }),
+      // An outcome while other calls of the batch still run is committed at once: nothing else follows it soon.
+      recordTool: (step, callId, outcome, last) => {
+        const entry: [string, JsonValue] = [keyOf(`t${step}|${callId}`), outcome as unknown as JsonValue];
+        if (last) this.#journalSoon(entry[0], entry[1]);
+        else return this.commit({ journal: [entry] });
+      },
     };
   }
+
+  /**
+   * A finished call's result: kept for replay at once, and written with the next commit of the session (the
+   * checkpoint before the next effect, which the result decided), so a tool step costs one commit, not two. If no
+   * commit follows in this turn of the event loop, a relaxed one of its own takes it: it survives a crash of the
+   * process, and the checkpoint before the next effect takes it to the disk.
+   */
+  #journalSoon(key: string, value: JsonValue): void {
+    if (this.#closed) return;
+    this.#journal.set(key, value);
+    this.#pendingJournal.push([key, value]);
+    if (this.#pendingJournal.length === 1) setImmediate(this.#flushJournal);
+  }
+
+  readonly #flushJournal = (): void => {
+    if (this.#pendingJournal.length === 0 || this.#closed) return;
+    try {
+      const result = this.commit({ relaxed: true });
+      if (result instanceof Promise) result.catch(this.#onFlushError);
+    } catch (error) {
+      this.#onFlushError(error);
+    }
+  };
 }
 
 /**
