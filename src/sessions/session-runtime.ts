@@ -462,6 +462,8 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
   suspend(): Promise<void> {
     if (this.#finished) return this.closed;
     this.#finished = true;
+    // The questions its tools asked stay pending, for the calls a recovered session sends again.
+    this.#approvals.keepForRecovery();
     const context = this.#actor.getSnapshot().context;
     const inTurn = !this.#turn.ended;
     if (inTurn) this.#status = 'suspended';
@@ -601,8 +603,10 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
       nextStart = { input: next.input, queued: this.#queue.map((queued) => queued.input), firstSeq };
     }
     if (!done) this.#status = next ? 'running' : 'idle';
+    // Requests of the ended turn that still wait: nobody will act on a decision any more.
+    const withdrawn = this.#approvals.withdrawPending('the turn ended before a decision');
     this.#commit(
-      () => this.#durability.turnEnded(context, stored, nextStart),
+      () => this.#durability.turnEnded(context, stored, nextStart, withdrawn),
       () => {
         ending.finish(result);
         if (next && !this.#finished) {
@@ -644,6 +648,8 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
       this.#emitRunEnd(result);
       this.#turn.finish(result);
     }
+    // Requests still waiting (a turn that ended without its usual end): nobody will act on a decision any more.
+    const withdrawn = this.#approvals.withdrawPending('the session closed before a decision');
     this.#settleOpenTurns(final, 'aborted', 'the session was stopped');
     this.#status = this.#actor.getSnapshot().value === 'failed' ? 'failed' : 'closed';
     this.#cleanUp();
@@ -656,6 +662,7 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
             this.#durability.close({
               session: this.#durability.rowWith({ status, turn: null, queued: [] }),
               clearTurn: true,
+              ...(withdrawn.length > 0 ? { approvals: withdrawn } : {}),
             })
         : () => {
             this.#durability.close();
