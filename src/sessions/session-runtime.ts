@@ -587,6 +587,8 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
   #endTurn(context: SessionContext, done: boolean): void {
     const result = turnResult<TOutput>(context);
     const ending = this.#turn;
+    // Requests of the ended turn that still wait: nobody will act on a decision any more (announced in the turn).
+    const withdrawn = this.#approvals.withdrawPending('the turn ended before a decision');
     this.#emitRunEnd(result);
     this.#controls.clear();
     const next = done ? undefined : this.#queue.shift();
@@ -603,8 +605,6 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
       nextStart = { input: next.input, queued: this.#queue.map((queued) => queued.input), firstSeq };
     }
     if (!done) this.#status = next ? 'running' : 'idle';
-    // Requests of the ended turn that still wait: nobody will act on a decision any more.
-    const withdrawn = this.#approvals.withdrawPending('the turn ended before a decision');
     this.#commit(
       () => this.#durability.turnEnded(context, stored, nextStart, withdrawn),
       () => {
@@ -639,6 +639,8 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
     if (this.#finished) return;
     this.#finished = true;
     const final = context ?? this.#lastContext;
+    // Requests still waiting (a turn that ended without its usual end): nobody will act on a decision any more.
+    const withdrawn = this.#approvals.withdrawPending('the session closed before a decision');
     if (internalError !== undefined) {
       const result = interruptedTurnResult<TOutput>(final, 'failed', 'error', {
         name: 'InternalError',
@@ -648,8 +650,6 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
       this.#emitRunEnd(result);
       this.#turn.finish(result);
     }
-    // Requests still waiting (a turn that ended without its usual end): nobody will act on a decision any more.
-    const withdrawn = this.#approvals.withdrawPending('the session closed before a decision');
     this.#settleOpenTurns(final, 'aborted', 'the session was stopped');
     this.#status = this.#actor.getSnapshot().value === 'failed' ? 'failed' : 'closed';
     this.#cleanUp();
