@@ -21,11 +21,17 @@ describe.each(['stateless', 'stateful'] as const)('an MCP question whose run end
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
   });
 
-  async function setUp() {
+  async function setUp(options: { timeoutMs?: number } = {}) {
     const asking = new AskingServer(form);
     await asking.start();
     cleanups.push(() => asking.stop());
-    const server = mcpServer({ name: 'asking', url: asking.url, elicitation: true, scope: 'session' });
+    const server = mcpServer({
+      name: 'asking',
+      url: asking.url,
+      elicitation: true,
+      scope: 'session',
+      ...options,
+    });
     cleanups.push(() => server.close());
     const model = scriptedModel((request) => {
       const last = request.messages.at(-1);
@@ -107,6 +113,22 @@ describe.each(['stateless', 'stateful'] as const)('an MCP question whose run end
     const after = open();
     expect(await after.approvals()).toEqual([]);
     await expect(after.answer('desk-1', callId, '{"name":"Bo"}')).rejects.toThrow(/no longer waiting/);
+  });
+
+  it('is withdrawn when the tool call that asked ends (its time limit) while the turn goes on', async () => {
+    const { clerk, open, stored } = await setUp({ timeoutMs: 300 });
+    const system = open();
+    const session = system.spawn(clerk, 'who am I?', { sessionId: 'desk-1' });
+    const result = await session.result;
+    expect(result.status).toBe('completed');
+    expect(await stored()).toMatchObject([
+      {
+        callId,
+        status: 'withdrawn',
+        decision: { type: 'reject', reason: 'the tool call that asked ended before a decision' },
+      },
+    ]);
+    await expect(session.answer(callId, '{"name":"Bo"}')).rejects.toThrow(/no longer waiting/);
   });
 
   it('stays pending when the system is suspended, and the recovered session gets the answer', async () => {
