@@ -21,7 +21,7 @@ describe.each(['stateless', 'stateful'] as const)('an MCP question whose run end
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
   });
 
-  async function setUp(options: { timeoutMs?: number } = {}) {
+  async function setUp(options: { timeoutMs?: number; sampling?: { needsApproval: true } } = {}) {
     const asking = new AskingServer(form);
     await asking.start();
     cleanups.push(() => asking.stop());
@@ -33,13 +33,15 @@ describe.each(['stateless', 'stateful'] as const)('an MCP question whose run end
       ...options,
     });
     cleanups.push(() => server.close());
+    // The tool that asks: `who` asks a question, `summarize` a sampling request.
+    const tool = options.sampling ? { name: 'summarize', args: { text: 'x' } } : { name: 'who', args: {} };
     const model = scriptedModel((request) => {
       const last = request.messages.at(-1);
       if (last?.role === 'tool') return { text: `got ${String(last.content)}` };
       // A greeting turn answers at once; the next message calls the asking tool.
       return last?.content === 'hello'
         ? { text: 'hi' }
-        : { toolCalls: [{ id: 'c1', name: 'who', args: {} }], stopReason: 'tool_use' };
+        : { toolCalls: [{ id: 'c1', ...tool }], stopReason: 'tool_use' };
     });
     const clerk = defineAgent({ name: 'clerk', instructions: '', model, tools: [server] });
     const dir = mkdtempSync(join(tmpdir(), 'troupe-elicit-withdrawn-'));
@@ -129,6 +131,18 @@ describe.each(['stateless', 'stateful'] as const)('an MCP question whose run end
       },
     ]);
     await expect(session.answer(callId, '{"name":"Bo"}')).rejects.toThrow(/no longer waiting/);
+  });
+
+  it('withdraws a sampling request waiting for approval when the session is stopped', async () => {
+    const { clerk, open, stored } = await setUp({ sampling: { needsApproval: true } });
+    const system = open();
+    const session = system.spawn(clerk, 'summarize', { sessionId: 'desk-1' });
+    await asked(session);
+    expect(await system.approvals()).toMatchObject([{ callId: 'c1/sampling-1', kind: 'approval' }]);
+    await session.stop();
+    expect(await system.approvals()).toEqual([]);
+    expect(await stored()).toMatchObject([{ callId: 'c1/sampling-1', status: 'withdrawn' }]);
+    await expect(system.approve('desk-1', 'c1/sampling-1')).rejects.toThrow(/no longer waiting/);
   });
 
   it('stays pending when the system is suspended, and the recovered session gets the answer', async () => {
