@@ -34,7 +34,9 @@ describe.each(['stateless', 'stateful'] as const)('an MCP question whose run end
     });
     cleanups.push(() => server.close());
     // The tool that asks: `who` asks a question, `summarize` a sampling request.
-    const tool = options.sampling ? { name: 'summarize', args: { text: 'x' } } : { name: 'who', args: {} };
+    const tool: { name: string; args: Record<string, string> } = options.sampling
+      ? { name: 'summarize', args: { text: 'x' } }
+      : { name: 'who', args: {} };
     const model = scriptedModel((request) => {
       const last = request.messages.at(-1);
       if (last?.role === 'tool') return { text: `got ${String(last.content)}` };
