@@ -34,13 +34,31 @@ export type ApprovalDecision =
   | { type: 'reject'; reason: string }
   | { type: 'answer'; text: string };
 
-export type ApprovalStatus = 'pending' | 'approved' | 'rejected' | 'answered';
+/**
+ * Where a request stands. `withdrawn`: nobody waits for it any more (the turn that asked ended other than by a
+ * suspension, or the tool call that asked ended); its decision is the rejection the agent got, saying why, and a
+ * decision given afterwards is refused.
+ */
+export type ApprovalStatus = 'pending' | 'approved' | 'rejected' | 'answered' | 'withdrawn';
 
 /** A request with its decision, as a store keeps it. */
 export interface ApprovalRecord extends ApprovalRequest {
   status: ApprovalStatus;
   decision?: ApprovalDecision;
   decidedAt?: number;
+}
+
+/** A request nobody waits for any more: withdrawn, with the rejection its agent got. */
+export function withdrawnRecord(record: ApprovalRecord, reason: string, at: number): ApprovalRecord {
+  return { ...record, status: 'withdrawn', decision: { type: 'reject', reason }, decidedAt: at };
+}
+
+/** Why a request takes no decision: it was decided, or withdrawn. */
+export function whyNotWaiting(record: ApprovalRecord | undefined): string {
+  if (record === undefined) return 'no call waits under this id';
+  if (record.status !== 'withdrawn') return `it was already ${record.status}`;
+  const reason = record.decision?.type === 'reject' ? record.decision.reason : 'it was withdrawn';
+  return `it is no longer waiting: ${reason}`;
 }
 
 export function statusOfDecision(decision: ApprovalDecision): ApprovalStatus {

@@ -16,7 +16,13 @@ import type { StoredAgentCheckpoint } from './stored-format/stored-checkpoint.ts
  * Every field is read as an own property (`Object.hasOwn`), so nothing is taken from the prototype chain.
  */
 
-export const approvalStatuses: readonly ApprovalStatus[] = ['pending', 'approved', 'rejected', 'answered'];
+export const approvalStatuses: readonly ApprovalStatus[] = [
+  'pending',
+  'approved',
+  'rejected',
+  'answered',
+  'withdrawn',
+];
 
 /** Parses a JSON column; text that does not parse is a StoreCorruptError naming the session and the column. */
 export function parseStoredJson(sessionId: string | undefined, what: string, text: unknown): JsonValue {
@@ -336,7 +342,8 @@ class Checker {
     }
     if (decision === undefined) this.fail(`${path}.decision`, `is missing, but the approval is ${status}`);
     const type = this.approvalDecision(decision, `${path}.decision`);
-    if (decisionStatus.get(type) !== status)
+    // A withdrawn request holds the rejection its agent got.
+    if (decisionStatus.get(type) !== status && !(status === 'withdrawn' && type === 'reject'))
       this.fail(`${path}.decision`, `is "${type}", which does not give the status "${status}"`);
     this.optionalAmount(record, 'decidedAt', path);
   }

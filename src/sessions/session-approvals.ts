@@ -1,5 +1,11 @@
 import type { AnyActorRef, SnapshotFrom } from 'xstate';
-import type { ApprovalDecision, ApprovalRecord, ApprovalRequest } from '../core/approvals.ts';
+import {
+  type ApprovalDecision,
+  type ApprovalRecord,
+  type ApprovalRequest,
+  whyNotWaiting,
+  withdrawnRecord,
+} from '../core/approvals.ts';
 import type { Clock } from '../core/clock.ts';
 import { ConfigError } from '../core/errors.ts';
 import type { EventBus } from '../core/event-bus.ts';
@@ -27,6 +33,8 @@ export class SessionApprovals {
   readonly #pollMs: number;
   #pollTimer: unknown;
   #stopped = false;
+  /** Set while the session suspends: the questions it asked stay pending, for the calls a recovery sends again. */
+  #keepAsked = false;
   /** Questions asked while a tool runs (see ask()), by call id; a durable store also keeps their records. */
   readonly #asked = new Map<
     string,
@@ -78,8 +86,9 @@ export class SessionApprovals {
    * with the decision; `check` refuses a decision that does not fit (an ApprovalError with its reason, the request
    * staying pending). A store that outlives the process keeps the request as a pending approval record: another
    * process sees and decides it, and after a restart the same request asked again (the tool call sent again) gets
-   * the stored decision, or waits for it. Aborting `signal` withdraws the wait (rejects with the abort); a stored
-   * record stays pending for the call sent again after a restart.
+   * the stored decision, or waits for it. Aborting `signal` withdraws the request (rejects with the abort): its
+   * stored record is withdrawn too, unless the session is suspending (keepForRecovery()), when it stays pending for
+   * the call a recovered session sends again.
    */
   ask(
     request: ApprovalRequest,
@@ -98,6 +107,7 @@ export class SessionApprovals {
     return new Promise<ApprovalDecision>((resolve, reject) => {
       const onAbort = () => {
         this.#asked.delete(request.callId);
+        if (!this.#keepAsked) this.#withdrawStored(request.callId);
         reject(signal.reason);
       };
       this.#asked.set(request.callId, {
@@ -129,6 +139,53 @@ export class SessionApprovals {
         failed(error);
       }
     });
+  }
+
+  /**
+   * The session suspends: the questions asked while its tools run stay pending in the store when their calls are
+   * aborted, for the calls a recovered session sends again.
+   */
+  keepForRecovery(): void {
+    this.#keepAsked = true;
+  }
+
+  /**
+   * Withdraws every request of the session that still waits, with `reason` (the turn that asked ended), each
+   * announced with `approval_decided`; returns the records for the caller to commit with the turn's end.
+   */
+  withdrawPending(reason: string): ApprovalRecord[] {
+    const withdrawn = this.#durability.withdrawPending(reason);
+    for (const record of withdrawn) this.#announceWithdrawn(record);
+    return withdrawn;
+  }
+
+  /** A question's call ended while it waited: its stored record, if still pending, is withdrawn and committed. */
+  #withdrawStored(callId: string): void {
+    const record = this.#durability.approval(callId);
+    if (record?.status !== 'pending') return;
+    const withdrawn = withdrawnRecord(
+      record,
+      'the tool call that asked ended before a decision',
+      this.#clock.now(),
+    );
+    this.#announceWithdrawn(withdrawn);
+    // A store that fails here leaves the record pending: the turn's end withdraws it again.
+    try {
+      const result = this.#durability.commit({ approvals: [withdrawn] });
+      if (result instanceof Promise) result.catch(() => undefined);
+    } catch {
+      // As above.
+    }
+  }
+
+  #announceWithdrawn(record: ApprovalRecord): void {
+    if (record.decision === undefined) return;
+    this.#bus.emit(
+      record.agent,
+      'approval_decided',
+      { callId: record.callId, tool: record.tool, decision: record.decision },
+      this.#placeOf(record.route),
+    );
   }
 
   /** Where an agent of the session sits, for its events: a nested agent one level deeper per `>`. */
@@ -163,9 +220,7 @@ export class SessionApprovals {
     const record = this.#durability.approval(callId);
     const refusal =
       record?.status !== 'pending'
-        ? record
-          ? `it was already ${record.status}`
-          : 'no call waits under this id'
+        ? whyNotWaiting(record)
         : decision.type === 'answer' && record.kind !== 'question'
           ? 'it waits for an approval, not an answer: use approve() or reject()'
           : decision.type === 'approve' && record.kind === 'question'

@@ -3,6 +3,7 @@ import {
   type ApprovalRecord,
   type ApprovalRequest,
   statusOfDecision,
+  withdrawnRecord,
 } from '../core/approvals.ts';
 import type { Clock } from '../core/clock.ts';
 import type { JsonValue } from '../core/json.ts';
@@ -242,22 +243,23 @@ export class SessionDurability {
     return this.commit({ session: this.rowWith({ queued: [...queued] }) });
   }
 
+  /** The session's waiting requests, withdrawn with `reason` (nothing committed: the caller commits them). */
+  withdrawPending(reason: string): ApprovalRecord[] {
+    const at = this.#clock.now();
+    return this.pendingApprovals().map((record) => withdrawnRecord(record, reason, at));
+  }
+
   /**
    * A turn ended: the conversation, the status, nothing left of the turn to resume. With `next` (a message sent
-   * while the turn ran), the next turn starts in the same commit, so a crash in between loses neither.
+   * while the turn ran), the next turn starts in the same commit, so a crash in between loses neither. `withdrawn`:
+   * the turn's requests nobody waits for any more (see withdrawPending()), committed with it.
    */
   turnEnded(
     context: SessionContext,
     status: StoredSessionStatus,
     next?: { input: RunInput; queued: readonly RunInput[]; firstSeq: number },
+    withdrawn: readonly ApprovalRecord[] = [],
   ): MaybePromise<void> {
-    const stale: ApprovalRecord[] = [];
-    const decidedAt = this.#clock.now();
-    for (const record of this.#approvals.values()) {
-      if (record.status !== 'pending') continue;
-      const decision: ApprovalDecision = { type: 'reject', reason: 'the turn ended before a decision' };
-      stale.push({ ...record, status: 'rejected', decision, decidedAt });
-    }
     if (next) {
       this.#turnInput = next.input;
       this.#firstSeq = next.firstSeq;
@@ -281,7 +283,7 @@ export class SessionDurability {
       }),
       clearTurn: true,
     };
-    if (stale.length > 0) batch.approvals = stale;
+    if (withdrawn.length > 0) batch.approvals = [...withdrawn];
     return this.commit(batch);
   }
 

@@ -462,6 +462,8 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
   suspend(): Promise<void> {
     if (this.#finished) return this.closed;
     this.#finished = true;
+    // The questions its tools asked stay pending, for the calls a recovered session sends again.
+    this.#approvals.keepForRecovery();
     const context = this.#actor.getSnapshot().context;
     const inTurn = !this.#turn.ended;
     if (inTurn) this.#status = 'suspended';
@@ -585,6 +587,8 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
   #endTurn(context: SessionContext, done: boolean): void {
     const result = turnResult<TOutput>(context);
     const ending = this.#turn;
+    // Requests of the ended turn that still wait: nobody will act on a decision any more (announced in the turn).
+    const withdrawn = this.#approvals.withdrawPending('the turn ended before a decision');
     this.#emitRunEnd(result);
     this.#controls.clear();
     const next = done ? undefined : this.#queue.shift();
@@ -602,7 +606,7 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
     }
     if (!done) this.#status = next ? 'running' : 'idle';
     this.#commit(
-      () => this.#durability.turnEnded(context, stored, nextStart),
+      () => this.#durability.turnEnded(context, stored, nextStart, withdrawn),
       () => {
         ending.finish(result);
         if (next && !this.#finished) {
@@ -635,6 +639,8 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
     if (this.#finished) return;
     this.#finished = true;
     const final = context ?? this.#lastContext;
+    // Requests still waiting (a turn that ended without its usual end): nobody will act on a decision any more.
+    const withdrawn = this.#approvals.withdrawPending('the session closed before a decision');
     if (internalError !== undefined) {
       const result = interruptedTurnResult<TOutput>(final, 'failed', 'error', {
         name: 'InternalError',
@@ -656,6 +662,7 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
             this.#durability.close({
               session: this.#durability.rowWith({ status, turn: null, queued: [] }),
               clearTurn: true,
+              ...(withdrawn.length > 0 ? { approvals: withdrawn } : {}),
             })
         : () => {
             this.#durability.close();

@@ -1,7 +1,7 @@
 import type { Agent } from '../agent/define-agent.ts';
 import { type AuditLog, auditConfigError } from '../audit/audit-log.ts';
 import type { ApprovalDecision, ApprovalRecord } from '../core/approvals.ts';
-import { statusOfDecision } from '../core/approvals.ts';
+import { statusOfDecision, whyNotWaiting } from '../core/approvals.ts';
 import { AsyncQueue } from '../core/async-queue.ts';
 import { type Clock, systemClock } from '../core/clock.ts';
 import { ConfigError, TroupeError } from '../core/errors.ts';
@@ -300,12 +300,7 @@ export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem
     }
     const records = await store.approvals({ sessionId });
     const record = records.find((candidate) => candidate.callId === callId);
-    if (record?.status !== 'pending')
-      throw new ApprovalError(
-        sessionId,
-        callId,
-        record ? `it was already ${record.status}` : 'no call waits under this id',
-      );
+    if (record?.status !== 'pending') throw new ApprovalError(sessionId, callId, whyNotWaiting(record));
     if ((decision.type === 'answer') !== (record.kind === 'question') && decision.type !== 'reject')
       throw new ApprovalError(
         sessionId,

@@ -299,6 +299,17 @@ describe('validateApprovalRecord', () => {
         approval('s1', 'c', { status: 'answered', decision: { type: 'answer', text: 'blue' }, decidedAt: 9 }),
       ),
     ).not.toThrow();
+    // Withdrawn: nobody waits for it any more; it holds the rejection its agent got.
+    expect(() =>
+      validateApprovalRecord(
+        's1',
+        approval('s1', 'c', {
+          status: 'withdrawn',
+          decision: { type: 'reject', reason: 'the turn ended before a decision' },
+          decidedAt: 9,
+        }),
+      ),
+    ).not.toThrow();
   });
 
   it.each([
@@ -321,6 +332,11 @@ describe('validateApprovalRecord', () => {
       'a decision that does not give the status',
       approval('s1', 'c', { status: 'approved', decision: { type: 'reject', reason: 'no' } }),
       'is "reject", which does not give the status "approved"',
+    ],
+    [
+      'a withdrawn record holding anything but a rejection',
+      approval('s1', 'c', { status: 'withdrawn', decision: { type: 'answer', text: 'blue' } }),
+      'is "answer", which does not give the status "withdrawn"',
     ],
     [
       'an unknown kind',
