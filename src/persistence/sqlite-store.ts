@@ -6,6 +6,7 @@ import { ConfigError, TroupeError } from '../core/errors.ts';
 import type { RunEvent } from '../core/events.ts';
 import type { JsonValue } from '../core/json.ts';
 import { checkBatch, checkEventLimit } from './commit-rules.ts';
+import { defaultLeaseTtlMs, leasesTable, prepareLeases } from './session-lease.ts';
 import type { CommitBatch, SessionSummary, StoredSession, StoredSessionState } from './store.ts';
 import { storedSessionStatuses, storeLayoutVersion } from './store.ts';
 import {
@@ -49,6 +50,12 @@ export interface SqliteStoreOptions {
    * exist is a ConfigError, so that a mistyped path does not quietly start an empty store somewhere else.
    */
   createDirectories?: boolean;
+  /**
+   * How long a session's lease held by a process on another host lasts without being renewed, in milliseconds
+   * (default 30,000). The holder renews it with every commit and on a timer; a holder on the same host is checked by
+   * its pid instead, so a crashed process never makes anyone wait. See `recover()`'s `takeOver`.
+   */
+  leaseTtlMs?: number;
 }
 
 /** The connection settings a SQLite store runs with, as SQLite reports them. */
@@ -115,15 +122,35 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
       `createSqliteStore: createDirectories must be true or false; got ${JSON.stringify(createDirectories)}.`,
     );
 
+  const leaseTtlMs = options.leaseTtlMs ?? defaultLeaseTtlMs;
+  if (!Number.isSafeInteger(leaseTtlMs) || leaseTtlMs < 1)
+    throw new ConfigError(
+      `createSqliteStore: leaseTtlMs must be a positive integer; got ${String(leaseTtlMs)}.`,
+    );
+
   const db = openDatabase(path, synchronous, busyTimeoutMs, createDirectories);
   let sql: Statements;
   try {
-    sql = prepareStatements(db);
+    sql = prepareStatements(db, leaseTtlMs);
   } catch (error) {
     closeQuietly(db);
     throw storeErrorOf(error, path, openAction);
   }
   let closed = false;
+  // Leases of sessions that wait (for people, for a slow tool) are renewed between commits. The timer never keeps
+  // the process alive; a renewal that fails (the file busy) is tried again on the next tick, and a commit checks the
+  // lease anyway.
+  const renewal = setInterval(
+    () => {
+      try {
+        if (!closed) sql.leases.renewAll();
+      } catch {
+        // Tried again on the next tick.
+      }
+    },
+    Math.max(1, Math.floor(leaseTtlMs / 3)),
+  );
+  renewal.unref();
 
   const open = (): Statements => {
     if (closed) throw new StoreClosedError();
@@ -237,6 +264,9 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
           events !== undefined && events.length > 0 ? lastSeqOf(s.selectLastSeq.get(sessionId)) : -1;
         const hasRow = batch.session !== undefined || s.selectRowExists.get(sessionId) !== undefined;
         checkBatch(sessionId, batch, lastSeq, hasRow);
+        // Only the process holding the session's lease writes what it runs (a decision on an approval may come from
+        // any process): a process that was taken over is fenced here, before anything is written.
+        if (runsTheSession(batch)) s.leases.checkCommit(sessionId);
         const session = batch.session;
         if (session !== undefined && rows.session !== undefined)
           s.upsertSession.run(
@@ -326,6 +356,9 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
           );
         }
         s.heads.record(sessionId);
+        // A session that stops running here (finished, stopped, failed, suspended) lets its lease go with the commit.
+        if (session !== undefined && session.status !== 'running' && session.status !== 'awaiting')
+          s.leases.release(sessionId);
         s.commit.run();
       } catch (error) {
         rollback();
@@ -377,7 +410,12 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
           query?.status === undefined
             ? s.listSessions.all()
             : s.listSessionsByStatus.all(JSON.stringify(query.status));
-        return rows.map(summaryOf);
+        const summaries = rows.map(summaryOf);
+        // An id is read from the row here but from an index by the check above: a damaged id has no head.
+        for (const summary of summaries)
+          if (!s.heads.has(summary.sessionId))
+            throw new StoreCorruptError(summary.sessionId, 'its session row and its head do not match');
+        return summaries;
       });
     },
 
@@ -416,6 +454,8 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
       try {
         // Runs, journal, events and approvals go with the row (ON DELETE CASCADE), in the same statement.
         s.deleteSession.run(sessionId);
+        s.leases.release(sessionId);
+        s.deleteLease.run(sessionId);
       } catch (error) {
         throw storeErrorOf(error, path, `could not delete session "${sessionId}"`);
       }
@@ -458,8 +498,32 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
       });
     },
 
+    acquireLease(sessionId, leaseOptions) {
+      const s = open();
+      try {
+        s.leases.acquire(sessionId, leaseOptions);
+      } catch (error) {
+        throw storeErrorOf(error, path, `could not take the lease of session "${sessionId}"`);
+      }
+    },
+
+    releaseLease(sessionId) {
+      const s = open();
+      try {
+        s.leases.release(sessionId);
+      } catch (error) {
+        throw storeErrorOf(error, path, `could not release the lease of session "${sessionId}"`);
+      }
+    },
+
     close() {
       if (closed) return;
+      clearInterval(renewal);
+      try {
+        sql.leases.releaseAll();
+      } catch {
+        // A lease left behind is taken at once by the next process on this host (this pid is gone by then).
+      }
       closed = true;
       try {
         db.close();
@@ -531,7 +595,17 @@ function openDatabase(
   }
 }
 
-const tables = ['meta', 'sessions', 'runs', 'journal', 'events', 'approvals', 'audit_log', 'heads'] as const;
+const tables = [
+  'meta',
+  'sessions',
+  'runs',
+  'journal',
+  'events',
+  'approvals',
+  'audit_log',
+  'heads',
+  'leases',
+] as const;
 
 /** The audit log (one JSON record per row, by seq): added in layout 4. */
 const auditTable = 'CREATE TABLE IF NOT EXISTS audit_log (seq INTEGER PRIMARY KEY, doc TEXT NOT NULL);';
@@ -594,6 +668,7 @@ CREATE TABLE IF NOT EXISTS approvals (
 CREATE INDEX IF NOT EXISTS approvals_by_status ON approvals (status);
 ${auditTable}
 ${headsTable}
+${leasesTable}
 INSERT OR IGNORE INTO meta (key, value) VALUES ('layout', ${storeLayoutVersion});
 `;
 
@@ -663,7 +738,7 @@ function refuseForeignDatabase(db: Sqlite.DatabaseSync, path: string): void {
 type Statements = ReturnType<typeof prepareStatements>;
 
 /** Every statement the store runs, prepared once. */
-function prepareStatements(db: Sqlite.DatabaseSync) {
+function prepareStatements(db: Sqlite.DatabaseSync, leaseTtlMs: number) {
   const approvalColumns =
     'SELECT session_id, call_id, status, requested_at, decided_at, doc, sum FROM approvals';
   const statusIn = 'status IN (SELECT value FROM json_each(?))';
@@ -722,7 +797,9 @@ function prepareStatements(db: Sqlite.DatabaseSync) {
          sum = excluded.sum`,
     ),
     deleteSession: db.prepare('DELETE FROM sessions WHERE id = ?'),
+    deleteLease: db.prepare('DELETE FROM leases WHERE session_id = ?'),
     heads: prepareHeads(db),
+    leases: prepareLeases(db, { ttlMs: leaseTtlMs }),
   };
 }
 
@@ -760,6 +837,17 @@ function serialize(sessionId: string, batch: CommitBatch): SerializedBatch {
     events: (batch.events ?? []).map((event) => json(event.data, `the data of event ${String(event.seq)}`)),
     approvals: (batch.approvals ?? []).map((record) => json(record, `approval ${String(record.callId)}`)),
   };
+}
+
+/** Whether a batch is the running session's own (fenced by its lease), not a decision on one of its approvals. */
+function runsTheSession(batch: CommitBatch): boolean {
+  return (
+    batch.session !== undefined ||
+    batch.runs !== undefined ||
+    batch.journal !== undefined ||
+    batch.events !== undefined ||
+    batch.clearTurn === true
+  );
 }
 
 function lastSeqOf(row: Row | undefined): number {
