@@ -259,14 +259,14 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
         throw storeErrorOf(error, path, `could not commit session "${sessionId}"`);
       }
       try {
+        // Only the process holding the session's lease writes what it runs (a decision on an approval may come from
+        // any process): a process that was taken over is fenced first, whatever its batch holds.
+        if (runsTheSession(batch)) s.leases.checkCommit(sessionId);
         const events = batch.events;
         const lastSeq =
           events !== undefined && events.length > 0 ? lastSeqOf(s.selectLastSeq.get(sessionId)) : -1;
         const hasRow = batch.session !== undefined || s.selectRowExists.get(sessionId) !== undefined;
         checkBatch(sessionId, batch, lastSeq, hasRow);
-        // Only the process holding the session's lease writes what it runs (a decision on an approval may come from
-        // any process): a process that was taken over is fenced here, before anything is written.
-        if (runsTheSession(batch)) s.leases.checkCommit(sessionId);
         const session = batch.session;
         if (session !== undefined && rows.session !== undefined)
           s.upsertSession.run(
