@@ -7,7 +7,13 @@ import type { RunEvent } from '../core/events.ts';
 import type { JsonValue } from '../core/json.ts';
 import { checkBatch, checkEventLimit } from './commit-rules.ts';
 import { defaultLeaseTtlMs, leasesTable, prepareLeases } from './session-lease.ts';
-import type { CommitBatch, SessionSummary, StoredSession, StoredSessionState } from './store.ts';
+import type {
+  CommitBatch,
+  LeaseOptions,
+  SessionSummary,
+  StoredSession,
+  StoredSessionState,
+} from './store.ts';
 import { storedSessionStatuses, storeLayoutVersion } from './store.ts';
 import {
   ForeignStoreError,
@@ -82,6 +88,13 @@ export interface SqliteSessionStore extends SyncSessionStore {
   readAudit(after?: number): unknown[];
   /** The last audit record, or undefined when there is none. */
   lastAudit(): unknown;
+  /**
+   * Takes the session's lease for this process (see SessionStore): throws SessionLeasedError when another live
+   * process holds it, unless `takeOver`.
+   */
+  acquireLease(sessionId: string, options?: LeaseOptions): void;
+  /** Gives up this process's lease of the session. */
+  releaseLease(sessionId: string): void;
 }
 
 /**
