@@ -6,6 +6,7 @@ import { ConfigError, TroupeError } from '../core/errors.ts';
 import type { RunEvent } from '../core/events.ts';
 import type { JsonValue } from '../core/json.ts';
 import { checkBatch, checkEventLimit } from './commit-rules.ts';
+import { loadNodeSqlite } from './node-sqlite.ts';
 import { defaultLeaseTtlMs, leasesTable, prepareLeases } from './session-lease.ts';
 import type {
   CommitBatch,
@@ -555,12 +556,7 @@ const synchronousNames: readonly SqliteStoreSettings['synchronous'][] = ['off', 
 
 /** `node:sqlite`, loaded when a SQLite store is created: importing Troupe never needs it. */
 function sqliteModule(): typeof Sqlite {
-  let module: typeof Sqlite | undefined;
-  try {
-    module = process.getBuiltinModule('node:sqlite');
-  } catch {
-    module = undefined;
-  }
+  const module = loadNodeSqlite();
   if (module === undefined)
     throw new ConfigError(
       'createSqliteStore needs node:sqlite, built into Node.js 22.13 and newer (on 22.5 to 22.12, run node with --experimental-sqlite).',
