@@ -102,6 +102,8 @@ describe('a session lease across two live processes', () => {
       expect.objectContaining({ sessionId: 'leased', name: 'SessionLeasedError', holderPid: a.process.pid }),
     ]);
     expect((await b.exited).code, b.stderr).toBe(0);
+    const d = start({ mode: 'restore' });
+    expect(await d.next('restore')).toBe('SessionLeasedError');
 
     a.process.kill('SIGKILL');
     expect((await a.exited).signal).toBe('SIGKILL');

@@ -7,6 +7,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ConfigError } from '../../src/core/errors.ts';
+import { createAgentSystem, defineAgent } from '../../src/index.ts';
+import { createMemoryStore } from '../../src/persistence/memory-store.ts';
 import {
   holderIsDead,
   type LeaseHolder,
@@ -16,6 +19,7 @@ import {
 } from '../../src/persistence/session-lease.ts';
 import { createSqliteStore } from '../../src/persistence/sqlite-store.ts';
 import { SessionFencedError, SessionLeasedError } from '../../src/persistence/store-errors.ts';
+import { scriptedModel } from '../../src/testing/index.ts';
 import { idleRow, sessionRow } from './fixtures.ts';
 
 let directory: string;
@@ -132,5 +136,16 @@ describe('session leases', () => {
     expect(leaseRows()).toEqual(['running']);
     store.close();
     expect(leaseRows()).toEqual([]);
+  });
+
+  it('refuses a takeOver that is not true or false, on recover() and restore() alike', async () => {
+    const agent = defineAgent({ name: 'a', instructions: 'x', model: scriptedModel([{ text: 'ok' }]) });
+    const system = createAgentSystem({ store: createMemoryStore(), agents: [agent] });
+    await expect(system.recover({ takeOver: 'yes' as unknown as boolean })).rejects.toThrow(ConfigError);
+    await expect(system.restore('s1', agent, { takeOver: 1 as unknown as boolean })).rejects.toThrow(
+      ConfigError,
+    );
+    await expect(system.recover({ takeOver: true })).resolves.toEqual({ sessions: [], failures: [] });
+    await system.shutdown();
   });
 });

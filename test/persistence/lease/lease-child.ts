@@ -3,6 +3,7 @@
  *
  * - `run`: spawns session "leased", whose agent calls the tool `slow` once; prints `tool-started <pid>` when the tool
  *   starts, finishes the tool when the line `release` comes on stdin, then prints the turn's result and exits.
+ * - `restore`: restores session "leased" and prints `restore <error name>` (`restore ok` when it was resumed).
  * - `recover`: recovers the interrupted sessions (`takeOver` as planned) and prints what recover() gave; each session
  *   it resumes runs `slow` as above (prints `tool-started`, waits for `release`), then its result is printed.
  *   node --import tsx test/persistence/lease/lease-child.ts   (the plan comes in TROUPE_LEASE_PLAN, as JSON)
@@ -21,7 +22,7 @@ import { scriptedModel } from '../../../src/testing/index.ts';
 
 export interface LeasePlan {
   store: string;
-  mode: 'run' | 'recover';
+  mode: 'run' | 'recover' | 'restore';
   takeOver?: boolean;
 }
 
@@ -71,6 +72,17 @@ const agent = defineAgent({
 async function main(): Promise<void> {
   const store = createSqliteStore(plan.store);
   const system = createAgentSystem({ store, agents: [agent] });
+  if (plan.mode === 'restore') {
+    try {
+      await system.restore('leased', agent);
+      say('restore ok');
+    } catch (error) {
+      say(`restore ${error instanceof Error ? error.name : String(error)}`);
+    }
+    await system.shutdown();
+    store.close();
+    process.exit(0);
+  }
   const sessions =
     plan.mode === 'run'
       ? [system.spawn(agent, 'go', { sessionId: 'leased' })]
