@@ -155,7 +155,8 @@ export interface AgentSystem {
   list(): Session[];
   /**
    * Sessions in the store whose turn was interrupted (the process died, or the system was suspended) or waits for
-   * people, and which do not run in this process: what `recover()` would resume.
+   * people, and which do not run in this process: what `recover()` would resume (a session another live process
+   * runs is listed too; `recover()` reports it under `failures` with a SessionLeasedError).
    */
   interrupted(): Promise<SessionSummary[]>;
   /**
