@@ -120,6 +120,7 @@ export {
 export type {
   ApprovalQuery,
   CommitBatch,
+  LeaseOptions,
   SessionQuery,
   SessionStore,
   SessionSummary,
@@ -130,6 +131,9 @@ export type {
 } from './persistence/store.ts';
 export {
   ForeignStoreError,
+  type LeaseHolderInfo,
+  SessionFencedError,
+  SessionLeasedError,
   StoreClosedError,
   StoreCommitError,
   type StoreCommitRefusal,

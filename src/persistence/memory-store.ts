@@ -180,6 +180,15 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): SyncSession
       open().delete(sessionId);
     },
 
+    // A memory store belongs to one process, which holds the lease of every session in it.
+    acquireLease() {
+      open();
+    },
+
+    releaseLease() {
+      open();
+    },
+
     close() {
       closed = true;
       sessions = new Map();

@@ -6,7 +6,15 @@ import { ConfigError, TroupeError } from '../core/errors.ts';
 import type { RunEvent } from '../core/events.ts';
 import type { JsonValue } from '../core/json.ts';
 import { checkBatch, checkEventLimit } from './commit-rules.ts';
-import type { CommitBatch, SessionSummary, StoredSession, StoredSessionState } from './store.ts';
+import { loadNodeSqlite } from './node-sqlite.ts';
+import { defaultLeaseTtlMs, leasesTable, prepareLeases } from './session-lease.ts';
+import type {
+  CommitBatch,
+  LeaseOptions,
+  SessionSummary,
+  StoredSession,
+  StoredSessionState,
+} from './store.ts';
 import { storedSessionStatuses, storeLayoutVersion } from './store.ts';
 import {
   ForeignStoreError,
@@ -49,6 +57,12 @@ export interface SqliteStoreOptions {
    * exist is a ConfigError, so that a mistyped path does not quietly start an empty store somewhere else.
    */
   createDirectories?: boolean;
+  /**
+   * How long a session's lease held by a process on another host lasts without being renewed, in milliseconds
+   * (default 30,000). The holder renews it with every commit and on a timer; a holder on the same host is checked by
+   * its pid instead, so a crashed process never makes anyone wait. See `recover()`'s `takeOver`.
+   */
+  leaseTtlMs?: number;
 }
 
 /** The connection settings a SQLite store runs with, as SQLite reports them. */
@@ -75,6 +89,13 @@ export interface SqliteSessionStore extends SyncSessionStore {
   readAudit(after?: number): unknown[];
   /** The last audit record, or undefined when there is none. */
   lastAudit(): unknown;
+  /**
+   * Takes the session's lease for this process (see SessionStore): throws SessionLeasedError when another live
+   * process holds it, unless `takeOver`.
+   */
+  acquireLease(sessionId: string, options?: LeaseOptions): void;
+  /** Gives up this process's lease of the session. */
+  releaseLease(sessionId: string): void;
 }
 
 /**
@@ -115,15 +136,35 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
       `createSqliteStore: createDirectories must be true or false; got ${JSON.stringify(createDirectories)}.`,
     );
 
+  const leaseTtlMs = options.leaseTtlMs ?? defaultLeaseTtlMs;
+  if (!Number.isSafeInteger(leaseTtlMs) || leaseTtlMs < 1)
+    throw new ConfigError(
+      `createSqliteStore: leaseTtlMs must be a positive integer; got ${String(leaseTtlMs)}.`,
+    );
+
   const db = openDatabase(path, synchronous, busyTimeoutMs, createDirectories);
   let sql: Statements;
   try {
-    sql = prepareStatements(db);
+    sql = prepareStatements(db, leaseTtlMs);
   } catch (error) {
     closeQuietly(db);
     throw storeErrorOf(error, path, openAction);
   }
   let closed = false;
+  // Leases of sessions that wait (for people, for a slow tool) are renewed between commits. The timer never keeps
+  // the process alive; a renewal that fails (the file busy) is tried again on the next tick, and a commit checks the
+  // lease anyway.
+  const renewal = setInterval(
+    () => {
+      try {
+        if (!closed) sql.leases.renewAll();
+      } catch {
+        // Tried again on the next tick.
+      }
+    },
+    Math.max(1, Math.floor(leaseTtlMs / 3)),
+  );
+  renewal.unref();
 
   const open = (): Statements => {
     if (closed) throw new StoreClosedError();
@@ -232,6 +273,9 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
         throw storeErrorOf(error, path, `could not commit session "${sessionId}"`);
       }
       try {
+        // Only the process holding the session's lease writes what it runs (a decision on an approval may come from
+        // any process): a process that was taken over is fenced first, whatever its batch holds.
+        if (runsTheSession(batch)) s.leases.checkCommit(sessionId);
         const events = batch.events;
         const lastSeq =
           events !== undefined && events.length > 0 ? lastSeqOf(s.selectLastSeq.get(sessionId)) : -1;
@@ -326,6 +370,9 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
           );
         }
         s.heads.record(sessionId);
+        // A session that stops running here (finished, stopped, failed, suspended) lets its lease go with the commit.
+        if (session !== undefined && session.status !== 'running' && session.status !== 'awaiting')
+          s.leases.release(sessionId);
         s.commit.run();
       } catch (error) {
         rollback();
@@ -377,7 +424,12 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
           query?.status === undefined
             ? s.listSessions.all()
             : s.listSessionsByStatus.all(JSON.stringify(query.status));
-        return rows.map(summaryOf);
+        const summaries = rows.map(summaryOf);
+        // An id is read from the row here but from an index by the check above: a damaged id has no head.
+        for (const summary of summaries)
+          if (!s.heads.has(summary.sessionId))
+            throw new StoreCorruptError(summary.sessionId, 'its session row and its head do not match');
+        return summaries;
       });
     },
 
@@ -416,6 +468,8 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
       try {
         // Runs, journal, events and approvals go with the row (ON DELETE CASCADE), in the same statement.
         s.deleteSession.run(sessionId);
+        s.leases.release(sessionId);
+        s.deleteLease.run(sessionId);
       } catch (error) {
         throw storeErrorOf(error, path, `could not delete session "${sessionId}"`);
       }
@@ -458,8 +512,32 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
       });
     },
 
+    acquireLease(sessionId, leaseOptions) {
+      const s = open();
+      try {
+        s.leases.acquire(sessionId, leaseOptions);
+      } catch (error) {
+        throw storeErrorOf(error, path, `could not take the lease of session "${sessionId}"`);
+      }
+    },
+
+    releaseLease(sessionId) {
+      const s = open();
+      try {
+        s.leases.release(sessionId);
+      } catch (error) {
+        throw storeErrorOf(error, path, `could not release the lease of session "${sessionId}"`);
+      }
+    },
+
     close() {
       if (closed) return;
+      clearInterval(renewal);
+      try {
+        sql.leases.releaseAll();
+      } catch {
+        // A lease left behind is taken at once by the next process on this host (this pid is gone by then).
+      }
       closed = true;
       try {
         db.close();
@@ -478,12 +556,7 @@ const synchronousNames: readonly SqliteStoreSettings['synchronous'][] = ['off', 
 
 /** `node:sqlite`, loaded when a SQLite store is created: importing Troupe never needs it. */
 function sqliteModule(): typeof Sqlite {
-  let module: typeof Sqlite | undefined;
-  try {
-    module = process.getBuiltinModule('node:sqlite');
-  } catch {
-    module = undefined;
-  }
+  const module = loadNodeSqlite();
   if (module === undefined)
     throw new ConfigError(
       'createSqliteStore needs node:sqlite, built into Node.js 22.13 and newer (on 22.5 to 22.12, run node with --experimental-sqlite).',
@@ -531,7 +604,17 @@ function openDatabase(
   }
 }
 
-const tables = ['meta', 'sessions', 'runs', 'journal', 'events', 'approvals', 'audit_log', 'heads'] as const;
+const tables = [
+  'meta',
+  'sessions',
+  'runs',
+  'journal',
+  'events',
+  'approvals',
+  'audit_log',
+  'heads',
+  'leases',
+] as const;
 
 /** The audit log (one JSON record per row, by seq): added in layout 4. */
 const auditTable = 'CREATE TABLE IF NOT EXISTS audit_log (seq INTEGER PRIMARY KEY, doc TEXT NOT NULL);';
@@ -594,6 +677,7 @@ CREATE TABLE IF NOT EXISTS approvals (
 CREATE INDEX IF NOT EXISTS approvals_by_status ON approvals (status);
 ${auditTable}
 ${headsTable}
+${leasesTable}
 INSERT OR IGNORE INTO meta (key, value) VALUES ('layout', ${storeLayoutVersion});
 `;
 
@@ -663,7 +747,7 @@ function refuseForeignDatabase(db: Sqlite.DatabaseSync, path: string): void {
 type Statements = ReturnType<typeof prepareStatements>;
 
 /** Every statement the store runs, prepared once. */
-function prepareStatements(db: Sqlite.DatabaseSync) {
+function prepareStatements(db: Sqlite.DatabaseSync, leaseTtlMs: number) {
   const approvalColumns =
     'SELECT session_id, call_id, status, requested_at, decided_at, doc, sum FROM approvals';
   const statusIn = 'status IN (SELECT value FROM json_each(?))';
@@ -722,7 +806,9 @@ function prepareStatements(db: Sqlite.DatabaseSync) {
          sum = excluded.sum`,
     ),
     deleteSession: db.prepare('DELETE FROM sessions WHERE id = ?'),
+    deleteLease: db.prepare('DELETE FROM leases WHERE session_id = ?'),
     heads: prepareHeads(db),
+    leases: prepareLeases(db, { ttlMs: leaseTtlMs }),
   };
 }
 
@@ -760,6 +846,17 @@ function serialize(sessionId: string, batch: CommitBatch): SerializedBatch {
     events: (batch.events ?? []).map((event) => json(event.data, `the data of event ${String(event.seq)}`)),
     approvals: (batch.approvals ?? []).map((record) => json(record, `approval ${String(record.callId)}`)),
   };
+}
+
+/** Whether a batch is the running session's own (fenced by its lease), not a decision on one of its approvals. */
+function runsTheSession(batch: CommitBatch): boolean {
+  return (
+    batch.session !== undefined ||
+    batch.runs !== undefined ||
+    batch.journal !== undefined ||
+    batch.events !== undefined ||
+    batch.clearTurn === true
+  );
 }
 
 function lastSeqOf(row: Row | undefined): number {

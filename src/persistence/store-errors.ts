@@ -89,3 +89,49 @@ export class StoreIoError extends TroupeError {
     this.busy = options.busy;
   }
 }
+
+/** The process holding a session's lease, as an error names it. */
+export interface LeaseHolderInfo {
+  readonly host: string;
+  readonly pid: number;
+  readonly token: string;
+}
+
+function holderText(holder: LeaseHolderInfo): string {
+  return `process ${holder.pid} on host "${holder.host}"`;
+}
+
+/**
+ * Another live process runs the session (it holds the session's lease in the store): it was not resumed here, so
+ * that the two do not both run it. Wait until that process ends or releases it, or take it over with
+ * `recover({ takeOver: true })` / `restore(id, agent, { takeOver: true })`.
+ */
+export class SessionLeasedError extends TroupeError {
+  readonly sessionId: string;
+  readonly holder: LeaseHolderInfo;
+  constructor(sessionId: string, holder: LeaseHolderInfo) {
+    super(
+      'session_leased',
+      `Session "${sessionId}" is running in ${holderText(holder)} (it holds the session's lease): it was not resumed here. Stop that process, or pass takeOver: true to take the session from it.`,
+    );
+    this.sessionId = sessionId;
+    this.holder = { host: holder.host, pid: holder.pid, token: holder.token };
+  }
+}
+
+/**
+ * A commit from a process that no longer holds the session's lease (another process took the session over): it was
+ * refused, nothing was written, and the run here ends. The session goes on in the holder.
+ */
+export class SessionFencedError extends TroupeError {
+  readonly sessionId: string;
+  readonly holder: LeaseHolderInfo;
+  constructor(sessionId: string, holder: LeaseHolderInfo) {
+    super(
+      'session_fenced',
+      `Commit to session "${sessionId}" refused, nothing was written: ${holderText(holder)} took the session over (it holds the session's lease), so it no longer runs here.`,
+    );
+    this.sessionId = sessionId;
+    this.holder = { host: holder.host, pid: holder.pid, token: holder.token };
+  }
+}

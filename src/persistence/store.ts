@@ -30,6 +30,23 @@ export interface SessionStore {
   delete(sessionId: string): MaybePromise<void>;
   /** Releases the store (closes the database). Further calls throw. */
   close(): MaybePromise<void>;
+  /**
+   * Takes the session's lease for this process before it resumes the session (`recover()`, `restore()`): throws
+   * SessionLeasedError when another live process holds it (unless `takeOver`). A store without leases lets every
+   * process resume every session.
+   */
+  acquireLease?(sessionId: string, options?: LeaseOptions): MaybePromise<void>;
+  /** Gives up this process's lease of the session (another process's lease is left as it is). */
+  releaseLease?(sessionId: string): MaybePromise<void>;
+}
+
+/** The options of taking a session's lease. */
+export interface LeaseOptions {
+  /**
+   * Take the lease even from a live process: that process's next commit of the session is refused with
+   * SessionFencedError and its run ends.
+   */
+  takeOver?: boolean | undefined;
 }
 
 export type MaybePromise<T> = T | Promise<T>;

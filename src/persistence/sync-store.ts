@@ -3,6 +3,7 @@ import type { RunEvent } from '../core/events.ts';
 import type {
   ApprovalQuery,
   CommitBatch,
+  LeaseOptions,
   SessionQuery,
   SessionStore,
   SessionSummary,
@@ -22,4 +23,6 @@ export interface SyncSessionStore extends SessionStore {
   delete(sessionId: string): void;
   /** Releases the store; calling it again does nothing. Every other method then throws StoreClosedError. */
   close(): void;
+  acquireLease?(sessionId: string, options?: LeaseOptions): void;
+  releaseLease?(sessionId: string): void;
 }

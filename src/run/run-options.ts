@@ -157,7 +157,10 @@ const sessionChecks = {
 } satisfies Record<string, FieldCheck>;
 
 const { sessionId: _sessionId, history: _history, ...restoreBase } = sessionChecks;
-const restoreChecks = { ...restoreBase, input: anyInput } satisfies Record<string, FieldCheck>;
+const takeOver: FieldCheck = (value, where, key) => {
+  if (typeof value !== 'boolean') wrong(where, key, 'true or false', value);
+};
+const restoreChecks = { ...restoreBase, input: anyInput, takeOver } satisfies Record<string, FieldCheck>;
 
 const parallelChecks = {
   context: anyValue,

@@ -91,7 +91,15 @@ export interface ShutdownOptions {
 }
 
 /** The options of `restore()`. */
-export type RestoreOptions = Omit<SessionOptions, 'sessionId' | 'history'> & { input?: RunInput | undefined };
+export type RestoreOptions = Omit<SessionOptions, 'sessionId' | 'history'> & {
+  input?: RunInput | undefined;
+  /**
+   * Take the session even when another live process runs it (holds its lease in the store): that process's next
+   * commit of the session is refused with SessionFencedError and its run ends. Without it, restore() of such a
+   * session throws SessionLeasedError.
+   */
+  takeOver?: boolean | undefined;
+};
 
 /** Which of a session's events `system.events(sessionId, options)` gives. */
 export interface StoredEventsOptions {
@@ -109,6 +117,13 @@ export interface RecoverOptions {
   context?: unknown;
   /** The run context of each recovered session, from its id and entry agent; wins over `context`. */
   contextFor?: ((session: { sessionId: string; entry: string }) => unknown) | undefined;
+  /**
+   * Take sessions that another live process runs (holds the lease of) too: that process's next commit of each is
+   * refused with SessionFencedError and its run ends. Without it, such a session is listed under `failures` with a
+   * SessionLeasedError (a session whose process died is taken at once either way: same host, its pid is gone; another
+   * host, its lease expired).
+   */
+  takeOver?: boolean | undefined;
 }
 
 /** What `recover()` did. */
@@ -116,7 +131,8 @@ export interface RecoverResult {
   /** Sessions resumed in this process. */
   sessions: Session[];
   /**
-   * Sessions that could not be resumed, with why (an unknown agent, a damaged record...), and every id named in
+   * Sessions that could not be resumed, with why (an unknown agent, a damaged record, another live process running it:
+   * SessionLeasedError...), and every id named in
    * `sessionIds` that names no interrupted session (not in the store, finished, or running here already), each
    * with a ConfigError saying which. Nothing was changed.
    */
@@ -139,7 +155,8 @@ export interface AgentSystem {
   list(): Session[];
   /**
    * Sessions in the store whose turn was interrupted (the process died, or the system was suspended) or waits for
-   * people, and which do not run in this process: what `recover()` would resume.
+   * people, and which do not run in this process: what `recover()` would resume (a session another live process
+   * runs is listed too; `recover()` reports it under `failures` with a SessionLeasedError).
    */
   interrupted(): Promise<SessionSummary[]>;
   /**
@@ -337,21 +354,40 @@ export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem
     checkRestoreOptions(restoreOptions, 'restore()');
     if (sessions.has(id)) throw new ConfigError(`restore(): session "${id}" is running already.`);
     refuseWhenClosed('restore()');
-    const stored = await store.load(id);
-    refuseWhenClosed('restore()');
-    if (sessions.has(id)) throw new ConfigError(`restore(): session "${id}" is running already.`);
-    if (!stored) throw new ConfigError(`restore(): the store holds nothing for session "${id}".`);
-    const { input, ...rest } = restoreOptions;
-    return resumeStored(entry, stored, input, rest);
+    const { input, takeOver, ...rest } = restoreOptions;
+    // The lease first, then the state: what is loaded is then what no other process commits over any more.
+    await store.acquireLease?.(id, { takeOver: takeOver === true });
+    try {
+      const stored = await store.load(id);
+      refuseWhenClosed('restore()');
+      if (sessions.has(id)) throw new ConfigError(`restore(): session "${id}" is running already.`);
+      if (!stored) throw new ConfigError(`restore(): the store holds nothing for session "${id}".`);
+      return resumeStored(entry, stored, input, rest);
+    } catch (error) {
+      await releaseQuietly(id);
+      throw error;
+    }
+  };
+  /** Lets a lease go that was taken for a session which then did not start here. */
+  const releaseQuietly = async (id: string): Promise<void> => {
+    if (sessions.has(id)) return;
+    try {
+      await store.releaseLease?.(id);
+    } catch {
+      // A lease left behind is this live process's: the session's next restore here takes it again.
+    }
   };
   const recoverSessions = async (recoverOptions: RecoverOptions): Promise<RecoverResult> => {
     checkOptionObject(
       recoverOptions as unknown,
-      ['sessionIds', 'context', 'contextFor'],
+      ['sessionIds', 'context', 'contextFor', 'takeOver'],
       'recover(): options',
     );
     if (recoverOptions.contextFor !== undefined && typeof recoverOptions.contextFor !== 'function')
       throw new ConfigError('recover(): contextFor must be a function of { sessionId, entry }.');
+    if (recoverOptions.takeOver !== undefined && typeof recoverOptions.takeOver !== 'boolean')
+      throw new ConfigError('recover(): takeOver must be true or false.');
+    const takeOver = recoverOptions.takeOver === true;
     refuseWhenClosed('recover()');
     const named = recoverOptions.sessionIds;
     if (named !== undefined && (!Array.isArray(named) || named.some((id) => typeof id !== 'string')))
@@ -365,9 +401,13 @@ export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem
       if (wanted && !wanted.has(summary.sessionId)) continue;
       if (sessions.has(summary.sessionId) || !accepting) continue;
       settled.add(summary.sessionId);
+      let leased = false;
       try {
+        await store.acquireLease?.(summary.sessionId, { takeOver });
+        leased = true;
         const stored = await store.load(summary.sessionId);
         if (!stored?.session.turn) {
+          await releaseQuietly(summary.sessionId);
           if (wanted)
             result.failures.push({
               sessionId: summary.sessionId,
@@ -383,6 +423,7 @@ export function createAgentSystem(options: AgentSystemOptions = {}): AgentSystem
           resumeStored(entryOf(entry), stored, undefined, context === undefined ? {} : { context }),
         );
       } catch (error) {
+        if (leased) await releaseQuietly(summary.sessionId);
         result.failures.push({
           sessionId: summary.sessionId,
           error:

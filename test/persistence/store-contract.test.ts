@@ -61,6 +61,24 @@ describe.each(harnesses)('$name store', (harness) => {
     throw new Error('the commit was not refused');
   };
 
+  it('holds the lease of every session it runs in this process: taken, kept through commits, given back, taken again', async () => {
+    expect(store.acquireLease).toBeTypeOf('function');
+    expect(store.releaseLease).toBeTypeOf('function');
+    await store.acquireLease?.('s1');
+    // The same process takes its own lease again (a second system on the same store, a restore after a suspend).
+    await store.acquireLease?.('s1');
+    await store.commit('s1', { session: sessionRow('s1'), events: events('s1', 0, 1) });
+    await store.releaseLease?.('s1');
+    // A commit of a session whose lease is free takes it (a session's first commit does).
+    await store.commit('s1', { events: events('s1', 1, 1) });
+    await store.acquireLease?.('s1', { takeOver: true });
+    await store.commit('s1', { session: idleRow('s1') });
+    await store.releaseLease?.('never-seen');
+    expect((await store.load('s1'))?.lastSeq).toBe(1);
+    await store.close();
+    expect(() => store.acquireLease?.('s1')).toThrow(StoreClosedError);
+  });
+
   it('knows nothing of a session it never saw', async () => {
     expect(await store.load('nobody')).toBeUndefined();
     expect(await store.readEvents('nobody', -1)).toEqual([]);

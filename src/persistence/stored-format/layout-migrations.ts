@@ -1,4 +1,5 @@
 import type * as Sqlite from 'node:sqlite';
+import { leasesTable } from '../session-lease.ts';
 import { storeLayoutVersion } from '../store.ts';
 import { checksummedColumns, recordChecksum } from './record-checksum.ts';
 import { headsTable, prepareHeads } from './session-head.ts';
@@ -50,9 +51,10 @@ export const layoutMigrations: readonly LayoutMigration[] = [
     from: 4,
     to: 5,
     change:
-      'a checksum per record (`sum` in sessions, runs, journal, events, approvals), the layout in each session row, and a head per session (`heads`: its last event seq and how many runs, journal entries and approvals it holds)',
+      'a checksum per record (`sum` in sessions, runs, journal, events, approvals), the layout in each session row, a head per session (`heads`: its last event seq and how many runs, journal entries and approvals it holds), and the lease of each session a process runs (`leases`)',
     migrate(db) {
       db.exec(headsTable);
+      db.exec(leasesTable);
       for (const table of Object.keys(checksummedColumns))
         if (table !== 'heads') db.exec(`ALTER TABLE ${table} ADD COLUMN sum INTEGER NOT NULL DEFAULT 0`);
       for (const row of db.prepare('SELECT rowid, * FROM sessions').all()) {

@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { ConfigError, ToolInputError } from '../../core/errors.ts';
 import { checkOptionObject } from '../../core/options.ts';
 import { zod } from '../../core/zod.ts';
+import { loadNodeSqlite } from '../../persistence/node-sqlite.ts';
 import { type Tool, tool } from '../tool.ts';
 import { SqlQueryRunner } from './sql-query-runner.ts';
 import type { QueryCell } from './sql-readonly-query.ts';
@@ -164,12 +165,7 @@ const childEntry = fileURLToPath(
 );
 
 function sqliteModule(): typeof Sqlite {
-  let module: typeof Sqlite | undefined;
-  try {
-    module = process.getBuiltinModule('node:sqlite');
-  } catch {
-    module = undefined;
-  }
+  const module = loadNodeSqlite();
   // The authorizer (24.10) is one of the walls; array rows (24.4) and the defensive flag come with it.
   if (module === undefined || typeof module.DatabaseSync.prototype.setAuthorizer !== 'function')
     throw new ConfigError(

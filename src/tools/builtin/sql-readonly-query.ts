@@ -1,4 +1,5 @@
 import type * as Sqlite from 'node:sqlite';
+import { loadNodeSqlite } from '../../persistence/node-sqlite.ts';
 
 /**
  * Runs one query on a SQLite file behind the walls that SQLite itself enforces: the file is opened read-only, with
@@ -53,7 +54,10 @@ const writingOpcodes: ReadonlySet<string> = new Set([
 ]);
 
 function sqliteModule(): typeof Sqlite {
-  return process.getBuiltinModule('node:sqlite') as typeof Sqlite;
+  const module = loadNodeSqlite();
+  if (module === undefined)
+    throw new Error(`node:sqlite is not available in Node.js ${process.versions.node}.`);
+  return module;
 }
 
 export function runReadOnlyQuery(request: ReadOnlyQueryRequest): ReadOnlyQueryOutcome {

@@ -1,7 +1,7 @@
 import { chmodSync, closeSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
-import type * as Sqlite from 'node:sqlite';
 import { ConfigError } from '../../core/errors.ts';
+import { loadNodeSqlite } from '../../persistence/node-sqlite.ts';
 import type { McpCredentialKey, McpStoredCredentials, McpTokenStore } from './token-store.ts';
 
 /** A token store in a SQLite file: users stay signed in to their MCP servers across restarts. */
@@ -19,7 +19,7 @@ export interface SqliteTokenStore extends McpTokenStore {
 export function sqliteTokenStore(path: string): SqliteTokenStore {
   if (typeof path !== 'string' || path === '')
     throw new ConfigError('sqliteTokenStore: the path must be a non-empty string (a file, or ":memory:").');
-  const sqlite = process.getBuiltinModule('node:sqlite') as typeof Sqlite | undefined;
+  const sqlite = loadNodeSqlite();
   if (sqlite === undefined)
     throw new ConfigError('sqliteTokenStore needs node:sqlite, built into Node.js 22.13 and newer.');
   if (path !== ':memory:') {
