@@ -3,11 +3,11 @@
  * Numbers are µs per operation; they move with machine load, so compare runs made back to back.
  */
 import { z } from 'zod';
-import { EventBus } from '../src/core/event-bus.ts';
 import { systemClock, tool } from '../dist/index.js';
+import { ToolRegistry } from '../dist/testing/index.js';
+import { EventBus } from '../src/core/event-bus.ts';
 import { normalizeResponse } from '../src/run/normalize-response.ts';
 import { runToolBatch } from '../src/run/tool-runner.ts';
-import { ToolRegistry } from '../dist/testing/index.js';
 
 const stepTool = tool({
   name: 'step',
