@@ -6,6 +6,12 @@ import { ConfigError, TroupeError } from '../core/errors.ts';
 import type { RunEvent } from '../core/events.ts';
 import type { JsonValue } from '../core/json.ts';
 import { checkBatch, checkEventLimit } from './commit-rules.ts';
+import {
+  createGroupCommitter,
+  type GroupCommitOptions,
+  type GroupTransaction,
+  groupCommitSettings,
+} from './group-commit.ts';
 import type { CommitBatch, SessionSummary, StoredSession, StoredSessionState } from './store.ts';
 import { storedSessionStatuses, storeLayoutVersion } from './store.ts';
 import {
@@ -49,6 +55,22 @@ export interface SqliteStoreOptions {
    * exist is a ConfigError, so that a mistyped path does not quietly start an empty store somewhere else.
    */
   createDirectories?: boolean;
+  /**
+   * Group commit: the commits of many sessions made at the same moment (the same turn of the event loop, or within
+   * `maxDelayMs`) are written in one transaction and share one fsync. `commit` then returns a promise that resolves
+   * once the commit is on disk (the runtime waits for it before the effect it decided starts). A batch that breaks
+   * the store's rules fails its own caller alone; a failure of the disk fails every commit of the group, and none
+   * of them is written. Default false: each commit is its own transaction, on disk when `commit` returns.
+   */
+  groupCommit?: boolean | GroupCommitOptions;
+}
+
+/**
+ * A SQLite store with group commit: `commit` returns a promise, resolved once the commit is on disk. Reads see a
+ * commit once its promise has resolved; `delete` and `close` first write the commits still waiting.
+ */
+export interface SqliteGroupCommitStore extends Omit<SqliteSessionStore, 'commit'> {
+  commit(sessionId: string, batch: CommitBatch): Promise<void>;
 }
 
 /** The connection settings a SQLite store runs with, as SQLite reports them. */
@@ -95,7 +117,22 @@ export interface SqliteSessionStore extends SyncSessionStore {
  *
  * `close()` when done: it ends the connection and removes the -wal and -shm files beside the database.
  */
-export function createSqliteStore(path: string, options: SqliteStoreOptions = {}): SqliteSessionStore {
+export function createSqliteStore(
+  path: string,
+  options?: SqliteStoreOptions & { groupCommit?: false | undefined },
+): SqliteSessionStore;
+export function createSqliteStore(
+  path: string,
+  options: SqliteStoreOptions & { groupCommit: true | GroupCommitOptions },
+): SqliteGroupCommitStore;
+export function createSqliteStore(
+  path: string,
+  options?: SqliteStoreOptions,
+): SqliteSessionStore | SqliteGroupCommitStore;
+export function createSqliteStore(
+  path: string,
+  options: SqliteStoreOptions = {},
+): SqliteSessionStore | SqliteGroupCommitStore {
   if (typeof path !== 'string' || path.length === 0)
     throw new ConfigError('createSqliteStore: the path must be a non-empty string (a file, or ":memory:").');
   const synchronous = options.synchronous ?? 'full';
@@ -114,6 +151,10 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
     throw new ConfigError(
       `createSqliteStore: createDirectories must be true or false; got ${JSON.stringify(createDirectories)}.`,
     );
+
+  const groupOption = options.groupCommit ?? false;
+  const groupSettings =
+    groupOption === false ? undefined : groupCommitSettings(groupOption, 'createSqliteStore');
 
   const db = openDatabase(path, synchronous, busyTimeoutMs, createDirectories);
   let sql: Statements;
@@ -154,8 +195,20 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
       // No transaction is left to roll back: SQLite already did.
     }
   };
+  /** Undoes one commit of a group, leaving the group's transaction open. */
+  const undoSavepoint = (): void => {
+    try {
+      sql.rollbackTo.run();
+      sql.release.run();
+    } catch {
+      // SQLite ended the whole transaction: the group sees it and fails.
+    }
+  };
 
-  return {
+  /** Set while group commit writes a commit into its shared transaction: a savepoint instead of a transaction. */
+  let inGroup: { rows: SerializedBatch } | undefined;
+
+  const store: SqliteSessionStore = {
     path,
 
     settings() {
@@ -219,14 +272,15 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
 
     commit(sessionId, batch) {
       const s = open();
-      const rows = serialize(sessionId, batch);
+      const rows = inGroup?.rows ?? serialize(sessionId, batch);
       // A relaxed commit (events only) skips the fsync a FULL store makes: WAL mode keeps it through a process crash,
-      // and the next FULL commit's fsync takes it to the disk along with its own.
-      const relax = batch.relaxed === true && synchronous === 'full';
+      // and the next FULL commit's fsync takes it to the disk along with its own. (In a group, the group decides.)
+      const relax = batch.relaxed === true && synchronous === 'full' && inGroup === undefined;
       // (A PRAGMA takes effect when it is prepared: these run as plain statements, never kept prepared.)
       if (relax) db.exec('PRAGMA synchronous = NORMAL');
       try {
-        s.beginWrite.run();
+        if (inGroup === undefined) s.beginWrite.run();
+        else s.savepoint.run();
       } catch (error) {
         if (relax) db.exec('PRAGMA synchronous = FULL');
         throw storeErrorOf(error, path, `could not commit session "${sessionId}"`);
@@ -326,9 +380,11 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
           );
         }
         s.heads.record(sessionId);
-        s.commit.run();
+        if (inGroup === undefined) s.commit.run();
+        else s.release.run();
       } catch (error) {
-        rollback();
+        if (inGroup === undefined) rollback();
+        else undoSavepoint();
         throw commitErrorOf(error, path, sessionId);
       } finally {
         if (relax) db.exec('PRAGMA synchronous = FULL');
@@ -468,6 +524,80 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
       }
     },
   };
+  if (groupSettings === undefined) return store;
+
+  // Group commit: the commits of a group run, each in a savepoint, inside one transaction of this connection.
+  let relaxedGroup = false;
+  const endRelaxed = (): void => {
+    if (relaxedGroup) db.exec('PRAGMA synchronous = FULL');
+    relaxedGroup = false;
+  };
+  const groupTransaction: GroupTransaction<GroupEntry> = {
+    begin(durable) {
+      open();
+      relaxedGroup = !durable && synchronous === 'full';
+      if (relaxedGroup) db.exec('PRAGMA synchronous = NORMAL');
+      try {
+        sql.beginWrite.run();
+      } catch (error) {
+        endRelaxed();
+        throw storeErrorOf(error, path, 'could not begin a group commit');
+      }
+    },
+    write({ sessionId, batch, rows }) {
+      inGroup = { rows };
+      try {
+        store.commit(sessionId, batch);
+      } finally {
+        inGroup = undefined;
+      }
+    },
+    open: () => db.isTransaction,
+    commit(size) {
+      try {
+        sql.commit.run();
+      } catch (error) {
+        throw storeErrorOf(error, path, `could not commit a group of ${size} commits`);
+      } finally {
+        endRelaxed();
+      }
+    },
+    rollback() {
+      rollback();
+      endRelaxed();
+    },
+  };
+  const committer = createGroupCommitter(groupTransaction, groupSettings);
+  return {
+    ...store,
+    commit(sessionId, batch) {
+      let rows: SerializedBatch;
+      try {
+        open();
+        // Made now: what is committed is the batch as it was when `commit` was called.
+        rows = serialize(sessionId, batch);
+      } catch (error) {
+        return Promise.reject(error);
+      }
+      return committer.commit({ sessionId, batch, rows }, batch.relaxed === true);
+    },
+    delete(sessionId) {
+      // The commits made before the delete are written before it.
+      if (!closed) committer.flush();
+      store.delete(sessionId);
+    },
+    close() {
+      if (!closed) committer.flush();
+      store.close();
+    },
+  };
+}
+
+/** One commit waiting for its group: its values already serialized. */
+interface GroupEntry {
+  sessionId: string;
+  batch: CommitBatch;
+  rows: SerializedBatch;
 }
 
 type Row = Record<string, Sqlite.SQLOutputValue>;
@@ -674,6 +804,9 @@ function prepareStatements(db: Sqlite.DatabaseSync) {
     // Transaction control is prepared too: parsing it on every commit costs a few microseconds each time.
     beginRead: db.prepare('BEGIN'),
     beginWrite: db.prepare('BEGIN IMMEDIATE'),
+    savepoint: db.prepare('SAVEPOINT troupe_commit'),
+    release: db.prepare('RELEASE troupe_commit'),
+    rollbackTo: db.prepare('ROLLBACK TO troupe_commit'),
     commit: db.prepare('COMMIT'),
     rollback: db.prepare('ROLLBACK'),
     insertAudit: db.prepare('INSERT INTO audit_log (seq, doc) VALUES (?, ?)'),
