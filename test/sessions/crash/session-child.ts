@@ -39,6 +39,8 @@ export interface ChildPlan {
   watchdogMs?: number | undefined;
   /** run mode: calls the approver must never see pending (another process decided them). */
   skip?: string[] | undefined;
+  /** The store runs with group commit (every mode: the commits of the sessions here share transactions). */
+  groupCommit?: boolean | undefined;
 }
 
 /** What a run-mode child prints last. */
@@ -83,7 +85,10 @@ process.on('unhandledRejection', (reason) => {
 });
 
 // SIGKILL is what the matrix does, not power loss: 'normal' keeps every commit across a killed process.
-const store = createSqliteStore(plan.store, { synchronous: 'normal' });
+const store = createSqliteStore(plan.store, {
+  synchronous: 'normal',
+  groupCommit: plan.groupCommit === true,
+});
 const { triage, all } = scenarioAgents({ effect: (line) => write(line), point });
 const system = createAgentSystem({ store, agents: all, approvalPollMs: 20 });
 
