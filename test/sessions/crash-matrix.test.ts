@@ -254,7 +254,7 @@ async function runTrial(trial: Trial, groupCommit: boolean): Promise<TrialReport
     }
     const lines = readLog(log);
     const final = finalState(file);
-    const verdict = verifyTrial(lines, processes, final);
+    const verdict = verifyTrial(lines, processes, final, { groupCommit });
     problems.push(...verdict.problems);
     if (decision) problems.push(...checkDecisions(decision, lines, processes, final));
     return {
