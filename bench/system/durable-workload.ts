@@ -115,7 +115,9 @@ export type StoreKind = 'memory' | 'sqlite-normal' | 'sqlite-full' | 'sqlite-gro
 
 export function openStore(kind: StoreKind, path: string): SessionStore {
   if (kind === 'memory') return createMemoryStore();
-  if (kind === 'sqlite-group') return createSqliteStore(path, { groupCommit: true });
+  // TROUPE_BENCH_GROUP='{"maxBatch":4096}' measures other group commit options.
+  if (kind === 'sqlite-group')
+    return createSqliteStore(path, { groupCommit: JSON.parse(process.env.TROUPE_BENCH_GROUP ?? 'true') });
   return createSqliteStore(path, { synchronous: kind === 'sqlite-full' ? 'full' : 'normal' });
 }
 
