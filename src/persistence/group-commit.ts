@@ -1,5 +1,4 @@
 import { ConfigError } from '../core/errors.ts';
-import { StoreCommitError } from './store-errors.ts';
 
 /** Options of group commit (`createSqliteStore(path, { groupCommit })`). */
 export interface GroupCommitOptions {
@@ -26,12 +25,13 @@ export interface GroupCommitSettings {
 export interface GroupTransaction<Entry> {
   /** Opens the shared transaction. `durable` false: every entry is relaxed, the transaction need not reach the disk. */
   begin(durable: boolean): void;
-  /**
-   * Writes one entry inside the shared transaction, whole or not at all (a savepoint). A StoreCommitError (the
-   * batch broke the store's rules) leaves the transaction open and fails that entry alone; any other error fails the
-   * group.
-   */
+  /** Writes one entry inside the shared transaction, whole or not at all (a savepoint). Throws why it could not. */
   write(entry: Entry): void;
+  /**
+   * Whether an error of `write` is the entry's own fault (its batch broke the store's rules), failing that entry
+   * alone; any other error fails the group.
+   */
+  ownFault(error: unknown): boolean;
   /** Whether the shared transaction is still open (SQLite ends it itself after some I/O errors). */
   open(): boolean;
   /** Commits the shared transaction: one fsync for the group. Throws the typed error of a failure. */
@@ -129,7 +129,7 @@ export function createGroupCommitter<Entry>(
           written.push(waiting);
         } catch (error) {
           // The batch's own fault: its savepoint is undone, the group goes on.
-          if (!(error instanceof StoreCommitError) || !transaction.open()) throw error;
+          if (!transaction.ownFault(error) || !transaction.open()) throw error;
           waiting.refused = true;
           waiting.reject(error);
         }

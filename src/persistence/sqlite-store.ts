@@ -552,6 +552,8 @@ export function createSqliteStore(
         inGroup = undefined;
       }
     },
+    // A batch that breaks the rules fails alone; a failure of the file or the disk fails the group.
+    ownFault: (error) => error instanceof StoreCommitError,
     open: () => db.isTransaction,
     commit(size) {
       try {

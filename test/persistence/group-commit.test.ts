@@ -26,6 +26,7 @@ function recordingTransaction(refuse: ReadonlySet<string> = new Set()) {
       if (refuse.has(entry)) throw new StoreCommitError(entry, 'event_sequence', 'refused');
       calls.push(`write ${entry}`);
     },
+    ownFault: (error) => error instanceof StoreCommitError,
     open: () => true,
     commit: (size) => calls.push(`commit ${size}`),
     rollback: () => calls.push('rollback'),
