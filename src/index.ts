@@ -110,9 +110,11 @@ export {
   type SupervisionPolicy,
   type SupervisionStrategy,
 } from './machines/session.ts';
+export type { GroupCommitOptions } from './persistence/group-commit.ts';
 export { createMemoryStore, type MemoryStoreOptions } from './persistence/memory-store.ts';
 export {
   createSqliteStore,
+  type SqliteGroupCommitStore,
   type SqliteSessionStore,
   type SqliteStoreOptions,
   type SqliteStoreSettings,

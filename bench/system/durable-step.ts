@@ -5,7 +5,7 @@
  * subject is the median over rounds of µs per tool step (turn wall / N), with its range and its ratio to the memory
  * store. Each turn is a fresh session (spawn → result); stopping and deleting it afterwards is not timed.
  * With `concurrent` > 1, that many sessions (or runs) run their turn at once and the figure is the batch's wall over
- * all their steps (throughput, not latency). The group-commit prototype (bench/persistence/group-commit-store.ts)
+ * all their steps (throughput, not latency). Group commit (`createSqliteStore(path, { groupCommit: true })`)
  * pays off only when sessions commit in the same event-loop turn; alone, it shows what its extra hop costs.
  * A last pass counts what the turn commits (commits and JSON bytes per step, by kind).
  *

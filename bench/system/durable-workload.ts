@@ -13,7 +13,6 @@ import {
   type SessionStore,
   tool,
 } from '../../dist/index.js';
-import { createGroupCommitStore } from '../persistence/group-commit-store.ts';
 
 export const usage = { input: 10, output: 5, cached: 0, reasoning: 0 };
 
@@ -23,6 +22,8 @@ export const answerAfter = (results: number): string => `done after ${results} t
 export interface StepAgentOptions {
   /** Tool steps per turn (counted from the last user message, so later turns of a session do as many). */
   steps: number;
+  /** How long each model call takes, in milliseconds (default 0: it answers at once). */
+  modelDelayMs?: number;
   /** Characters of every tool result (default: a few, `ok 3`). */
   resultChars?: number;
   /** Text deltas of the final answer (0: one whole text, no delta events). */
@@ -45,10 +46,12 @@ export function stepModel(options: StepAgentOptions): ModelProvider {
   const { steps } = options;
   const deltas = options.deltas ?? 0;
   const pacing = options.deltaPacing ?? 'macrotask';
+  const delayMs = options.modelDelayMs ?? 0;
   return {
     provider: 'bench',
     model: 'bench',
     async generate(request) {
+      if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
       // Tool results since the last user message: this turn's steps.
       let results = 0;
       const messages = request.messages;
@@ -107,12 +110,14 @@ export function stepAgent(options: StepAgentOptions) {
   });
 }
 
-/** The stores compared; `sqlite-group` is the group-commit prototype (bench/persistence/group-commit-store.ts). */
+/** The stores compared; `sqlite-group` is SQLite FULL with group commit (`createSqliteStore(path, { groupCommit: true })`). */
 export type StoreKind = 'memory' | 'sqlite-normal' | 'sqlite-full' | 'sqlite-group';
 
 export function openStore(kind: StoreKind, path: string): SessionStore {
   if (kind === 'memory') return createMemoryStore();
-  if (kind === 'sqlite-group') return createGroupCommitStore(path);
+  // TROUPE_BENCH_GROUP='{"maxBatch":4096}' measures other group commit options.
+  if (kind === 'sqlite-group')
+    return createSqliteStore(path, { groupCommit: JSON.parse(process.env.TROUPE_BENCH_GROUP ?? 'true') });
   return createSqliteStore(path, { synchronous: kind === 'sqlite-full' ? 'full' : 'normal' });
 }
 

@@ -14,7 +14,7 @@
  * Per K, the median over rounds (and range) of sessions/s, and recover's ratio to fresh spawns of the same run.
  *
  * The stores (each its own file, created the same way): `full` (the default), `normal`, and `group`, the
- * group-commit prototype (bench/persistence/group-commit-store.ts); several are measured in a rotating order.
+ * FULL store with group commit (`groupCommit: true`); several are measured in a rotating order.
  *
  *   npm run build && node bench/system/recover.ts [K=100,1000] [rounds=3] [stores=full|normal|group,...] [directory]
  */

@@ -8,8 +8,8 @@
  * Rounds are interleaved; per subject the median over rounds of deltas/s, its range, and the ratio to the memory
  * store. Each turn is a fresh session; stopping and deleting it is not timed. With `concurrent` > 1, that many
  * sessions (or stream()s) stream at once and the figure is all their deltas over the wall of the batch; the
- * group-commit prototype (bench/persistence/group-commit-store.ts: one fsync per event-loop turn for every session
- * that committed in it) joins the subjects then.
+ * SQLite store with group commit (one transaction and one fsync for every session that committed in the same
+ * event-loop turn) joins the subjects then.
  *
  *   npm run build && node bench/system/stream-deltas.ts [deltas=2000] [rounds=5] [macrotask|sync] [concurrent=1] [directory]
  */

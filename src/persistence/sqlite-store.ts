@@ -6,6 +6,12 @@ import { ConfigError, TroupeError } from '../core/errors.ts';
 import type { RunEvent } from '../core/events.ts';
 import type { JsonValue } from '../core/json.ts';
 import { checkBatch, checkEventLimit } from './commit-rules.ts';
+import {
+  createGroupCommitter,
+  type GroupCommitOptions,
+  type GroupTransaction,
+  groupCommitSettings,
+} from './group-commit.ts';
 import { loadNodeSqlite } from './node-sqlite.ts';
 import { defaultLeaseTtlMs, leasesTable, prepareLeases } from './session-lease.ts';
 import type {
@@ -18,6 +24,7 @@ import type {
 import { storedSessionStatuses, storeLayoutVersion } from './store.ts';
 import {
   ForeignStoreError,
+  SessionFencedError,
   StoreClosedError,
   StoreCommitError,
   StoreCorruptError,
@@ -46,23 +53,39 @@ export interface SqliteStoreOptions {
    * - `'normal'`: it survives the process crashing or being killed, but the last commits before a power loss may
    *   be lost; commits are faster.
    */
-  synchronous?: 'full' | 'normal';
+  synchronous?: 'full' | 'normal' | undefined;
   /**
    * How long a call waits for another connection to the same file (another process) to finish writing, in
    * milliseconds, before it fails with a StoreIoError whose `busy` is true. Default 5,000.
    */
-  busyTimeoutMs?: number;
+  busyTimeoutMs?: number | undefined;
   /**
    * Create the file's folder (and the folders above it) when it is missing. Default false: a folder that does not
    * exist is a ConfigError, so that a mistyped path does not quietly start an empty store somewhere else.
    */
-  createDirectories?: boolean;
+  createDirectories?: boolean | undefined;
   /**
    * How long a session's lease held by a process on another host lasts without being renewed, in milliseconds
    * (default 30,000). The holder renews it with every commit and on a timer; a holder on the same host is checked by
    * its pid instead, so a crashed process never makes anyone wait. See `recover()`'s `takeOver`.
    */
-  leaseTtlMs?: number;
+  leaseTtlMs?: number | undefined;
+  /**
+   * Group commit: the commits of many sessions made at the same moment (the same turn of the event loop, or within
+   * `maxDelayMs`) are written in one transaction and share one fsync. `commit` then returns a promise that resolves
+   * once the commit is on disk (the runtime waits for it before the effect it decided starts). A batch that breaks
+   * the store's rules fails its own caller alone; a failure of the disk fails every commit of the group, and none
+   * of them is written. Default false: each commit is its own transaction, on disk when `commit` returns.
+   */
+  groupCommit?: boolean | GroupCommitOptions | undefined;
+}
+
+/**
+ * A SQLite store with group commit: `commit` returns a promise, resolved once the commit is on disk. Reads see a
+ * commit once its promise has resolved; `delete` and `close` first write the commits still waiting.
+ */
+export interface SqliteGroupCommitStore extends Omit<SqliteSessionStore, 'commit'> {
+  commit(sessionId: string, batch: CommitBatch): Promise<void>;
 }
 
 /** The connection settings a SQLite store runs with, as SQLite reports them. */
@@ -116,7 +139,22 @@ export interface SqliteSessionStore extends SyncSessionStore {
  *
  * `close()` when done: it ends the connection and removes the -wal and -shm files beside the database.
  */
-export function createSqliteStore(path: string, options: SqliteStoreOptions = {}): SqliteSessionStore {
+export function createSqliteStore(
+  path: string,
+  options?: SqliteStoreOptions & { groupCommit?: false | undefined },
+): SqliteSessionStore;
+export function createSqliteStore(
+  path: string,
+  options: SqliteStoreOptions & { groupCommit: true | GroupCommitOptions },
+): SqliteGroupCommitStore;
+export function createSqliteStore(
+  path: string,
+  options?: SqliteStoreOptions,
+): SqliteSessionStore | SqliteGroupCommitStore;
+export function createSqliteStore(
+  path: string,
+  options: SqliteStoreOptions = {},
+): SqliteSessionStore | SqliteGroupCommitStore {
   if (typeof path !== 'string' || path.length === 0)
     throw new ConfigError('createSqliteStore: the path must be a non-empty string (a file, or ":memory:").');
   const synchronous = options.synchronous ?? 'full';
@@ -141,6 +179,10 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
     throw new ConfigError(
       `createSqliteStore: leaseTtlMs must be a positive integer; got ${String(leaseTtlMs)}.`,
     );
+
+  const groupOption = options.groupCommit ?? false;
+  const groupSettings =
+    groupOption === false ? undefined : groupCommitSettings(groupOption, 'createSqliteStore');
 
   const db = openDatabase(path, synchronous, busyTimeoutMs, createDirectories);
   let sql: Statements;
@@ -195,8 +237,20 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
       // No transaction is left to roll back: SQLite already did.
     }
   };
+  /** Undoes one commit of a group, leaving the group's transaction open. */
+  const undoSavepoint = (): void => {
+    try {
+      sql.rollbackTo.run();
+      sql.release.run();
+    } catch {
+      // SQLite ended the whole transaction: the group sees it and fails.
+    }
+  };
 
-  return {
+  /** Set while group commit writes a commit into its shared transaction: a savepoint instead of a transaction. */
+  let inGroup: { rows: SerializedBatch } | undefined;
+
+  const store: SqliteSessionStore = {
     path,
 
     settings() {
@@ -260,14 +314,15 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
 
     commit(sessionId, batch) {
       const s = open();
-      const rows = serialize(sessionId, batch);
+      const rows = inGroup?.rows ?? serialize(sessionId, batch);
       // A relaxed commit (events only) skips the fsync a FULL store makes: WAL mode keeps it through a process crash,
-      // and the next FULL commit's fsync takes it to the disk along with its own.
-      const relax = batch.relaxed === true && synchronous === 'full';
+      // and the next FULL commit's fsync takes it to the disk along with its own. (In a group, the group decides.)
+      const relax = batch.relaxed === true && synchronous === 'full' && inGroup === undefined;
       // (A PRAGMA takes effect when it is prepared: these run as plain statements, never kept prepared.)
       if (relax) db.exec('PRAGMA synchronous = NORMAL');
       try {
-        s.beginWrite.run();
+        if (inGroup === undefined) s.beginWrite.run();
+        else s.savepoint.run();
       } catch (error) {
         if (relax) db.exec('PRAGMA synchronous = FULL');
         throw storeErrorOf(error, path, `could not commit session "${sessionId}"`);
@@ -373,9 +428,11 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
         // A session that stops running here (finished, stopped, failed, suspended) lets its lease go with the commit.
         if (session !== undefined && session.status !== 'running' && session.status !== 'awaiting')
           s.leases.release(sessionId);
-        s.commit.run();
+        if (inGroup === undefined) s.commit.run();
+        else s.release.run();
       } catch (error) {
-        rollback();
+        if (inGroup === undefined) rollback();
+        else undoSavepoint();
         throw commitErrorOf(error, path, sessionId);
       } finally {
         if (relax) db.exec('PRAGMA synchronous = FULL');
@@ -546,6 +603,83 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
       }
     },
   };
+  if (groupSettings === undefined) return store;
+
+  // Group commit: the commits of a group run, each in a savepoint, inside one transaction of this connection.
+  let relaxedGroup = false;
+  const endRelaxed = (): void => {
+    if (relaxedGroup) db.exec('PRAGMA synchronous = FULL');
+    relaxedGroup = false;
+  };
+  const groupTransaction: GroupTransaction<GroupEntry> = {
+    begin(durable) {
+      open();
+      relaxedGroup = !durable && synchronous === 'full';
+      if (relaxedGroup) db.exec('PRAGMA synchronous = NORMAL');
+      try {
+        sql.beginWrite.run();
+      } catch (error) {
+        endRelaxed();
+        throw storeErrorOf(error, path, 'could not begin a group commit');
+      }
+    },
+    write({ sessionId, batch, rows }) {
+      inGroup = { rows };
+      try {
+        store.commit(sessionId, batch);
+      } finally {
+        inGroup = undefined;
+      }
+    },
+    // A batch that breaks the rules, or comes from a process that lost the session's lease, fails alone; a failure
+    // of the file or the disk fails the group.
+    ownFault: (error) => error instanceof StoreCommitError || error instanceof SessionFencedError,
+    open: () => db.isTransaction,
+    commit(size) {
+      try {
+        sql.commit.run();
+      } catch (error) {
+        throw storeErrorOf(error, path, `could not commit a group of ${size} commits`);
+      } finally {
+        endRelaxed();
+      }
+    },
+    rollback() {
+      rollback();
+      endRelaxed();
+    },
+  };
+  const committer = createGroupCommitter(groupTransaction, groupSettings);
+  return {
+    ...store,
+    commit(sessionId, batch) {
+      let rows: SerializedBatch;
+      try {
+        open();
+        // Made now: what is committed is the batch as it was when `commit` was called.
+        rows = serialize(sessionId, batch);
+      } catch (error) {
+        return Promise.reject(error);
+      }
+      return committer.commit({ sessionId, batch, rows }, batch.relaxed === true);
+    },
+    delete(sessionId) {
+      // The commits made before the delete are written before it.
+      if (!closed) committer.flush();
+      store.delete(sessionId);
+    },
+    close() {
+      if (!closed) committer.flush();
+      store.close();
+    },
+  };
+}
+
+/** One commit waiting for its group: its values already serialized. */
+interface GroupEntry {
+  sessionId: string;
+  batch: CommitBatch;
+  rows: SerializedBatch;
 }
 
 type Row = Record<string, Sqlite.SQLOutputValue>;
@@ -758,6 +892,9 @@ function prepareStatements(db: Sqlite.DatabaseSync, leaseTtlMs: number) {
     // Transaction control is prepared too: parsing it on every commit costs a few microseconds each time.
     beginRead: db.prepare('BEGIN'),
     beginWrite: db.prepare('BEGIN IMMEDIATE'),
+    savepoint: db.prepare('SAVEPOINT troupe_commit'),
+    release: db.prepare('RELEASE troupe_commit'),
+    rollbackTo: db.prepare('ROLLBACK TO troupe_commit'),
     commit: db.prepare('COMMIT'),
     rollback: db.prepare('ROLLBACK'),
     insertAudit: db.prepare('INSERT INTO audit_log (seq, doc) VALUES (?, ?)'),

@@ -35,9 +35,9 @@ export interface SessionStore {
    * SessionLeasedError when another live process holds it (unless `takeOver`). A store without leases lets every
    * process resume every session.
    */
-  acquireLease?(sessionId: string, options?: LeaseOptions): MaybePromise<void>;
+  acquireLease?: ((sessionId: string, options?: LeaseOptions) => MaybePromise<void>) | undefined;
   /** Gives up this process's lease of the session (another process's lease is left as it is). */
-  releaseLease?(sessionId: string): MaybePromise<void>;
+  releaseLease?: ((sessionId: string) => MaybePromise<void>) | undefined;
 }
 
 /** The options of taking a session's lease. */

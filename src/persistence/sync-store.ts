@@ -23,6 +23,6 @@ export interface SyncSessionStore extends SessionStore {
   delete(sessionId: string): void;
   /** Releases the store; calling it again does nothing. Every other method then throws StoreClosedError. */
   close(): void;
-  acquireLease?(sessionId: string, options?: LeaseOptions): void;
-  releaseLease?(sessionId: string): void;
+  acquireLease?: ((sessionId: string, options?: LeaseOptions) => void) | undefined;
+  releaseLease?: ((sessionId: string) => void) | undefined;
 }

@@ -45,6 +45,11 @@ export class SessionDurability {
   readonly #log: SessionLog;
   /** The session row as last committed. */
   #row: StoredSession;
+  /**
+   * The row of the last commit made, stored or still in flight: the next row is built on it. With a store that
+   * answers later, a row built on the last stored one would drop what a commit in flight changes (a queued message).
+   */
+  #latestRow: StoredSession;
   readonly #runs: Map<string, StoredAgentCheckpoint>;
   readonly #journal: Map<string, JsonValue>;
   readonly #approvals: Map<string, ApprovalRecord>;
@@ -84,6 +89,7 @@ export class SessionDurability {
     this.#clock = options.clock;
     this.#log = options.log;
     this.#row = options.row;
+    this.#latestRow = options.row;
     this.#runs = options.runs;
     this.#journal = options.journal;
     this.#approvals = new Map(options.approvals.map((record) => [record.callId, record]));
@@ -100,6 +106,7 @@ export class SessionDurability {
   /** Commits a batch after every earlier one, with the events emitted so far. Throws / rejects if the store does. */
   commit(batch: CommitBatch): MaybePromise<void> {
     if (this.#closed) return;
+    if (batch.session) this.#latestRow = batch.session;
     if (this.#inFlight) {
       const next = this.#inFlight.then(() => this.#commitNow(batch));
       this.#track(next);
@@ -213,7 +220,7 @@ export class SessionDurability {
 
   /** A new row with `changes`: the row is replaced whole by every commit that carries it. */
   rowWith(changes: Partial<StoredSession>): StoredSession {
-    return { ...this.#row, ...changes, updatedAt: this.#clock.now() };
+    return { ...this.#latestRow, ...changes, updatedAt: this.#clock.now() };
   }
 
   /** The status the row should have while the turn runs: awaiting when people have calls to decide. */

@@ -2,7 +2,8 @@
  * The child process of crash.test.ts: commits batches to a SQLite store in a loop until it is killed (by the test,
  * or by itself after `selfKillAfter` commits). Batch N writes the session row with `turns` N, nested-run and journal
  * entries that say N, one approval, and (N % 3) + 1 events, so a reader can tell whether every batch is whole.
- *   node --import tsx test/persistence/crash-writer.ts <file> <full|normal> <selfKillAfter, 0 for never>
+ * With `group`, the store runs with group commit and four sessions commit at once (their commits share groups).
+ *   node --import tsx test/persistence/crash-writer.ts <file> <full|normal> <selfKillAfter, 0 for never> <single|group>
  */
 import { writeSync } from 'node:fs';
 import type { RunEvent } from '../../src/core/events.ts';
@@ -10,6 +11,8 @@ import { createSqliteStore } from '../../src/persistence/sqlite-store.ts';
 import { approval, checkpoint, sessionRow } from './fixtures.ts';
 
 export const crashSession = 'crash';
+/** The sessions the writer commits to with group commit. */
+export const groupSessions: readonly string[] = [crashSession, 'crash-1', 'crash-2', 'crash-3'];
 
 /** Events batch N appends. */
 export function eventsInBatch(batch: number): number {
@@ -21,44 +24,59 @@ export function filler(batch: number): string {
   return `${batch}:`.padEnd(1_000 + (batch % 7) * 900, String.fromCharCode(97 + (batch % 26)));
 }
 
-function main(): void {
-  const [file, synchronous, selfKillAfter] = process.argv.slice(2);
-  if (file === undefined || (synchronous !== 'full' && synchronous !== 'normal')) {
-    throw new Error('usage: crash-writer.ts <file> <full|normal> <selfKillAfter>');
+async function main(): Promise<void> {
+  const [file, synchronous, selfKillAfter, mode = 'single'] = process.argv.slice(2);
+  if (
+    file === undefined ||
+    (synchronous !== 'full' && synchronous !== 'normal') ||
+    (mode !== 'single' && mode !== 'group')
+  ) {
+    throw new Error('usage: crash-writer.ts <file> <full|normal> <selfKillAfter> <single|group>');
   }
-  const store = createSqliteStore(file, { synchronous });
-  const state = store.load(crashSession);
-  let batch = state?.session.turns ?? 0;
-  let nextSeq = (state?.lastSeq ?? -1) + 1;
+  const store = createSqliteStore(file, { synchronous, groupCommit: mode === 'group' });
+  const sessions = mode === 'group' ? groupSessions : [crashSession];
   const killAfter = Number(selfKillAfter ?? 0);
+  const starts = sessions.map((sessionId) => {
+    const state = store.load(sessionId);
+    return { sessionId, batch: state?.session.turns ?? 0, nextSeq: (state?.lastSeq ?? -1) + 1 };
+  });
+  let done = 0;
   writeSync(1, 'ready\n');
-  for (let done = 1; ; done++) {
-    batch++;
-    const events: RunEvent[] = Array.from({ length: eventsInBatch(batch) }, (_, index) => ({
-      time: batch,
-      agent: 'writer',
-      sessionId: crashSession,
-      seq: nextSeq + index,
-      route: 'crash',
-      depth: 0,
-      type: 'delta',
-      data: { content: `${batch}/${index}` },
-    }));
-    store.commit(crashSession, {
-      session: sessionRow(crashSession, { turns: batch, updatedAt: batch }),
-      runs: [['nested', checkpoint({ step: batch })]],
-      journal: [
-        ['batch', batch],
-        [`filler:${batch}`, filler(batch)],
-      ],
-      events,
-      approvals: [approval(crashSession, `call_${batch}`)],
-    });
-    nextSeq += events.length;
-    // Written after commit returned: whatever the parent reads here must survive the kill.
-    writeSync(1, `committed ${batch}\n`);
-    if (done === killAfter) process.kill(process.pid, 'SIGKILL');
-  }
+  await Promise.all(
+    starts.map(async (start) => {
+      const { sessionId } = start;
+      let { batch, nextSeq } = start;
+      for (;;) {
+        batch++;
+        const events: RunEvent[] = Array.from({ length: eventsInBatch(batch) }, (_, index) => ({
+          time: batch,
+          agent: 'writer',
+          sessionId,
+          seq: nextSeq + index,
+          route: 'crash',
+          depth: 0,
+          type: 'delta',
+          data: { content: `${batch}/${index}` },
+        }));
+        await store.commit(sessionId, {
+          session: sessionRow(sessionId, { turns: batch, updatedAt: batch }),
+          runs: [['nested', checkpoint({ step: batch })]],
+          journal: [
+            ['batch', batch],
+            [`filler:${batch}`, filler(batch)],
+          ],
+          events,
+          approvals: [approval(sessionId, `call_${batch}`)],
+        });
+        nextSeq += events.length;
+        // Written once the commit is done: whatever the parent reads here must survive the kill.
+        writeSync(1, `committed ${sessionId} ${batch}\n`);
+        done++;
+        if (done === killAfter) process.kill(process.pid, 'SIGKILL');
+      }
+    }),
+  );
 }
 
-if (process.argv[1] !== undefined && import.meta.url.endsWith(process.argv[1].replaceAll('\\', '/'))) main();
+if (process.argv[1] !== undefined && import.meta.url.endsWith(process.argv[1].replaceAll('\\', '/')))
+  void main();

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createSqliteStore } from '../../src/persistence/sqlite-store.ts';
-import { crashSession, eventsInBatch, filler } from './crash-writer.ts';
+import { crashSession, eventsInBatch, filler, groupSessions } from './crash-writer.ts';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const writer = fileURLToPath(new URL('./crash-writer.ts', import.meta.url));
@@ -25,8 +25,8 @@ function seeded(state: number): () => number {
 }
 
 interface Killed {
-  /** The last batch the child said was committed (its commit had returned). */
-  acknowledged: number;
+  /** By session, the last batch the child said was committed (its commit had returned, or resolved). */
+  acknowledged: Map<string, number>;
   signal: NodeJS.Signals | null;
   stderr: string;
 }
@@ -35,19 +35,20 @@ interface Killed {
 function runWriter(
   file: string,
   synchronous: 'full' | 'normal',
+  mode: 'single' | 'group',
   plan: { killAfterMs: number } | { selfKillAfter: number },
 ): Promise<Killed> {
   return new Promise((resolve, reject) => {
     const selfKillAfter = 'selfKillAfter' in plan ? plan.selfKillAfter : 0;
     const child = spawn(
       process.execPath,
-      ['--import', 'tsx', writer, file, synchronous, String(selfKillAfter)],
+      ['--import', 'tsx', writer, file, synchronous, String(selfKillAfter), mode],
       {
         cwd: root,
         stdio: ['ignore', 'pipe', 'pipe'],
       },
     );
-    let acknowledged = 0;
+    const acknowledged = new Map<string, number>();
     let stdout = '';
     let stderr = '';
     // Never wait forever, whatever the child does.
@@ -62,8 +63,8 @@ function runWriter(
       for (const line of lines) {
         if (line === 'ready' && 'killAfterMs' in plan)
           setTimeout(() => child.kill('SIGKILL'), plan.killAfterMs);
-        const match = /^committed (\d+)$/.exec(line);
-        if (match) acknowledged = Number(match[1]);
+        const match = /^committed (\S+) (\d+)$/.exec(line);
+        if (match) acknowledged.set(String(match[1]), Number(match[2]));
       }
     });
     child.on('error', reject);
@@ -80,7 +81,12 @@ function totalEvents(batches: number): number {
   return total;
 }
 
-describe('a SQLite store killed mid-commit', () => {
+const modes = [
+  { mode: 'single' as const, name: 'one commit per transaction', sessions: [crashSession] },
+  { mode: 'group' as const, name: 'group commit, four sessions at once', sessions: groupSessions },
+];
+
+describe.each(modes)('a SQLite store killed mid-commit ($name)', ({ mode, sessions }) => {
   let directory: string;
   beforeEach(() => {
     directory = mkdtempSync(join(tmpdir(), 'troupe-crash-'));
@@ -92,7 +98,7 @@ describe('a SQLite store killed mid-commit', () => {
   it('shows every committed batch whole and no partial one after reopening, round after round', async () => {
     const file = join(directory, 'sessions.db');
     const random = seeded(seed);
-    let lastBatches = 0;
+    const lastBatches = new Map<string, number>();
     for (let round = 0; round < 6; round++) {
       const where = `round ${round} (TROUPE_CRASH_SEED=${seed})`;
       const synchronous = round % 2 === 0 ? 'full' : 'normal';
@@ -100,7 +106,7 @@ describe('a SQLite store killed mid-commit', () => {
         round % 3 === 2
           ? { selfKillAfter: 1 + Math.floor(random() * 40) }
           : { killAfterMs: 20 + Math.floor(random() * 180) };
-      const killed = await runWriter(file, synchronous, plan);
+      const killed = await runWriter(file, synchronous, mode, plan);
       expect(killed.signal, `${where}: ${killed.stderr}`).toBe('SIGKILL');
       // Only SQLite's own files: the database, its write-ahead log and the shared-memory index.
       for (const name of readdirSync(directory))
@@ -108,41 +114,45 @@ describe('a SQLite store killed mid-commit', () => {
 
       const store = createSqliteStore(file);
       try {
-        const state = store.load(crashSession);
-        const batches = state?.session.turns ?? 0;
-        // A commit that returned is kept; the log never goes backwards.
-        expect(batches, where).toBeGreaterThanOrEqual(killed.acknowledged);
-        expect(batches, where).toBeGreaterThanOrEqual(lastBatches);
-        lastBatches = batches;
-        if (state === undefined) continue;
-        // Each part of the last batch is there, and nothing of a later one.
-        expect(state.session.updatedAt, where).toBe(batches);
-        expect(state.journal.get('batch'), where).toBe(batches);
-        expect(state.journal.size, where).toBe(batches + 1);
-        expect(state.journal.get(`filler:${batches}`), where).toBe(filler(batches));
-        expect(state.runs.get('nested')?.step, where).toBe(batches);
-        expect(
-          state.approvals.map((record) => record.callId),
-          where,
-        ).toEqual(Array.from({ length: batches }, (_, index) => `call_${index + 1}`));
-        expect(state.lastSeq + 1, where).toBe(totalEvents(batches));
-        const logged = store.readEvents(crashSession, -1);
-        const expected: string[] = [];
-        for (let batch = 1; batch <= batches; batch++)
-          for (let index = 0; index < eventsInBatch(batch); index++) expected.push(`${batch}/${index}`);
-        expect(
-          logged.map((event) => (event.data as { content: string }).content),
-          where,
-        ).toEqual(expected);
-        expect(
-          logged.map((event) => event.seq),
-          where,
-        ).toEqual(expected.map((_, index) => index));
+        for (const sessionId of sessions) {
+          const state = store.load(sessionId);
+          const batches = state?.session.turns ?? 0;
+          // A commit that returned is kept; the log never goes backwards.
+          expect(batches, `${where}, ${sessionId}`).toBeGreaterThanOrEqual(
+            killed.acknowledged.get(sessionId) ?? 0,
+          );
+          expect(batches, `${where}, ${sessionId}`).toBeGreaterThanOrEqual(lastBatches.get(sessionId) ?? 0);
+          lastBatches.set(sessionId, batches);
+          if (state === undefined) continue;
+          // Each part of the last batch is there, and nothing of a later one.
+          expect(state.session.updatedAt, `${where}, ${sessionId}`).toBe(batches);
+          expect(state.journal.get('batch'), `${where}, ${sessionId}`).toBe(batches);
+          expect(state.journal.size, `${where}, ${sessionId}`).toBe(batches + 1);
+          expect(state.journal.get(`filler:${batches}`), `${where}, ${sessionId}`).toBe(filler(batches));
+          expect(state.runs.get('nested')?.step, `${where}, ${sessionId}`).toBe(batches);
+          expect(
+            state.approvals.map((record) => record.callId),
+            `${where}, ${sessionId}`,
+          ).toEqual(Array.from({ length: batches }, (_, index) => `call_${index + 1}`));
+          expect(state.lastSeq + 1, `${where}, ${sessionId}`).toBe(totalEvents(batches));
+          const logged = store.readEvents(sessionId, -1);
+          const expected: string[] = [];
+          for (let batch = 1; batch <= batches; batch++)
+            for (let index = 0; index < eventsInBatch(batch); index++) expected.push(`${batch}/${index}`);
+          expect(
+            logged.map((event) => (event.data as { content: string }).content),
+            `${where}, ${sessionId}`,
+          ).toEqual(expected);
+          expect(
+            logged.map((event) => event.seq),
+            `${where}, ${sessionId}`,
+          ).toEqual(expected.map((_, index) => index));
+        }
       } finally {
         store.close();
       }
     }
     // The rounds did commit something: the test is not passing on an empty store.
-    expect(lastBatches).toBeGreaterThan(0);
+    for (const sessionId of sessions) expect(lastBatches.get(sessionId), sessionId).toBeGreaterThan(0);
   });
 });

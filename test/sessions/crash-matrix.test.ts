@@ -194,7 +194,7 @@ function checkSummary(proc: number, summary: ChildSummary, previous: ProcessOutc
   return problems;
 }
 
-async function runTrial(trial: Trial): Promise<TrialReport> {
+async function runTrial(trial: Trial, groupCommit: boolean): Promise<TrialReport> {
   const directory = mkdtempSync(join(tmpdir(), 'troupe-matrix-'));
   const file = join(directory, 'sessions.db');
   const log = join(directory, 'effects.log');
@@ -206,8 +206,9 @@ async function runTrial(trial: Trial): Promise<TrialReport> {
     for (const [proc, step] of trial.steps.entries()) {
       const plan: ChildPlan =
         step.mode === 'decide'
-          ? { store: file, log, proc, mode: 'decide', decision: step.decision }
+          ? { store: file, log, proc, mode: 'decide', decision: step.decision, groupCommit }
           : {
+              groupCommit,
               store: file,
               log,
               proc,
@@ -222,7 +223,14 @@ async function runTrial(trial: Trial): Promise<TrialReport> {
       const approver =
         step.mode === 'run' && (step.approver === 'other' || step.approver === 'other-all')
           ? runChild(
-              { store: file, log, proc: 100 + proc, mode: 'approve-loop', approver: step.approver },
+              {
+                store: file,
+                log,
+                proc: 100 + proc,
+                mode: 'approve-loop',
+                approver: step.approver,
+                groupCommit,
+              },
               undefined,
               stopApprover.signal,
             )
@@ -246,7 +254,7 @@ async function runTrial(trial: Trial): Promise<TrialReport> {
     }
     const lines = readLog(log);
     const final = finalState(file);
-    const verdict = verifyTrial(lines, processes, final);
+    const verdict = verifyTrial(lines, processes, final, { groupCommit });
     problems.push(...verdict.problems);
     if (decision) problems.push(...checkDecisions(decision, lines, processes, final));
     return {
@@ -314,13 +322,13 @@ function checkDecisions(
 /** TROUPE_CRASH_ONLY=<text> runs only the trials whose name contains it (to replay one while debugging). */
 const only = process.env.TROUPE_CRASH_ONLY;
 
-async function runAll(all: readonly Trial[]): Promise<TrialReport[]> {
+async function runAll(all: readonly Trial[], groupCommit: boolean): Promise<TrialReport[]> {
   const trials = only ? all.filter((trial) => trial.name.includes(only)) : all;
   const reports: TrialReport[] = new Array(trials.length);
   let next = 0;
   const worker = async () => {
     for (let index = next++; index < trials.length; index = next++)
-      reports[index] = await runTrial(trials[index] as Trial);
+      reports[index] = await runTrial(trials[index] as Trial, groupCommit);
   };
   await Promise.all(Array.from({ length: concurrency }, worker));
   return reports;
@@ -431,66 +439,87 @@ function failuresOf(reports: readonly TrialReport[]): string[] {
   );
 }
 
-describe('crash matrix: durable sessions killed with SIGKILL and recovered by another process', () => {
-  afterAll(() => {
-    const kinds = [...totals.killKinds].map(([kind, count]) => `${kind} ${count}`).join(', ');
-    console.log(
-      `crash matrix (TROUPE_CRASH_SEED=${seed}): ${totals.trials} trials, ${totals.kills} kills ` +
-        `(${kinds}, the rest by the parent at random times), ${totals.effects} effects run, ` +
-        `${totals.completedReRuns} re-runs of completed effects, ${totals.inFlightReRuns} in-flight re-runs, ` +
-        `${totals.lostTurns} lost turns`,
-    );
-  });
+/** Every trial runs on a store with one transaction per commit, and again with group commit. */
+const storeModes = [
+  { name: 'one transaction per commit', groupCommit: false },
+  { name: 'group commit', groupCommit: true },
+];
 
-  it('loses no turn, runs no committed call again and the interrupted call once, at every kill point', async () => {
-    const reports = await runAll(planMatrix(seeded(seed)));
-    tally(reports);
-    expect(failuresOf(reports)).toEqual([]);
-    // The matrix really killed and really re-ran: it is not passing on trials that never crashed.
-    if (!only) {
-      expect(reports.reduce((sum, report) => sum + report.figures.kills, 0)).toBeGreaterThanOrEqual(50);
-      expect(reports.reduce((sum, report) => sum + report.figures.inFlightReRuns, 0)).toBeGreaterThan(20);
-      expect(reports.reduce((sum, report) => sum + report.decidedBeside, 0)).toBeGreaterThan(0);
-      // Two refunds and two nested confirms, all decided in the other process and picked up by polling.
-      expect(reports.find((report) => report.name === 'approver beside for every call')?.decidedBeside).toBe(
-        4,
+describe.each(storeModes)(
+  'crash matrix ($name): durable sessions killed with SIGKILL and recovered by another process',
+  ({ groupCommit }) => {
+    afterAll(() => {
+      const kinds = [...totals.killKinds].map(([kind, count]) => `${kind} ${count}`).join(', ');
+      console.log(
+        `crash matrix, ${groupCommit ? 'group commit' : 'one transaction per commit'} (TROUPE_CRASH_SEED=${seed}): ${totals.trials} trials, ${totals.kills} kills ` +
+          `(${kinds}, the rest by the parent at random times), ${totals.effects} effects run, ` +
+          `${totals.completedReRuns} re-runs of completed effects, ${totals.inFlightReRuns} in-flight re-runs, ` +
+          `${totals.lostTurns} lost turns`,
       );
-    }
-  }, 600_000);
+      Object.assign(totals, {
+        trials: 0,
+        kills: 0,
+        effects: 0,
+        completedReRuns: 0,
+        inFlightReRuns: 0,
+        lostTurns: 0,
+      });
+      totals.killKinds.clear();
+    });
 
-  const approvalTrials = (where: 'top' | 'nested', watchdogMs?: number): Trial[] =>
-    (['approve', 'reject'] as const).map((decision) => ({
-      name: `approval of ${where === 'top' ? 'refund' : "the nested agent's confirm"}: ${decision} by another process`,
-      steps: [
-        { mode: 'run', kill: { kind: `approval-seen-${where}`, count: 1 } },
-        { mode: 'decide', decision },
-        { mode: 'run', ...(watchdogMs ? { watchdogMs } : {}) },
-      ],
-    }));
+    it('loses no turn, runs no committed call again and the interrupted call once, at every kill point', async () => {
+      const reports = await runAll(planMatrix(seeded(seed)), groupCommit);
+      tally(reports);
+      expect(failuresOf(reports)).toEqual([]);
+      // The matrix really killed and really re-ran: it is not passing on trials that never crashed.
+      if (!only) {
+        expect(reports.reduce((sum, report) => sum + report.figures.kills, 0)).toBeGreaterThanOrEqual(50);
+        expect(reports.reduce((sum, report) => sum + report.figures.inFlightReRuns, 0)).toBeGreaterThan(20);
+        expect(reports.reduce((sum, report) => sum + report.decidedBeside, 0)).toBeGreaterThan(0);
+        // Two refunds and two nested confirms, all decided in the other process and picked up by polling.
+        expect(
+          reports.find((report) => report.name === 'approver beside for every call')?.decidedBeside,
+        ).toBe(4);
+      }
+    }, 600_000);
 
-  it('applies a decision another process stored while the session was down: approved runs once, rejected never', async () => {
-    const reports = await runAll(approvalTrials('top'));
-    tally(reports);
-    expect(failuresOf(reports)).toEqual([]);
-  }, 180_000);
+    const approvalTrials = (where: 'top' | 'nested', watchdogMs?: number): Trial[] =>
+      (['approve', 'reject'] as const).map((decision) => ({
+        name: `approval of ${where === 'top' ? 'refund' : "the nested agent's confirm"}: ${decision} by another process`,
+        steps: [
+          { mode: 'run', kill: { kind: `approval-seen-${where}`, count: 1 } },
+          { mode: 'decide', decision },
+          { mode: 'run', ...(watchdogMs ? { watchdogMs } : {}) },
+        ],
+      }));
 
-  /*
-   * A nested agent (agentTool) that waits for an approval when the process dies resumes straight into its approval
-   * wait; a decision another process stored meanwhile must reach it (the session hands stored decisions to nested
-   * agents that wait, not only to the agent holding the conversation).
-   */
-  it("applies a decision another process stored on a nested agent's call while the session was down", async () => {
-    // The recovery hangs while the bug stands: give up after 5 s (the whole scenario takes well under one).
-    const reports = await runAll(approvalTrials('nested', 5_000));
-    expect(failuresOf(reports)).toEqual([]);
-  }, 180_000);
+    it('applies a decision another process stored while the session was down: approved runs once, rejected never', async () => {
+      const reports = await runAll(approvalTrials('top'), groupCommit);
+      tally(reports);
+      expect(failuresOf(reports)).toEqual([]);
+    }, 180_000);
 
-  /*
-   * A nested agent's `approval_decided` event carries the nested route and depth, like its other events.
-   */
-  it("attributes a nested agent's approval_decided event to its route and depth", async () => {
-    const reports = await runAll([{ name: 'no crash, event attribution', steps: [{ mode: 'run' }] }]);
-    expect(failuresOf(reports)).toEqual([]);
-    expect(reports.flatMap((report) => report.misattributed)).toEqual([]);
-  }, 180_000);
-});
+    /*
+     * A nested agent (agentTool) that waits for an approval when the process dies resumes straight into its approval
+     * wait; a decision another process stored meanwhile must reach it (the session hands stored decisions to nested
+     * agents that wait, not only to the agent holding the conversation).
+     */
+    it("applies a decision another process stored on a nested agent's call while the session was down", async () => {
+      // The recovery hangs while the bug stands: give up after 5 s (the whole scenario takes well under one).
+      const reports = await runAll(approvalTrials('nested', 5_000), groupCommit);
+      expect(failuresOf(reports)).toEqual([]);
+    }, 180_000);
+
+    /*
+     * A nested agent's `approval_decided` event carries the nested route and depth, like its other events.
+     */
+    it("attributes a nested agent's approval_decided event to its route and depth", async () => {
+      const reports = await runAll(
+        [{ name: 'no crash, event attribution', steps: [{ mode: 'run' }] }],
+        groupCommit,
+      );
+      expect(failuresOf(reports)).toEqual([]);
+      expect(reports.flatMap((report) => report.misattributed)).toEqual([]);
+    }, 180_000);
+  },
+);

@@ -35,6 +35,7 @@ import {
   run,
   type SessionOptions,
   type Settlement,
+  type SqliteStoreOptions,
   type SupervisionOptions,
   stream,
   type ToolOptions,
@@ -135,6 +136,7 @@ acceptsUndefined<OpenAICompatibleOptions>('ok');
 acceptsUndefined<OpenAIResponsesOptions>('ok');
 acceptsUndefined<ReactOptions>('ok');
 acceptsUndefined<RetryOptions>('ok');
+acceptsUndefined<SqliteStoreOptions>('ok');
 
 // The checker itself must catch a property that rejects undefined (else every line above would pass for nothing).
 // @ts-expect-error `signal` takes no explicit undefined

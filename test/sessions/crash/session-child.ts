@@ -39,6 +39,8 @@ export interface ChildPlan {
   watchdogMs?: number | undefined;
   /** run mode: calls the approver must never see pending (another process decided them). */
   skip?: string[] | undefined;
+  /** The store runs with group commit (every mode: the commits of the sessions here share transactions). */
+  groupCommit?: boolean | undefined;
 }
 
 /** What a run-mode child prints last. */
@@ -83,7 +85,34 @@ process.on('unhandledRejection', (reason) => {
 });
 
 // SIGKILL is what the matrix does, not power loss: 'normal' keeps every commit across a killed process.
-const store = createSqliteStore(plan.store, { synchronous: 'normal' });
+const opened = createSqliteStore(plan.store, {
+  synchronous: 'normal',
+  groupCommit: plan.groupCommit === true,
+});
+/** Called each time a commit of the store settles: what waits for something to be stored looks again then. */
+let commitSettled: (() => void)[] = [];
+const store: typeof opened = {
+  ...opened,
+  commit(sessionId, batch) {
+    const result = opened.commit(sessionId, batch);
+    const notify = () => {
+      const waiting = commitSettled;
+      commitSettled = [];
+      for (const resolve of waiting) resolve();
+    };
+    if (result instanceof Promise) result.then(notify, notify);
+    return result;
+  },
+} as typeof opened;
+
+/**
+ * Resolves once the store holds the input. With group commit, send() and spawn() return before the input is on disk
+ * (no promise of theirs says when it is): an input counts as sent, here, once it is stored.
+ */
+async function untilStored(id: string, input: string): Promise<void> {
+  while (!inputsInStore(store.load(id)).has(input))
+    await new Promise<void>((resolve) => commitSettled.push(resolve));
+}
 const { triage, all } = scenarioAgents({ effect: (line) => write(line), point });
 const system = createAgentSystem({ store, agents: all, approvalPollMs: 20 });
 
@@ -120,6 +149,7 @@ async function drive(id: string, inputs: readonly ScriptedInput[]): Promise<Sess
     } else {
       session = system.spawn(triage, input.text, { sessionId: id });
     }
+    if (plan.groupCommit === true) await untilStored(id, input.text);
     write({ type: 'sent', session: id, input: input.text });
     point('send');
   }

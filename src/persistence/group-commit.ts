@@ -1,0 +1,167 @@
+import { ConfigError } from '../core/errors.ts';
+
+/** Options of group commit (`createSqliteStore(path, { groupCommit })`). */
+export interface GroupCommitOptions {
+  /**
+   * How long the first commit of a group waits for others to join it, in milliseconds. Default 0: the group holds
+   * the commits made in the same turn of the event loop (the sessions that finished a step together), and is
+   * written as soon as that turn ends.
+   */
+  maxDelayMs?: number | undefined;
+  /** The most commits one group holds: a group that reaches it is written at once. Default 512. */
+  maxBatch?: number | undefined;
+}
+
+/** Group commit's options with their defaults filled in. */
+export interface GroupCommitSettings {
+  maxDelayMs: number;
+  maxBatch: number;
+}
+
+/**
+ * What a store gives group commit: one shared transaction, and a way to write one caller's commit inside it whole
+ * or not at all.
+ */
+export interface GroupTransaction<Entry> {
+  /** Opens the shared transaction. `durable` false: every entry is relaxed, the transaction need not reach the disk. */
+  begin(durable: boolean): void;
+  /** Writes one entry inside the shared transaction, whole or not at all (a savepoint). Throws why it could not. */
+  write(entry: Entry): void;
+  /**
+   * Whether an error of `write` is the entry's own fault (its batch broke the store's rules), failing that entry
+   * alone; any other error fails the group.
+   */
+  ownFault(error: unknown): boolean;
+  /** Whether the shared transaction is still open (SQLite ends it itself after some I/O errors). */
+  open(): boolean;
+  /** Commits the shared transaction: one fsync for the group. Throws the typed error of a failure. */
+  commit(size: number): void;
+  /** Ends the shared transaction, writing nothing of it. */
+  rollback(): void;
+}
+
+/** A queue of commits written in groups: one transaction, and one fsync, for every commit of a group. */
+export interface GroupCommitter<Entry> {
+  /** Queues an entry; the promise resolves once it is committed (on disk), or rejects with the error that stopped it. */
+  commit(entry: Entry, relaxed: boolean): Promise<void>;
+  /** Writes the queued group now (before a delete, or when the store closes). */
+  flush(): void;
+  /** How many commits wait for the next group. */
+  readonly pending: number;
+}
+
+interface Waiting<Entry> {
+  entry: Entry;
+  relaxed: boolean;
+  resolve: () => void;
+  reject: (error: unknown) => void;
+  /** Rejected for its own batch (the group went on without it). */
+  refused: boolean;
+}
+
+/** Checks group commit's options (`true` takes the defaults) and fills in the defaults. */
+export function groupCommitSettings(option: true | GroupCommitOptions, where: string): GroupCommitSettings {
+  if (option !== true && (typeof option !== 'object' || option === null || Array.isArray(option)))
+    throw new ConfigError(
+      `${where}: groupCommit must be true, false or { maxDelayMs?, maxBatch? }; got ${JSON.stringify(option)}.`,
+    );
+  const given: GroupCommitOptions = option === true ? {} : option;
+  for (const key of Object.keys(given))
+    if (key !== 'maxDelayMs' && key !== 'maxBatch')
+      throw new ConfigError(
+        `${where}: groupCommit has no option "${key}" (it takes maxDelayMs and maxBatch).`,
+      );
+  const maxDelayMs = given.maxDelayMs ?? 0;
+  if (typeof maxDelayMs !== 'number' || !Number.isFinite(maxDelayMs) || maxDelayMs < 0)
+    throw new ConfigError(
+      `${where}: groupCommit.maxDelayMs must be a non-negative number of milliseconds; got ${String(maxDelayMs)}.`,
+    );
+  const maxBatch = given.maxBatch ?? 512;
+  if (!Number.isSafeInteger(maxBatch) || maxBatch < 1)
+    throw new ConfigError(
+      `${where}: groupCommit.maxBatch must be a positive integer; got ${String(maxBatch)}.`,
+    );
+  return { maxDelayMs, maxBatch };
+}
+
+/**
+ * Group commit: commits arriving in the same turn of the event loop (or within `maxDelayMs` of the first) are written
+ * in one transaction, so that they share one fsync. Each caller's promise resolves only once that transaction is
+ * committed: a runtime that waits for it before starting the effect keeps the write-ahead rule.
+ *
+ * - Each entry is written in a savepoint: a batch that breaks the store's rules fails its caller alone, and the
+ *   others are committed.
+ * - A failure of the group itself (the disk, the file) rolls the whole transaction back and rejects every caller of
+ *   the group with the same error: none of them has any of its data written.
+ * - Commits are written in the order they were made, so one session's commits keep their order.
+ */
+export function createGroupCommitter<Entry>(
+  transaction: GroupTransaction<Entry>,
+  settings: GroupCommitSettings,
+): GroupCommitter<Entry> {
+  let queue: Waiting<Entry>[] = [];
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let immediate: ReturnType<typeof setImmediate> | undefined;
+
+  const cancelSchedule = (): void => {
+    if (timer !== undefined) clearTimeout(timer);
+    if (immediate !== undefined) clearImmediate(immediate);
+    timer = undefined;
+    immediate = undefined;
+  };
+
+  const flush = (): void => {
+    cancelSchedule();
+    const group = queue;
+    queue = [];
+    if (group.length === 0) return;
+    const written: Waiting<Entry>[] = [];
+    try {
+      transaction.begin(group.some((waiting) => !waiting.relaxed));
+    } catch (error) {
+      for (const waiting of group) waiting.reject(error);
+      return;
+    }
+    try {
+      for (const waiting of group) {
+        try {
+          transaction.write(waiting.entry);
+          written.push(waiting);
+        } catch (error) {
+          // The batch's own fault: its savepoint is undone, the group goes on.
+          if (!transaction.ownFault(error) || !transaction.open()) throw error;
+          waiting.refused = true;
+          waiting.reject(error);
+        }
+      }
+      if (written.length > 0) transaction.commit(written.length);
+      else transaction.rollback();
+    } catch (error) {
+      transaction.rollback();
+      // Every caller of the group, written or not yet: nothing of the group is on disk.
+      for (const waiting of group) if (!waiting.refused) waiting.reject(error);
+      return;
+    }
+    for (const waiting of written) waiting.resolve();
+  };
+
+  const schedule = (): void => {
+    if (timer !== undefined || immediate !== undefined) return;
+    if (settings.maxDelayMs > 0) timer = setTimeout(flush, settings.maxDelayMs);
+    else immediate = setImmediate(flush);
+  };
+
+  return {
+    commit(entry, relaxed) {
+      return new Promise<void>((resolve, reject) => {
+        queue.push({ entry, relaxed, resolve, reject, refused: false });
+        if (queue.length >= settings.maxBatch) flush();
+        else schedule();
+      });
+    },
+    flush,
+    get pending() {
+      return queue.length;
+    },
+  };
+}
