@@ -39,12 +39,16 @@ export function runTools(host: EffectsHost, runtime: RunRuntime, command: ToolsC
   // Tools listed at run time (MCP servers) are listed before the calls are looked up: a session recovered after a
   // restart runs the calls that were in flight before any model call of this process has listed them. A source
   // that cannot be listed leaves its calls unknown; the next model call reports why.
-  const preparing = runtime.agent.tools.prepare({
-    sessionId: where.sessionId,
-    signal: host.signal,
-    context: runtime.context,
-    hold: runtime.holdings?.hold,
-  });
+  const tools = runtime.agent.tools;
+  const preparing =
+    tools.sources.length === 0
+      ? undefined
+      : tools.prepare({
+          sessionId: where.sessionId,
+          signal: host.signal,
+          context: runtime.context,
+          hold: runtime.holdings?.hold,
+        });
   if (preparing === undefined) classifyAndRun(host, runtime, command, where);
   else {
     const run = () => {
