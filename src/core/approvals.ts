@@ -48,6 +48,9 @@ export interface ApprovalRecord extends ApprovalRequest {
   decidedAt?: number;
 }
 
+/** Why a request is withdrawn when the turn that asked ended without a decision on it. */
+export const turnEndedReason = 'the turn ended before a decision';
+
 /** A request nobody waits for any more: withdrawn, with the rejection its agent got. */
 export function withdrawnRecord(record: ApprovalRecord, reason: string, at: number): ApprovalRecord {
   return { ...record, status: 'withdrawn', decision: { type: 'reject', reason }, decidedAt: at };

@@ -99,7 +99,10 @@ export interface AgentObjectHandlers {
   status(ctx: ObjectSharedContext): Promise<SessionStatusView>;
   /** The current (or last) turn's events; while the turn runs, those written when it last waited for people. */
   events(ctx: ObjectSharedContext): Promise<RunEvent[]>;
-  /** The current turn's calls that wait or waited for people, with their awakeable ids and decisions. */
+  /**
+   * Every call of the session's turns that waits or waited for people, in the order asked, with their turn
+   * numbers, awakeable ids and decisions; a request whose turn ended without a decision is `withdrawn`.
+   */
   approvals(ctx: ObjectSharedContext): Promise<StoredApproval[]>;
   approve(ctx: ObjectSharedContext, request: { callId: string }): Promise<DecisionReceipt>;
   reject(ctx: ObjectSharedContext, request: { callId: string; reason: string }): Promise<DecisionReceipt>;

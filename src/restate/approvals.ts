@@ -5,6 +5,7 @@ import {
   type ApprovalRequest,
   type ApprovalStatus,
   statusOfDecision,
+  whyNotWaiting,
 } from '../core/approvals.ts';
 import { ApprovalError } from '../sessions/approval-error.ts';
 import { type StoredApproval, stateKeys } from './state.ts';
@@ -32,6 +33,10 @@ export interface PeopleWaitHost {
   wait<T>(promise: RestatePromise<T>): Promise<T>;
   /** The records of the turn so far (earlier batches included), by call id, in the order they were asked. */
   approvals: Map<string, StoredApproval>;
+  /** The number of the turn that waits. */
+  turnNumber: number;
+  /** Writes the session's records (earlier turns' and this turn's) to the object's state. */
+  storeApprovals(): void;
   /** The turn is now waiting (true) or running again (false): written to the turn's state. */
   setWaiting(waiting: boolean): void;
   /** Writes the turn's events so far to the object's state (observers see the requests). */
@@ -55,12 +60,17 @@ export async function waitForPeople(
   const { ctx } = host;
   const waiting = requests.map((request) => {
     const awakeable = ctx.awakeable<unknown>();
-    const record: StoredApproval = { ...request, status: 'pending', awakeableId: awakeable.id };
+    const record: StoredApproval = {
+      ...request,
+      status: 'pending',
+      awakeableId: awakeable.id,
+      turn: host.turnNumber,
+    };
     host.approvals.set(request.callId, record);
     return { record, promise: awakeable.promise };
   });
   host.setWaiting(true);
-  ctx.set(stateKeys.approvals, [...host.approvals.values()]);
+  host.storeApprovals();
   try {
     await host.persistEvents();
     for (const [index, { record, promise }] of waiting.entries()) {
@@ -83,7 +93,7 @@ export async function waitForPeople(
       const decidedAt = await host.now();
       const updated: StoredApproval = { ...record, status: statusOfDecision(decision), decision, decidedAt };
       host.approvals.set(record.callId, updated);
-      ctx.set(stateKeys.approvals, [...host.approvals.values()]);
+      host.storeApprovals();
       if (index === waiting.length - 1) host.setWaiting(false);
       host.decided(updated, decision);
     }
@@ -165,11 +175,14 @@ export async function decideCall(
   if (typeof callId !== 'string' || callId === '')
     throw new TerminalError('callId must be a non-empty string.', { errorCode: 400 });
   const records = (await ctx.get<StoredApproval[]>(stateKeys.approvals)) ?? [];
-  const record = records.find((candidate) => candidate.callId === callId);
+  // Call ids are the model's: another turn may have used the same one. The call that waits is the one decided.
+  const record =
+    records.find((candidate) => candidate.callId === callId && candidate.status === 'pending') ??
+    records.findLast((candidate) => candidate.callId === callId);
   const refuse = (why: string, errorCode: number) =>
     new TerminalError(new ApprovalError(ctx.key, callId, why).message, { errorCode });
-  if (!record) throw refuse('no call waits under this id', 404);
-  if (record.status !== 'pending') throw refuse(`it was already ${record.status}`, 409);
+  if (!record) throw refuse(whyNotWaiting(record), 404);
+  if (record.status !== 'pending') throw refuse(whyNotWaiting(record), 409);
   if (decision.type === 'answer' && record.kind !== 'question')
     throw refuse('it waits for an approval, not an answer: use approve() or reject()', 400);
   if (decision.type === 'approve' && record.kind === 'question')

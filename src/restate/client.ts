@@ -41,7 +41,10 @@ export interface RestateSession {
   history(): Promise<Message[]>;
   status(): Promise<SessionStatusView>;
   events(): Promise<RunEvent[]>;
-  /** The current turn's calls that wait or waited for people. */
+  /**
+   * Every call of the session's turns that waits or waited for people, in the order asked, each with its turn
+   * number; a request whose turn ended without a decision is `withdrawn`.
+   */
   approvals(): Promise<StoredApproval[]>;
   /** The calls that wait for a decision now. */
   pendingApprovals(): Promise<StoredApproval[]>;

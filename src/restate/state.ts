@@ -15,7 +15,10 @@ export const stateKeys = {
   conversation: 'conversation',
   /** StoredTurn: the turn in progress, or the last one. */
   turn: 'turn',
-  /** StoredApproval[]: the calls of the current turn that waited or wait for people. */
+  /**
+   * StoredApproval[]: every call of the session's turns that waited or waits for people, in the order asked. A
+   * request still pending when its turn ends is withdrawn.
+   */
   approvals: 'approvals',
   /** RunEvent[]: the current (or last) turn's events, written when it waits for people and when it ends. */
   events: 'events',
@@ -66,6 +69,8 @@ export interface TurnSummary {
 export interface StoredApproval extends ApprovalRecord {
   /** Resolving it (POST /restate/awakeables/<id>/resolve with an ApprovalDecision) decides the call. */
   awakeableId: string;
+  /** The number of the turn that asked. */
+  turn: number;
 }
 
 /** What the `status` handler answers. */

@@ -2,7 +2,12 @@ import type { ObjectContext, RestatePromise } from '@restatedev/restate-sdk';
 import { CancelledError, serde, TerminalError } from '@restatedev/restate-sdk';
 import { type Actor, type AnyActorRef, createActor, type SnapshotFrom } from 'xstate';
 import type { Agent } from '../agent/define-agent.ts';
-import type { ApprovalDecision, ApprovalRequest } from '../core/approvals.ts';
+import {
+  type ApprovalDecision,
+  type ApprovalRequest,
+  turnEndedReason,
+  withdrawnRecord,
+} from '../core/approvals.ts';
 import { type ErrorInfo, toErrorInfo } from '../core/errors.ts';
 import type { RunEvent } from '../core/events.ts';
 import type { JsonValue } from '../core/json.ts';
@@ -119,7 +124,15 @@ export async function runTurn(
   const startedAt = await ctx.date.now();
   const turn: StoredTurn = { number, status: 'running', input: request.input, startedAt };
   ctx.set(stateKeys.turn, turn);
-  ctx.clear(stateKeys.approvals);
+  // Earlier turns' records stay listed; one still pending is withdrawn: the turn that asked is over.
+  const earlier = ((await ctx.get<StoredApproval[]>(stateKeys.approvals)) ?? [])
+    .filter((record) => record.turn !== number)
+    .map((record) =>
+      record.status === 'pending'
+        ? { ...record, ...withdrawnRecord(record, turnEndedReason, startedAt) }
+        : record,
+    );
+  ctx.set(stateKeys.approvals, earlier);
   // Computed anew on every attempt, in this process: the context is never journaled or stored.
   const context = settings.context
     ? await settings.context({
@@ -127,7 +140,7 @@ export async function runTurn(
         agent: served.agent.name,
       })
     : undefined;
-  const host = new TurnHost(ctx, served, request, settings, stored, turn, context);
+  const host = new TurnHost(ctx, served, request, settings, stored, turn, context, earlier);
   return host.run();
 }
 
@@ -142,6 +155,9 @@ class TurnHost implements PeopleWaitHost, CheckpointSource {
   readonly ctx: ObjectContext;
   readonly objectName: string;
   readonly approvals = new Map<string, StoredApproval>();
+  readonly turnNumber: number;
+  /** The records of the session's earlier turns, listed before this turn's. */
+  readonly #earlierApprovals: readonly StoredApproval[];
   readonly #served: ServedAgent;
   readonly #request: TurnRequest;
   readonly #settings: TurnSettings;
@@ -186,8 +202,11 @@ class TurnHost implements PeopleWaitHost, CheckpointSource {
     stored: StoredConversation | null,
     turn: StoredTurn,
     context: unknown,
+    earlierApprovals: readonly StoredApproval[],
   ) {
     this.ctx = ctx;
+    this.turnNumber = turn.number;
+    this.#earlierApprovals = earlierApprovals;
     this.objectName = served.objectName;
     this.#context = context;
     this.#sessionId = request.delegated?.sessionId ?? ctx.key;
@@ -310,6 +329,7 @@ class TurnHost implements PeopleWaitHost, CheckpointSource {
         nextSeq: last ? last.seq + 1 : this.#firstSeq,
       };
       this.ctx.set(stateKeys.conversation, conversation);
+      this.#withdrawPending();
       this.ctx.set(stateKeys.turn, { ...this.#turn, status: 'done', outcome: summaryOf(result) });
       return result;
     } finally {
@@ -543,6 +563,24 @@ class TurnHost implements PeopleWaitHost, CheckpointSource {
       callId: request.callId,
       decision,
     } satisfies AgentEvent);
+  }
+
+  storeApprovals(): void {
+    this.ctx.set(stateKeys.approvals, [...this.#earlierApprovals, ...this.approvals.values()]);
+  }
+
+  /** The turn ended: its requests still pending (the call that asked was stopped) are withdrawn. */
+  #withdrawPending(): void {
+    let withdrawn = false;
+    for (const record of this.approvals.values()) {
+      if (record.status !== 'pending') continue;
+      this.approvals.set(record.callId, {
+        ...record,
+        ...withdrawnRecord(record, turnEndedReason, this.#clock.now()),
+      });
+      withdrawn = true;
+    }
+    if (withdrawn) this.storeApprovals();
   }
 
   cancelled(): void {

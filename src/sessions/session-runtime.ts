@@ -1,6 +1,7 @@
 import { type Actor, type AnyActorRef, createActor, type SnapshotFrom } from 'xstate';
 import type { Agent } from '../agent/define-agent.ts';
 import { abortReason } from '../core/abort.ts';
+import { turnEndedReason } from '../core/approvals.ts';
 import type { Clock } from '../core/clock.ts';
 import { ConfigError, type ErrorInfo, toErrorInfo } from '../core/errors.ts';
 import { EventBus } from '../core/event-bus.ts';
@@ -588,7 +589,7 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
     const result = turnResult<TOutput>(context);
     const ending = this.#turn;
     // Requests of the ended turn that still wait: nobody will act on a decision any more (announced in the turn).
-    const withdrawn = this.#approvals.withdrawPending('the turn ended before a decision');
+    const withdrawn = this.#approvals.withdrawPending(turnEndedReason);
     this.#emitRunEnd(result);
     this.#controls.clear();
     const next = done ? undefined : this.#queue.shift();

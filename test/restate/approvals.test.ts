@@ -110,14 +110,16 @@ describe.skipIf(unavailable !== undefined)('troupe/restate: approvals from anoth
     const result = await turn;
     expect(result).toMatchObject({ status: 'completed', text: 'clerk c1/t1: refunded 2 | account 7' });
     validateHistory(result.history);
-    expect((await approver('c1').approvals()).map((record) => record.status)).toEqual([
-      'approved',
-      'answered',
-    ]);
 
-    // The queued turn ran after it, and waits for its own decisions.
+    // The queued turn ran after it, and waits for its own decisions; the first turn's records stay listed.
     const next = await pending(approver('c1'), 2);
     expect(await approver('c1').status()).toMatchObject({ turns: 1, turn: { number: 2, status: 'waiting' } });
+    expect((await approver('c1').approvals()).map(({ turn, status }) => [turn, status])).toEqual([
+      [1, 'approved'],
+      [1, 'answered'],
+      [2, 'pending'],
+      [2, 'pending'],
+    ]);
     await approver('c1').reject(next[0]?.callId as string, 'not today');
     await approver('c1').reject(next[1]?.callId as string, 'no');
     const second = await restateClient({ ingress: server.ingress }).result(queued.invocationId);
@@ -150,7 +152,20 @@ describe.skipIf(unavailable !== undefined)('troupe/restate: approvals from anoth
     const result = await restateClient({ ingress: server.ingress }).result(started.invocationId);
     expect(result).toMatchObject({ status: 'stopped', stopReason: 'aborted' });
     validateHistory(result.history);
-    expect(await approver('c4').status()).toMatchObject({ turns: 1, turn: { status: 'done' } });
+    expect(await approver('c4').status()).toMatchObject({
+      turns: 1,
+      turn: { status: 'done' },
+      pendingApprovals: 0,
+    });
+    // Nobody waits for the requests any more: they are withdrawn, and a late decision is refused saying why.
+    const records = await approver('c4').approvals();
+    expect(records.map((record) => [record.status, record.decision])).toEqual([
+      ['withdrawn', { type: 'reject', reason: 'the turn ended before a decision' }],
+      ['withdrawn', { type: 'reject', reason: 'the turn ended before a decision' }],
+    ]);
+    await expect(approver('c4').approve(records[0]?.callId as string)).rejects.toThrow(
+      `Session "c4": cannot decide on call "${records[0]?.callId}": it is no longer waiting: the turn ended before a decision.`,
+    );
     expect(readEffects(effectsLog).filter((line) => line.tag === 'c4/t1' && line.kind === 'tool')).toEqual(
       [],
     );
