@@ -14,6 +14,7 @@ import {
 } from './group-commit.ts';
 import { loadNodeSqlite } from './node-sqlite.ts';
 import { defaultLeaseTtlMs, leasesTable, prepareLeases } from './session-lease.ts';
+import { retryWhileBusy } from './sqlite-busy.ts';
 import type {
   CommitBatch,
   LeaseOptions,
@@ -720,36 +721,29 @@ function openDatabase(
       });
     }
   }
-  // SQLite does not call the busy handler everywhere opening needs a lock (switching a file to WAL while another
-  // process opens it, or recovers it after that process was killed): those steps are retried here, within the same
-  // busy timeout, so that processes opening one file at once all get it.
-  const deadline = Date.now() + busyTimeoutMs;
-  for (let pause = 2; ; pause = Math.min(pause * 2, 50)) {
-    let db: Sqlite.DatabaseSync | undefined;
-    try {
-      db = new DatabaseSync(path);
-      // The busy timeout first: switching to WAL and creating the schema may wait for another process.
-      db.exec(`PRAGMA busy_timeout = ${busyTimeoutMs}`);
-      // Another application's database is refused before anything of it changes (WAL mode is a property of the file).
-      refuseForeignDatabase(db, path);
-      db.exec('PRAGMA journal_mode = WAL');
-      db.exec(`PRAGMA synchronous = ${synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
-      db.exec('PRAGMA foreign_keys = ON');
-      checkLayout(db, path);
-      return db;
-    } catch (error) {
-      if (db !== undefined) closeQuietly(db);
-      const failure = storeErrorOf(error, path, openAction);
-      const remaining = deadline - Date.now();
-      if (!(failure instanceof StoreIoError && failure.busy) || remaining <= 0) throw failure;
-      sleepSync(Math.min(pause, remaining));
-    }
+  try {
+    // SQLite does not call its busy handler everywhere opening needs a lock: those steps are retried, within the
+    // same busy timeout, so that processes opening one new file at once all get it.
+    return retryWhileBusy(busyTimeoutMs, () => {
+      const db = new DatabaseSync(path);
+      try {
+        // The busy timeout first: switching to WAL and creating the schema may wait for another process.
+        db.exec(`PRAGMA busy_timeout = ${busyTimeoutMs}`);
+        // Another application's database is refused before anything of it changes (WAL mode is a property of the file).
+        refuseForeignDatabase(db, path);
+        db.exec('PRAGMA journal_mode = WAL');
+        db.exec(`PRAGMA synchronous = ${synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
+        db.exec('PRAGMA foreign_keys = ON');
+        checkLayout(db, path);
+        return db;
+      } catch (error) {
+        closeQuietly(db);
+        throw error;
+      }
+    });
+  } catch (error) {
+    throw storeErrorOf(error, path, openAction);
   }
-}
-
-/** Blocks this thread for `ms` milliseconds: opening a store is synchronous, and waits only for another process. */
-function sleepSync(ms: number): void {
-  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 }
 
 const tables = [

@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -6,34 +6,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createSqliteStore } from '../../src/persistence/sqlite-store.ts';
 import { StoreIoError } from '../../src/persistence/store-errors.ts';
-
-/**
- * Another process takes a write lock on a new database file (not yet in WAL mode) and holds it for `holdMs`, or
- * until its stdin closes. Switching such a file to WAL is a lock upgrade that SQLite refuses at once instead of
- * calling its busy handler (waiting there could deadlock), which is what two processes opening one new store meet.
- */
-async function holdWriteLock(path: string, holdMs: number | 'until stdin closes'): Promise<ChildProcess> {
-  const release =
-    holdMs === 'until stdin closes'
-      ? "process.stdin.on('end', done); process.stdin.resume();"
-      : `setTimeout(done, ${holdMs});`;
-  const child = spawn(
-    process.execPath,
-    [
-      '-e',
-      `const { DatabaseSync } = require('node:sqlite');
-       const db = new DatabaseSync(${JSON.stringify(path)});
-       db.exec('BEGIN IMMEDIATE');
-       const done = () => { db.exec('COMMIT'); db.close(); };
-       process.stdout.write('held\\n');
-       ${release}`,
-    ],
-    { stdio: ['pipe', 'pipe', 'inherit'] },
-  );
-  const [data] = (await once(child.stdout as NodeJS.ReadableStream, 'data')) as [Buffer];
-  expect(data.toString()).toBe('held\n');
-  return child;
-}
+import { holdWriteLock } from '../support/hold-write-lock.ts';
 
 describe('createSqliteStore while another process holds a new file', () => {
   let dir: string;
