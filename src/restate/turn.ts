@@ -522,6 +522,9 @@ class TurnHost implements PeopleWaitHost, CheckpointSource {
       recordModel: () => undefined,
       replayTool: () => undefined,
       recordTool: () => undefined,
+      // Effects of a tool call are journal entries of the turn (see callModel and journaledModelEffect).
+      replayToolEffect: () => undefined,
+      recordToolEffect: () => undefined,
     };
     return durable;
   }

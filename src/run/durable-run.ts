@@ -1,4 +1,5 @@
 import type { ApprovalRequest } from '../core/approvals.ts';
+import type { JsonValue } from '../core/json.ts';
 import type { AgentContext, AgentEvent, EffectCommand, ToolOutcome } from '../machines/agent.ts';
 import type { MaybePromise } from '../persistence/store.ts';
 
@@ -29,4 +30,11 @@ export interface DurableRun {
    * checkpoint follows at once and may carry the outcome in its own commit.
    */
   recordTool(step: number, callId: string, outcome: ToolOutcome, last: boolean): MaybePromise<void>;
+  /**
+   * The recorded outcome of an effect a running tool call asked for under `key` (an MCP server's sampling request),
+   * if it finished before a restart. Such records last until the turn ends.
+   */
+  replayToolEffect(key: string): JsonValue | undefined;
+  /** Records such an outcome, committed when it returns: whoever asked for it may act on it at once. */
+  recordToolEffect(key: string, value: JsonValue): MaybePromise<void>;
 }

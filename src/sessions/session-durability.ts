@@ -402,6 +402,8 @@ export class SessionDurability {
         if (last) this.#journalSoon(entry[0], entry[1]);
         else return this.commit({ journal: [entry] });
       },
+      replayToolEffect: (key) => this.#journal.get(keyOf(`e${key}`)) ?? undefined,
+      recordToolEffect: (key, value) => this.commit({ journal: [[keyOf(`e${key}`), value]] }),
     };
   }
 

@@ -1,13 +1,16 @@
 import type { CreateMessageRequest, CreateMessageResult } from '@modelcontextprotocol/client';
 import type { ApprovalRequest } from '../../core/approvals.ts';
 import { ConfigError } from '../../core/errors.ts';
+import { canonicalJson, hashText, type JsonValue } from '../../core/json.ts';
 import type { ContentPart, Message } from '../../core/messages.ts';
 import { isModelProvider, type ModelProvider, type ModelRequest } from '../../core/model.ts';
 import { checkOptionObject, describeValue, isPlainObject } from '../../core/options.ts';
+import type { Usage } from '../../core/usage.ts';
 import { hasCounts, type PiiCounts } from '../../pii/pii-masker.ts';
 import { maskMessages, piiOf, revealResponse } from '../../pii/pii-run.ts';
 import { denialError } from '../../resources/denial-error.ts';
 import { type ModelReservation, reserveModelCall } from '../../resources/model-reservation.ts';
+import type { DurableRun } from '../../run/durable-run.ts';
 import { checkGuardrails } from '../../run/guardrail-checks.ts';
 import { guardrailPlace } from '../../run/guardrail-stage.ts';
 import { breakerReporter, journaledModelEffect } from '../../run/model-gate.ts';
@@ -110,17 +113,85 @@ export async function serveSampling(
   }
   if (signal.aborted) refuse('the request was cancelled.');
   // A durable run records the outcome: a replay answers the server without asking the model (or its guardrails)
-  // again.
-  const outcome = await journaledModelEffect(runtime, `sampling/${context.callId}/${sequence}`, () =>
-    sample(runtime, server, model, params, messages, maxTokens, context, signal),
-  );
+  // again. Restate journals it with the turn's other effects; a durable session keeps it in its own journal.
+  const key = `sampling/${context.callId}/${sequence}`;
+  const ask = () => sample(runtime, server, model, params, messages, maxTokens, context, signal);
+  const durable = runtime.runEffect === undefined ? runtime.durable : undefined;
+  const outcome = durable
+    ? await recordedSampling(
+        runtime,
+        durable,
+        key,
+        requestFingerprint(model, params, messages, maxTokens),
+        ask,
+        context,
+      )
+    : await journaledModelEffect(runtime, key, ask);
   if ('refused' in outcome) refuse(outcome.refused);
   if ('answered' in outcome) return outcome.answered;
   return refuse('the request was not answered.');
 }
 
-/** What one sampling request came to, as plain JSON: the answer for the server, or why it was refused. */
-type SamplingOutcome = { answered: CreateMessageResult } | { refused: string };
+/**
+ * What one sampling request came to, as plain JSON: the answer for the server with the model call's usage, or why
+ * it was refused.
+ */
+type SamplingOutcome = { answered: CreateMessageResult; usage?: Usage } | { refused: string };
+
+/** An answered sampling request as a durable session records it: the request it answered, by fingerprint. */
+interface RecordedSampling {
+  request: string;
+  outcome: { answered: CreateMessageResult; usage?: Usage };
+}
+
+/**
+ * A sampling request of a tool call in a durable session is answered by the model once. The answer is committed
+ * before the server gets it; when the call is sent again after a restart and its server asks the same request at the
+ * same place in the call, the recorded answer is given without a model call. Another request there is asked of the
+ * model anew. Either way the recorded call's spend is counted in the run's result once: the process that made it did
+ * not live to report it.
+ */
+async function recordedSampling(
+  runtime: RunRuntime,
+  durable: DurableRun,
+  key: string,
+  fingerprint: string,
+  ask: () => Promise<SamplingOutcome>,
+  context: ToolContext,
+): Promise<SamplingOutcome> {
+  const recorded = durable.replayToolEffect(key) as RecordedSampling | undefined;
+  if (isPlainObject(recorded) && isPlainObject(recorded.outcome)) {
+    // Spent either way: the result counts what the model calls of the run cost.
+    const { usage } = recorded.outcome;
+    if (usage !== undefined) reportSpend(runtime, context.callId, { usage, modelCalls: 1 });
+    if (recorded.request === fingerprint) return recorded.outcome;
+  }
+  const outcome = await ask();
+  // A refusal is not recorded: asked again, the request may be served (a budget refilled, a breaker closed).
+  if ('answered' in outcome) {
+    const record: RecordedSampling = { request: fingerprint, outcome };
+    await durable.recordToolEffect(key, record as unknown as JsonValue);
+  }
+  return outcome;
+}
+
+/** What makes two sampling requests the same request: the model asked and everything the server sent it. */
+function requestFingerprint(
+  model: ModelProvider,
+  params: SamplingParams,
+  messages: readonly Message[],
+  maxTokens: number,
+): string {
+  return hashText(
+    canonicalJson({
+      model: `${model.provider}/${model.model}`,
+      messages,
+      maxTokens,
+      temperature: params.temperature ?? null,
+      stopSequences: params.stopSequences ?? null,
+    }),
+  );
+}
 
 /**
  * The model call of a sampling request, as the run's own calls are made: the agent's input guardrails check the
@@ -199,6 +270,7 @@ async function sample(
       usage: answer.usage,
     });
     return {
+      usage: answer.usage,
       answered: {
         role: 'assistant',
         content: { type: 'text', text },

@@ -19,6 +19,12 @@ export interface AskingLog {
   answers: string[];
   /** How many times a tool asked the client (a request sent, or an `input_required` answer). */
   asked: number;
+  /** While set, a tool that got its answer waits for this before it returns (a call in flight, for kill tests). */
+  hold?: Promise<void> | undefined;
+  /** Called each time a tool got its answer (before it waits for `hold`). */
+  onAnswer?: (() => void) | undefined;
+  /** Added to the text the `summarize` tool asks a summary of (another request for the same call). */
+  samplingSuffix?: string | undefined;
 }
 
 type Ask = { key: string; request: InputRequest; legacy: (ctx: ServerContext) => Promise<string> };
@@ -36,6 +42,8 @@ function asking(log: AskingLog, ask: Ask, read: (view: ReturnType<typeof inputRe
         log.asked++;
         const text = await ask.legacy(ctx);
         log.answers.push(text);
+        log.onAnswer?.();
+        await log.hold;
         return { content: [{ type: 'text' as const, text }] };
       } catch (error) {
         const text = `${ask.key}-error:${(error as Error).message}`;
@@ -50,6 +58,8 @@ function asking(log: AskingLog, ask: Ask, read: (view: ReturnType<typeof inputRe
     }
     const text = read(view);
     log.answers.push(text);
+    log.onAnswer?.();
+    await log.hold;
     return { content: [{ type: 'text' as const, text }] };
   };
 }
@@ -57,7 +67,12 @@ function asking(log: AskingLog, ask: Ask, read: (view: ReturnType<typeof inputRe
 function buildServer(log: AskingLog): McpServer {
   const server = new McpServer({ name: 'asking', version: '1.0.0' }, { capabilities: { tools: {} } });
   const samplingParams = (text: string) => ({
-    messages: [{ role: 'user' as const, content: { type: 'text' as const, text: `Summarize: ${text}` } }],
+    messages: [
+      {
+        role: 'user' as const,
+        content: { type: 'text' as const, text: `Summarize: ${text}${log.samplingSuffix ?? ''}` },
+      },
+    ],
     systemPrompt: 'Be brief.',
     maxTokens: 50,
   });

@@ -1,4 +1,3 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { createAgentSystem, createSqliteStore } from 'troupe';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { AskingServer } from './asking-server.ts';
+import { startScript } from './script-process.ts';
 
 /*
  * An MCP server's question (elicitation) on a SQLite store survives the process that asked: the process is killed
@@ -14,49 +14,12 @@ import { AskingServer } from './asking-server.ts';
  * running test/tools/mcp/fixtures/elicitation-session.ts.
  */
 
-const root = fileURLToPath(new URL('../../..', import.meta.url));
 const script = fileURLToPath(new URL('./fixtures/elicitation-session.ts', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'troupe-elicit-restart-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-interface Exit {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Starts the script; `exited` settles when it ends, `printed(text)` when its stdout holds `text`. */
-function start(mode: string, file: string, url: string) {
-  const child: ChildProcess = spawn(
-    process.execPath,
-    ['--no-warnings', '--import', 'tsx', script, mode, file, url],
-    { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  const exit: Exit = { code: null, signal: null, stdout: '', stderr: '' };
-  const waiters: { text: string; resolve: () => void }[] = [];
-  const guard = setTimeout(() => child.kill('SIGKILL'), 25_000);
-  child.stdout?.on('data', (chunk: Buffer) => {
-    exit.stdout += chunk.toString();
-    for (const waiter of waiters) if (exit.stdout.includes(waiter.text)) waiter.resolve();
-  });
-  child.stderr?.on('data', (chunk: Buffer) => {
-    exit.stderr += chunk.toString();
-  });
-  const exited = new Promise<Exit>((resolve) =>
-    child.on('close', (code, signal) => {
-      clearTimeout(guard);
-      for (const waiter of waiters) waiter.resolve();
-      resolve({ ...exit, code, signal });
-    }),
-  );
-  const printed = (text: string) =>
-    new Promise<void>((resolve) => {
-      if (exit.stdout.includes(text)) resolve();
-      else waiters.push({ text, resolve });
-    });
-  return { child, exited, printed, exit };
-}
+/** Starts the script in `mode` on the store `file`, with the MCP server at `url`. */
+const start = (mode: string, file: string, url: string) => startScript(script, [mode, file, url]);
 
 const forms = ['stateless', 'stateful'] as const;
 
