@@ -13,7 +13,7 @@ import { addSpend, addUsage, emptyUsage, type NestedSpend, type Usage } from '..
 import type { PolicyState, TerminationDecision } from '../policies/decision.ts';
 import { decodeRetriesLeft, stepLimitReached } from '../policies/step-limit.ts';
 import { terminationPolicyFor } from '../policies/termination-policy.ts';
-import { toolCallSignature } from '../policies/tool-call-signature.ts';
+import { toolCallSignatures } from '../policies/tool-call-signature.ts';
 
 /**
  * The agent loop as a statechart: the tool-use and final-output phases, the termination policy's decisions
@@ -403,7 +403,9 @@ function appendAssistant(context: AgentContext, response: ModelResponse, keepToo
   };
   if (keepToolCalls && response.toolCalls.length > 0) message.toolCalls = response.toolCalls;
   if (response.reasoning && response.reasoning.length > 0) message.reasoning = response.reasoning;
-  return [...context.history, message];
+  // concat makes the array at its final length; a spread grows it by push, reallocating on the way and keeping
+  // spare slots for as long as the history holds it.
+  return context.history.concat(message);
 }
 
 type ModelResponseEvent = Extract<AgentEvent, { type: 'model.response' }>;
@@ -502,6 +504,8 @@ function toolResultsPatch(
   const callSignatures = { ...context.callSignatures };
   let degradedTools = context.degradedTools;
   let toolCallsRun = context.toolCallsRun;
+  // The same calls the policy decided on, usually: their signatures were computed then.
+  const signatures = toolCallSignatures(calls);
   calls.forEach((call, index) => {
     // The runner reports in call order; look further only if it did not.
     const inOrder = results[index];
@@ -514,7 +518,7 @@ function toolResultsPatch(
       isError: result ? result.isError : true,
     };
     addCount(toolCallCounts, call.name);
-    addCount(callSignatures, toolCallSignature(call));
+    addCount(callSignatures, signatures[index] as string);
     if (result?.executed) toolCallsRun += 1;
     if (result?.degraded && !degradedTools.includes(call.name)) degradedTools = [...degradedTools, call.name];
     if (result?.spend) usage = { ...usage, nested: addSpend(usage.nested, result.spend) };

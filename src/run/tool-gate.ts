@@ -2,7 +2,13 @@ import type { ApprovalRequest } from '../core/approvals.ts';
 import type { ToolCall } from '../core/messages.ts';
 import type { AgentGuardrails } from '../guardrails/guardrail.ts';
 import type { AgentContext, AgentEvent, EffectCommand, ToolOutcome } from '../machines/agent.ts';
-import { type ClassifiedCalls, classifyCalls, type DecidedOutcomes } from './approval-check.ts';
+import {
+  type ClassifiedCalls,
+  classifyCalls,
+  type DecidedOutcomes,
+  needsClassifying,
+  unclassified,
+} from './approval-check.ts';
 import type { EffectsHost } from './effects.ts';
 import { checkGuardrails, type GuardrailPlace } from './guardrail-checks.ts';
 import { guardrailPlace } from './guardrail-stage.ts';
@@ -65,9 +71,16 @@ function classifyAndRun(
   where: BatchPlace,
 ): void {
   const durable = runtime.durable;
+  const registry = runtime.agent.tools;
+  // The usual batch (no permission policy, no decisions, no tool that asks people) runs as it is: no place to
+  // build, no closures.
+  if (!runtime.agent.permissions && !needsClassifying(registry, command.calls, command.decisions)) {
+    runBatch(host, runtime, command, where, unclassified(command.calls));
+    return;
+  }
   // Calls people decided on are answered from the decision; undecided calls that need a person wait.
   // Written out rather than spread: this runs once per tool step, and a spread copies through a slower path.
-  const classified = classifyCalls(runtime.agent.tools, command.calls, command.decisions, {
+  const classified = classifyCalls(registry, command.calls, command.decisions, {
     sessionId: where.sessionId,
     route: where.route,
     turn: where.turn,
@@ -120,7 +133,11 @@ function runBatch(
     guardrails: runtime.agent.guardrails
       ? toolGuardrailsOf(runtime.agent.guardrails, (stage) => guardrailPlace(runtime, stage), signal)
       : undefined,
-    known: (call) => classified.decided.get(call.id) ?? durable?.replayTool(command.step, call.id),
+    // Only a durable run replays, and only a classified batch has decisions: else nothing is known in advance.
+    known:
+      durable || classified.decided.size > 0
+        ? (call) => classified.decided.get(call.id) ?? durable?.replayTool(command.step, call.id)
+        : undefined,
     onStart: (call) => {
       // Listeners see secret arguments redacted; the tool itself gets the real values.
       if (runtime.bus.listening)
