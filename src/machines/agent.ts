@@ -473,7 +473,9 @@ function stopPatch(context: AgentContext, reason: StopReason, message: string | 
 /** The turn's handoff call (the first, when the model asked for several), if the turn asked for one. */
 function handoffCallOf(context: AgentContext): ToolCall | undefined {
   const { handoffTools } = context.config;
-  return context.openCalls.find((open) => Object.hasOwn(handoffTools, open.name));
+  // A loop, not `find`: this is asked three times per tool step, and a callback is an allocation each time.
+  for (const open of context.openCalls) if (Object.hasOwn(handoffTools, open.name)) return open;
+  return undefined;
 }
 
 /**
