@@ -489,14 +489,31 @@ function gatedCalls(context: AgentContext): ToolCall[] {
 
 const noDecisions: ApprovalState['decided'] = Object.freeze([]) as unknown as ApprovalState['decided'];
 
-/** The history and counters once `calls` are answered by `results` (the runner reports in call order). */
+/**
+ * The context once `calls` are answered by `results` (the runner reports in call order): history and counters, the
+ * calls left open, the decision and approvals that follow, and the steps nested agents used. One object, the
+ * update `assign` copies into the context: a spread of a smaller patch into a bigger one made two per tool step.
+ */
 function toolResultsPatch(
   context: AgentContext,
   calls: readonly ToolCall[],
   results: readonly ToolOutcome[],
+  openCalls: ToolCall[],
+  decision: TerminationDecision | null,
+  approvals: ApprovalState | null,
+  nestedSteps: number | undefined,
 ): Pick<
   AgentContext,
-  'history' | 'toolCallCounts' | 'callSignatures' | 'degradedTools' | 'toolCallsRun' | 'usage'
+  | 'history'
+  | 'toolCallCounts'
+  | 'callSignatures'
+  | 'degradedTools'
+  | 'toolCallsRun'
+  | 'usage'
+  | 'openCalls'
+  | 'decision'
+  | 'approvals'
+  | 'step'
 > {
   // The answers are appended in one concat: the history stays in the context until the next step, and an array
   // grown by push keeps half its length again in spare slots.
@@ -508,7 +525,8 @@ function toolResultsPatch(
   let toolCallsRun = context.toolCallsRun;
   // The same calls the policy decided on, usually: their signatures were computed then.
   const signatures = toolCallSignatures(calls);
-  calls.forEach((call, index) => {
+  for (let index = 0; index < calls.length; index++) {
+    const call = calls[index] as ToolCall;
     // The runner reports in call order; look further only if it did not.
     const inOrder = results[index];
     const result = inOrder?.callId === call.id ? inOrder : results.find((r) => r.callId === call.id);
@@ -524,7 +542,7 @@ function toolResultsPatch(
     if (result?.executed) toolCallsRun += 1;
     if (result?.degraded && !degradedTools.includes(call.name)) degradedTools = [...degradedTools, call.name];
     if (result?.spend) usage = { ...usage, nested: addSpend(usage.nested, result.spend) };
-  });
+  }
   return {
     history: context.history.concat(answers),
     toolCallCounts,
@@ -532,6 +550,10 @@ function toolResultsPatch(
     degradedTools,
     toolCallsRun,
     usage,
+    openCalls,
+    decision,
+    approvals,
+    step: nestedSteps ? context.step + nestedSteps : context.step,
   };
 }
 
@@ -729,13 +751,15 @@ export const agentMachine = setup({
       if (event.type !== 'tools.done' || !event.pending) return {};
       const waiting = new Set(event.pending.map((pending) => pending.callId));
       const answered = gatedCalls(context).filter((call) => !waiting.has(call.id));
-      return {
-        ...toolResultsPatch(context, answered, event.results),
-        openCalls: context.openCalls.filter((call) => !answered.includes(call)),
-        decision: context.decision,
-        approvals: { pending: event.pending, decided: [] },
-        ...(event.nestedSteps ? { step: context.step + event.nestedSteps } : {}),
-      };
+      return toolResultsPatch(
+        context,
+        answered,
+        event.results,
+        context.openCalls.filter((call) => !answered.includes(call)),
+        context.decision,
+        { pending: event.pending, decided: [] },
+        event.nestedSteps,
+      );
     }),
     recordApprovalDecision: assign(({ context, event }) => {
       if (event.type !== 'approval.decided' || context.approvals === null) return {};
@@ -846,7 +870,7 @@ export const agentMachine = setup({
       const handoff = handoffCallOf(context);
       if (handoff) {
         // The gate refused the handoff: the model reads why, and the turn's other calls were not run.
-        const patch = toolResultsPatch(context, [handoff], event.results);
+        const patch = toolResultsPatch(context, [handoff], event.results, [], null, null, undefined);
         const target = ownValue(context.config.handoffTools, handoff.name) as string;
         const others = context.openCalls.filter((open) => open !== handoff);
         if (others.length > 0)
@@ -856,15 +880,9 @@ export const agentMachine = setup({
               `the handoff to ${target} asked for in the same turn did not happen; call it again if it is still needed`,
             ),
           );
-        return { ...patch, openCalls: [], decision: null, approvals: null };
+        return patch;
       }
-      return {
-        ...toolResultsPatch(context, context.openCalls, event.results),
-        openCalls: [],
-        decision: null,
-        approvals: null,
-        ...(event.nestedSteps ? { step: context.step + event.nestedSteps } : {}),
-      };
+      return toolResultsPatch(context, context.openCalls, event.results, [], null, null, event.nestedSteps);
     }),
     recordModelError: assign(({ context, event }) => {
       if (event.type !== 'model.error') return {};
