@@ -307,8 +307,42 @@ export type AgentMachineOutput = Omit<AgentContext, 'config' | 'answer'> & Agent
 
 /** The flat form of a context (the machine's output; also what a runner builds a result from mid-run). */
 export function agentOutputOf(context: AgentContext): AgentMachineOutput {
-  const { config, answer, ...counters } = context;
-  return { ...config, ...answer, ...counters };
+  // Written out, in the order the spreads of the groups would give: one object of one shape, where a rest pattern and
+  // three spreads built a temporary object and grew the output past its in-object fields (every run ends here).
+  const { config, answer } = context;
+  return {
+    sessionId: config.sessionId,
+    agent: config.agent,
+    limits: config.limits,
+    toolNames: config.toolNames,
+    hasOutputSchema: config.hasOutputSchema,
+    baseLength: config.baseLength,
+    handoffTools: config.handoffTools,
+    resumePhase: config.resumePhase,
+    guardrails: config.guardrails,
+    text: answer.text,
+    truncated: answer.truncated,
+    output: answer.output,
+    outputDecoded: answer.outputDecoded,
+    decodeError: answer.decodeError,
+    history: context.history,
+    step: context.step,
+    modelCalls: context.modelCalls,
+    retryCount: context.retryCount,
+    toolCallsRun: context.toolCallsRun,
+    toolCallCounts: context.toolCallCounts,
+    callSignatures: context.callSignatures,
+    degradedTools: context.degradedTools,
+    usage: context.usage,
+    decision: context.decision,
+    openCalls: context.openCalls,
+    forcedFinalAnswer: context.forcedFinalAnswer,
+    stopReason: context.stopReason,
+    error: context.error,
+    handoff: context.handoff,
+    approvals: context.approvals,
+    guardrail: context.guardrail,
+  };
 }
 
 /** Everything a run spent: its own model calls and what its tool calls spent outside them (`nested`). */
