@@ -203,7 +203,7 @@ function resolveList(
       continue;
     }
     if (builtin.type === 'xstate.sendTo') {
-      // The usual send (to a child by its id, now): resolved from the working state, without a real snapshot.
+      // The usual send (to a child by its id, without a delay): resolved from the working state, no real snapshot.
       const resolvedParams = sendToChild(
         run,
         builtin as unknown as SendToAction,
@@ -341,10 +341,11 @@ interface SendToAction {
 }
 
 /**
- * XState's resolveSendTo for the send every agent step makes: an event (or the function that builds it) sent now to
- * a child named by its id that is already in the working state's children. It gives the same parameters (target, its id,
- * event, id, delay); anything else (a delay, a special or deferred target, a target given as a function or an actor,
- * a missing child) is left to XState's resolver (undefined), which needs a real snapshot of the working state.
+ * XState's resolveSendTo for the send every agent step makes: an event (or the function that builds it) sent without
+ * a delay to a child named by its id that is already in the working state's children. It gives the same parameters
+ * (target, its id, event, id, delay); anything else (a delay, a special or deferred target, a target given as a
+ * function or an actor, a missing child) is left to XState's resolver (undefined), which needs a real snapshot of the
+ * working state.
  */
 function sendToChild(
   run: ActionRun,

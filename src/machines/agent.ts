@@ -307,8 +307,8 @@ export type AgentMachineOutput = Omit<AgentContext, 'config' | 'answer'> & Agent
 
 /** The flat form of a context (the machine's output; also what a runner builds a result from mid-run). */
 export function agentOutputOf(context: AgentContext): AgentMachineOutput {
-  // Written out, in the order the spreads of the groups would give: one object of one shape, where a rest pattern and
-  // three spreads built a temporary object and grew the output past its in-object fields (every run ends here).
+  // Written out, in the order the spreads of the groups would give: one object of one shape. A rest pattern and three
+  // spreads would build a temporary object and grow the output past its in-object fields (every run ends here).
   const { config, answer } = context;
   return {
     sessionId: config.sessionId,
@@ -526,7 +526,7 @@ const noDecisions: ApprovalState['decided'] = Object.freeze([]) as unknown as Ap
 /**
  * The context once `calls` are answered by `results` (the runner reports in call order): history and counters, the
  * calls left open, the decision and approvals that follow, and the steps nested agents used. One object, the
- * update `assign` copies into the context: a spread of a smaller patch into a bigger one made two per tool step.
+ * update `assign` copies into the context (a spread of a smaller patch into a bigger one would make two per step).
  */
 function toolResultsPatch(
   context: AgentContext,
