@@ -202,6 +202,25 @@ function resolveList(
       });
       continue;
     }
+    if (builtin.type === 'xstate.sendTo') {
+      // The usual send (to a child by its id, without a delay): resolved from the working state, no real snapshot.
+      const resolvedParams = sendToChild(
+        run,
+        builtin as unknown as SendToAction,
+        args,
+        params,
+        deferredActorIds,
+      );
+      if (resolvedParams && builtin.execute) {
+        scope.actionExecutor({
+          type: builtin.type,
+          info: args,
+          params: resolvedParams,
+          exec: builtin.execute.bind(null, scope, resolvedParams) as (info: unknown, params: unknown) => void,
+        });
+        continue;
+      }
+    }
     const before = run.snapshot();
     const resolution = builtin.resolve(scope, before, args, params, builtin, run.extra(deferredActorIds));
     const resolvedParams = resolution[1];
@@ -312,6 +331,41 @@ function spawnChild(
   }
   run.children = { ...run.children, [resolvedId]: actorRef };
   return { id, systemId, actorRef, src, input: resolvedInput };
+}
+
+interface SendToAction {
+  to: unknown;
+  event: unknown;
+  id: unknown;
+  delay: unknown;
+}
+
+/**
+ * XState's resolveSendTo for the send every agent step makes: an event (or the function that builds it) sent without
+ * a delay to a child named by its id that is already in the working state's children. It gives the same parameters
+ * (target, its id, event, id, delay); anything else (a delay, a special or deferred target, a target given as a
+ * function or an actor, a missing child) is left to XState's resolver (undefined), which needs a real snapshot of the
+ * working state.
+ */
+function sendToChild(
+  run: ActionRun,
+  action: SendToAction,
+  args: unknown,
+  params: unknown,
+  deferredActorIds: string[] | undefined,
+): { to: AnyActorRef; targetId: string; event: unknown; id: unknown; delay: undefined } | undefined {
+  const { to, event, id, delay } = action;
+  if (typeof to !== 'string' || delay !== undefined || typeof event === 'string') return undefined;
+  if (to.startsWith('#_') || deferredActorIds?.includes(to)) return undefined;
+  const target = Object.hasOwn(run.children, to) ? run.children[to] : undefined;
+  if (!target) return undefined;
+  return {
+    to: target as AnyActorRef,
+    targetId: to,
+    event: typeof event === 'function' ? event(args, params) : event,
+    id,
+    delay: undefined,
+  };
 }
 
 interface StopChildAction {

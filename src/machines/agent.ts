@@ -13,7 +13,7 @@ import { addSpend, addUsage, emptyUsage, type NestedSpend, type Usage } from '..
 import type { PolicyState, TerminationDecision } from '../policies/decision.ts';
 import { decodeRetriesLeft, stepLimitReached } from '../policies/step-limit.ts';
 import { terminationPolicyFor } from '../policies/termination-policy.ts';
-import { toolCallSignature } from '../policies/tool-call-signature.ts';
+import { toolCallSignatures } from '../policies/tool-call-signature.ts';
 
 /**
  * The agent loop as a statechart: the tool-use and final-output phases, the termination policy's decisions
@@ -307,8 +307,42 @@ export type AgentMachineOutput = Omit<AgentContext, 'config' | 'answer'> & Agent
 
 /** The flat form of a context (the machine's output; also what a runner builds a result from mid-run). */
 export function agentOutputOf(context: AgentContext): AgentMachineOutput {
-  const { config, answer, ...counters } = context;
-  return { ...config, ...answer, ...counters };
+  // Written out, in the order the spreads of the groups would give: one object of one shape. A rest pattern and three
+  // spreads would build a temporary object and grow the output past its in-object fields (every run ends here).
+  const { config, answer } = context;
+  return {
+    sessionId: config.sessionId,
+    agent: config.agent,
+    limits: config.limits,
+    toolNames: config.toolNames,
+    hasOutputSchema: config.hasOutputSchema,
+    baseLength: config.baseLength,
+    handoffTools: config.handoffTools,
+    resumePhase: config.resumePhase,
+    guardrails: config.guardrails,
+    text: answer.text,
+    truncated: answer.truncated,
+    output: answer.output,
+    outputDecoded: answer.outputDecoded,
+    decodeError: answer.decodeError,
+    history: context.history,
+    step: context.step,
+    modelCalls: context.modelCalls,
+    retryCount: context.retryCount,
+    toolCallsRun: context.toolCallsRun,
+    toolCallCounts: context.toolCallCounts,
+    callSignatures: context.callSignatures,
+    degradedTools: context.degradedTools,
+    usage: context.usage,
+    decision: context.decision,
+    openCalls: context.openCalls,
+    forcedFinalAnswer: context.forcedFinalAnswer,
+    stopReason: context.stopReason,
+    error: context.error,
+    handoff: context.handoff,
+    approvals: context.approvals,
+    guardrail: context.guardrail,
+  };
 }
 
 /** Everything a run spent: its own model calls and what its tool calls spent outside them (`nested`). */
@@ -403,7 +437,9 @@ function appendAssistant(context: AgentContext, response: ModelResponse, keepToo
   };
   if (keepToolCalls && response.toolCalls.length > 0) message.toolCalls = response.toolCalls;
   if (response.reasoning && response.reasoning.length > 0) message.reasoning = response.reasoning;
-  return [...context.history, message];
+  // concat makes the array at its final length; a spread grows it by push, reallocating on the way and keeping
+  // spare slots for as long as the history holds it.
+  return context.history.concat(message);
 }
 
 type ModelResponseEvent = Extract<AgentEvent, { type: 'model.response' }>;
@@ -471,7 +507,9 @@ function stopPatch(context: AgentContext, reason: StopReason, message: string | 
 /** The turn's handoff call (the first, when the model asked for several), if the turn asked for one. */
 function handoffCallOf(context: AgentContext): ToolCall | undefined {
   const { handoffTools } = context.config;
-  return context.openCalls.find((open) => Object.hasOwn(handoffTools, open.name));
+  // A loop, not `find`: this is asked three times per tool step, and a callback is an allocation each time.
+  for (const open of context.openCalls) if (Object.hasOwn(handoffTools, open.name)) return open;
+  return undefined;
 }
 
 /**
@@ -485,14 +523,31 @@ function gatedCalls(context: AgentContext): ToolCall[] {
 
 const noDecisions: ApprovalState['decided'] = Object.freeze([]) as unknown as ApprovalState['decided'];
 
-/** The history and counters once `calls` are answered by `results` (the runner reports in call order). */
+/**
+ * The context once `calls` are answered by `results` (the runner reports in call order): history and counters, the
+ * calls left open, the decision and approvals that follow, and the steps nested agents used. One object, the
+ * update `assign` copies into the context (a spread of a smaller patch into a bigger one would make two per step).
+ */
 function toolResultsPatch(
   context: AgentContext,
   calls: readonly ToolCall[],
   results: readonly ToolOutcome[],
+  openCalls: ToolCall[],
+  decision: TerminationDecision | null,
+  approvals: ApprovalState | null,
+  nestedSteps: number | undefined,
 ): Pick<
   AgentContext,
-  'history' | 'toolCallCounts' | 'callSignatures' | 'degradedTools' | 'toolCallsRun' | 'usage'
+  | 'history'
+  | 'toolCallCounts'
+  | 'callSignatures'
+  | 'degradedTools'
+  | 'toolCallsRun'
+  | 'usage'
+  | 'openCalls'
+  | 'decision'
+  | 'approvals'
+  | 'step'
 > {
   // The answers are appended in one concat: the history stays in the context until the next step, and an array
   // grown by push keeps half its length again in spare slots.
@@ -502,7 +557,10 @@ function toolResultsPatch(
   const callSignatures = { ...context.callSignatures };
   let degradedTools = context.degradedTools;
   let toolCallsRun = context.toolCallsRun;
-  calls.forEach((call, index) => {
+  // The same calls the policy decided on, usually: their signatures were computed then.
+  const signatures = toolCallSignatures(calls);
+  for (let index = 0; index < calls.length; index++) {
+    const call = calls[index] as ToolCall;
     // The runner reports in call order; look further only if it did not.
     const inOrder = results[index];
     const result = inOrder?.callId === call.id ? inOrder : results.find((r) => r.callId === call.id);
@@ -514,11 +572,11 @@ function toolResultsPatch(
       isError: result ? result.isError : true,
     };
     addCount(toolCallCounts, call.name);
-    addCount(callSignatures, toolCallSignature(call));
+    addCount(callSignatures, signatures[index] as string);
     if (result?.executed) toolCallsRun += 1;
     if (result?.degraded && !degradedTools.includes(call.name)) degradedTools = [...degradedTools, call.name];
     if (result?.spend) usage = { ...usage, nested: addSpend(usage.nested, result.spend) };
-  });
+  }
   return {
     history: context.history.concat(answers),
     toolCallCounts,
@@ -526,6 +584,10 @@ function toolResultsPatch(
     degradedTools,
     toolCallsRun,
     usage,
+    openCalls,
+    decision,
+    approvals,
+    step: nestedSteps ? context.step + nestedSteps : context.step,
   };
 }
 
@@ -723,13 +785,15 @@ export const agentMachine = setup({
       if (event.type !== 'tools.done' || !event.pending) return {};
       const waiting = new Set(event.pending.map((pending) => pending.callId));
       const answered = gatedCalls(context).filter((call) => !waiting.has(call.id));
-      return {
-        ...toolResultsPatch(context, answered, event.results),
-        openCalls: context.openCalls.filter((call) => !answered.includes(call)),
-        decision: context.decision,
-        approvals: { pending: event.pending, decided: [] },
-        ...(event.nestedSteps ? { step: context.step + event.nestedSteps } : {}),
-      };
+      return toolResultsPatch(
+        context,
+        answered,
+        event.results,
+        context.openCalls.filter((call) => !answered.includes(call)),
+        context.decision,
+        { pending: event.pending, decided: [] },
+        event.nestedSteps,
+      );
     }),
     recordApprovalDecision: assign(({ context, event }) => {
       if (event.type !== 'approval.decided' || context.approvals === null) return {};
@@ -840,7 +904,7 @@ export const agentMachine = setup({
       const handoff = handoffCallOf(context);
       if (handoff) {
         // The gate refused the handoff: the model reads why, and the turn's other calls were not run.
-        const patch = toolResultsPatch(context, [handoff], event.results);
+        const patch = toolResultsPatch(context, [handoff], event.results, [], null, null, undefined);
         const target = ownValue(context.config.handoffTools, handoff.name) as string;
         const others = context.openCalls.filter((open) => open !== handoff);
         if (others.length > 0)
@@ -850,15 +914,9 @@ export const agentMachine = setup({
               `the handoff to ${target} asked for in the same turn did not happen; call it again if it is still needed`,
             ),
           );
-        return { ...patch, openCalls: [], decision: null, approvals: null };
+        return patch;
       }
-      return {
-        ...toolResultsPatch(context, context.openCalls, event.results),
-        openCalls: [],
-        decision: null,
-        approvals: null,
-        ...(event.nestedSteps ? { step: context.step + event.nestedSteps } : {}),
-      };
+      return toolResultsPatch(context, context.openCalls, event.results, [], null, null, event.nestedSteps);
     }),
     recordModelError: assign(({ context, event }) => {
       if (event.type !== 'model.error') return {};

@@ -1,6 +1,6 @@
 import { countOf } from '../core/records.ts';
 import type { TerminationPolicy } from './decision.ts';
-import { toolCallSignature } from './tool-call-signature.ts';
+import { toolCallSignatures } from './tool-call-signature.ts';
 
 /**
  * Duplicate tool-call detection: wraps another policy and, when it decides to run tools, ends the run if a
@@ -18,8 +18,10 @@ export function withDuplicateDetection(
     // Repeats within the turn only matter when it has several calls: no map for the usual single call.
     // Stryker disable next-line ConditionalExpression,EqualityOperator: a map for a single call is never read (only a cost)
     const seenThisTurn = decision.calls.length > 1 ? new Map<string, number>() : undefined;
-    for (const call of decision.calls) {
-      const signature = toolCallSignature(call);
+    const signatures = toolCallSignatures(decision.calls);
+    for (let i = 0; i < decision.calls.length; i++) {
+      const call = decision.calls[i] as (typeof decision.calls)[number];
+      const signature = signatures[i] as string;
       const count = countOf(state.callSignatures, signature) + (seenThisTurn?.get(signature) ?? 0);
       if (count >= maxDuplicateToolCalls) {
         return {

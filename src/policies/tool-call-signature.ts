@@ -9,3 +9,20 @@ import type { ToolCall } from '../core/messages.ts';
 export function toolCallSignature(call: Pick<ToolCall, 'name' | 'args'>): string {
   return `${call.name}#${hashText(canonicalJson(call.args))}`;
 }
+
+/**
+ * The signatures of a turn's calls, in call order. The duplicate policy asks for them when it decides on a response,
+ * and the machine again when it counts the calls that ran, with the same (immutable) array of calls: the last
+ * answer is kept in one slot, so the usual step hashes each call's arguments once. One slot, not a WeakMap: it costs
+ * the collector nothing and holds at most one turn's calls.
+ */
+export function toolCallSignatures(calls: readonly Pick<ToolCall, 'name' | 'args'>[]): readonly string[] {
+  if (last?.calls === calls) return last.signatures;
+  const signatures = new Array<string>(calls.length);
+  for (let i = 0; i < calls.length; i++)
+    signatures[i] = toolCallSignature(calls[i] as Pick<ToolCall, 'name' | 'args'>);
+  last = { calls, signatures };
+  return signatures;
+}
+
+let last: { calls: readonly Pick<ToolCall, 'name' | 'args'>[]; signatures: readonly string[] } | undefined;

@@ -49,6 +49,32 @@ const noPermissions: PermissionVerdict[] = [];
 const noChecks: ReadonlyMap<string, ArgumentCheck> = new Map();
 
 /**
+ * Whether a batch of an agent without a permission policy has anything to sort: a decision people made, or a call
+ * to a tool that asks people. When it has not, every call runs as it is (see `unclassified`), and the gate need
+ * not build the place a classification reads.
+ */
+export function needsClassifying(
+  registry: ToolRegistry,
+  calls: readonly ToolCall[],
+  decisions: readonly { callId: string; decision: ApprovalDecision }[],
+): boolean {
+  if (decisions.length > 0) return true;
+  for (const call of calls) if (asksPeople(registry.find(call.name))) return true;
+  return false;
+}
+
+/** A batch with nothing to sort: every call runs, nothing waits or was decided, no argument checked yet. */
+export function unclassified(calls: readonly ToolCall[]): ClassifiedCalls {
+  return {
+    runnable: calls as ToolCall[],
+    pending: nothingPending,
+    decided: noOutcomes,
+    permissions: noPermissions,
+    checked: noChecks,
+  };
+}
+
+/**
  * Sorts a batch: calls people decided on are answered from the decision (an approved call runs), calls to a tool
  * that needs approval (or to `askHuman`) wait, the rest run. Synchronous unless a tool decides with an async
  * predicate, so a batch without approval tools costs nothing extra.
@@ -59,19 +85,7 @@ export function classifyCalls(
   decisions: readonly { callId: string; decision: ApprovalDecision }[],
   place: CheckPlace,
 ): ClassifiedCalls | Promise<ClassifiedCalls> {
-  if (
-    place.permit === undefined &&
-    decisions.length === 0 &&
-    !calls.some((call) => asksPeople(registry.find(call.name)))
-  ) {
-    return {
-      runnable: calls as ToolCall[],
-      pending: nothingPending,
-      decided: noOutcomes,
-      permissions: noPermissions,
-      checked: noChecks,
-    };
-  }
+  if (place.permit === undefined && !needsClassifying(registry, calls, decisions)) return unclassified(calls);
   const decisionOf = new Map(decisions.map((entry) => [entry.callId, entry.decision]));
   const checked = new Map<string, ArgumentCheck>();
   const verdicts = calls.map((call) => verdictOn(registry, call, decisionOf.get(call.id), place, checked));

@@ -212,17 +212,25 @@ class EffectsInstance implements EffectsHost {
       callModelGuarded(this, runtime, command, guardrails);
       return;
     }
-    void modelCall(runtime, command, this.#controller.signal).then(async (event) => {
+    const answered = modelCall(runtime, command, this.#controller.signal);
+    // A plain run answers in the same callback; a durable one commits the response first.
+    if (!durable) {
+      void answered.then((event) => {
+        if (this.#closed) return;
+        if (event.type === 'model.response') this.accept(runtime, command.step, event.response);
+        this.answer(event);
+      });
+      return;
+    }
+    void answered.then(async (event) => {
       if (this.#closed) return;
       if (event.type === 'model.response') {
         this.accept(runtime, command.step, event.response);
-        if (durable) {
-          try {
-            await durable.recordModel(command.call, event);
-          } catch (error) {
-            this.fail(error);
-            return;
-          }
+        try {
+          await durable.recordModel(command.call, event);
+        } catch (error) {
+          this.fail(error);
+          return;
         }
       }
       this.answer(event);

@@ -34,6 +34,8 @@ export function modelCall(
   signal: AbortSignal,
   hooks?: CallHooks,
 ): Promise<AgentEvent> {
+  // Without a durable executor the call goes straight through: no key string and no closure per model call.
+  if (!runtime.runEffect) return callModel(runtime, command, signal, hooks);
   return journaledModelEffect(runtime, String(command.call), () =>
     callModel(runtime, command, signal, hooks),
   );
@@ -82,7 +84,8 @@ async function callModel(
   }
   if (signal.aborted) return abortedEvent();
   let messages: Message[] =
-    system === undefined ? (command.history as Message[]) : [system, ...command.history];
+    // concat makes the request's array at its final length (a spread grows it by push, reallocating on the way).
+    system === undefined ? (command.history as Message[]) : [system].concat(command.history);
   // With model masking the provider sees placeholders; what it writes back is revealed below.
   const pii = piiOf(bus);
   const maskForModel = pii?.options.model ? pii : undefined;
@@ -93,14 +96,22 @@ async function callModel(
   }
   // Tools listed at run time (MCP servers) are brought up to date first; a source that stays unreachable fails
   // the run with its error rather than letting the model answer without tools it was given.
-  const preparing = agent.tools.prepare({
-    sessionId: runtime.sessionId ?? bus.sessionId,
-    signal,
-    context: runtime.context,
-    hold: runtime.holdings?.hold,
-    unavailable: ({ source, error, retryInMs }) =>
-      emitFrom(runtime, 'mcp_server_unavailable', { server: source, error: toErrorInfo(error), retryInMs }),
-  });
+  // An agent without tool sources has nothing to list: no scope (an object and a closure) per model call.
+  const preparing =
+    agent.tools.sources.length === 0
+      ? undefined
+      : agent.tools.prepare({
+          sessionId: runtime.sessionId ?? bus.sessionId,
+          signal,
+          context: runtime.context,
+          hold: runtime.holdings?.hold,
+          unavailable: ({ source, error, retryInMs }) =>
+            emitFrom(runtime, 'mcp_server_unavailable', {
+              server: source,
+              error: toErrorInfo(error),
+              retryInMs,
+            }),
+        });
   if (preparing) {
     try {
       await preparing;

@@ -190,7 +190,8 @@ export function startRun<TOutput>(
     input: agentInput(
       agent as Agent<unknown>,
       sessionId,
-      [...callerHistory, userMessage(input)],
+      // At its final length: the run's first history stays in its context until the first model response.
+      callerHistory.concat(userMessage(input)),
       callerHistory.length,
     ),
     // Secrets (tool arguments marked secret, API-key-like fields) are redacted before the observer sees anything.

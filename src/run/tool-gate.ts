@@ -2,14 +2,20 @@ import type { ApprovalRequest } from '../core/approvals.ts';
 import type { ToolCall } from '../core/messages.ts';
 import type { AgentGuardrails } from '../guardrails/guardrail.ts';
 import type { AgentContext, AgentEvent, EffectCommand, ToolOutcome } from '../machines/agent.ts';
-import { type ClassifiedCalls, classifyCalls, type DecidedOutcomes } from './approval-check.ts';
+import {
+  type ClassifiedCalls,
+  classifyCalls,
+  type DecidedOutcomes,
+  needsClassifying,
+  unclassified,
+} from './approval-check.ts';
 import type { EffectsHost } from './effects.ts';
 import { checkGuardrails, type GuardrailPlace } from './guardrail-checks.ts';
 import { guardrailPlace } from './guardrail-stage.ts';
 import { checkPermission } from './permission-check.ts';
 import { emitFrom, type RunRuntime } from './run-runtime.ts';
 import { redactArgs, secretKeysOf, toolCallEventData } from './secrets.ts';
-import { runToolBatch, type ToolGuardrails } from './tool-runner.ts';
+import { runToolBatch, type ToolBatch, type ToolGuardrails } from './tool-runner.ts';
 
 /**
  * The tool gate: one batch of tool calls. Each call is classified first (its arguments checked against the schema
@@ -65,9 +71,16 @@ function classifyAndRun(
   where: BatchPlace,
 ): void {
   const durable = runtime.durable;
+  const registry = runtime.agent.tools;
+  // The usual batch (no permission policy, no decisions, no tool that asks people) runs as it is: no place to
+  // build, no closures.
+  if (!runtime.agent.permissions && !needsClassifying(registry, command.calls, command.decisions)) {
+    runBatch(host, runtime, command, where, unclassified(command.calls));
+    return;
+  }
   // Calls people decided on are answered from the decision; undecided calls that need a person wait.
   // Written out rather than spread: this runs once per tool step, and a spread copies through a slower path.
-  const classified = classifyCalls(runtime.agent.tools, command.calls, command.decisions, {
+  const classified = classifyCalls(registry, command.calls, command.decisions, {
     sessionId: where.sessionId,
     route: where.route,
     turn: where.turn,
@@ -89,67 +102,10 @@ function runBatch(
   where: BatchPlace,
   classified: ClassifiedCalls,
 ): void {
-  const durable = runtime.durable;
-  const signal = host.signal;
   if (host.closed) return;
   for (const verdict of classified.permissions) emitFrom(runtime, 'permission', verdict);
   emitDecided(runtime, classified.decided);
-  const limits = runtime.agent.limits;
-  // One object literal with every field (the optional ones undefined when absent): one hidden class for every
-  // batch, where spreads of `where` and of the optional fields built a few intermediate objects per tool step.
-  void runToolBatch({
-    calls: classified.runnable,
-    checked: classified.checked,
-    registry: runtime.agent.tools,
-    disabled: command.disabledTools,
-    concurrency: limits.toolConcurrency,
-    timeoutMs: limits.toolTimeoutMs,
-    maxRetries: limits.maxToolRetries,
-    sessionId: where.sessionId,
-    route: where.route,
-    turn: where.turn,
-    step: where.step,
-    callPath: runtime.callPath ?? '',
-    caller: runtime,
-    agent: runtime.agent.name,
-    context: runtime.context,
-    signal,
-    whenAborted: host.whenAborted,
-    clock: runtime.clock,
-    executor: runtime.runEffect,
-    guardrails: runtime.agent.guardrails
-      ? toolGuardrailsOf(runtime.agent.guardrails, (stage) => guardrailPlace(runtime, stage), signal)
-      : undefined,
-    known: (call) => classified.decided.get(call.id) ?? durable?.replayTool(command.step, call.id),
-    onStart: (call) => {
-      // Listeners see secret arguments redacted; the tool itself gets the real values.
-      if (runtime.bus.listening)
-        emitFrom(runtime, 'tool_call', toolCallEventData(call, secretKeysOf(runtime.agent)));
-    },
-    onSettled: (call, outcome, durationMs, last) => {
-      // A failed `fatal: true` tool fails the agent actor: the session's supervisor decides. Its outcome is not
-      // recorded, so a restart runs it again.
-      const fatal = outcome.isError && outcome.executed && runtime.agent.tools.find(call.name)?.fatal;
-      if (fatal) runtime.onFatal?.({ name: 'FatalToolError', code: 'tool_fatal', message: outcome.content });
-      if (runtime.bus.listening) emitToolResponse(runtime, call, outcome, durationMs);
-      if (!durable || fatal || signal.aborted) return;
-      try {
-        return durable.recordTool(command.step, call.id, outcome, last);
-      } catch (error) {
-        host.fail(error);
-      }
-    },
-    onBreaker: (change) => {
-      if (runtime.bus.listening) emitFrom(runtime, 'breaker', change);
-    },
-    onRetry: (call, attempt, error) =>
-      emitFrom(runtime, 'tool_retry', {
-        callId: call.id,
-        name: call.name,
-        attempt,
-        error,
-      }),
-  }).then((results) => {
+  void runToolBatch(new GatedBatch(host, runtime, command, where, classified)).then((results) => {
     const nestedSteps = runtime.nestedSteps;
     runtime.nestedSteps = 0;
     // Reports of calls whose outcomes were not made (the batch was aborted) go nowhere.
@@ -159,6 +115,111 @@ function runBatch(
     if (classified.pending.length > 0) event.pending = classified.pending;
     host.answer(event);
   });
+}
+
+/**
+ * A batch as the tool gate hands it to the runner: the run's place, limits and signal, and what the gate does when a
+ * call starts, retries or settles. Its callbacks are methods, not closures made for every batch (one per tool step).
+ */
+class GatedBatch implements ToolBatch {
+  readonly calls: readonly ToolCall[];
+  readonly checked: ClassifiedCalls['checked'];
+  readonly registry: ToolBatch['registry'];
+  readonly disabled: readonly string[];
+  readonly concurrency: number;
+  readonly timeoutMs: number | null;
+  readonly maxRetries: number;
+  readonly sessionId: string;
+  readonly route: string;
+  readonly turn: number;
+  readonly step: number;
+  readonly callPath: string;
+  readonly caller: RunRuntime;
+  readonly agent: string;
+  readonly context: unknown;
+  readonly signal: AbortSignal;
+  readonly whenAborted: (callback: () => void) => () => void;
+  readonly clock: ToolBatch['clock'];
+  readonly executor: ToolBatch['executor'];
+  readonly guardrails: ToolGuardrails | undefined;
+  readonly #host: EffectsHost;
+  readonly #decided: DecidedOutcomes;
+  #onBreaker: ToolBatch['onBreaker'];
+
+  constructor(
+    host: EffectsHost,
+    runtime: RunRuntime,
+    command: ToolsCommand,
+    where: BatchPlace,
+    classified: ClassifiedCalls,
+  ) {
+    const limits = runtime.agent.limits;
+    this.calls = classified.runnable;
+    this.checked = classified.checked;
+    this.registry = runtime.agent.tools;
+    this.disabled = command.disabledTools;
+    this.concurrency = limits.toolConcurrency;
+    this.timeoutMs = limits.toolTimeoutMs;
+    this.maxRetries = limits.maxToolRetries;
+    this.sessionId = where.sessionId;
+    this.route = where.route;
+    this.turn = where.turn;
+    this.step = where.step;
+    this.callPath = runtime.callPath ?? '';
+    this.caller = runtime;
+    this.agent = runtime.agent.name;
+    this.context = runtime.context;
+    this.signal = host.signal;
+    this.whenAborted = host.whenAborted;
+    this.clock = runtime.clock;
+    this.executor = runtime.runEffect;
+    this.guardrails = runtime.agent.guardrails
+      ? toolGuardrailsOf(runtime.agent.guardrails, (stage) => guardrailPlace(runtime, stage), host.signal)
+      : undefined;
+    this.#host = host;
+    this.#decided = classified.decided;
+  }
+
+  /** Calls people decided on, and (in a durable run) calls that finished before a restart. */
+  known(call: ToolCall): ToolOutcome | undefined {
+    return this.#decided.get(call.id) ?? this.caller.durable?.replayTool(this.step, call.id);
+  }
+
+  onStart(call: ToolCall): void {
+    // Listeners see secret arguments redacted; the tool itself gets the real values.
+    const runtime = this.caller;
+    if (runtime.bus.listening)
+      emitFrom(runtime, 'tool_call', toolCallEventData(call, secretKeysOf(runtime.agent)));
+  }
+
+  onSettled(call: ToolCall, outcome: ToolOutcome, durationMs: number, last: boolean): void | Promise<void> {
+    const runtime = this.caller;
+    // A failed `fatal: true` tool fails the agent actor: the session's supervisor decides. Its outcome is not
+    // recorded, so a restart runs it again.
+    const fatal = outcome.isError && outcome.executed && runtime.agent.tools.find(call.name)?.fatal;
+    if (fatal) runtime.onFatal?.({ name: 'FatalToolError', code: 'tool_fatal', message: outcome.content });
+    if (runtime.bus.listening) emitToolResponse(runtime, call, outcome, durationMs);
+    const durable = runtime.durable;
+    if (!durable || fatal || this.signal.aborted) return;
+    try {
+      return durable.recordTool(this.step, call.id, outcome, last);
+    } catch (error) {
+      this.#host.fail(error);
+    }
+  }
+
+  /** Made when a breaker first reports (the runner hands it to the breaker as a function). */
+  get onBreaker(): ToolBatch['onBreaker'] {
+    const runtime = this.caller;
+    this.#onBreaker ??= (change) => {
+      if (runtime.bus.listening) emitFrom(runtime, 'breaker', change);
+    };
+    return this.#onBreaker;
+  }
+
+  onRetry(call: ToolCall, attempt: number, error: string): void {
+    emitFrom(this.caller, 'tool_retry', { callId: call.id, name: call.name, attempt, error });
+  }
 }
 
 /** The requests of an `approval.wait` command, for the store and the events. */

@@ -143,7 +143,13 @@ export function runToolBatch(batch: ToolBatch): Promise<ToolOutcome[]> {
   return new Promise((resolve) => {
     if (calls.length === 0) return resolve([]);
     let settled = 0;
-    const finish = () => resolve(outcomes.filter((o): o is ToolOutcome => o !== undefined));
+    // Every call answered: the outcomes are the array itself; after an abort, only the ones that came.
+    const finish = () =>
+      resolve(
+        settled === calls.length
+          ? (outcomes as ToolOutcome[])
+          : outcomes.filter((o): o is ToolOutcome => o !== undefined),
+      );
     // An already aborted signal never fires: settle at once instead of waiting forever.
     if (batch.signal.aborted) return finish();
     const stopWaiting = batch.whenAborted ? batch.whenAborted(finish) : whenAborted(batch.signal, finish);
@@ -191,13 +197,8 @@ export function runToolBatch(batch: ToolBatch): Promise<ToolOutcome[]> {
       // A handoff runs nothing: a call the gate lets through goes to the agent machine, which hands off (the
       // session announces it); one refused here (its arguments) is answered like any refused call.
       // What the call spent outside the run's model calls goes with its outcome (a durable executor records both).
-      const execute = () =>
-        runToolCall(call, batch).then(
-          (outcome) => withSpend(outcome, batch.caller),
-          (error: unknown) => withSpend(unexpected(call, error), batch.caller),
-        );
       if (isHandoffTool(found)) {
-        void execute().then((outcome) => {
+        void runCallWithSpend(call, batch).then((outcome) => {
           if (outcome.handoff) return done(index, outcome);
           batch.onStart(call);
           settle(outcome);
@@ -209,13 +210,21 @@ export function runToolBatch(batch: ToolBatch): Promise<ToolOutcome[]> {
         ? batch.executor(
             `${batch.route}/tool/${batch.step}/${call.id}`,
             isAgentTool(found) ? 'agent' : 'tool',
-            execute,
+            () => runCallWithSpend(call, batch),
           )
-        : execute();
+        : runCallWithSpend(call, batch);
       void running.then(settle);
     };
     for (let i = 0; i < Math.min(batch.concurrency, calls.length); i++) startNext();
   });
+}
+
+/** One call with what it spent outside the run's model calls; a failure nothing foresaw still gives an outcome. */
+function runCallWithSpend(call: ToolCall, batch: ToolBatch): Promise<ToolOutcome> {
+  return runToolCall(call, batch).then(
+    (outcome) => withSpend(outcome, batch.caller),
+    (error: unknown) => withSpend(unexpected(call, error), batch.caller),
+  );
 }
 
 /** One call: look the tool up, validate the arguments, run it with retries. Never rejects. */
