@@ -1,5 +1,4 @@
-import { mkdirSync, readFileSync } from 'node:fs';
-import { type FileHandle, open } from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { ConfigError } from '../core/errors.ts';
 import type { AuditHead } from './audit-record.ts';
@@ -25,7 +24,8 @@ export function jsonlAuditSink(path: string, options: JsonlAuditSinkOptions = {}
   const fsync = options.fsync ?? 'batch';
   if (fsync !== 'batch' && fsync !== 'none')
     throw new ConfigError(`jsonlAuditSink(): fsync must be 'batch' or 'none', got ${JSON.stringify(fsync)}.`);
-  mkdirSync(dirname(path), { recursive: true });
+  // node:fs is fetched where it is used: importing it as a module costs every importer of Troupe at startup.
+  process.getBuiltinModule('node:fs').mkdirSync(dirname(path), { recursive: true });
   const existing = readExisting(path);
   let handle: Promise<FileHandle> | undefined;
   // A line cut short by a crash stays in the file (verifyAuditLog reports it); new records start on a new line.
@@ -34,7 +34,7 @@ export function jsonlAuditSink(path: string, options: JsonlAuditSinkOptions = {}
     head: () => lastRecordOf(existing),
     async append(records) {
       if (records.length === 0) return;
-      handle ??= open(path, 'a');
+      handle ??= process.getBuiltinModule('node:fs/promises').open(path, 'a');
       const file = await handle;
       const text = `${needsNewline ? '\n' : ''}${records.map((record) => JSON.stringify(record)).join('\n')}\n`;
       needsNewline = false;
@@ -51,7 +51,7 @@ export function jsonlAuditSink(path: string, options: JsonlAuditSinkOptions = {}
 
 function readExisting(path: string): string {
   try {
-    return readFileSync(path, 'utf8');
+    return process.getBuiltinModule('node:fs').readFileSync(path, 'utf8');
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return '';
     throw error;

@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import { type AuditHead, genesisHash, hashOfRecord } from './audit-record.ts';
 
 /** What verifyAuditLog found: an intact chain of `count` records, or where it breaks and why. */
@@ -25,7 +24,7 @@ export function verifyAuditLog(
 ): AuditVerification {
   let entries: readonly unknown[];
   if (typeof source === 'string') {
-    const lines = readFileSync(source, 'utf8').split('\n');
+    const lines = process.getBuiltinModule('node:fs').readFileSync(source, 'utf8').split('\n');
     if (lines.at(-1) === '') lines.pop();
     entries = lines.map((line) => {
       try {

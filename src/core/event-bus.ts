@@ -1,4 +1,3 @@
-import { EventEmitter } from 'eventemitter3';
 import type { Clock } from './clock.ts';
 import type { RunEvent, RunEventData, RunEventType } from './events.ts';
 
@@ -36,8 +35,11 @@ export type EventFilter = <T extends RunEventType>(
 export class EventBus {
   readonly sessionId: string;
   readonly #clock: Clock;
-  /** Made on the first subscription: most runs (a plain run()) never have a listener. */
-  #emitter: EventEmitter<{ event: [RunEvent] }> | undefined;
+  /**
+   * The listeners, replaced (never changed in place) on every subscription and unsubscription, so an event is
+   * delivered to the listeners there were when it was emitted. Most runs (a plain run()) never have one.
+   */
+  #listeners: readonly ((event: RunEvent) => void)[] = [];
   #seq: number;
   #filter: EventFilter | undefined;
 
@@ -59,7 +61,7 @@ export class EventBus {
    * emitted to listeners, so they stay gap-free for whoever listens.
    */
   get listening(): boolean {
-    return this.#emitter !== undefined && this.#emitter.listenerCount('event') > 0;
+    return this.#listeners.length > 0;
   }
 
   /** Emits an event of `agent`; `origin` says where the agent runs (default: holding the conversation). */
@@ -85,7 +87,7 @@ export class EventBus {
       type,
       data,
     };
-    this.#emitter?.emit('event', event as RunEvent);
+    for (const listener of this.#listeners) listener(event as RunEvent);
   };
 
   /** Listens to every event; returns the function that stops listening. A throwing listener is isolated. */
@@ -98,13 +100,13 @@ export class EventBus {
         queueMicrotask(() => console.error('troupe: an event listener threw', error));
       }
     };
-    this.#emitter ??= new EventEmitter<{ event: [RunEvent] }>();
-    const emitter = this.#emitter;
-    emitter.on('event', safe);
-    return () => emitter.off('event', safe);
+    this.#listeners = [...this.#listeners, safe];
+    return () => {
+      this.#listeners = this.#listeners.filter((l) => l !== safe);
+    };
   }
 
   clear(): void {
-    this.#emitter?.removeAllListeners();
+    this.#listeners = [];
   }
 }

@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 
@@ -56,7 +55,9 @@ function versionNearEntry(require: NodeJS.Require): string | undefined {
 
 function manifestIn(directory: string): PackageManifest | undefined {
   try {
-    return JSON.parse(readFileSync(join(directory, 'package.json'), 'utf8')) as PackageManifest;
+    return JSON.parse(
+      process.getBuiltinModule('node:fs').readFileSync(join(directory, 'package.json'), 'utf8'),
+    ) as PackageManifest;
   } catch {
     return undefined;
   }

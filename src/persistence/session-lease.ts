@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type * as Sqlite from 'node:sqlite';
 import type { LeaseOptions } from './store.ts';
@@ -31,7 +30,16 @@ export const leasesTable = `CREATE TABLE IF NOT EXISTS leases (
 export const defaultLeaseTtlMs = 30_000;
 
 /** This process, as a lease holder: the same for every store the process opens. */
-export const thisProcess: LeaseHolder = { host: hostname(), pid: process.pid, token: randomUUID() };
+export const thisProcess: LeaseHolder = {
+  host: hostname(),
+  pid: process.pid,
+  // Drawn on first use: node:crypto then loads when a store needs it, not when Troupe is imported.
+  get token() {
+    processToken ??= process.getBuiltinModule('node:crypto').randomUUID();
+    return processToken;
+  },
+};
+let processToken: string | undefined;
 
 /** Whether the process `holder` names is known to be gone (same host and no such pid). */
 export function holderIsDead(holder: LeaseHolder, here: LeaseHolder = thisProcess): boolean {

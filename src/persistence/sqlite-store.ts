@@ -1,4 +1,3 @@
-import { existsSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type * as Sqlite from 'node:sqlite';
 import type { ApprovalRecord } from '../core/approvals.ts';
@@ -706,6 +705,8 @@ function openDatabase(
   createDirectories: boolean,
 ): Sqlite.DatabaseSync {
   const { DatabaseSync } = sqliteModule();
+  // node:fs is fetched here, not imported: importing it as a module costs every importer of Troupe at startup.
+  const { existsSync, mkdirSync } = process.getBuiltinModule('node:fs');
   if (path !== ':memory:' && !path.startsWith('file:')) {
     const folder = dirname(path);
     if (!createDirectories && !existsSync(folder))

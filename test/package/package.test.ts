@@ -46,7 +46,7 @@ async function npmIn(cwd: string, args: string[]): Promise<string> {
 }
 
 /**
- * A copy of what `npm pack` reads (package.json, the `files` it lists, the build's tsconfigs) and a link to the
+ * A copy of what `npm pack` reads (package.json, the `files` it lists, the build's tsconfigs and script) and a link to the
  * dependencies: packing it runs `prepack` there, so the repository's own dist/, which other tests read, is left
  * alone.
  */
@@ -57,6 +57,7 @@ async function packageSource(): Promise<string> {
     'package.json',
     'tsconfig.json',
     'tsconfig.build.json',
+    'scripts/build-js.ts',
     ...pkg.files.filter((f) => f !== 'dist'),
   ];
   // `files` may hold globs (docs/*.md: the guides, not the site's own package, build or dependencies).
