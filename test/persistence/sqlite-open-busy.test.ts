@@ -6,16 +6,13 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createSqliteStore } from '../../src/persistence/sqlite-store.ts';
 import { StoreIoError } from '../../src/persistence/store-errors.ts';
-import { holdWriteLock } from '../support/hold-write-lock.ts';
+import { endHolder, holdWriteLock } from '../support/hold-write-lock.ts';
 
 describe('createSqliteStore while another process holds a new file', () => {
   let dir: string;
   let child: ChildProcess | undefined;
   afterEach(async () => {
-    if (child && child.exitCode === null) {
-      child.stdin?.end();
-      await once(child, 'exit');
-    }
+    await endHolder(child);
     rmSync(dir, { recursive: true, force: true });
   });
 

@@ -31,3 +31,11 @@ export async function holdWriteLock(
   if (data.toString() !== 'held\n') throw new Error(`the lock holder said ${data.toString()}`);
   return child;
 }
+
+/** Lets go of the lock (if the holder still runs) and waits for the holder to end. */
+export async function endHolder(child: ChildProcess | undefined): Promise<void> {
+  if (child === undefined || child.exitCode !== null) return;
+  const ended = once(child, 'exit');
+  child.stdin?.end();
+  await ended;
+}

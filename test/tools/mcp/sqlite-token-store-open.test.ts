@@ -1,20 +1,16 @@
 import type { ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { sqliteTokenStore } from '../../../src/tools/mcp/sqlite-token-store.ts';
-import { holdWriteLock } from '../../support/hold-write-lock.ts';
+import { endHolder, holdWriteLock } from '../../support/hold-write-lock.ts';
 
 describe('sqliteTokenStore while another process writes to a new file', () => {
   let dir: string;
   let child: ChildProcess | undefined;
   afterEach(async () => {
-    if (child && child.exitCode === null) {
-      child.stdin?.end();
-      await once(child, 'exit');
-    }
+    await endHolder(child);
     rmSync(dir, { recursive: true, force: true });
   });
 
