@@ -17,6 +17,7 @@ export interface XStateRuntime {
   spawnChild(src: never, options?: never): unknown;
   stopChild(actor: never): unknown;
   fromCallback(callback: never): unknown;
+  sendTo(to: never, event: never, options?: never): unknown;
 }
 
 /** What the check found: `problems` is empty when the compiled interpreter may run. */
@@ -31,8 +32,9 @@ export interface RuntimeVerdict {
 /**
  * The private members src/engine relies on, each with how it is checked on a live actor of the loaded xstate. They
  * are the whole list: actor-links.ts (`_parent`, `_stop`, the system's `_relay`), resolve-actions.ts
- * (`_processingStatus`), compiled-machine.ts (the system's `_sendInspectionEvent`, a snapshot's `_nodes`, state
- * nodes' `transitions` and `order`) and xstate-build.ts (`Actor.prototype._send`).
+ * (`_processingStatus`, and the `to`, `event`, `id` and `delay` a `sendTo` action carries), compiled-machine.ts
+ * (the system's `_sendInspectionEvent`, a snapshot's `_nodes`, state nodes' `transitions` and `order`) and
+ * xstate-build.ts (`Actor.prototype._send`).
  */
 function structuralProblems(xstate: XStateRuntime): string[] {
   const problems: string[] = [];
@@ -41,6 +43,16 @@ function structuralProblems(xstate: XStateRuntime): string[] {
   };
   const sendMethod = (xstate.Actor.prototype as { _send?: unknown })._send;
   require(typeof sendMethod === 'function', 'Actor.prototype._send (a function)');
+  // The usual send is resolved from these fields: a delay read as absent would send a delayed event at once.
+  const ping = { type: 'ping' };
+  const send = xstate.sendTo('child' as never, ping as never, { id: 'sent', delay: 5 } as never) as Record<
+    string,
+    unknown
+  >;
+  require(send?.to === 'child' &&
+    send.event === ping &&
+    send.id === 'sent' &&
+    send.delay === 5, "a sendTo action's to, event, id and delay");
   const machine = xstate.createMachine({
     id: 'troupeGateShape',
     initial: 'a',

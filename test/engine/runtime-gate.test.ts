@@ -65,6 +65,23 @@ describe('assessRuntime(xstate, compile)', () => {
         withActors((actor) => Object.defineProperty(actor, '_parent', { value: {} })),
         'a root actor’s _parent',
       ],
+      [
+        {
+          ...loaded,
+          // A sendTo whose delay is kept under another name: read as absent, a delayed send would go at once.
+          sendTo: ((to: never, event: never, options?: never) => {
+            const action = loaded.sendTo(to, event, options) as Record<string, unknown>;
+            const renamed = Object.assign(
+              (...call: unknown[]) => (action as unknown as (...a: unknown[]) => unknown)(...call),
+              action,
+            );
+            renamed.after = renamed.delay;
+            renamed.delay = undefined;
+            return renamed;
+          }) as unknown as XStateRuntime['sendTo'],
+        },
+        "a sendTo action's to, event, id and delay",
+      ],
     ];
     for (const [runtime, member] of cases) {
       const verdict = assessRuntime(runtime, compiled);
