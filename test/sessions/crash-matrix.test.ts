@@ -406,13 +406,18 @@ function planMatrix(random: () => number): Trial[] {
   return trials;
 }
 
-const totals = {
+/** The counts a matrix run tallies, all zero (the kill kinds are tallied across runs). */
+const noCounts = () => ({
   trials: 0,
   kills: 0,
   effects: 0,
   completedReRuns: 0,
   inFlightReRuns: 0,
   lostTurns: 0,
+});
+
+const totals = {
+  ...noCounts(),
   killKinds: new Map<string, number>(),
 };
 
@@ -456,14 +461,7 @@ describe.each(storeModes)(
           `${totals.completedReRuns} re-runs of completed effects, ${totals.inFlightReRuns} in-flight re-runs, ` +
           `${totals.lostTurns} lost turns`,
       );
-      Object.assign(totals, {
-        trials: 0,
-        kills: 0,
-        effects: 0,
-        completedReRuns: 0,
-        inFlightReRuns: 0,
-        lostTurns: 0,
-      });
+      Object.assign(totals, noCounts());
       totals.killKinds.clear();
     });
 
