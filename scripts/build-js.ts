@@ -12,7 +12,8 @@
  *   them loads the runtime, a file of its own with the chunks it needs, synchronously (`require()` of an ES
  *   module), and hands the call to the real function; later calls go straight through. Classes and constants are
  *   not deferred: the runtime imports them from the chunks the main entry loaded, so `instanceof` and identity hold
- *   across entry points.
+ *   across entry points. An application bundled with Troupe gets the runtime from its bundle (the stand-ins'
+ *   `require` is one a bundler follows).
  * - The secondary entry points (testing, restate, mcp, tools) are bundled as if they used all of the main entry
  *   and the runtime, which keeps that code in a few chunks instead of one chunk per combination of entry points
  *   that uses a piece of it.
@@ -128,10 +129,25 @@ const mainWithStandIns = `${deferred.reduce(
     ),
   mainSource,
 )}
-let loaded: Record<string, (...args: never[]) => unknown> | undefined;
-function runtime(): Record<string, (...args: never[]) => unknown> {
-  loaded ??= process.getBuiltinModule('node:module').createRequire(import.meta.url)(${JSON.stringify(runtimePlaceholder)});
-  return loaded as Record<string, (...args: never[]) => unknown>;
+type Runtime = Record<string, (...args: never[]) => unknown>;
+let loaded: Runtime | undefined;
+function runtime(): Runtime {
+  loaded ??= requireRuntime();
+  return loaded;
+}
+/**
+ * A bundler that bundles this file turns the \`require\` below into the runtime it bundled too. Node's ES modules
+ * have no \`require\` (or a global one an application set, which resolves from elsewhere): the runtime is then the
+ * file next to this one.
+ */
+function requireRuntime(): Runtime {
+  try {
+    return require(${JSON.stringify(runtimePlaceholder)}) as Runtime;
+  } catch (error) {
+    const notFound = (error as { code?: unknown } | undefined)?.code === 'MODULE_NOT_FOUND';
+    if (!(error instanceof ReferenceError) && !notFound) throw error;
+  }
+  return process.getBuiltinModule('node:module').createRequire(import.meta.url)(${JSON.stringify(runtimePlaceholder)}) as Runtime;
 }
 `;
 
@@ -164,6 +180,10 @@ const entryModules: Plugin = {
         ].join('\n'),
       };
     });
+    b.onResolve({ filter: new RegExp(`^${runtimePlaceholder}$`) }, (args) => ({
+      path: args.path,
+      external: true,
+    }));
     b.onLoad({ filter: /[\\/]src[\\/]index\.ts$/ }, (args) =>
       resolve(args.path) === mainEntry ? { loader: 'ts', contents: mainWithStandIns } : undefined,
     );
@@ -195,14 +215,22 @@ const shared = await build({
   write: false,
 });
 
-// The stand-ins name the runtime by its path from the file they landed in.
+// The stand-ins name the runtime by its path from the file they landed in. esbuild writes their \`require\` as a call
+// of its shim (which throws in an ES module); it becomes \`require\` again, a call an application's bundler follows.
 const runtimeFile = resolve(outdir, `${runtimeOut}.js`);
+const shimmedRequire = `__require(${JSON.stringify(runtimePlaceholder)})`;
+let standIns = 0;
 for (const file of shared.outputFiles) {
   const path = relative(dirname(file.path), runtimeFile).replaceAll('\\', '/');
-  const text = file.text.replaceAll(runtimePlaceholder, path.startsWith('.') ? path : `./${path}`);
+  if (file.text.includes(shimmedRequire)) standIns++;
+  const text = file.text
+    .replaceAll(shimmedRequire, `require(${JSON.stringify(runtimePlaceholder)})`)
+    .replaceAll(runtimePlaceholder, path.startsWith('.') ? path : `./${path}`);
   mkdirSync(dirname(file.path), { recursive: true });
   writeFileSync(file.path, text);
 }
+
+if (standIns !== 1) throw new Error(`build-js: the runtime's require() landed in ${standIns} files, not one`);
 
 await build({
   ...common,

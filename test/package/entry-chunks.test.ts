@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
+import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 /**
@@ -139,5 +140,29 @@ describe('the main entry loads the runtime on first use', () => {
       store: true,
       runName: 'run',
     });
+  });
+
+  it('an application bundled with the package (esbuild) gets the runtime from its bundle', async () => {
+    const app = join(out, 'bundled', 'app.mjs');
+    mkdirSync(dirname(app), { recursive: true });
+    writeFileSync(
+      join(out, 'bundled', 'main.mjs'),
+      `import { ConfigError, createMemoryStore } from '../index.js';
+      let refused;
+      try { createMemoryStore({ maxEventsPerSession: -1 }); } catch (error) { refused = error; }
+      console.log(JSON.stringify({ store: typeof createMemoryStore().commit, refused: refused instanceof ConfigError }));`,
+    );
+    await build({
+      entryPoints: [join(out, 'bundled', 'main.mjs')],
+      bundle: true,
+      format: 'esm',
+      platform: 'node',
+      outfile: app,
+      logLevel: 'silent',
+    });
+    // The bundle is the application's one file: no runtime chunk beside it.
+    const child = spawnSync(process.execPath, [app], { cwd: dirname(app), encoding: 'utf8' });
+    expect(child.stderr).toBe('');
+    expect(JSON.parse(child.stdout)).toEqual({ store: 'function', refused: true });
   });
 });
