@@ -8,6 +8,10 @@
  *                    commit's, to compare; give it more than once to compare several builds
  *   --troupe-only    only the bare start and Troupe's entry points (no peers: bench/node_modules is not needed)
  *
+ * The main entry loads its runtime on the first call of a function that runs agents or holds their state; the rows
+ * "`troupe` + runtime" import it and call `createMemoryStore()`, which is what a program pays before its first run
+ * (in a build that loads everything at import, the call itself costs next to nothing).
+ *
  * Columns: the median wall time of the whole process (spawn to exit), its ratio to the bare start, the median
  * time of the `import()` itself measured inside the process (what an application pays at startup), and the median
  * CPU time of the process up to the end of its script (user + system, all threads; steadier than wall time when the
@@ -31,6 +35,8 @@ interface Target {
   label: string;
   /** What to import; undefined for the bare start. */
   specifier?: string;
+  /** A function of the imported module to call after the import, inside the timed part. */
+  call?: string;
   /** Where the import resolves from (a bare specifier needs the right node_modules). */
   cwd: string;
 }
@@ -41,6 +47,7 @@ const targets: Target[] = [
   { label: 'bare start (`node -e`, no import)', cwd: root },
   { label: '`troupe`', specifier: dist('index.js'), cwd: root },
   { label: '`troupe/providers`', specifier: dist('providers/index.js'), cwd: root },
+  { label: '`troupe` + runtime', specifier: dist('index.js'), call: 'createMemoryStore', cwd: root },
   { label: '`ai` (AI SDK 7)', specifier: 'ai', cwd: here },
   { label: '`@openai/agents`', specifier: '@openai/agents', cwd: here },
   { label: '`langchain`', specifier: 'langchain', cwd: here },
@@ -52,18 +59,24 @@ const targets: Target[] = [
 ];
 
 const troupeOnly = args.includes('--troupe-only');
-if (troupeOnly) targets.splice(3);
+if (troupeOnly) targets.splice(4);
 
-// Each --before adds the two entry points of that build, in the order given.
+// Each --before adds the three rows of Troupe of that build, in the order given.
 const befores = args.filter((a) => a.startsWith('--before=')).map((a) => a.slice('--before='.length));
 targets.splice(
-  3,
+  4,
   0,
   ...befores.flatMap((before): Target[] => {
     const file = (path: string): string => pathToFileURL(resolve(before, path)).href;
     return [
       { label: `\`troupe\` (${before})`, specifier: file('index.js'), cwd: root },
       { label: `\`troupe/providers\` (${before})`, specifier: file('providers/index.js'), cwd: root },
+      {
+        label: `\`troupe\` + runtime (${before})`,
+        specifier: file('index.js'),
+        call: 'createMemoryStore',
+        cwd: root,
+      },
     ];
   }),
 );
@@ -94,7 +107,7 @@ function measure(target: Target): Sample {
       : [
           '--input-type=module',
           '-e',
-          `const t0 = performance.now(); await import(${JSON.stringify(target.specifier)}); process.stdout.write(String(performance.now() - t0)); ${printCpu}`,
+          `const t0 = performance.now(); const m = await import(${JSON.stringify(target.specifier)}); ${target.call === undefined ? '' : `m.${target.call}(); `}process.stdout.write(String(performance.now() - t0)); ${printCpu}`,
         ];
   const started = process.hrtime.bigint();
   const child = spawnSync(process.execPath, argv, { cwd: target.cwd, encoding: 'utf8' });
