@@ -14,9 +14,9 @@
  *   not deferred: the runtime imports them from the chunks the main entry loaded, so `instanceof` and identity hold
  *   across entry points. An application bundled with Troupe gets the runtime from its bundle (the stand-ins'
  *   `require` is one a bundler follows).
- * - The secondary entry points (testing, restate, mcp, tools) are bundled as if they used all of the main entry
- *   and the runtime, which keeps that code in a few chunks instead of one chunk per combination of entry points
- *   that uses a piece of it.
+ * - The secondary entry points (testing, restate, mcp, tools) are bundled as if they used all of the runtime,
+ *   which keeps its code in a few chunks instead of one chunk per combination of entry points that uses a piece of
+ *   it.
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, relative, resolve } from 'node:path';
@@ -57,19 +57,18 @@ const runtimePlaceholder = '__troupe_runtime_path__';
 
 /**
  * Each entry point of the shared build, with the entry points (or modules) whose exports its bundle keeps live
- * (see above). Programs that import troupe/tools or troupe/testing import troupe as well, and run agents, so
- * keeping its code live there costs them nothing. troupe/providers shares one small module with the runtime and
- * nothing else of it; kept live in the main entry (2 KB), it joins a chunk troupe/providers loads anyway instead
- * of being a file of its own.
+ * (see above). Programs that import troupe/tools or troupe/testing run agents, so keeping the runtime live there
+ * costs them nothing. troupe/providers shares one small module with the runtime and nothing else of it; kept live
+ * in the main entry (2 KB), it joins a chunk troupe/providers loads anyway instead of being a file of its own.
  */
 const entries: ReadonlyMap<string, readonly string[]> = new Map([
   ['index.ts', ['core/abort.ts']],
-  [runtimeEntry, ['index.ts']],
+  [runtimeEntry, []],
   ['providers/index.ts', []],
-  ['testing/index.ts', ['index.ts', runtimeEntry]],
-  ['restate/index.ts', ['index.ts', runtimeEntry]],
-  ['tools/mcp/index.ts', ['index.ts', runtimeEntry]],
-  ['tools/builtin/index.ts', ['index.ts', runtimeEntry]],
+  ['testing/index.ts', [runtimeEntry]],
+  ['restate/index.ts', [runtimeEntry]],
+  ['tools/mcp/index.ts', [runtimeEntry]],
+  ['tools/builtin/index.ts', [runtimeEntry]],
 ]);
 
 /** The SQL tool's child process: a program of its own, so it shares nothing and is bundled alone. */
@@ -206,7 +205,7 @@ const common = {
 const shared = await build({
   ...common,
   entryPoints: [...entries].map(([entry, kept]) => ({
-    in: kept.length === 0 ? `src/${entry}` : `${virtualPrefix}${entry}`,
+    in: kept.length === 0 && entry !== runtimeEntry ? `src/${entry}` : `${virtualPrefix}${entry}`,
     out: entry === runtimeEntry ? runtimeOut : entry.replace(/\.ts$/, ''),
   })),
   splitting: true,
