@@ -104,10 +104,10 @@ describe('the built entry points load few files', () => {
     expect(builtinsImportedBy('chunks/runtime.js').length).toBeGreaterThan(0);
   });
 
-  it('importing troupe/providers loads at most 7 of its files, none of the main entry', () => {
+  it('importing troupe/providers loads at most 4 of its files, none of the main entry', () => {
     const files = filesLoadedBy('providers/index.js');
-    expect(files.length).toBeLessThanOrEqual(7);
-    expect(bytesOf(files)).toBeLessThan(100_000);
+    expect(files.length).toBeLessThanOrEqual(4);
+    expect(bytesOf(files)).toBeLessThan(60_000);
   });
 });
 
