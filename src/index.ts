@@ -1,3 +1,6 @@
+// The published build loads little at import: the functions re-exported here from the modules listed in
+// scripts/build-js.ts (`deferredModules`) load the runtime on their first call. A new export that reaches the
+// runtime (machines, sessions, stores) belongs there; test/package/entry-chunks.test.ts fails otherwise.
 export { type DecodeResult, decodeOutput } from './agent/decode-output.ts';
 export {
   type Agent,
