@@ -143,7 +143,7 @@ describe('the main entry loads the runtime on first use', () => {
       });
   });
 
-  it('a run through the main entry works, and an error from the runtime is the class every entry point exports', () => {
+  it('a run through the main entry works, and the runtime and troupe/providers throw the ConfigError the main entry exports', () => {
     const found = runInBuild(`
       const main = await import('./index.js');
       const testing = await import('./testing/index.js');
@@ -156,11 +156,15 @@ describe('the main entry loads the runtime on first use', () => {
       const refused = await main.run(agent, 'Hello', { maxSteps: -1 }).catch((error) => error);
       let storeError;
       try { main.createSqliteStore(42); } catch (error) { storeError = error; }
+      const providers = await import('./providers/index.js');
+      let providerError;
+      try { providers.openai('gpt-5-mini', { apiKey: '' }); } catch (error) { providerError = error; }
       console.log(JSON.stringify({
         status: result.status,
         text: result.text,
         refused: [refused.constructor === main.ConfigError, refused instanceof main.TroupeError],
         store: storeError instanceof main.ConfigError,
+        provider: providerError?.constructor === main.ConfigError,
         runName: main.run.name,
       }));
     `);
@@ -169,6 +173,7 @@ describe('the main entry loads the runtime on first use', () => {
       text: 'hi',
       refused: [true, true],
       store: true,
+      provider: true,
       runName: 'run',
     });
   });
