@@ -8,10 +8,14 @@
  *                    commit's, to compare; give it more than once to compare several builds
  *   --troupe-only    only the bare start and Troupe's entry points (no peers: bench/node_modules is not needed)
  *
+ * The main entry loads its runtime on the first call of a function that runs agents or holds their state; the rows
+ * "`troupe` + runtime" import it and call `createMemoryStore()`, which is what a program pays before its first run
+ * (in a build that loads everything at import, the call itself costs next to nothing).
+ *
  * Columns: the median wall time of the whole process (spawn to exit), its ratio to the bare start, the median
- * time of the `import()` itself measured inside the process (what an application pays at startup), and the median
- * CPU time of the process up to the end of its script (user + system, all threads; steadier than wall time when the
- * machine is shared) with its ratio to the bare start's.
+ * time and CPU time of the `import()` itself measured inside the process (what an application pays at startup), and
+ * the median CPU time of the process up to the end of its script (user + system, all threads; steadier than wall
+ * time when the machine is shared) with its ratio to the bare start's.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
@@ -31,6 +35,8 @@ interface Target {
   label: string;
   /** What to import; undefined for the bare start. */
   specifier?: string;
+  /** A function of the imported module to call after the import, inside the timed part. */
+  call?: string;
   /** Where the import resolves from (a bare specifier needs the right node_modules). */
   cwd: string;
 }
@@ -41,6 +47,7 @@ const targets: Target[] = [
   { label: 'bare start (`node -e`, no import)', cwd: root },
   { label: '`troupe`', specifier: dist('index.js'), cwd: root },
   { label: '`troupe/providers`', specifier: dist('providers/index.js'), cwd: root },
+  { label: '`troupe` + runtime', specifier: dist('index.js'), call: 'createMemoryStore', cwd: root },
   { label: '`ai` (AI SDK 7)', specifier: 'ai', cwd: here },
   { label: '`@openai/agents`', specifier: '@openai/agents', cwd: here },
   { label: '`langchain`', specifier: 'langchain', cwd: here },
@@ -52,18 +59,24 @@ const targets: Target[] = [
 ];
 
 const troupeOnly = args.includes('--troupe-only');
-if (troupeOnly) targets.splice(3);
+if (troupeOnly) targets.splice(4);
 
-// Each --before adds the two entry points of that build, in the order given.
+// Each --before adds the three rows of Troupe of that build, in the order given.
 const befores = args.filter((a) => a.startsWith('--before=')).map((a) => a.slice('--before='.length));
 targets.splice(
-  3,
+  4,
   0,
   ...befores.flatMap((before): Target[] => {
     const file = (path: string): string => pathToFileURL(resolve(before, path)).href;
     return [
       { label: `\`troupe\` (${before})`, specifier: file('index.js'), cwd: root },
       { label: `\`troupe/providers\` (${before})`, specifier: file('providers/index.js'), cwd: root },
+      {
+        label: `\`troupe\` + runtime (${before})`,
+        specifier: file('index.js'),
+        call: 'createMemoryStore',
+        cwd: root,
+      },
     ];
   }),
 );
@@ -80,6 +93,8 @@ if (!troupeOnly && !existsSync(join(here, 'node_modules', 'ai'))) {
 interface Sample {
   wallMs: number;
   importMs: number | undefined;
+  /** CPU time of the import alone, inside the process (less noisy than the whole process's). */
+  importCpuMs: number | undefined;
   cpuMs: number;
 }
 
@@ -94,19 +109,17 @@ function measure(target: Target): Sample {
       : [
           '--input-type=module',
           '-e',
-          `const t0 = performance.now(); await import(${JSON.stringify(target.specifier)}); process.stdout.write(String(performance.now() - t0)); ${printCpu}`,
+          `const c0 = process.cpuUsage(); const t0 = performance.now(); const m = await import(${JSON.stringify(target.specifier)}); ${target.call === undefined ? '' : `m.${target.call}(); `}const t1 = performance.now(); const c1 = process.cpuUsage(c0); process.stdout.write(String(t1 - t0) + " " + String((c1.user + c1.system) / 1000)); ${printCpu}`,
         ];
   const started = process.hrtime.bigint();
   const child = spawnSync(process.execPath, argv, { cwd: target.cwd, encoding: 'utf8' });
   const wallMs = Number(process.hrtime.bigint() - started) / 1e6;
   if (child.status !== 0)
     throw new Error(`${target.label}: exit ${child.status}: ${child.stderr.slice(0, 500)}`);
-  const [importMs = '', cpuMs = ''] = child.stdout.trim().split(' ');
-  return {
-    wallMs,
-    importMs: target.specifier === undefined ? undefined : Number(importMs),
-    cpuMs: Number(target.specifier === undefined ? importMs : cpuMs),
-  };
+  const fields = child.stdout.trim().split(' ').map(Number);
+  if (target.specifier === undefined)
+    return { wallMs, importMs: undefined, importCpuMs: undefined, cpuMs: fields[0] ?? NaN };
+  return { wallMs, importMs: fields[0], importCpuMs: fields[1], cpuMs: fields[2] ?? NaN };
 }
 
 function median(values: number[]): number {
@@ -134,17 +147,19 @@ const lines = [
   `Node ${process.version}, ${cpus().length} CPUs (${cpus()[0]?.model ?? 'unknown'}), load ${loadavg()[0]?.toFixed(2)}; ` +
     `${reps} interleaved samples per row, medians.`,
   '',
-  '| import | process wall ms | × bare start | `import()` ms | process CPU ms | × bare start |',
-  '|---|---:|---:|---:|---:|---:|',
+  '| import | process wall ms | × bare start | `import()` ms | `import()` CPU ms | process CPU ms | × bare start |',
+  '|---|---:|---:|---:|---:|---:|---:|',
 ];
 for (const target of targets) {
   const list = samples.get(target) ?? [];
   const wall = median(list.map((s) => s.wallMs));
-  const imports = list.flatMap((s) => (s.importMs === undefined ? [] : [s.importMs]));
-  const importCell = imports.length > 0 ? median(imports).toFixed(1) : '–';
+  const cell = (values: (number | undefined)[]): string => {
+    const known = values.filter((value): value is number => value !== undefined);
+    return known.length > 0 ? median(known).toFixed(1) : '–';
+  };
   const cpu = median(list.map((s) => s.cpuMs));
   lines.push(
-    `| ${target.label} | ${wall.toFixed(1)} | ${(wall / baseline).toFixed(2)} | ${importCell} | ${cpu.toFixed(1)} | ${(cpu / baselineCpu).toFixed(2)} |`,
+    `| ${target.label} | ${wall.toFixed(1)} | ${(wall / baseline).toFixed(2)} | ${cell(list.map((s) => s.importMs))} | ${cell(list.map((s) => s.importCpuMs))} | ${cpu.toFixed(1)} | ${(cpu / baselineCpu).toFixed(2)} |`,
   );
 }
 const table = lines.join('\n');

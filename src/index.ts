@@ -1,3 +1,6 @@
+// The published build loads little at import: the functions re-exported here from the modules listed in
+// scripts/build-js.ts (`deferredModules`) load the runtime on their first call. A new export that reaches the
+// runtime (machines, sessions, stores) belongs there; test/package/entry-chunks.test.ts fails otherwise.
 export { type DecodeResult, decodeOutput } from './agent/decode-output.ts';
 export {
   type Agent,
@@ -109,7 +112,7 @@ export {
   type SupervisionOptions,
   type SupervisionPolicy,
   type SupervisionStrategy,
-} from './machines/session.ts';
+} from './machines/supervision.ts';
 export type { GroupCommitOptions } from './persistence/group-commit.ts';
 export { createMemoryStore, type MemoryStoreOptions } from './persistence/memory-store.ts';
 export {
@@ -150,7 +153,7 @@ export type {
 } from './persistence/stored-format/stored-checkpoint.ts';
 export type { StoredSessionRestore } from './persistence/stored-format/stored-restore.ts';
 export type { SyncSessionStore } from './persistence/sync-store.ts';
-export { type PiiKind, piiKinds } from './pii/pii-detectors.ts';
+export { type PiiKind, piiKinds } from './pii/detector.ts';
 export { type PiiCounts, PiiMasker } from './pii/pii-masker.ts';
 export type { PiiOptions } from './pii/pii-options.ts';
 export {
@@ -184,12 +187,7 @@ export {
   type ScopeUsage,
   type Settlement,
 } from './resources/resource-manager.ts';
-export {
-  type InspectedActorRef,
-  type InspectedTransition,
-  type InspectObserver,
-  redact,
-} from './run/inspect.ts';
+export type { InspectedActorRef, InspectedTransition, InspectObserver } from './run/inspect.ts';
 export type { RunItem, RunOptions, RunStream } from './run/run.ts';
 export {
   type ContextType,
@@ -198,7 +196,8 @@ export {
   type OptionsWithContext,
   type RunContextInfo,
 } from './run/run-context.ts';
-export { type AgentTool, type AgentToolOptions, agentTool, SubAgentError } from './sessions/agent-tool.ts';
+export { redact } from './run/secrets.ts';
+export { type AgentTool, type AgentToolOptions, agentTool } from './sessions/agent-tool.ts';
 export { ApprovalError } from './sessions/approval-error.ts';
 export {
   type MergeStrategy,
@@ -209,16 +208,16 @@ export {
   parallel,
 } from './sessions/parallel.ts';
 export { run, stream } from './sessions/run.ts';
-export {
-  type Session,
-  SessionClosedError,
-  type SessionEventsOptions,
-  type SessionOptions,
-  type SessionStatus,
-  SystemClosedError,
-  type TurnOptions,
+export type {
+  Session,
+  SessionEventsOptions,
+  SessionOptions,
+  SessionStatus,
+  TurnOptions,
 } from './sessions/session.ts';
+export { SessionClosedError, SystemClosedError } from './sessions/session-errors.ts';
 export type { ApprovalHandler } from './sessions/session-run.ts';
+export { SubAgentError } from './sessions/sub-agent-error.ts';
 export type { RecoverOptions, RestoreOptions, StoredEventsOptions } from './sessions/system.ts';
 export {
   type AgentSystem,

@@ -1,4 +1,3 @@
-import { createRequire } from 'node:module';
 import { ConfigError } from './errors.ts';
 
 /**
@@ -54,7 +53,11 @@ interface Load {
 /** Loads by module specifier: a peer is loaded once per process, whichever feature asks first. */
 const loads = new Map<string, Load>();
 
-const require = createRequire(import.meta.url);
+/**
+ * A `require` for the peers loaded synchronously, made on first use: creating one costs about 1 ms, which every
+ * import of Troupe would pay.
+ */
+let peerRequire: NodeJS.Require | undefined;
 
 function specifierOf(peer: OptionalPeer<unknown>): string {
   return peer.specifier ?? peer.package;
@@ -124,8 +127,9 @@ export function requirePeer<M>(peer: OptionalPeer<M>, feature: string): M {
   const specifier = specifierOf(peer);
   let module = required.get(specifier) as M | undefined;
   if (module === undefined) {
+    peerRequire ??= process.getBuiltinModule('node:module').createRequire(import.meta.url);
     try {
-      module = require(specifier) as M;
+      module = peerRequire(specifier) as M;
     } catch (error) {
       throw new MissingPeerError(peer, feature, error);
     }

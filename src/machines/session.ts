@@ -16,6 +16,14 @@ import {
   type GuardrailPlan,
   runSpendOf,
 } from './agent.ts';
+import type { SupervisionPolicy } from './supervision.ts';
+
+export {
+  defaultSupervision,
+  type SupervisionOptions,
+  type SupervisionPolicy,
+  type SupervisionStrategy,
+} from './supervision.ts';
 
 /**
  * The session supervisor: one root actor per session that runs its agents, moves the conversation on handoffs
@@ -46,32 +54,6 @@ export interface AgentDescriptor {
   /** Which guardrail states the agent's runs enter; absent without guardrails. */
   guardrails?: GuardrailPlan;
 }
-
-export type SupervisionStrategy = 'restart' | 'stop' | 'escalate';
-
-/** What happens when an agent actor fails (an exception from our code or a fatal tool). */
-export interface SupervisionPolicy {
-  strategy: SupervisionStrategy;
-  /** Restarts per turn before `onExhausted` applies. */
-  maxRestarts: number;
-  onExhausted: 'stop' | 'escalate';
-  /** First back-off; each further restart multiplies it by `backoffFactor`, up to `maxBackoffMs`. */
-  backoffMs: number;
-  backoffFactor: number;
-  maxBackoffMs: number;
-}
-
-/** Supervision as an option: any of the policy's fields (`undefined` = not given), the others from the defaults. */
-export type SupervisionOptions = { [K in keyof SupervisionPolicy]?: SupervisionPolicy[K] | undefined };
-
-export const defaultSupervision: SupervisionPolicy = Object.freeze({
-  strategy: 'restart',
-  maxRestarts: 2,
-  onExhausted: 'escalate',
-  backoffMs: 100,
-  backoffFactor: 2,
-  maxBackoffMs: 10_000,
-});
 
 export interface HandoffLimits {
   maxDepth: number;

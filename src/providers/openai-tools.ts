@@ -1,7 +1,7 @@
 import { ConfigError } from '../core/errors.ts';
 import type { JsonObject } from '../core/json.ts';
 import type { ProviderTool } from '../core/model.ts';
-import { openaiResponsesProviderName } from './openai-responses-format.ts';
+import { openaiResponsesProviderName } from './provider-names.ts';
 
 /** The user's approximate location, for more relevant search results. */
 export interface OpenAIUserLocation {

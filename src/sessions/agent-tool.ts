@@ -8,6 +8,9 @@ import { callerOf, type RunRuntime, reportSpend } from '../run/run-runtime.ts';
 import { type Tool, type ToolContext, tool } from '../tools/tool.ts';
 import { streamPlaced } from './run.ts';
 import { needsSession, needsSupervisor } from './session-run.ts';
+import { SubAgentError } from './sub-agent-error.ts';
+
+export { SubAgentError } from './sub-agent-error.ts';
 
 export interface AgentToolOptions {
   /** The tool name the model sees; default: the agent's name (characters tools may not hold become `_`). */
@@ -23,18 +26,6 @@ export interface AgentToolOptions {
 export type AgentTool<TContext = unknown> = Tool<{ input: string }, unknown, TContext> & {
   readonly delegate: Agent<unknown>;
 };
-
-/** A sub-run that did not complete; the caller's model gets its message as the tool's error result. */
-export class SubAgentError extends Error {
-  readonly result: RunResult<unknown>;
-  constructor(agent: string, result: RunResult<unknown>) {
-    super(
-      `agent "${agent}" ${result.status} (${result.stopReason})${result.error ? `: ${result.error.message}` : ''}`,
-    );
-    this.name = 'SubAgentError';
-    this.result = result;
-  }
-}
 
 /**
  * An agent as a tool: the model calls it with a task, the sub-agent runs to the end, and its

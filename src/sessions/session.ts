@@ -2,7 +2,6 @@ import type { Agent } from '../agent/define-agent.ts';
 import type { AuditLog } from '../audit/audit-log.ts';
 import type { ApprovalHandler, ApprovalRecord, ApprovalRequest } from '../core/approvals.ts';
 import { type Clock, systemClock } from '../core/clock.ts';
-import { TroupeError } from '../core/errors.ts';
 import type { RunEvent } from '../core/events.ts';
 import type { Message, RunInput } from '../core/messages.ts';
 import type { RunResult } from '../core/result.ts';
@@ -19,6 +18,7 @@ import { SessionRuntime } from './session-runtime.ts';
 import type { TurnOptions } from './session-turns.ts';
 
 export { agentCatalog } from './session-catalog.ts';
+export { SessionClosedError, SystemClosedError } from './session-errors.ts';
 export type { TurnOptions } from './session-turns.ts';
 
 /**
@@ -133,23 +133,6 @@ export interface Session<TOutput = unknown, TContext = unknown> {
   stop(reason?: string): Promise<void>;
   /** Resolves once the session has closed (stopped, escalated a failure, suspended, or the system shut down). */
   readonly closed: Promise<void>;
-}
-
-/** A session that can no longer take messages. */
-export class SessionClosedError extends TroupeError {
-  constructor(sessionId: string, status: SessionStatus) {
-    super('session_closed', `Session ${sessionId} is ${status}; start a new session to continue.`);
-  }
-}
-
-/**
- * The system is shutting down (or has shut down): it starts, restores and recovers no session. Create a new system
- * to go on.
- */
-export class SystemClosedError extends TroupeError {
-  constructor(what: string) {
-    super('system_closed', `${what}: the system is shutting down; it starts no more sessions.`);
-  }
 }
 
 /** What the system can do to a session beyond its public interface. */
