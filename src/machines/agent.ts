@@ -1,4 +1,4 @@
-import { and, assign, fromCallback, sendTo, setup } from 'xstate';
+import { and, assign, emit, setup } from 'xstate';
 import type { ApprovalDecision, HumanRequestKind } from '../core/approvals.ts';
 import type { ErrorInfo } from '../core/errors.ts';
 import { blockedMessage, type GuardrailBlock } from '../core/guardrail-block.ts';
@@ -615,10 +615,7 @@ export const agentMachine = setup({
     events: {} as AgentEvent,
     input: {} as AgentMachineInput,
     output: {} as AgentMachineOutput,
-  },
-  actors: {
-    /** Replaced per agent by the runner (src/run/effects.ts); this placeholder keeps the machine self-contained. */
-    effects: fromCallback<EffectCommand, { sessionId: string }>(() => undefined),
+    emitted: {} as EffectCommand,
   },
   guards: {
     hasTools: ({ context }) => context.config.toolNames.length > 0,
@@ -709,7 +706,7 @@ export const agentMachine = setup({
       decodeRetriesLeft(context.retryCount, context.config.limits.maxDecodeRetries),
   },
   actions: {
-    requestModel: sendTo('effects', ({ context }) => ({
+    requestModel: emit(({ context }) => ({
       type: 'model.call' as const,
       phase: 'toolUse' as const,
       call: context.modelCalls + 1,
@@ -723,7 +720,7 @@ export const agentMachine = setup({
       disabledTools: context.degradedTools,
       checkInput: context.config.guardrails.parallelInput && context.modelCalls === 0,
     })),
-    requestFinalOutput: sendTo('effects', ({ context }) => ({
+    requestFinalOutput: emit(({ context }) => ({
       type: 'model.call' as const,
       phase: 'finalOutput' as const,
       call: context.modelCalls + 1,
@@ -734,11 +731,11 @@ export const agentMachine = setup({
       disabledTools: context.degradedTools,
       checkInput: context.config.guardrails.parallelInput && context.modelCalls === 0,
     })),
-    requestInputCheck: sendTo('effects', ({ context }) => {
+    requestInputCheck: emit(({ context }) => {
       const text = lastUserText(context.history);
       return { type: 'guardrails.check' as const, stage: 'input' as const, call: 0, value: text, text };
     }),
-    requestOutputCheck: sendTo('effects', ({ context }) => ({
+    requestOutputCheck: emit(({ context }) => ({
       type: 'guardrails.check' as const,
       stage: 'output' as const,
       call: context.modelCalls,
@@ -767,14 +764,14 @@ export const agentMachine = setup({
     withholdAnswer: assign(({ context }) =>
       context.guardrail ? { history: withheldAnswer(context, context.guardrail), answer: noAnswer } : {},
     ),
-    requestTools: sendTo('effects', ({ context }) => ({
+    requestTools: emit(({ context }) => ({
       type: 'tools.run' as const,
       step: context.step,
       calls: gatedCalls(context),
       disabledTools: context.degradedTools,
       decisions: context.approvals?.decided ?? noDecisions,
     })),
-    requestApproval: sendTo('effects', ({ context }) => ({
+    requestApproval: emit(({ context }) => ({
       type: 'approval.wait' as const,
       step: context.step,
       calls: context.openCalls,
@@ -1044,11 +1041,6 @@ export const agentMachine = setup({
     guardrail: null,
     ...(input.resume ? resumedFrom(input.resume) : {}),
   }),
-  invoke: {
-    id: 'effects',
-    src: 'effects',
-    input: ({ context }) => ({ sessionId: context.config.sessionId }),
-  },
   initial: 'running',
   states: {
     running: {

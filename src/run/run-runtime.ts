@@ -138,10 +138,9 @@ export function attachRuntimes(hostActor: AnyActorRef, runtimes: ReadonlyMap<str
   Object.defineProperty(hostActor, runtimesSlot, { value: runtimes, enumerable: false, configurable: true });
 }
 
-/** The runtime of the agent whose effects actor is `effects`: on the agent actor, else on the agent's host. */
-export function runtimeOfEffects(effects: AnyActorRef, key: string): RunRuntime | undefined {
-  const agent = parentOf(effects) as (AnyActorRef & RuntimeHolder) | undefined;
-  if (!agent) return undefined;
+/** The runtime of the agent actor `agent` whose run's key is `key`: on the actor itself, else on its host. */
+export function runtimeOfAgent(actor: AnyActorRef, key: string): RunRuntime | undefined {
+  const agent = actor as AnyActorRef & RuntimeHolder;
   const own = agent[runtimeSlot];
   if (own) return own;
   const host = parentOf(agent) as (AnyActorRef & RuntimeHolder) | undefined;
