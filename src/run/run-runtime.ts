@@ -124,14 +124,14 @@ const callerSlot = Symbol('troupe.caller');
 
 type RuntimeHolder = { [runtimeSlot]?: RunRuntime; [runtimesSlot]?: ReadonlyMap<string, RunRuntime> };
 
-/** Gives an agent actor (created, not yet started) its runtime: its effects actor finds it there. */
+/** Gives an agent actor (created, not yet started) its runtime: its effects find it there when it starts. */
 export function attachRuntime(agentActor: AnyActorRef, runtime: RunRuntime): void {
   Object.defineProperty(agentActor, runtimeSlot, { value: runtime, enumerable: false, configurable: true });
 }
 
 /**
  * Gives a host actor (a session, a group) the runtimes of the agents it runs as children, by their runtime key: a
- * child agent's effects actor finds its own there through its parent. The map belongs to the host; it adds and
+ * child agent's effects find its own there through its parent when it starts. The map belongs to the host; it adds and
  * removes entries as agents come and go.
  */
 export function attachRuntimes(hostActor: AnyActorRef, runtimes: ReadonlyMap<string, RunRuntime>): void {
