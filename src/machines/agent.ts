@@ -18,10 +18,10 @@ import { toolCallSignatures } from '../policies/tool-call-signature.ts';
 /**
  * The agent loop as a statechart: the tool-use and final-output phases, the termination policy's decisions
  * (stop reasons, duplicate calls, per-tool caps), the step limit, structured output with decode retries,
- * timeout and abort. Pure: no I/O, clock or randomness; every effect is a command sent to the long-lived
- * `effects` actor, which answers with one event per model call and one per batch of tool calls. About two
- * machine events per loop step keeps the hot path cheap (streamed deltas go to the event bus, never through
- * the machine). Context is plain data.
+ * timeout and abort. Pure: no I/O, clock or randomness; every effect is a command the machine emits (XState's
+ * `emit`), which the actor running it handles (src/run/effects.ts), answering with one event per model call and
+ * one per batch of tool calls. About two machine events per loop step keeps the hot path cheap (streamed deltas go
+ * to the event bus, never through the machine). Context is plain data.
  *
  *   running
  *     starting (checks the step limit, or resumes) -> checkingInput | toolUse | finalOutput
@@ -40,7 +40,7 @@ import { toolCallSignatures } from '../policies/tool-call-signature.ts';
  * recomputes entry/exit sets and copies the snapshot, which is most of the loop's cost (BENCHMARKS.md).
  */
 
-/** A decoded final answer, or why it did not decode; computed by the effects actor, which holds the schema. */
+/** A decoded final answer, or why it did not decode; computed by the run's effects, which hold the schema. */
 export type DecodeOutcome = { ok: true; value: JsonValue } | { ok: false; error: string };
 
 /** The outcome of one tool call, as the tool runner reports it. */
@@ -69,7 +69,7 @@ export interface ToolOutcome {
 export interface GuardrailPlan {
   /** Input guardrails checked before the first model call (`checkingInput`). */
   input: boolean;
-  /** Input guardrails checked beside the first model call (by the effects actor, within `callingModel`). */
+  /** Input guardrails checked beside the first model call (by the run's effects, within `callingModel`). */
   parallelInput: boolean;
   /** Output guardrails checked on the whole final answer (`checkingOutput`). */
   output: boolean;
@@ -97,7 +97,7 @@ function isToolCallLimit(reason: StopReason): reason is 'duplicate_tool_call' | 
   return reason === 'duplicate_tool_call' || reason === 'tool_call_limit';
 }
 
-/** Commands the machine sends to its effects actor. */
+/** Commands the machine emits for its run's effects (XState's `emit`: the actor running it handles them). */
 export type EffectCommand =
   | {
       type: 'model.call';
@@ -134,7 +134,7 @@ export type EffectCommand =
   /** Calls wait for people: the effects persist the pause and announce the requests; nothing answers this command. */
   | { type: 'approval.wait'; step: number; calls: readonly ToolCall[]; pending: readonly PendingApproval[] };
 
-/** Events the machine receives: answers from the effects actor, and abort / timeout from the runner. */
+/** Events the machine receives: answers from the run's effects, and abort / timeout from the runner. */
 export type AgentEvent =
   | { type: 'model.response'; response: ModelResponse; decoded?: DecodeOutcome }
   | { type: 'model.error'; error: ErrorInfo }

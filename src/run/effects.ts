@@ -66,6 +66,13 @@ export function withEffects<TMachine extends AnyStateMachine>(machine: TMachine)
 }
 
 /**
+ * Ends the effects of an agent actor that failed (its in-flight calls are aborted); nothing when they ended already.
+ */
+export function endEffects(actor: AnyActorRef): void {
+  closeEffects(actor as WithInstance, undefined);
+}
+
+/**
  * Closes an actor's effects once its machine stops being active: after the step's other actions (as a stopped
  * child would be), or at once when the step failed.
  */
@@ -78,17 +85,17 @@ function closeEffects(self: WithInstance, scope: AnyActorScope | undefined): voi
 }
 
 /**
- * What the gates use of the effects actor that runs them: its signal and abort waiters, its answer to the machine,
+ * What the gates use of the effects that run them: their signal and abort waiters, their answer to the machine,
  * and the run's response bookkeeping (usage so far, the answer held back for the output guardrails).
  */
 export interface EffectsHost {
-  /** Aborted when the actor stops (the run ended, was aborted or timed out). */
+  /** Aborted when the run ends (the machine is done or stopped: it ended, was aborted or timed out). */
   readonly signal: AbortSignal;
-  /** Whether the actor stopped: nothing more reaches the machine. */
+  /** Whether the run ended: nothing more reaches the machine. */
   readonly closed: boolean;
-  /** Calls `callback` when the actor stops; returns what removes it (no listener on the signal needed). */
+  /** Calls `callback` when the run ends; returns what removes it (no listener on the signal needed). */
   readonly whenAborted: (callback: () => void) => () => void;
-  /** Answers the machine (what `sendBack` does), unless the actor stopped meanwhile. */
+  /** Answers the machine (sends the event to the agent's actor), unless the run ended meanwhile. */
   answer(event: AgentEvent): void;
   /** A durable write failed: the effect does not go on and the run fails with the store's error. */
   fail(error: unknown): void;
@@ -116,8 +123,17 @@ class EffectsInstance implements EffectsHost {
     this.#runtime = runtime;
   }
 
-  /** What the agent actor calls with each command its machine emits. */
-  readonly receiver = (command: EffectCommand): void => this.receive(command);
+  /**
+   * What the agent actor calls with each command its machine emits. XState reports a listener's throw as an
+   * uncaught error (the process would crash), so anything the gates did not turn into an answer fails the run here.
+   */
+  readonly receiver = (command: EffectCommand): void => {
+    try {
+      this.receive(command);
+    } catch (error) {
+      this.answer({ type: 'effects.failed', error: toErrorInfo(error) });
+    }
+  };
 
   get signal(): AbortSignal {
     return this.#controller.signal;
@@ -133,7 +149,7 @@ class EffectsInstance implements EffectsHost {
     this.#abortWaiters.wakeAll();
   }
 
-  /** Tool batches and guarded calls waiting for this actor's abort (it aborts its signal itself). */
+  /** Tool batches and guarded calls waiting for the run's end (it aborts its signal itself). */
   readonly #abortWaiters = new AbortWaiters();
   readonly whenAborted = (callback: () => void): (() => void) => this.#abortWaiters.add(callback);
 
