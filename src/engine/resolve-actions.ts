@@ -122,8 +122,9 @@ type Assigner = (args: AssignArgs, params: unknown) => Record<string, unknown>;
 
 /**
  * XState's resolveActionsAndContext: runs a list of actions in order against the working state. `assign` is done
- * here directly (the same partial update and `Object.assign` copy of the context, without a snapshot copy); every
- * other built-in (sendTo, raise, spawnChild, stopChild, emit, ...) goes through XState's own resolver and executor,
+ * here directly (the same partial update and `Object.assign` copy of the context, without a snapshot copy), and so
+ * are the built-ins whose resolution reads no snapshot (the usual sendTo, emit, spawnChild, stopChild); every other
+ * built-in (raise, a delayed send, ...) goes through XState's own resolver and executor,
  * and custom actions through the actor's action executor, so inspection and deferral behave exactly as in XState.
  */
 export function resolveActions(
@@ -220,6 +221,20 @@ function resolveList(
         });
         continue;
       }
+    }
+    if (builtin.type === 'xstate.emit' && builtin.execute) {
+      // XState's resolveEmit reads nothing of the snapshot: the event (or what builds it), emitted after the step.
+      const emitted = (builtin as unknown as EmitAction).event;
+      const resolvedParams = {
+        event: typeof emitted === 'function' ? (emitted as EventBuilder)(args, params) : emitted,
+      };
+      scope.actionExecutor({
+        type: builtin.type,
+        info: args,
+        params: resolvedParams,
+        exec: builtin.execute.bind(null, scope, resolvedParams) as (info: unknown, params: unknown) => void,
+      });
+      continue;
     }
     const before = run.snapshot();
     const resolution = builtin.resolve(scope, before, args, params, builtin, run.extra(deferredActorIds));
@@ -367,6 +382,12 @@ function sendToChild(
     delay: undefined,
   };
 }
+
+interface EmitAction {
+  event: unknown;
+}
+
+type EventBuilder = (args: unknown, params: unknown) => unknown;
 
 interface StopChildAction {
   actorRef: string | AnyActorRef | ((args: unknown, params: unknown) => string | AnyActorRef | undefined);

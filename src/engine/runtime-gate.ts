@@ -18,6 +18,7 @@ export interface XStateRuntime {
   stopChild(actor: never): unknown;
   fromCallback(callback: never): unknown;
   sendTo(to: never, event: never, options?: never): unknown;
+  emit(event: never): unknown;
 }
 
 /** What the check found: `problems` is empty when the compiled interpreter may run. */
@@ -32,7 +33,8 @@ export interface RuntimeVerdict {
 /**
  * The private members src/engine relies on, each with how it is checked on a live actor of the loaded xstate. They
  * are the whole list: actor-links.ts (`_parent`, `_stop`, the system's `_relay`), resolve-actions.ts
- * (`_processingStatus`, and the `to`, `event`, `id` and `delay` a `sendTo` action carries), compiled-machine.ts
+ * (`_processingStatus`, the `to`, `event`, `id` and `delay` a `sendTo` action carries and the `event` of an `emit`),
+ * compiled-machine.ts
  * (the system's `_sendInspectionEvent`, a snapshot's `_nodes`, state nodes' `transitions` and `order`) and
  * xstate-build.ts (`Actor.prototype._send`).
  */
@@ -53,6 +55,9 @@ function structuralProblems(xstate: XStateRuntime): string[] {
     send.event === ping &&
     send.id === 'sent' &&
     send.delay === 5, "a sendTo action's to, event, id and delay");
+  // An emit is resolved from its event: read as absent, a command would be emitted as undefined.
+  const emitted = xstate.emit(ping as never) as Record<string, unknown>;
+  require(emitted?.type === 'xstate.emit' && emitted.event === ping, "an emit action's type and event");
   const machine = xstate.createMachine({
     id: 'troupeGateShape',
     initial: 'a',

@@ -1,4 +1,4 @@
-import { and, assign, fromCallback, sendTo, setup } from 'xstate';
+import { and, assign, emit, setup } from 'xstate';
 import type { ApprovalDecision, HumanRequestKind } from '../core/approvals.ts';
 import type { ErrorInfo } from '../core/errors.ts';
 import { blockedMessage, type GuardrailBlock } from '../core/guardrail-block.ts';
@@ -18,10 +18,10 @@ import { toolCallSignatures } from '../policies/tool-call-signature.ts';
 /**
  * The agent loop as a statechart: the tool-use and final-output phases, the termination policy's decisions
  * (stop reasons, duplicate calls, per-tool caps), the step limit, structured output with decode retries,
- * timeout and abort. Pure: no I/O, clock or randomness; every effect is a command sent to the long-lived
- * `effects` actor, which answers with one event per model call and one per batch of tool calls. About two
- * machine events per loop step keeps the hot path cheap (streamed deltas go to the event bus, never through
- * the machine). Context is plain data.
+ * timeout and abort. Pure: no I/O, clock or randomness; every effect is a command the machine emits (XState's
+ * `emit`), which the actor running it handles (src/run/effects.ts), answering with one event per model call and
+ * one per batch of tool calls. About two machine events per loop step keeps the hot path cheap (streamed deltas go
+ * to the event bus, never through the machine). Context is plain data.
  *
  *   running
  *     starting (checks the step limit, or resumes) -> checkingInput | toolUse | finalOutput
@@ -40,7 +40,7 @@ import { toolCallSignatures } from '../policies/tool-call-signature.ts';
  * recomputes entry/exit sets and copies the snapshot, which is most of the loop's cost (BENCHMARKS.md).
  */
 
-/** A decoded final answer, or why it did not decode; computed by the effects actor, which holds the schema. */
+/** A decoded final answer, or why it did not decode; computed by the run's effects, which hold the schema. */
 export type DecodeOutcome = { ok: true; value: JsonValue } | { ok: false; error: string };
 
 /** The outcome of one tool call, as the tool runner reports it. */
@@ -69,7 +69,7 @@ export interface ToolOutcome {
 export interface GuardrailPlan {
   /** Input guardrails checked before the first model call (`checkingInput`). */
   input: boolean;
-  /** Input guardrails checked beside the first model call (by the effects actor, within `callingModel`). */
+  /** Input guardrails checked beside the first model call (by the run's effects, within `callingModel`). */
   parallelInput: boolean;
   /** Output guardrails checked on the whole final answer (`checkingOutput`). */
   output: boolean;
@@ -97,7 +97,7 @@ function isToolCallLimit(reason: StopReason): reason is 'duplicate_tool_call' | 
   return reason === 'duplicate_tool_call' || reason === 'tool_call_limit';
 }
 
-/** Commands the machine sends to its effects actor. */
+/** Commands the machine emits for its run's effects (XState's `emit`: the actor running it handles them). */
 export type EffectCommand =
   | {
       type: 'model.call';
@@ -134,7 +134,7 @@ export type EffectCommand =
   /** Calls wait for people: the effects persist the pause and announce the requests; nothing answers this command. */
   | { type: 'approval.wait'; step: number; calls: readonly ToolCall[]; pending: readonly PendingApproval[] };
 
-/** Events the machine receives: answers from the effects actor, and abort / timeout from the runner. */
+/** Events the machine receives: answers from the run's effects, and abort / timeout from the runner. */
 export type AgentEvent =
   | { type: 'model.response'; response: ModelResponse; decoded?: DecodeOutcome }
   | { type: 'model.error'; error: ErrorInfo }
@@ -615,10 +615,7 @@ export const agentMachine = setup({
     events: {} as AgentEvent,
     input: {} as AgentMachineInput,
     output: {} as AgentMachineOutput,
-  },
-  actors: {
-    /** Replaced per agent by the runner (src/run/effects.ts); this placeholder keeps the machine self-contained. */
-    effects: fromCallback<EffectCommand, { sessionId: string }>(() => undefined),
+    emitted: {} as EffectCommand,
   },
   guards: {
     hasTools: ({ context }) => context.config.toolNames.length > 0,
@@ -709,7 +706,7 @@ export const agentMachine = setup({
       decodeRetriesLeft(context.retryCount, context.config.limits.maxDecodeRetries),
   },
   actions: {
-    requestModel: sendTo('effects', ({ context }) => ({
+    requestModel: emit(({ context }) => ({
       type: 'model.call' as const,
       phase: 'toolUse' as const,
       call: context.modelCalls + 1,
@@ -723,7 +720,7 @@ export const agentMachine = setup({
       disabledTools: context.degradedTools,
       checkInput: context.config.guardrails.parallelInput && context.modelCalls === 0,
     })),
-    requestFinalOutput: sendTo('effects', ({ context }) => ({
+    requestFinalOutput: emit(({ context }) => ({
       type: 'model.call' as const,
       phase: 'finalOutput' as const,
       call: context.modelCalls + 1,
@@ -734,11 +731,11 @@ export const agentMachine = setup({
       disabledTools: context.degradedTools,
       checkInput: context.config.guardrails.parallelInput && context.modelCalls === 0,
     })),
-    requestInputCheck: sendTo('effects', ({ context }) => {
+    requestInputCheck: emit(({ context }) => {
       const text = lastUserText(context.history);
       return { type: 'guardrails.check' as const, stage: 'input' as const, call: 0, value: text, text };
     }),
-    requestOutputCheck: sendTo('effects', ({ context }) => ({
+    requestOutputCheck: emit(({ context }) => ({
       type: 'guardrails.check' as const,
       stage: 'output' as const,
       call: context.modelCalls,
@@ -767,14 +764,14 @@ export const agentMachine = setup({
     withholdAnswer: assign(({ context }) =>
       context.guardrail ? { history: withheldAnswer(context, context.guardrail), answer: noAnswer } : {},
     ),
-    requestTools: sendTo('effects', ({ context }) => ({
+    requestTools: emit(({ context }) => ({
       type: 'tools.run' as const,
       step: context.step,
       calls: gatedCalls(context),
       disabledTools: context.degradedTools,
       decisions: context.approvals?.decided ?? noDecisions,
     })),
-    requestApproval: sendTo('effects', ({ context }) => ({
+    requestApproval: emit(({ context }) => ({
       type: 'approval.wait' as const,
       step: context.step,
       calls: context.openCalls,
@@ -1044,11 +1041,6 @@ export const agentMachine = setup({
     guardrail: null,
     ...(input.resume ? resumedFrom(input.resume) : {}),
   }),
-  invoke: {
-    id: 'effects',
-    src: 'effects',
-    input: ({ context }) => ({ sessionId: context.config.sessionId }),
-  },
   initial: 'running',
   states: {
     running: {

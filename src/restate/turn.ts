@@ -502,7 +502,7 @@ class TurnHost implements PeopleWaitHost, CheckpointSource {
     onSnapshot(ref.getSnapshot());
   }
 
-  /** Write-ahead hooks of the effects actor: checkpoints for supervised restarts, and the wait for people. */
+  /** Write-ahead hooks of an agent's effects: checkpoints for supervised restarts, and the wait for people. */
   #durableFor(name: string): DurableRun {
     const durable = {
       // Every wait asks anew: the journal replays the decisions taken before a restart.

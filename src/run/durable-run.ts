@@ -4,7 +4,7 @@ import type { AgentContext, AgentEvent, EffectCommand, ToolOutcome } from '../ma
 import type { MaybePromise } from '../persistence/store.ts';
 
 /**
- * Write-ahead persistence of one agent's run inside a session. The effects actor calls it so that no model or tool
+ * Write-ahead persistence of one agent's run inside a session. The run's effects call it so that no model or tool
  * call starts before the state that decided it is committed, and so that a call that finished is recorded before
  * the machine hears of it: after a crash, a suspend or a supervised restart, finished calls are replayed from the
  * journal and only the call that was in flight runs again (with the same idempotency key).

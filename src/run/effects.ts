@@ -1,33 +1,30 @@
-import type { ActorLogic, AnyActorRef, CallbackSnapshot } from 'xstate';
+import type { AnyActorRef, AnyActorScope, AnyStateMachine } from 'xstate';
 import { AbortWaiters, stacklessError } from '../core/abort.ts';
 import { toErrorInfo } from '../core/errors.ts';
 import type { ModelResponse } from '../core/model.ts';
 import { addUsage, emptyUsage, type Usage } from '../core/usage.ts';
-import { parentOf, relay } from '../engine/actor-links.ts';
 import type { AgentContext, AgentEvent, EffectCommand } from '../machines/agent.ts';
 import { callModelGuarded, checkGuardrailStage } from './guardrail-stage.ts';
 import { checksAnswers, emitResponse, emitUsage, modelCall } from './model-gate.ts';
-import { emitFrom, type RunRuntime, runtimeOfEffects } from './run-runtime.ts';
+import { emitFrom, type RunRuntime, runtimeOfAgent } from './run-runtime.ts';
 import { approvalRequests, runTools } from './tool-gate.ts';
 
-/** What the effects actor's snapshot holds: a callback actor's (status and input: serializable). */
-export type EffectsSnapshot = CallbackSnapshot<{ sessionId: string }>;
-
-/** The parts of an XState actor scope this logic uses. */
-interface EffectsScope {
-  self: AnyActorRef;
-  system: unknown;
-}
-
-/** Where a running effects actor keeps its state: on the actor itself, so it goes when the actor goes. */
+/** Where a running agent actor keeps its effects: on the actor itself, so they go when the actor goes. */
 const instanceKey = Symbol('troupe.effects');
 type WithInstance = { [instanceKey]?: EffectsInstance | undefined };
 
+/** The machine members the effects wrap: XState's actor logic entry points. */
+interface MachineLogic {
+  start?(snapshot: unknown, scope: AnyActorScope): void;
+  transition(snapshot: unknown, event: unknown, scope: AnyActorScope): { status: string };
+}
+
 /**
- * The agent machine's one long-lived effects actor: it takes `model.call`, `tools.run` and `approval.wait`
- * commands and answers each of the first two with exactly one event. Every call gets an AbortSignal that is aborted
- * when the machine stops this actor (the run ended, was aborted or timed out), and that signal reaches the SDK or
- * tool. It never throws: failures become `model.error` / `effects.failed` events or error tool results.
+ * The agent machine with its effects: the machine emits `model.call`, `tools.run`, `guardrails.check` and
+ * `approval.wait` commands (XState's `emit`), and each actor that runs it handles them itself, answering the first
+ * three with exactly one event each. Every call gets an AbortSignal that is aborted when the agent's run ends (the
+ * machine is done, was stopped, aborted or timed out), and that signal reaches the SDK or tool. The effects never
+ * throw: failures become `model.error` / `effects.failed` events or error tool results.
  *
  * Inside a session the run is durable (`runtime.durable`): before a call starts, the state that decided it is
  * committed; when a call finishes, its answer is committed before the machine sees it; after a restart, calls that
@@ -35,43 +32,70 @@ type WithInstance = { [instanceKey]?: EffectsInstance | undefined };
  *
  * The work itself is done by the gates: one model call by the model gate (`model-gate.ts`), one batch of tool calls
  * by the tool gate (`tool-gate.ts`), guardrail checks and a model call with guardrails beside it by the guardrail
- * stage (`guardrail-stage.ts`). This actor receives the commands, commits before it starts them, and answers.
+ * stage (`guardrail-stage.ts`). The effects receive the commands, commit before they start them, and answer.
  *
- * It is XState actor logic written out (what `fromCallback` builds, without its per-actor WeakMap, receiver set and
- * closures: this actor is created for every run, and a run is a handful of events).
+ * The machine stays what it is (the same states, context and emitted commands); the returned logic is the machine
+ * itself with two entry points wrapped: `start` attaches the effects to the actor (its runtime is found on the
+ * actor, or on its host by the agent's key), and `transition` closes them when the machine stops being active. So a
+ * run is one actor, without an effects child with its own mailbox between the machine and the gates.
  */
-export const effectsLogic: ActorLogic<EffectsSnapshot, EffectCommand, { sessionId: string }> = {
-  start: (_snapshot, scope) => {
-    const self = scope.self as WithInstance;
-    self[instanceKey] = new EffectsInstance((_snapshot as EffectsSnapshot).input.sessionId, scope as never);
-  },
-  transition: (snapshot, event, scope) => {
-    const instance = (scope.self as WithInstance)[instanceKey];
-    if ((event as { type: string }).type === 'xstate.stop') {
-      instance?.close();
-      (scope.self as WithInstance)[instanceKey] = undefined;
-      return { ...snapshot, status: 'stopped', output: undefined, error: undefined };
+export function withEffects<TMachine extends AnyStateMachine>(machine: TMachine): TMachine {
+  const base = machine as unknown as MachineLogic;
+  const logic = Object.create(machine) as MachineLogic;
+  logic.start = function start(snapshot, scope) {
+    base.start?.call(this, snapshot, scope);
+    if ((snapshot as { status: string }).status !== 'active') return;
+    const self = scope.self as AnyActorRef & WithInstance;
+    const key = (snapshot as { context: AgentContext }).context.config.sessionId;
+    const instance = new EffectsInstance(self, key, runtimeOfAgent(self, key));
+    self[instanceKey] = instance;
+    self.on('*', instance.receiver);
+  };
+  logic.transition = function transition(snapshot, event, scope) {
+    let next: { status: string };
+    try {
+      next = base.transition.call(this, snapshot, event, scope);
+    } catch (error) {
+      closeEffects(scope.self as WithInstance, undefined);
+      throw error;
     }
-    instance?.receive(event);
-    return snapshot;
-  },
-  getInitialSnapshot: (_scope, input) => ({ status: 'active', output: undefined, error: undefined, input }),
-  getPersistedSnapshot: (snapshot) => snapshot,
-  restoreSnapshot: (snapshot) => snapshot as EffectsSnapshot,
-};
+    if (next.status !== 'active') closeEffects(scope.self as WithInstance, scope);
+    return next;
+  };
+  return logic as unknown as TMachine;
+}
 
 /**
- * What the gates use of the effects actor that runs them: its signal and abort waiters, its answer to the machine,
+ * Ends the effects of an agent actor that failed (its in-flight calls are aborted); nothing when they ended already.
+ */
+export function endEffects(actor: AnyActorRef): void {
+  closeEffects(actor as WithInstance, undefined);
+}
+
+/**
+ * Closes an actor's effects once its machine stops being active: after the step's other actions (as a stopped
+ * child would be), or at once when the step failed.
+ */
+function closeEffects(self: WithInstance, scope: AnyActorScope | undefined): void {
+  const instance = self[instanceKey];
+  if (!instance) return;
+  self[instanceKey] = undefined;
+  if (scope) scope.defer(() => instance.close());
+  else instance.close();
+}
+
+/**
+ * What the gates use of the effects that run them: their signal and abort waiters, their answer to the machine,
  * and the run's response bookkeeping (usage so far, the answer held back for the output guardrails).
  */
 export interface EffectsHost {
-  /** Aborted when the actor stops (the run ended, was aborted or timed out). */
+  /** Aborted when the run ends (the machine is done or stopped: it ended, was aborted or timed out). */
   readonly signal: AbortSignal;
-  /** Whether the actor stopped: nothing more reaches the machine. */
+  /** Whether the run ended: nothing more reaches the machine. */
   readonly closed: boolean;
-  /** Calls `callback` when the actor stops; returns what removes it (no listener on the signal needed). */
+  /** Calls `callback` when the run ends; returns what removes it (no listener on the signal needed). */
   readonly whenAborted: (callback: () => void) => () => void;
-  /** Answers the machine (what `sendBack` does), unless the actor stopped meanwhile. */
+  /** Answers the machine (sends the event to the agent's actor), unless the run ended meanwhile. */
   answer(event: AgentEvent): void;
   /** A durable write failed: the effect does not go on and the run fails with the store's error. */
   fail(error: unknown): void;
@@ -81,11 +105,11 @@ export interface EffectsHost {
   releaseHeld(runtime: RunRuntime, passed: boolean): void;
 }
 
-/** One running effects actor: its calls' abort controller, and the usage so far (for usage events). */
+/** One running agent's effects: its calls' abort controller, and the usage so far (for usage events). */
 class EffectsInstance implements EffectsHost {
   readonly #controller = new AbortController();
   readonly #runtime: RunRuntime | undefined;
-  readonly #scope: EffectsScope;
+  readonly #agent: AnyActorRef;
   /** The key of this agent's run (its machine's session id), for messages. */
   readonly #key: string;
   #closed = false;
@@ -93,11 +117,23 @@ class EffectsInstance implements EffectsHost {
   /** An answer waiting for the output guardrails' verdict before its model_response leaves. */
   #held: { step: number; response: ModelResponse } | undefined;
 
-  constructor(key: string, scope: EffectsScope) {
+  constructor(agent: AnyActorRef, key: string, runtime: RunRuntime | undefined) {
+    this.#agent = agent;
     this.#key = key;
-    this.#scope = scope;
-    this.#runtime = runtimeOfEffects(scope.self, key);
+    this.#runtime = runtime;
   }
+
+  /**
+   * What the agent actor calls with each command its machine emits. XState reports a listener's throw as an
+   * uncaught error (the process would crash), so anything the gates did not turn into an answer fails the run here.
+   */
+  readonly receiver = (command: EffectCommand): void => {
+    try {
+      this.receive(command);
+    } catch (error) {
+      this.answer({ type: 'effects.failed', error: toErrorInfo(error) });
+    }
+  };
 
   get signal(): AbortSignal {
     return this.#controller.signal;
@@ -113,20 +149,17 @@ class EffectsInstance implements EffectsHost {
     this.#abortWaiters.wakeAll();
   }
 
-  /** Tool batches and guarded calls waiting for this actor's abort (it aborts its signal itself). */
+  /** Tool batches and guarded calls waiting for the run's end (it aborts its signal itself). */
   readonly #abortWaiters = new AbortWaiters();
   readonly whenAborted = (callback: () => void): (() => void) => this.#abortWaiters.add(callback);
 
   answer(event: AgentEvent): void {
-    if (this.#closed) return;
-    const { self, system } = this.#scope;
-    const parent = parentOf(self);
-    if (parent) relay(system, self, parent, event);
+    if (!this.#closed) this.#agent.send(event);
   }
 
   /** The agent's context right now: the state that decided the command being handled. */
   #context(): AgentContext {
-    return (parentOf(this.#scope.self) as AnyActorRef).getSnapshot().context as AgentContext;
+    return this.#agent.getSnapshot().context as AgentContext;
   }
 
   fail(error: unknown): void {

@@ -124,24 +124,23 @@ const callerSlot = Symbol('troupe.caller');
 
 type RuntimeHolder = { [runtimeSlot]?: RunRuntime; [runtimesSlot]?: ReadonlyMap<string, RunRuntime> };
 
-/** Gives an agent actor (created, not yet started) its runtime: its effects actor finds it there. */
+/** Gives an agent actor (created, not yet started) its runtime: its effects find it there when it starts. */
 export function attachRuntime(agentActor: AnyActorRef, runtime: RunRuntime): void {
   Object.defineProperty(agentActor, runtimeSlot, { value: runtime, enumerable: false, configurable: true });
 }
 
 /**
  * Gives a host actor (a session, a group) the runtimes of the agents it runs as children, by their runtime key: a
- * child agent's effects actor finds its own there through its parent. The map belongs to the host; it adds and
+ * child agent's effects find its own there through its parent when it starts. The map belongs to the host; it adds and
  * removes entries as agents come and go.
  */
 export function attachRuntimes(hostActor: AnyActorRef, runtimes: ReadonlyMap<string, RunRuntime>): void {
   Object.defineProperty(hostActor, runtimesSlot, { value: runtimes, enumerable: false, configurable: true });
 }
 
-/** The runtime of the agent whose effects actor is `effects`: on the agent actor, else on the agent's host. */
-export function runtimeOfEffects(effects: AnyActorRef, key: string): RunRuntime | undefined {
-  const agent = parentOf(effects) as (AnyActorRef & RuntimeHolder) | undefined;
-  if (!agent) return undefined;
+/** The runtime of the agent actor `agent` whose run's key is `key`: on the actor itself, else on its host. */
+export function runtimeOfAgent(actor: AnyActorRef, key: string): RunRuntime | undefined {
+  const agent = actor as AnyActorRef & RuntimeHolder;
   const own = agent[runtimeSlot];
   if (own) return own;
   const host = parentOf(agent) as (AnyActorRef & RuntimeHolder) | undefined;

@@ -12,7 +12,6 @@ import type { JsonValue } from '../core/json.ts';
 import { type Message, type RunInput, userMessage } from '../core/messages.ts';
 import type { RunResult } from '../core/result.ts';
 import { ResourceHoldings } from '../core/session-resources.ts';
-import { stopOrphans } from '../engine/actor-links.ts';
 import type { GuardrailCheckInfo } from '../guardrails/guardrail.ts';
 import {
   type AgentContext,
@@ -24,6 +23,7 @@ import { type PiiOptions, resolvePii } from '../pii/pii-options.ts';
 import { inspectorMasking, lendPii, type PiiRun, piiOf } from '../pii/pii-run.ts';
 import type { ResourceManager } from '../resources/resource-manager.ts';
 import type { ToolContext } from '../tools/tool.ts';
+import { endEffects } from './effects.ts';
 import {
   type AgentRunSpec,
   agentInput,
@@ -119,7 +119,7 @@ export interface StartedRun<TOutput> {
 }
 
 /**
- * Starts one run: the agent machine as a root actor, its effects actor, the abort and timeout wiring, and the
+ * Starts one run: the agent machine (with its effects) as a root actor, the abort and timeout wiring, and the
  * result promise, which always resolves (never rejects) once the run has ended, however it ended.
  */
 export function startRun<TOutput>(
@@ -246,7 +246,7 @@ export function startRun<TOutput>(
       },
       // A root actor without an error observer crashes the process. Ours turns the error into a result.
       error: (error) => {
-        stopOrphans(actor); // its effects actor would keep running (statelyai/xstate#5153)
+        endEffects(actor);
         finish(undefined, error);
       },
     });

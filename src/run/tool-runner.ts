@@ -54,7 +54,7 @@ export interface ToolBatch {
   signal: AbortSignal;
   /**
    * Calls back once `signal` aborts; returns the function that stops waiting. Defaults to a listener on the signal;
-   * the effects actor, which aborts the signal itself, passes its own list instead (no listener per run).
+   * a run's effects, which abort the signal themselves, pass their own list instead (no listener per run).
    */
   whenAborted?: (callback: () => void) => () => void;
   clock: Clock;

@@ -56,7 +56,7 @@ export interface PathCoverage {
  * A coverage recorder for the agent statechart: give it to `agentPaths(agent, { coverage })` (or its `inspect` to the
  * runs of your own tests), then ask which states and transitions they never reached. It expects what the paths
  * generated into it can reach for their agents, so running every path makes `assertComplete()` pass. Only agent
- * machines are counted (not their effects actors, nor the session that runs them); without `agentPaths`, states and
+ * machines are counted (not the session that runs them, nor its effects actor); without `agentPaths`, states and
  * transitions only a session takes (handoffs, approvals, resuming from a checkpoint) are left out, and so are those
  * of guardrails the recorded agents do not have (an agent without guardrails never checks its input or its answer).
  */
@@ -72,7 +72,7 @@ export function pathCoverage(): PathCoverage {
     if (event.type === '@xstate.actor' && event.rootId === event.actorRef.sessionId)
       roots.add(event.actorRef.sessionId);
     if (event.type !== '@xstate.microstep') return;
-    // Agent machines only: the root of a plain run, or the agents a session runs (not the session, not effects).
+    // Agent machines only: the root of a plain run, or the agents a session runs (not the session, not its effects).
     const snapshot = event.snapshot as unknown as { value: unknown; context?: unknown };
     if (!isAgentContext(snapshot.context)) return;
     const value = snapshot.value;

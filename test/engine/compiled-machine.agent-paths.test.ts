@@ -3,23 +3,17 @@ import { fromCallback } from 'xstate';
 import { agentMachine } from '../../src/machines/agent.ts';
 import { groupMachine } from '../../src/machines/supervisor-group.ts';
 import { pathConfigs } from '../machines/agent-paths.ts';
-import { definedTransitions, record, takenTransitions } from './differential.ts';
+import { definedTransitions, takenTransitions } from './differential.ts';
 import { agentReplays, groupReplays, replayOnBoth, sessionOnlyAgentReplays } from './troupe-paths.ts';
 
 /**
  * The agent machine and the group supervisor on the compiled interpreter (src/engine) and on XState's: every path
  * the model-based tests generate (test/machines/agent-paths.ts, with the configurations of agent.paths.test.ts,
  * plus the inputs only a session gives: a handoff tool, resumes from checkpoints; the group's from
- * test/machines/session-paths.ts) is replayed on both with the differential harness (./differential.ts), with
- * a deterministic effects actor that records the commands it receives. The replays take every transition of both
- * definitions.
+ * test/machines/session-paths.ts) is replayed on both with the differential harness (./differential.ts), which
+ * records the commands the agent emits (and compares them). The replays take every transition of both definitions.
  */
 
-type AnyEvent = { type: string; [key: string]: unknown };
-
-const effects = fromCallback<AnyEvent>(({ receive }) => {
-  receive((command) => record(['effects', command.type]));
-});
 const inertAgent = fromCallback(() => undefined) as unknown as typeof agentMachine;
 
 describe('the agent machine: every generated path on both interpreters', () => {
@@ -29,14 +23,14 @@ describe('the agent machine: every generated path on both interpreters', () => {
     it(`${config.name}`, async () => {
       const replays = agentReplays(config);
       expect(replays.length).toBeGreaterThan(10);
-      takenTransitions(await replayOnBoth(agentMachine, replays, { actors: { effects } }), taken);
+      takenTransitions(await replayOnBoth(agentMachine, replays, {}), taken);
     });
   }
 
   it('session-only inputs: handoff tools, resumes from checkpoints', async () => {
     const replays = sessionOnlyAgentReplays();
     expect(replays.length).toBeGreaterThan(10);
-    takenTransitions(await replayOnBoth(agentMachine, replays, { actors: { effects } }), taken);
+    takenTransitions(await replayOnBoth(agentMachine, replays, {}), taken);
   });
 
   it('the replays take every transition of the definition', () => {

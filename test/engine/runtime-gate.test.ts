@@ -82,6 +82,23 @@ describe('assessRuntime(xstate, compile)', () => {
         },
         "a sendTo action's to, event, id and delay",
       ],
+      [
+        {
+          ...loaded,
+          // An emit whose event is kept under another name: read as absent, the command would be lost.
+          emit: ((event: never) => {
+            const action = loaded.emit(event) as Record<string, unknown>;
+            const renamed = Object.assign(
+              (...call: unknown[]) => (action as unknown as (...a: unknown[]) => unknown)(...call),
+              action,
+            );
+            renamed.emitted = renamed.event;
+            renamed.event = undefined;
+            return renamed;
+          }) as unknown as XStateRuntime['emit'],
+        },
+        "an emit action's type and event",
+      ],
     ];
     for (const [runtime, member] of cases) {
       const verdict = assessRuntime(runtime, compiled);

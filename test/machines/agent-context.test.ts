@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createActor, fromCallback, type SnapshotFrom } from 'xstate';
+import { type Actor, createActor, type SnapshotFrom } from 'xstate';
 import { defaultLimits } from '../../src/core/limits.ts';
 import {
   type AgentCheckpoint,
@@ -22,31 +22,30 @@ import { generatePaths, reply, smallLimits, usage } from './agent-paths.ts';
 const maxContextKeys = 19;
 
 /** Effects that answer each command at once with the next scripted event of its kind. */
-function scriptedEffects(modelReplies: AgentEvent[]) {
-  return fromCallback<EffectCommand, { sessionId: string }>(({ receive, sendBack }) => {
-    let next = 0;
-    receive((command) => {
-      if (command.type === 'model.call') {
-        const event = modelReplies[next++];
-        if (event) sendBack(event);
-        return;
-      }
-      if (command.type === 'guardrails.check') {
-        sendBack({ type: 'guardrails.done' });
-        return;
-      }
-      sendBack({
-        type: 'tools.done',
-        results: command.calls.map((call) => ({
-          callId: call.id,
-          name: call.name,
-          content: 'ok',
-          isError: false,
-          executed: true,
-          degraded: false,
-          attempts: 1,
-        })),
-      });
+/** Answers what the machine emits as a run's effects would: the scripted model replies, ok tools, passing checks. */
+function scriptEffects(actor: Actor<typeof agentMachine>, modelReplies: AgentEvent[]): void {
+  let next = 0;
+  actor.on('*', (command: EffectCommand) => {
+    if (command.type === 'model.call') {
+      const event = modelReplies[next++];
+      if (event) actor.send(event);
+      return;
+    }
+    if (command.type === 'guardrails.check') {
+      actor.send({ type: 'guardrails.done' });
+      return;
+    }
+    actor.send({
+      type: 'tools.done',
+      results: command.calls.map((call) => ({
+        callId: call.id,
+        name: call.name,
+        content: 'ok',
+        isError: false,
+        executed: true,
+        degraded: false,
+        attempts: 1,
+      })),
     });
   });
 }
@@ -69,8 +68,8 @@ function runAll(
   modelReplies: AgentEvent[],
   machineInput: AgentMachineInput,
 ): { contexts: AgentContext[]; final: SnapshotFrom<AgentMachine> } {
-  const machine = agentMachine.provide({ actors: { effects: scriptedEffects(modelReplies) } });
-  const actor = createActor(machine, { input: machineInput });
+  const actor = createActor(agentMachine, { input: machineInput });
+  scriptEffects(actor, modelReplies);
   const contexts: AgentContext[] = [];
   actor.subscribe((snapshot) => contexts.push(snapshot.context));
   actor.start();

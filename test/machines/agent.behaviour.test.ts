@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createActor, fromCallback } from 'xstate';
+import { createActor } from 'xstate';
 import type { ErrorInfo } from '../../src/core/errors.ts';
 import type { GuardrailBlock } from '../../src/core/guardrail-block.ts';
 import { defaultLimits, type ResolvedLimits } from '../../src/core/limits.ts';
@@ -19,7 +19,7 @@ import {
 import { toolCallSignature } from '../../src/policies/tool-call-signature.ts';
 
 /**
- * The agent statechart driven by hand: a recording effects actor collects the commands the machine sends, and the
+ * The agent statechart driven by hand: a listener on the actor collects the commands the machine emits, and the
  * test answers them with the events the runner would send. Each test states what the loop must do (the commands it
  * issues, the history it keeps, how and why it ends), through the machine's events and output only.
  */
@@ -61,10 +61,7 @@ interface Harness {
 
 function start(overrides: Partial<AgentMachineInput> = {}, limits: Partial<ResolvedLimits> = {}): Harness {
   const commands: EffectCommand[] = [];
-  const effects = fromCallback<EffectCommand, { sessionId: string }>(({ receive }) => {
-    receive((command) => commands.push(command));
-  });
-  const actor = createActor(agentMachine.provide({ actors: { effects } }), {
+  const actor = createActor(agentMachine, {
     input: {
       sessionId: 's1',
       agent: 'helper',
@@ -76,6 +73,7 @@ function start(overrides: Partial<AgentMachineInput> = {}, limits: Partial<Resol
       ...overrides,
     },
   });
+  actor.on('*', (command) => commands.push(command));
   let failure: unknown;
   actor.subscribe({ error: (error) => (failure = error) });
   actor.start();
