@@ -81,7 +81,7 @@ async function once(
   subject: string,
   round: number,
   count = sessions,
-): Promise<{ ms: number; commits: number; bytes: number }> {
+): Promise<{ ms: number; cpuMs: number; commits: number; bytes: number }> {
   const { kind, suffix } = subjectOf(subject);
   const lib = libraries.get(suffix) as WorkloadLibrary;
   const agent = agents.get(suffix);
@@ -90,17 +90,25 @@ async function once(
   const { store, commits } = counting(raw);
   const system = lib.createAgentSystem({ store });
   try {
+    const cpu = process.cpuUsage();
     const start = performance.now();
     const started = Array.from({ length: count }, (_, index) =>
       system.spawn(agent, 'Do the task.', { sessionId: `s${index}` }),
     );
     const results = await Promise.all(started.map((session) => session.result));
     const ms = performance.now() - start;
+    const used = process.cpuUsage(cpu);
+    const cpuMs = (used.user + used.system) / 1000;
     for (const result of results)
       if (result.status !== 'completed' || result.text !== expected)
         throw new Error(`${kind}: a turn ended ${result.stopReason}: ${result.text}`);
     const walBytes = kind === 'memory' ? 0 : sizeOf(`${file}-wal`);
-    return { ms, commits: commits(), bytes: (walBytes + (kind === 'memory' ? 0 : sizeOf(file))) / count };
+    return {
+      ms,
+      cpuMs,
+      commits: commits(),
+      bytes: (walBytes + (kind === 'memory' ? 0 : sizeOf(file))) / count,
+    };
   } finally {
     await system.shutdown();
     await raw.close();
@@ -116,6 +124,7 @@ function sizeOf(file: string): number {
 }
 
 const samples = new Map<string, number[]>(stores.map((store) => [store, []]));
+const cpuSamples = new Map<string, number[]>(stores.map((store) => [store, []]));
 const shape = new Map<string, { commits: number; bytes: number }>();
 try {
   // A warm-up pass, not counted: compiled code and a first file for every store.
@@ -123,24 +132,30 @@ try {
   for (let round = 0; round < rounds; round++) {
     const order = stores.map((_, index) => stores[(index + round) % stores.length] as string);
     for (const store of order) {
-      const { ms, commits, bytes } = await once(store, round);
+      const { ms, cpuMs, commits, bytes } = await once(store, round);
       samples.get(store)?.push(ms);
+      cpuSamples.get(store)?.push(cpuMs);
       shape.set(store, { commits: commits / sessions, bytes });
-      console.error(`round ${round + 1}: ${subjectOf(store).name}: ${Math.round(ms)} ms`);
+      console.error(
+        `round ${round + 1}: ${subjectOf(store).name}: ${Math.round(ms)} ms wall, ${Math.round(cpuMs)} ms CPU`,
+      );
     }
   }
   console.log(
     `node ${process.version}, ${sessions.toLocaleString('en-US')} sessions at once × ${steps} tool steps, 10 ms model, ${rounds} interleaved rounds, files in ${directory}`,
   );
+  // CPU time (this process's, user + system) moves less than wall time on a shared machine.
   console.log(
-    `${'store'.padEnd(34)} ${'wall ms: median (range)'.padEnd(28)} × memory  commits/session  file+WAL bytes/session`,
+    `${'store'.padEnd(32)} ${'wall ms: median (range)'.padEnd(26)} × memory  ${'CPU ms: median (range)'.padEnd(26)} × memory  commits/session  file+WAL bytes/session`,
   );
   for (const [store, values] of samples) {
     const { name, suffix } = subjectOf(store);
     const memory = median(samples.get(`memory${suffix}`) ?? [Number.NaN]);
+    const cpu = cpuSamples.get(store) ?? [];
+    const memoryCpu = median(cpuSamples.get(`memory${suffix}`) ?? [Number.NaN]);
     const { commits, bytes } = shape.get(store) ?? { commits: 0, bytes: 0 };
     console.log(
-      `${name.padEnd(34)} ${spread(values).padEnd(28)} ${(median(values) / memory).toFixed(2).padStart(8)} ${commits.toFixed(1).padStart(16)} ${Math.round(bytes).toLocaleString('en-US').padStart(23)}`,
+      `${name.padEnd(32)} ${spread(values).padEnd(26)} ${(median(values) / memory).toFixed(2).padStart(8)}  ${spread(cpu).padEnd(26)} ${(median(cpu) / memoryCpu).toFixed(2).padStart(8)} ${commits.toFixed(1).padStart(16)} ${Math.round(bytes).toLocaleString('en-US').padStart(23)}`,
     );
   }
 } finally {

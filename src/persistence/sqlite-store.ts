@@ -715,6 +715,7 @@ function openDatabase(
         db.exec('PRAGMA journal_mode = WAL');
         db.exec(`PRAGMA synchronous = ${synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
         db.exec('PRAGMA foreign_keys = ON');
+        db.exec(connectionTuning);
         checkLayout(db, path);
         return db;
       } catch (error) {
@@ -726,6 +727,23 @@ function openDatabase(
     throw storeErrorOf(error, path, openAction);
   }
 }
+
+/**
+ * How the connection uses memory and the write-ahead log; none of it changes what is stored or when a commit is on
+ * disk.
+ * - temp_store MEMORY: SQLite saves a page's old content before a savepoint (each commit of a group) or a statement
+ *   that writes several rows changes it, to undo just that part; in memory instead of a temporary file, this was
+ *   about a third of a commit's CPU time with group commit.
+ * - cache_size: up to 64 MiB of pages kept between transactions (SQLite's default is 2 MiB): with thousands of
+ *   sessions, each commit touches pages of its own session, which were otherwise read back from the file each time.
+ * - wal_autocheckpoint: the log is copied into the database file once it holds 8,192 pages (32 MiB; the default is
+ *   1,000), so that the pages many commits touch are copied once, not after every group; journal_size_limit
+ *   shortens the log file back to 64 MiB after a checkpoint when it grew beyond.
+ */
+const connectionTuning = `PRAGMA temp_store = MEMORY;
+PRAGMA cache_size = -65536;
+PRAGMA wal_autocheckpoint = 8192;
+PRAGMA journal_size_limit = 67108864;`;
 
 const tables = [
   'meta',
