@@ -120,8 +120,8 @@ describe('createGroupCommitter', () => {
 
 describe('groupCommitSettings', () => {
   it('fills in the defaults and refuses bad options with a ConfigError', () => {
-    expect(groupCommitSettings(true, 'here')).toEqual({ maxDelayMs: 0, maxBatch: 512 });
-    expect(groupCommitSettings({ maxDelayMs: 2 }, 'here')).toEqual({ maxDelayMs: 2, maxBatch: 512 });
+    expect(groupCommitSettings(true, 'here')).toEqual({ maxDelayMs: 0, maxBatch: 4096 });
+    expect(groupCommitSettings({ maxDelayMs: 2 }, 'here')).toEqual({ maxDelayMs: 2, maxBatch: 4096 });
     for (const bad of [{ maxDelayMs: -1 }, { maxBatch: 0 }, { maxBatch: 1.5 }, { maxDelay: 3 }, 'yes', null])
       expect(() => groupCommitSettings(bad as never, 'here')).toThrow(ConfigError);
   });
