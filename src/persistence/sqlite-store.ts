@@ -967,7 +967,7 @@ const eventsPerInsert = 8;
 
 /**
  * Inserts event rows given as their columns one after the other (`eventColumnCount` each): one statement for up to
- * `eventsPerInsert` events (a statement per event cost most of an events-only commit), prepared on first use.
+ * `eventsPerInsert` events (SQLite's work per statement is paid once for them), each size prepared on first use.
  */
 function prepareEventInserts(db: Sqlite.DatabaseSync): (columns: Sqlite.SQLInputValue[]) => void {
   const byCount: Sqlite.StatementSync[] = [];
