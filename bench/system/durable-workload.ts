@@ -5,14 +5,16 @@
  * any number of sessions at once.
  */
 import { z } from 'zod';
-import {
-  createMemoryStore,
-  createSqliteStore,
-  defineAgent,
-  type ModelProvider,
-  type SessionStore,
-  tool,
-} from '../../dist/index.js';
+import type { ModelProvider, SessionStore } from '../../dist/index.js';
+import * as built from '../../dist/index.js';
+
+/** The parts of Troupe the workload uses: the build in dist/ by default, or another build (a baseline) to compare. */
+export type WorkloadLibrary = Pick<
+  typeof built,
+  'createMemoryStore' | 'createSqliteStore' | 'defineAgent' | 'tool' | 'createAgentSystem'
+>;
+
+const { createSqliteStore } = built;
 
 export const usage = { input: 10, output: 5, cached: 0, reasoning: 0 };
 
@@ -38,6 +40,8 @@ export interface StepAgentOptions {
   /** The tool answers once the promise this returns (if any) resolves. */
   gate?: () => Promise<void> | undefined;
   name?: string;
+  /** The build to make the agent with (default: dist/). */
+  lib?: WorkloadLibrary;
 }
 
 const yieldToLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
@@ -86,6 +90,7 @@ export function stepAgent(options: StepAgentOptions) {
   const hang = options.hang === true;
   const onExecute = options.onExecute;
   const gate = options.gate;
+  const { defineAgent, tool } = options.lib ?? built;
   return defineAgent({
     name: options.name ?? 'stepper',
     instructions: 'Call the step tool until the task is done, then answer.',
@@ -113,7 +118,8 @@ export function stepAgent(options: StepAgentOptions) {
 /** The stores compared; `sqlite-group` is SQLite FULL with group commit (`createSqliteStore(path, { groupCommit: true })`). */
 export type StoreKind = 'memory' | 'sqlite-normal' | 'sqlite-full' | 'sqlite-group';
 
-export function openStore(kind: StoreKind, path: string): SessionStore {
+export function openStore(kind: StoreKind, path: string, lib: WorkloadLibrary = built): SessionStore {
+  const { createMemoryStore, createSqliteStore } = lib;
   if (kind === 'memory') return createMemoryStore();
   // TROUPE_BENCH_GROUP='{"maxBatch":4096}' measures other group commit options.
   if (kind === 'sqlite-group')

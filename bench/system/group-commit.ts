@@ -7,19 +7,39 @@
  * group commit).
  *
  *   npm run build && node bench/system/group-commit.ts [sessions=10000] [rounds=3] [stores=memory,full,group] [directory]
+ *
+ * Before and after in one run: copy a build to another folder (`cp -r dist /tmp/base-dist`), set
+ * TROUPE_BENCH_BASE=/tmp/base-dist, and name its subjects with `@base` (`memory,group,memory@base,group@base`). Each
+ * subject's ratio is to the memory store of its own build.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createAgentSystem, type SessionStore } from '../../dist/index.js';
-import { answerAfter, median, openStore, type StoreKind, spread, stepAgent } from './durable-workload.ts';
+import type { SessionStore } from '../../dist/index.js';
+import * as built from '../../dist/index.js';
+import {
+  answerAfter,
+  median,
+  openStore,
+  type StoreKind,
+  spread,
+  stepAgent,
+  type WorkloadLibrary,
+} from './durable-workload.ts';
 
 const sessions = Number(process.argv[2] ?? 10_000);
 const rounds = Number(process.argv[3] ?? 3);
 const stores = (process.argv[4] ?? 'memory,full,group').split(',');
 const directory = mkdtempSync(join(process.argv[5] ?? tmpdir(), 'troupe-bench-group-'));
 const steps = 3;
-const agent = stepAgent({ steps, modelDelayMs: 10 });
+const baseFolder = process.env.TROUPE_BENCH_BASE;
+const base: WorkloadLibrary | undefined =
+  baseFolder === undefined ? undefined : await import(join(baseFolder, 'index.js'));
+const libraries = new Map<string, WorkloadLibrary>([['', built]]);
+if (base !== undefined) libraries.set('@base', base);
+const agents = new Map(
+  [...libraries].map(([suffix, lib]) => [suffix, stepAgent({ steps, modelDelayMs: 10, lib })]),
+);
 const expected = answerAfter(steps);
 
 const kinds: Record<string, { name: string; kind: StoreKind }> = {
@@ -45,59 +65,99 @@ function counting(store: SessionStore): { store: SessionStore; commits: () => nu
   };
 }
 
+/** A subject's store kind and its build: `group@base` is group commit on the baseline build. */
+function subjectOf(name: string): { name: string; kind: StoreKind; suffix: string } {
+  const at = name.indexOf('@');
+  const store = at < 0 ? name : name.slice(0, at);
+  const suffix = at < 0 ? '' : name.slice(at);
+  const subject = Object.hasOwn(kinds, store) ? kinds[store] : undefined;
+  if (subject === undefined) throw new Error(`no store "${store}" (memory, full, normal, group)`);
+  if (!libraries.has(suffix))
+    throw new Error(`"${name}": set TROUPE_BENCH_BASE to the baseline's dist folder`);
+  return { name: `${subject.name}${suffix}`, kind: subject.kind, suffix };
+}
+
 async function once(
-  kind: StoreKind,
+  subject: string,
   round: number,
   count = sessions,
-): Promise<{ ms: number; commits: number }> {
-  const raw = openStore(kind, join(directory, `${kind}-${round}.db`));
+): Promise<{ ms: number; cpuMs: number; commits: number; bytes: number }> {
+  const { kind, suffix } = subjectOf(subject);
+  const lib = libraries.get(suffix) as WorkloadLibrary;
+  const agent = agents.get(suffix);
+  const file = join(directory, `${kind}${suffix}-${round}.db`);
+  const raw = openStore(kind, file, lib);
   const { store, commits } = counting(raw);
-  const system = createAgentSystem({ store });
+  const system = lib.createAgentSystem({ store });
   try {
+    const cpu = process.cpuUsage();
     const start = performance.now();
     const started = Array.from({ length: count }, (_, index) =>
       system.spawn(agent, 'Do the task.', { sessionId: `s${index}` }),
     );
     const results = await Promise.all(started.map((session) => session.result));
     const ms = performance.now() - start;
+    const used = process.cpuUsage(cpu);
+    const cpuMs = (used.user + used.system) / 1000;
     for (const result of results)
       if (result.status !== 'completed' || result.text !== expected)
         throw new Error(`${kind}: a turn ended ${result.stopReason}: ${result.text}`);
-    return { ms, commits: commits() };
+    const walBytes = kind === 'memory' ? 0 : sizeOf(`${file}-wal`);
+    return {
+      ms,
+      cpuMs,
+      commits: commits(),
+      bytes: (walBytes + (kind === 'memory' ? 0 : sizeOf(file))) / count,
+    };
   } finally {
     await system.shutdown();
     await raw.close();
   }
 }
 
+function sizeOf(file: string): number {
+  try {
+    return statSync(file).size;
+  } catch {
+    return 0;
+  }
+}
+
 const samples = new Map<string, number[]>(stores.map((store) => [store, []]));
-let commitsPerSession = 0;
+const cpuSamples = new Map<string, number[]>(stores.map((store) => [store, []]));
+const shape = new Map<string, { commits: number; bytes: number }>();
 try {
   // A warm-up pass, not counted: compiled code and a first file for every store.
-  for (const store of stores) {
-    const subject = kinds[store];
-    if (subject === undefined) throw new Error(`no store "${store}" (memory, full, normal, group)`);
-    await once(subject.kind, -1, 50);
-  }
+  for (const store of stores) await once(store, -1, 50);
   for (let round = 0; round < rounds; round++) {
     const order = stores.map((_, index) => stores[(index + round) % stores.length] as string);
     for (const store of order) {
-      const subject = kinds[store] as (typeof kinds)[string];
-      const { ms, commits } = await once(subject.kind, round);
+      const { ms, cpuMs, commits, bytes } = await once(store, round);
       samples.get(store)?.push(ms);
-      commitsPerSession = commits / sessions;
-      console.error(`round ${round + 1}: ${subject.name}: ${Math.round(ms)} ms`);
+      cpuSamples.get(store)?.push(cpuMs);
+      shape.set(store, { commits: commits / sessions, bytes });
+      console.error(
+        `round ${round + 1}: ${subjectOf(store).name}: ${Math.round(ms)} ms wall, ${Math.round(cpuMs)} ms CPU`,
+      );
     }
   }
-  const memory = median(samples.get('memory') ?? [Number.NaN]);
   console.log(
-    `node ${process.version}, ${sessions.toLocaleString('en-US')} sessions at once × ${steps} tool steps, 10 ms model, ${rounds} interleaved rounds, ${commitsPerSession.toFixed(1)} commits per session, files in ${directory}`,
+    `node ${process.version}, ${sessions.toLocaleString('en-US')} sessions at once × ${steps} tool steps, 10 ms model, ${rounds} interleaved rounds, files in ${directory}`,
   );
-  console.log(`${'store'.padEnd(28)} ${'wall ms: median (range)'.padEnd(28)} × memory`);
-  for (const [store, values] of samples)
+  // CPU time (this process's, user + system) moves less than wall time on a shared machine.
+  console.log(
+    `${'store'.padEnd(32)} ${'wall ms: median (range)'.padEnd(26)} × memory  ${'CPU ms: median (range)'.padEnd(26)} × memory  commits/session  file+WAL bytes/session`,
+  );
+  for (const [store, values] of samples) {
+    const { name, suffix } = subjectOf(store);
+    const memory = median(samples.get(`memory${suffix}`) ?? [Number.NaN]);
+    const cpu = cpuSamples.get(store) ?? [];
+    const memoryCpu = median(cpuSamples.get(`memory${suffix}`) ?? [Number.NaN]);
+    const { commits, bytes } = shape.get(store) ?? { commits: 0, bytes: 0 };
     console.log(
-      `${(kinds[store]?.name ?? store).padEnd(28)} ${spread(values).padEnd(28)} ${(median(values) / memory).toFixed(2).padStart(7)}`,
+      `${name.padEnd(32)} ${spread(values).padEnd(26)} ${(median(values) / memory).toFixed(2).padStart(8)}  ${spread(cpu).padEnd(26)} ${(median(cpu) / memoryCpu).toFixed(2).padStart(8)} ${commits.toFixed(1).padStart(16)} ${Math.round(bytes).toLocaleString('en-US').padStart(23)}`,
     );
+  }
 } finally {
   rmSync(directory, { recursive: true, force: true });
 }

@@ -67,8 +67,8 @@ export interface SessionLeases {
   /** Takes the session's lease for this holder, in a transaction of its own; throws SessionLeasedError. */
   acquire(sessionId: string, options?: LeaseOptions): void;
   /**
-   * Inside a commit's transaction: renews this holder's lease, claims a free one, or throws SessionFencedError when
-   * another holder has it.
+   * Inside a commit's transaction: renews this holder's lease (unless it was renewed within the last third of its
+   * TTL), claims a free one, or throws SessionFencedError when another holder has it.
    */
   checkCommit(sessionId: string): void;
   /** Inside a commit's transaction, or alone: drops this holder's lease (another holder's is left). */
@@ -99,6 +99,8 @@ export function prepareLeases(
   );
   const remove = db.prepare('DELETE FROM leases WHERE session_id = ? AND host = ? AND pid = ? AND token = ?');
   const held = new Set<string>();
+  /** A lease with more time left than this needs no renewal by a commit. */
+  const renewAfterMs = (ttlMs * 2) / 3;
 
   const read = (sessionId: string): (LeaseHolder & { expiresAt: number }) | undefined => {
     const row = select.get(sessionId);
@@ -158,7 +160,13 @@ export function prepareLeases(
         held.delete(sessionId);
         throw new SessionFencedError(sessionId, current);
       }
-      // A commit renews the lease; the first commit of a new session claims it.
+      // A commit renews the lease; the first commit of a new session claims it. A lease of this holder renewed
+      // within the last third of its TTL is left as it is: the timer renews it again before that third has passed,
+      // and the session's commits skip a write each.
+      if (current !== undefined && sameHolder(current, holder) && current.expiresAt - now() > renewAfterMs) {
+        held.add(sessionId);
+        return;
+      }
       write(sessionId);
     },
     release(sessionId) {

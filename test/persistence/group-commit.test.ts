@@ -14,7 +14,7 @@ import {
   type SqliteGroupCommitStore,
   type SqliteSessionStore,
 } from '../../src/persistence/sqlite-store.ts';
-import { StoreCommitError, StoreIoError } from '../../src/persistence/store-errors.ts';
+import { StoreCommitError, StoreCorruptError, StoreIoError } from '../../src/persistence/store-errors.ts';
 import { checkpoint, events, idleRow, sessionRow } from './fixtures.ts';
 
 /** A transaction that records what group commit asks of it. */
@@ -120,8 +120,8 @@ describe('createGroupCommitter', () => {
 
 describe('groupCommitSettings', () => {
   it('fills in the defaults and refuses bad options with a ConfigError', () => {
-    expect(groupCommitSettings(true, 'here')).toEqual({ maxDelayMs: 0, maxBatch: 512 });
-    expect(groupCommitSettings({ maxDelayMs: 2 }, 'here')).toEqual({ maxDelayMs: 2, maxBatch: 512 });
+    expect(groupCommitSettings(true, 'here')).toEqual({ maxDelayMs: 0, maxBatch: 4096 });
+    expect(groupCommitSettings({ maxDelayMs: 2 }, 'here')).toEqual({ maxDelayMs: 2, maxBatch: 4096 });
     for (const bad of [{ maxDelayMs: -1 }, { maxBatch: 0 }, { maxBatch: 1.5 }, { maxDelay: 3 }, 'yes', null])
       expect(() => groupCommitSettings(bad as never, 'here')).toThrow(ConfigError);
   });
@@ -221,6 +221,27 @@ describe('createSqliteStore with groupCommit', () => {
     expect(other.load('b')?.session).toEqual(sessionRow('b'));
     expect(other.load('c')).toBeUndefined();
     expect(other.load('d')?.session).toEqual(sessionRow('d'));
+  });
+
+  it("fails the commit of a session whose stored head is damaged alone; the group's other commits are written", async () => {
+    const store = open();
+    await Promise.all([
+      store.commit('a', { session: sessionRow('a'), events: events('a', 0, 1) }),
+      store.commit('b', { session: sessionRow('b'), events: events('b', 0, 1) }),
+    ]);
+    const admin = new DatabaseSync(file);
+    admin.exec(`UPDATE heads SET runs = 3 WHERE session_id = 'a'`);
+    admin.close();
+    const results = await Promise.allSettled([
+      store.commit('a', { events: events('a', 1, 1) }),
+      store.commit('b', { events: events('b', 1, 1) }),
+    ]);
+    expect(results[0]?.status).toBe('rejected');
+    const refusal = results[0]?.status === 'rejected' ? results[0].reason : undefined;
+    expect(refusal).toBeInstanceOf(StoreCorruptError);
+    expect((refusal as StoreCorruptError).sessionId).toBe('a');
+    expect(results[1]?.status).toBe('fulfilled');
+    expect(plain().readEvents('b', -1)).toEqual(events('b', 0, 2));
   });
 
   it('undoes the part of a refused batch already written (its savepoint), and only that', async () => {

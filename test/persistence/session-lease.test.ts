@@ -105,6 +105,27 @@ describe('session leases', () => {
     leases().acquire('s1');
   });
 
+  it('renews the lease with a commit only once a third of its TTL has passed (the timer renews it meanwhile)', () => {
+    const expiresAt = () =>
+      Number(db.prepare("SELECT expires_at FROM leases WHERE session_id = 's1'").get()?.expires_at);
+    const mine = leases();
+    const commit = () => {
+      db.exec('BEGIN IMMEDIATE');
+      mine.checkCommit('s1');
+      db.exec('COMMIT');
+    };
+    commit();
+    expect(expiresAt()).toBe(1_100);
+    time += 33;
+    commit();
+    // Written at 1,000: 67 ms of its 100 left, more than two thirds. Unchanged, and still this holder's.
+    expect(expiresAt()).toBe(1_100);
+    expect([...mine.held]).toEqual(['s1']);
+    time += 1;
+    commit();
+    expect(expiresAt()).toBe(1_134);
+  });
+
   it('fences the commits of a holder that was taken over; the new holder commits on', () => {
     commitAs(sameHostAlive, 's1');
     commitAs(sameHostAlive, 's1');

@@ -338,6 +338,90 @@ describe('createSqliteStore: damaged records', () => {
   });
 });
 
+describe('createSqliteStore: the head each commit writes', () => {
+  const corruptOf = (run: () => unknown): StoreCorruptError => {
+    const error = thrown(run);
+    expect(error).toBeInstanceOf(StoreCorruptError);
+    return error as StoreCorruptError;
+  };
+
+  it('still finds a record lost before a later commit: the commit adds to the head, it does not count again', () => {
+    const sessions = store();
+    sessions.commit('s1', {
+      session: sessionRow('s1'),
+      journal: [['m1', 'one']],
+      events: events('s1', 0, 2),
+    });
+    // A page lost with the journal entry on it (no checksum can see a record that is gone).
+    raw().exec(`DELETE FROM journal WHERE session_id = 's1'`);
+    sessions.commit('s1', { journal: [['m2', 'two']], events: events('s1', 2, 1) });
+    const error = corruptOf(() => sessions.load('s1'));
+    expect(error.sessionId).toBe('s1');
+    expect(error.message).toContain('journal records: 1, but its head says 2');
+  });
+
+  it('counts a record written again once, and a deleted one no more', () => {
+    const sessions = store();
+    sessions.commit('s1', {
+      session: sessionRow('s1'),
+      runs: [
+        ['a', checkpoint()],
+        ['b', checkpoint()],
+      ],
+      journal: [['m1', 'one']],
+      approvals: [approval('s1', 'call_2')],
+    });
+    sessions.commit('s1', {
+      runs: [
+        ['a', checkpoint({ step: 3 })],
+        ['b', null],
+        ['c', null],
+      ],
+      journal: [
+        ['m1', 'again'],
+        ['m2', 'two'],
+      ],
+      approvals: [
+        approval('s1', 'call_2', { status: 'approved', decision: { type: 'approve' }, decidedAt: 5 }),
+      ],
+    });
+    const state = sessions.load('s1');
+    expect([...(state?.runs.keys() ?? [])]).toEqual(['a']);
+    expect(state?.runs.get('a')?.step).toBe(3);
+    expect([...(state?.journal ?? [])]).toEqual([
+      ['m1', 'again'],
+      ['m2', 'two'],
+    ]);
+    expect(state?.approvals.map((record) => record.status)).toEqual(['approved']);
+    sessions.commit('s1', { session: idleRow('s1'), clearTurn: true });
+    expect(sessions.load('s1')?.journal.size).toBe(0);
+    expect(sessions.load('s1')?.runs.size).toBe(0);
+  });
+
+  it('writes a commit of many events (several INSERT statements) whole and in order', () => {
+    const sessions = store();
+    sessions.commit('s1', { session: sessionRow('s1'), events: events('s1', 0, 19) });
+    sessions.commit('s1', { events: events('s1', 19, 8) });
+    expect(sessions.readEvents('s1', -1)).toEqual(events('s1', 0, 27));
+    expect(sessions.load('s1')?.lastSeq).toBe(26);
+    // A gap after them is still refused.
+    expect(() => sessions.commit('s1', { events: events('s1', 28, 1) })).toThrow(StoreCommitError);
+  });
+
+  it('refuses a commit to a session whose head is damaged or gone, naming the session', () => {
+    const sessions = store();
+    sessions.commit('s1', { session: sessionRow('s1'), events: events('s1', 0, 1) });
+    sessions.commit('s2', { session: sessionRow('s2'), events: events('s2', 0, 1) });
+    const db = raw();
+    db.exec(`UPDATE heads SET last_seq = 7 WHERE session_id = 's1'`);
+    expect(corruptOf(() => sessions.commit('s1', { events: events('s1', 1, 1) })).sessionId).toBe('s1');
+    db.exec(`DELETE FROM heads WHERE session_id = 's2'`);
+    expect(corruptOf(() => sessions.commit('s2', { events: events('s2', 1, 1) })).message).toContain(
+      'its head',
+    );
+  });
+});
+
 describe('createSqliteStore: several connections', () => {
   it('a second store on the same file sees the first one’s commits, and the seq check sees the other’s events', () => {
     const first = store();

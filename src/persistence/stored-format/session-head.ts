@@ -56,25 +56,49 @@ export function prepareHeads(db: Sqlite.DatabaseSync) {
     };
   };
 
+  /** Writes `head` as the session's head, inside the caller's transaction. */
+  const write = (sessionId: string, head: SessionHead): void => {
+    const record = {
+      session_id: sessionId,
+      last_seq: head.lastSeq,
+      runs: head.runs,
+      journal: head.journal,
+      approvals: head.approvals,
+    };
+    upsert.run(
+      sessionId,
+      head.lastSeq,
+      head.runs,
+      head.journal,
+      head.approvals,
+      recordChecksum('heads', record),
+    );
+  };
+
   return {
-    /** Writes the session's head from what it holds, inside the commit's transaction. */
+    /** Writes the session's head from what it holds, counted (a migration's work, inside its transaction). */
     record(sessionId: string): void {
-      const head = countsOf(sessionId);
-      const record = {
-        session_id: sessionId,
-        last_seq: head.lastSeq,
-        runs: head.runs,
-        journal: head.journal,
-        approvals: head.approvals,
+      write(sessionId, countsOf(sessionId));
+    },
+
+    /**
+     * Writes the session's head as a commit leaves it: the head before the commit with what the commit changed
+     * (counted as it wrote them). A record lost before the commit is still counted by the head, so reading the
+     * session still finds the loss.
+     */
+    write,
+
+    /** The session's head, verified, or undefined when it has none (a session without a row). */
+    find(sessionId: string): SessionHead | undefined {
+      const row = select.get(sessionId);
+      if (row === undefined) return undefined;
+      verifyRecord(sessionId, 'its head', 'heads', row);
+      return {
+        lastSeq: Number(row.last_seq),
+        runs: Number(row.runs),
+        journal: Number(row.journal),
+        approvals: Number(row.approvals),
       };
-      upsert.run(
-        sessionId,
-        head.lastSeq,
-        head.runs,
-        head.journal,
-        head.approvals,
-        recordChecksum('heads', record),
-      );
     },
 
     /** Whether the session has a head (it has, from its first commit until it is deleted). */
@@ -84,16 +108,10 @@ export function prepareHeads(db: Sqlite.DatabaseSync) {
 
     /** The session's head, verified; a session with a row must have one. */
     read(sessionId: string): SessionHead {
-      const row = select.get(sessionId);
-      if (row === undefined)
+      const head = this.find(sessionId);
+      if (head === undefined)
         throw new StoreCorruptError(sessionId, 'its head (what the session holds) is missing');
-      verifyRecord(sessionId, 'its head', 'heads', row);
-      return {
-        lastSeq: Number(row.last_seq),
-        runs: Number(row.runs),
-        journal: Number(row.journal),
-        approvals: Number(row.approvals),
-      };
+      return head;
     },
 
     /** Refuses a session that lost records its head counts (or holds records it does not). */

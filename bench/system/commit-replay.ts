@@ -1,0 +1,91 @@
+/**
+ * What a SQLite store with group commit costs per commit, without the runtime around it: the commits of N W2
+ * sessions (one turn of 3 tool steps each, 10 ms model) are captured on the memory store, in the order they were made,
+ * then replayed into a fresh group-commit store per repetition, in groups of `group` commits. The figures are this
+ * process's CPU time per commit (user + system) and the bytes it wrote per commit (`write()` calls: the log, the
+ * checkpoints into the file, temporary files), from /proc/self/io.
+ *
+ *   npm run build && node bench/system/commit-replay.ts [sessions=2000] [repetitions=3] [group=4096]
+ *
+ * With TROUPE_BENCH_BASE=<another build's dist folder>, that build is replayed too, interleaved (see group-commit.ts).
+ */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { CommitBatch } from '../../dist/index.js';
+import * as built from '../../dist/index.js';
+import { answerAfter, median, spread, stepAgent, type WorkloadLibrary } from './durable-workload.ts';
+
+const sessions = Number(process.argv[2] ?? 2000);
+const repetitions = Number(process.argv[3] ?? 3);
+const group = Number(process.argv[4] ?? 4096);
+const baseFolder = process.env.TROUPE_BENCH_BASE;
+const builds: [string, WorkloadLibrary][] = [['this build', built]];
+if (baseFolder !== undefined) builds.push(['base', await import(join(baseFolder, 'index.js'))]);
+
+/** Bytes this process has written through write() calls so far. */
+function written(): number {
+  const match = /wchar: (\d+)/.exec(readFileSync('/proc/self/io', 'utf8'));
+  return match ? Number(match[1]) : Number.NaN;
+}
+
+// The commits, as the runtime made them (copied: the memory store keeps its own).
+const commits: [string, CommitBatch][] = [];
+const memory = built.createMemoryStore();
+const system = built.createAgentSystem({
+  store: {
+    ...memory,
+    commit(sessionId, batch) {
+      commits.push([sessionId, structuredClone(batch)]);
+      return memory.commit(sessionId, batch);
+    },
+  },
+});
+const agent = stepAgent({ steps: 3, modelDelayMs: 10 });
+const results = await Promise.all(
+  Array.from(
+    { length: sessions },
+    (_, index) => system.spawn(agent, 'Do the task.', { sessionId: `s${index}` }).result,
+  ),
+);
+await system.shutdown();
+if (results.some((result) => result.text !== answerAfter(3))) throw new Error('a turn ended early');
+
+const directory = mkdtempSync(join(tmpdir(), 'troupe-bench-replay-'));
+const cpu = new Map<string, number[]>(builds.map(([name]) => [name, []]));
+const bytes = new Map<string, number>();
+try {
+  for (let repetition = 0; repetition < repetitions; repetition++) {
+    for (let index = 0; index < builds.length; index++) {
+      const [name, lib] = builds[(index + repetition) % builds.length] as [string, WorkloadLibrary];
+      const store = lib.createSqliteStore(join(directory, `${repetition}-${index}.db`), {
+        groupCommit: { maxBatch: group },
+      });
+      const writtenBefore = written();
+      const before = process.cpuUsage();
+      for (let first = 0; first < commits.length; first += group)
+        await Promise.all(
+          commits.slice(first, first + group).map(([sessionId, batch]) => store.commit(sessionId, batch)),
+        );
+      const used = process.cpuUsage(before);
+      bytes.set(name, (written() - writtenBefore) / commits.length);
+      store.close();
+      cpu.get(name)?.push((used.user + used.system) / commits.length);
+    }
+  }
+  console.log(
+    `node ${process.version}, ${sessions.toLocaleString('en-US')} W2 sessions, ${(commits.length / sessions).toFixed(2)} commits per session, replayed in groups of ${group}, ${repetitions} repetitions`,
+  );
+  console.log(
+    `${'build'.padEnd(12)} ${'µs CPU per commit: median (range)'.padEnd(36)} bytes written per commit`,
+  );
+  for (const [name, values] of cpu)
+    console.log(
+      `${name.padEnd(12)} ${spread(values).padEnd(36)} ${Math.round(bytes.get(name) ?? 0).toLocaleString('en-US')}`,
+    );
+  console.log(
+    `(µs per session: ${[...cpu].map(([name, values]) => `${name} ${Math.round((median(values) * commits.length) / sessions)}`).join(', ')})`,
+  );
+} finally {
+  rmSync(directory, { recursive: true, force: true });
+}
