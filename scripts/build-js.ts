@@ -12,8 +12,9 @@
  *   them loads the runtime, a file of its own with the chunks it needs, synchronously (`require()` of an ES
  *   module), and hands the call to the real function; later calls go straight through. Classes and constants are
  *   not deferred: the runtime imports them from the chunks the main entry loaded, so `instanceof` and identity hold
- *   across entry points. An application bundled with Troupe gets the runtime from its bundle (the stand-ins'
- *   `require` is one a bundler follows).
+ *   across entry points. An application bundled with Troupe gets the runtime from its bundle: bundlers that
+ *   resolve the `module` condition take `dist/index.module.js`, which imports it; esbuild, which does not, follows
+ *   the stand-ins' `require`.
  * - The secondary entry points (testing, restate, mcp, tools) are bundled as if they used all of the runtime,
  *   which keeps its code in a few chunks instead of one chunk per combination of entry points that uses a piece of
  *   it.
@@ -52,6 +53,8 @@ const deferredModules: ReadonlySet<string> = new Set([
 /** The runtime: one module that re-exports every deferred function; an entry point of the shared build. */
 const runtimeEntry = 'runtime';
 const runtimeOut = 'chunks/runtime';
+/** The main entry package.json gives bundlers under the `module` condition. */
+const moduleEntryOut = 'index.module';
 /** The runtime's path in the stand-ins until the build knows which file each stand-in landed in. */
 const runtimePlaceholder = '__troupe_runtime_path__';
 
@@ -230,6 +233,20 @@ for (const file of shared.outputFiles) {
 }
 
 if (standIns !== 1) throw new Error(`build-js: the runtime's require() landed in ${standIns} files, not one`);
+
+// Bundlers that resolve the `module` condition (Rollup, Vite, webpack) get the main entry with the runtime imported
+// as a module: they need not follow a `require()` inside an ES module (Rollup's CommonJS plugin leaves it alone by
+// default), and loading on first use means nothing in a bundle. The explicit exports take the place of the
+// stand-ins of the same names that `export *` would bring.
+writeFileSync(
+  resolve(outdir, `${moduleEntryOut}.js`),
+  [
+    '// The main entry for bundlers (the "module" condition): its runtime imported, not loaded on first use.',
+    'export * from "./index.js";',
+    `export { ${deferred.flatMap((e) => e.names).join(', ')} } from "./${runtimeOut}.js";`,
+    '',
+  ].join('\n'),
+);
 
 await build({
   ...common,

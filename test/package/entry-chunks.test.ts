@@ -201,4 +201,67 @@ describe('the main entry loads the runtime on first use', () => {
     expect(child.stderr).toBe('');
     expect(JSON.parse(child.stdout)).toEqual({ store: 'function', refused: true });
   });
+  it('bundlers that resolve the module condition get the main entry with its runtime imported: no require to follow', async () => {
+    const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+      exports: Record<string, Record<string, string>>;
+    };
+    // Conditions are matched in the order written: `module` before `default`, which Node takes.
+    expect(Object.entries(manifest.exports['.'] ?? {})).toEqual([
+      ['types', './dist/index.d.ts'],
+      ['module', './dist/index.module.js'],
+      ['default', './dist/index.js'],
+    ]);
+    const moduleEntry = join(out, 'index.module.js');
+    expect(staticImports(moduleEntry)).toEqual([join(out, 'index.js'), join(out, 'chunks', 'runtime.js')]);
+
+    // The same exports as the main entry, the same classes, and the runtime's own functions in place of stand-ins.
+    const compared = spawnSync(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        `const main = await import(${JSON.stringify(join(out, 'index.js'))});
+        const forBundlers = await import(${JSON.stringify(moduleEntry)});
+        const runtime = await import(${JSON.stringify(join(out, 'chunks', 'runtime.js'))});
+        const names = (m) => Object.keys(m).sort();
+        console.log(JSON.stringify({
+          sameNames: JSON.stringify(names(main)) === JSON.stringify(names(forBundlers)),
+          sameClass: main.ConfigError === forBundlers.ConfigError,
+          runIsRuntime: forBundlers.run === runtime.run && main.run !== runtime.run,
+          everyDeferredIsRuntime: names(runtime).every((name) => forBundlers[name] === runtime[name]),
+        }));`,
+      ],
+      { encoding: 'utf8' },
+    );
+    expect(compared.stderr).toBe('');
+    expect(JSON.parse(compared.stdout)).toEqual({
+      sameNames: true,
+      sameClass: true,
+      runIsRuntime: true,
+      everyDeferredIsRuntime: true,
+    });
+
+    // Bundled through it, the application holds the runtime as a module: no require() of it is left to follow.
+    const app = join(out, 'bundled-module', 'app.mjs');
+    mkdirSync(dirname(app), { recursive: true });
+    writeFileSync(
+      join(out, 'bundled-module', 'main.mjs'),
+      `import { ConfigError, createMemoryStore } from '../index.module.js';
+      let refused;
+      try { createMemoryStore({ maxEventsPerSession: -1 }); } catch (error) { refused = error; }
+      console.log(JSON.stringify({ store: typeof createMemoryStore().commit, refused: refused instanceof ConfigError }));`,
+    );
+    await build({
+      entryPoints: [join(out, 'bundled-module', 'main.mjs')],
+      bundle: true,
+      format: 'esm',
+      platform: 'node',
+      outfile: app,
+      logLevel: 'silent',
+    });
+    expect(readFileSync(app, 'utf8')).not.toMatch(/require\(["'][^"']*runtime\.js["']\)/);
+    const child = spawnSync(process.execPath, [app], { cwd: dirname(app), encoding: 'utf8' });
+    expect(child.stderr).toBe('');
+    expect(JSON.parse(child.stdout)).toEqual({ store: 'function', refused: true });
+  });
 });
