@@ -378,7 +378,7 @@ export const sessionMachine = setup({
     emitted: {} as SessionEmitted,
   },
   actors: {
-    /** Replaced by the runtime (src/sessions/session.ts) with the agent machine and its real effects actor. */
+    /** Replaced by the runtime (src/sessions/session.ts) with the agent machine that runs its effects. */
     agent: agentMachine,
     /** Replaced by the runtime: applies handoff input filters and loads checkpoints from the store. */
     sessionEffects: fromCallback<SessionCommand, { sessionId: string }>(() => undefined),
