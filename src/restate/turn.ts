@@ -37,7 +37,7 @@ import { attachResources } from '../resources/resource-run.ts';
 import { checkpointOf } from '../run/agent-checkpoint.ts';
 import type { DurableRun } from '../run/durable-run.ts';
 import { hostAgent } from '../run/host.ts';
-import { PhaseReporter } from '../run/phase-events.ts';
+import { PhaseReporter, reportPhaseBeforeEffects } from '../run/phase-events.ts';
 import { failedBeforeAnyStep, runEndData } from '../run/run-result.ts';
 import { attachRuntimes, type Delegator, type EffectExecutor, type RunRuntime } from '../run/run-runtime.ts';
 import { attachSessionEffectsHost } from '../sessions/session-effects.ts';
@@ -500,6 +500,7 @@ class TurnHost implements PeopleWaitHost, CheckpointSource {
     const subscription = ref.subscribe({ next: onSnapshot, error: () => stopOrphans(ref) });
     this.#disposers.push(() => subscription.unsubscribe());
     onSnapshot(ref.getSnapshot());
+    reportPhaseBeforeEffects(ref, phases);
   }
 
   /** Write-ahead hooks of an agent's effects: checkpoints for supervised restarts, and the wait for people. */

@@ -183,6 +183,13 @@ class EffectsInstance implements EffectsHost {
       });
       return;
     }
+    if (command.type === 'model.call' || command.type === 'tools.run') {
+      // The phase this command begins is reported before anything of it happens, on every entry point: a durable
+      // run's commit below then takes its events along instead of a commit of their own. An answer held for the
+      // output guardrails that the machine did not have checked leaves first, without its text.
+      if (command.type === 'model.call') this.releaseHeld(runtime, false);
+      runtime.reportPhase?.();
+    }
     const durable = runtime.durable;
     // A guardrail check decides nothing new to commit: the state that asked for it follows a committed effect (the
     // run's start, or a model call recorded in the journal), so after a crash the check simply runs again.

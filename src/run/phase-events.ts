@@ -1,6 +1,7 @@
-import type { SnapshotFrom } from 'xstate';
+import type { AnyActorRef, SnapshotFrom } from 'xstate';
 import type { Phase, RunEventData, RunEventType } from '../core/events.ts';
 import type { AgentMachine } from '../machines/agent.ts';
+import { runtimeOfAgent } from './run-runtime.ts';
 
 type AgentSnapshot = SnapshotFrom<AgentMachine>;
 
@@ -48,4 +49,14 @@ export class PhaseReporter {
     this.#lastPhase = key;
     this.#emit('phase', { phase, state, step: context.step, retryCount: context.retryCount });
   }
+}
+
+/**
+ * Lets the effects of the agent actor `actor` report its phase through `phases` before they act on a command (see
+ * `RunRuntime.reportPhase`), so that a phase's events come before what the phase does, on every entry point.
+ */
+export function reportPhaseBeforeEffects(actor: AnyActorRef, phases: PhaseReporter): void {
+  const snapshot = actor.getSnapshot() as AgentSnapshot;
+  const runtime = runtimeOfAgent(actor, snapshot.context.config.sessionId);
+  if (runtime) runtime.reportPhase = () => phases.observe(actor.getSnapshot() as AgentSnapshot);
 }

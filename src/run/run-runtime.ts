@@ -66,6 +66,11 @@ export interface RunRuntime {
   deadline?: number | null | undefined;
   /** The inspection observer the agents it uses as tools report to. */
   inspect?: InspectObserver | undefined;
+  /**
+   * Reports the agent's phase as it is now (its `phase` and `decode_retry` events), before a durable run commits the
+   * state that decided an effect: those events then go in that commit instead of a commit of their own.
+   */
+  reportPhase?: (() => void) | undefined;
   /** Decides on calls that wait for people when no session does (a plain run's `onApproval`). */
   onApproval?: ((request: ApprovalRequest) => ApprovalDecision | Promise<ApprovalDecision>) | undefined;
   /**

@@ -237,6 +237,9 @@ export function startRun<TOutput>(
     // Phases are reported from the agent's state once it has started, as for an agent a session watches: a check
     // that answered at once during the start left no phase of its own, on either path.
     let observing = false;
+    runtime.reportPhase = () => {
+      if (observing && bus.listening) phases.observe(actor.getSnapshot());
+    };
     actor.subscribe({
       next: (snapshot: SnapshotFrom<AgentMachine>) => {
         lastContext = snapshot.context;

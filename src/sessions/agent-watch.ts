@@ -40,9 +40,13 @@ export function watchAgent(options: {
   if (runtime) {
     runtime.deadline = timeoutMs === null ? null : clock.now() + timeoutMs;
     runtime.inspect = options.inspect;
+    runtime.reportPhase = () => phases.observe(child.getSnapshot() as SnapshotFrom<AgentMachine>);
   }
   return () => {
-    if (runtime) runtime.deadline = undefined;
+    if (runtime) {
+      runtime.deadline = undefined;
+      runtime.reportPhase = undefined;
+    }
     subscription.unsubscribe();
     if (timer !== undefined) clock.clearTimeout(timer);
   };

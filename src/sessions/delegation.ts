@@ -137,6 +137,7 @@ export function delegatorFor(host: DelegationHost, caller: RunRuntime): Delegato
       host.routes.set(route, started);
       // Its phases and decode retries, like those of the agent holding the conversation, at its depth.
       const phases = new PhaseReporter((type, data) => bus.emit(agent.name, type, data, origin));
+      runtime.reportPhase = () => phases.observe(started.getSnapshot() as SnapshotFrom<AgentMachine>);
       subscription = started.subscribe({
         next: (snapshot: SnapshotFrom<AgentMachine>) => {
           if (bus.listening) phases.observe(snapshot);

@@ -26,7 +26,7 @@ import type { ResourceManager } from '../resources/resource-manager.ts';
 import type { RunResourceOptions } from '../resources/resource-run.ts';
 import { agentInput, emitRunStart, hostAgent, openRunScope } from '../run/host.ts';
 import { type InspectObserver, redactingInspector, secretArguments } from '../run/inspect.ts';
-import { PhaseReporter } from '../run/phase-events.ts';
+import { PhaseReporter, reportPhaseBeforeEffects } from '../run/phase-events.ts';
 import type { RunOptions } from '../run/run.ts';
 import { checkParallelOptions, checkParallelRunOptions, checkRunInput } from '../run/run-options.ts';
 import { buildRunResult, failedBeforeAnyStep, runEndData } from '../run/run-result.ts';
@@ -290,6 +290,7 @@ function runGroup(
         }),
       );
       phases.observe(child.getSnapshot() as SnapshotFrom<AgentMachine>);
+      reportPhaseBeforeEffects(child, phases);
     });
     agents.forEach((agent, index) => {
       const timeoutMs = agent.limits.timeoutMs;

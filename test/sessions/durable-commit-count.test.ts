@@ -6,6 +6,7 @@ import {
   createAgentSystem,
   createSqliteStore,
   defineAgent,
+  type ModelProvider,
   type SessionStore,
   tool,
 } from 'troupe';
@@ -65,5 +66,38 @@ describe('commits of a durable tool step', () => {
     const many = await run(steps);
     const perStep = (many.durable + many.relaxed - none.durable - none.relaxed) / steps;
     expect(perStep, `commits per tool step: ${perStep}`).toBeLessThanOrEqual(2);
+  });
+
+  it('the phase a command begins goes in the commit of the state that decided it: a tool step makes no commit of events alone', async () => {
+    const steps = 4;
+    const run = async (toolSteps: number) => {
+      const { store, counts } = countingStore(createSqliteStore(join(directory, `p${toolSteps}.db`)));
+      const scripted = scriptedModel([
+        ...Array.from({ length: toolSteps }, (_, i) => callEcho(i)),
+        { text: 'done' },
+      ]);
+      // A model that answers on a later turn of the event loop, as a real one does: events emitted when its call
+      // started would be committed on their own meanwhile.
+      const model: ModelProvider = {
+        provider: scripted.provider,
+        model: scripted.model,
+        generate: async (request) => {
+          for (let turn = 0; turn < 2; turn++) await new Promise((resolve) => setImmediate(resolve));
+          return scripted.generate(request);
+        },
+      };
+      const agent = defineAgent({ name: 'worker', instructions: '', model, tools: [echo] });
+      const system = createAgentSystem({ store });
+      const session = system.spawn(agent, 'go', { sessionId: `p${toolSteps}` });
+      expect((await session.result).text).toBe('done');
+      const phases = (await store.readEvents(`p${toolSteps}`, 0)).filter((event) => event.type === 'phase');
+      await system.shutdown();
+      return { ...counts, phases: phases.length };
+    };
+    const none = await run(0);
+    const many = await run(steps);
+    // Every phase is still in the session's log: two more per tool step (running the tools, calling the model).
+    expect(many.phases - none.phases).toBe(2 * steps);
+    expect((many.relaxed - none.relaxed) / steps, 'events-only commits per tool step').toBe(0);
   });
 });
