@@ -195,12 +195,7 @@ function resolveList(
           ? spawnChild(run, builtin as unknown as SpawnChildAction, args)
           : stopChild(run, builtin as unknown as StopChildAction, args, params);
       run.touch();
-      scope.actionExecutor({
-        type: builtin.type,
-        info: args,
-        params: resolvedParams,
-        exec: builtin.execute?.bind(null, scope, resolvedParams) as (info: unknown, params: unknown) => void,
-      });
+      executeResolved(scope, builtin, args, resolvedParams);
       continue;
     }
     if (builtin.type === 'xstate.sendTo') {
@@ -213,12 +208,7 @@ function resolveList(
         deferredActorIds,
       );
       if (resolvedParams && builtin.execute) {
-        scope.actionExecutor({
-          type: builtin.type,
-          info: args,
-          params: resolvedParams,
-          exec: builtin.execute.bind(null, scope, resolvedParams) as (info: unknown, params: unknown) => void,
-        });
+        executeResolved(scope, builtin, args, resolvedParams);
         continue;
       }
     }
@@ -228,12 +218,7 @@ function resolveList(
       const resolvedParams = {
         event: typeof emitted === 'function' ? (emitted as EventBuilder)(args, params) : emitted,
       };
-      scope.actionExecutor({
-        type: builtin.type,
-        info: args,
-        params: resolvedParams,
-        exec: builtin.execute.bind(null, scope, resolvedParams) as (info: unknown, params: unknown) => void,
-      });
+      executeResolved(scope, builtin, args, resolvedParams);
       continue;
     }
     const before = run.snapshot();
@@ -242,19 +227,22 @@ function resolveList(
     const nested = resolution[2];
     if (resolution[0] !== before) run.adopt(resolution[0]);
     if (builtin.retryResolve) retries?.push([builtin, resolvedParams]);
-    if (builtin.execute) {
-      scope.actionExecutor({
-        type: builtin.type,
-        info: args,
-        params: resolvedParams,
-        exec: builtin.execute.bind(null, scope, resolvedParams) as (info: unknown, params: unknown) => void,
-      });
-    }
+    if (builtin.execute) executeResolved(scope, builtin, args, resolvedParams);
     if (nested) resolveList(run, nested, deferredActorIds, retries);
   }
 }
 
 /** XState's resolveAssign: a function or a property map gives a partial update; the context is copied with it. */
+/** Hands a built-in action resolved here to the actor's executor, as XState's own resolution would. */
+function executeResolved(scope: EngineScope, builtin: BuiltinAction, args: unknown, params: unknown): void {
+  scope.actionExecutor({
+    type: builtin.type,
+    info: args,
+    params,
+    exec: builtin.execute?.bind(null, scope, params) as (info: unknown, params: unknown) => void,
+  });
+}
+
 function assignContext(run: ActionRun, assignment: unknown, params: unknown): void {
   if (!run.context)
     throw new Error(
