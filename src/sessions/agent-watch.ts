@@ -5,7 +5,7 @@ import type { EventBus } from '../core/event-bus.ts';
 import { stopOrphans } from '../engine/actor-links.ts';
 import type { AgentMachine } from '../machines/agent.ts';
 import type { InspectObserver } from '../run/inspect.ts';
-import { PhaseReporter } from '../run/phase-events.ts';
+import { PhaseReporter, reportPhaseBeforeEffects } from '../run/phase-events.ts';
 import type { RunRuntime } from '../run/run-runtime.ts';
 
 /**
@@ -40,7 +40,7 @@ export function watchAgent(options: {
   if (runtime) {
     runtime.deadline = timeoutMs === null ? null : clock.now() + timeoutMs;
     runtime.inspect = options.inspect;
-    runtime.reportPhase = () => phases.observe(child.getSnapshot() as SnapshotFrom<AgentMachine>);
+    reportPhaseBeforeEffects(child, phases);
   }
   return () => {
     if (runtime) {

@@ -9,7 +9,7 @@ import type { AgentMachine, AgentMachineOutput } from '../machines/agent.ts';
 import type { SessionMachine } from '../machines/session.ts';
 import { agentInput, emitRunStart, hostAgent } from '../run/host.ts';
 import type { InspectObserver } from '../run/inspect.ts';
-import { PhaseReporter } from '../run/phase-events.ts';
+import { PhaseReporter, reportPhaseBeforeEffects } from '../run/phase-events.ts';
 import { buildRunResult, runEndData } from '../run/run-result.ts';
 import type { Delegator, RunRuntime } from '../run/run-runtime.ts';
 import type { SessionDurability } from './session-durability.ts';
@@ -137,7 +137,7 @@ export function delegatorFor(host: DelegationHost, caller: RunRuntime): Delegato
       host.routes.set(route, started);
       // Its phases and decode retries, like those of the agent holding the conversation, at its depth.
       const phases = new PhaseReporter((type, data) => bus.emit(agent.name, type, data, origin));
-      runtime.reportPhase = () => phases.observe(started.getSnapshot() as SnapshotFrom<AgentMachine>);
+      reportPhaseBeforeEffects(started, phases);
       subscription = started.subscribe({
         next: (snapshot: SnapshotFrom<AgentMachine>) => {
           if (bus.listening) phases.observe(snapshot);
