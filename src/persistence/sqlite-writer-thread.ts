@@ -59,7 +59,12 @@ interface Waiting {
  * errors come back as the same classes with the same messages. A thread that dies fails every waiting commit, and
  * every later one, with a StoreIoError. The thread never keeps the process alive when no commit waits.
  */
-export function startWriterThread(config: WriterThreadConfig, settings: GroupCommitSettings): WriterThread {
+export function startWriterThread(
+  config: WriterThreadConfig,
+  settings: GroupCommitSettings,
+  /** The thread's module: the store's own writer unless a test gives a stand-in. */
+  entry: URL = writerEntry,
+): WriterThread {
   const { Worker, MessageChannel, receiveMessageOnPort } = process.getBuiltinModule('node:worker_threads');
   const { port1, port2 } = new MessageChannel();
   const signal = new SharedArrayBuffer(8);
@@ -74,7 +79,13 @@ export function startWriterThread(config: WriterThreadConfig, settings: GroupCom
     port: port2,
     signal,
   };
-  const worker = new Worker(writerEntry, { workerData: init, transferList: [port2] });
+  const worker = new Worker(entry, {
+    workerData: init,
+    transferList: [port2],
+    // The process's flags (`--experimental-sqlite` on Node 22.5 to 22.12) but those that only name how the main
+    // script is read: a worker refuses `--input-type`.
+    execArgv: process.execArgv.filter((flag) => !flag.startsWith('--input-type')),
+  });
   worker.unref();
   port1.unref();
 
@@ -200,7 +211,7 @@ export function startWriterThread(config: WriterThreadConfig, settings: GroupCom
           return;
         }
         queue.push({ rows, resolve, reject });
-        if (queue.length >= settings.maxBatch) flush();
+        if (queue.length >= Math.min(settings.maxBatch, postEvery)) flush();
         else schedule();
       });
     },
@@ -225,6 +236,8 @@ export function startWriterThread(config: WriterThreadConfig, settings: GroupCom
     },
   };
 }
+
+const postEvery = Number(process.env.TROUPE_WRITER_CHUNK ?? 128);
 
 /** The writer thread's module, beside this one (TypeScript from the sources, JavaScript once built). */
 const writerEntry = new URL(
