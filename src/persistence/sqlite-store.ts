@@ -84,6 +84,9 @@ export interface SqliteStoreOptions {
    * once the commit is on disk (the runtime waits for it before the effect it decided starts). A batch that breaks
    * the store's rules fails its own caller alone; a failure of the disk fails every commit of the group, and none
    * of them is written. Default false: each commit is its own transaction, on disk when `commit` returns.
+   *
+   * The groups are written by a worker thread with a connection of its own (`writer: 'thread'`, the default), while
+   * the event loop goes on with the sessions; `{ writer: 'inline' }` writes them on the event loop.
    */
   groupCommit?: boolean | GroupCommitOptions | undefined;
 }
