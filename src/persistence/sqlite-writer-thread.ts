@@ -109,12 +109,20 @@ export function startWriterThread(
     for (const each of waiting) each.reject(dead);
     idle();
   };
-  const died = (cause: unknown): StoreIoError =>
-    new StoreIoError(
+  let started = false;
+  worker.once('online', () => {
+    started = true;
+  });
+  const died = (cause: unknown): StoreIoError => {
+    const why = cause instanceof Error ? cause.message : String(cause);
+    return new StoreIoError(
       config.path,
-      `could not commit: its writer thread stopped (${cause instanceof Error ? cause.message : String(cause)})`,
+      started
+        ? `could not commit: its writer thread stopped (${why})`
+        : `could not commit: its writer thread did not start (${why}). A bundle that leaves out Troupe's chunks/sqlite-writer-worker.js needs groupCommit: { writer: 'inline' }.`,
       { busy: false, cause },
     );
+  };
   worker.on('error', (error) => fail(died(error)));
   worker.on('exit', (code) => {
     if (!closing) fail(died(`exit code ${code}`));
@@ -237,7 +245,12 @@ export function startWriterThread(
   };
 }
 
-const postEvery = Number(process.env.TROUPE_WRITER_CHUNK ?? 128);
+/**
+ * The event loop posts what waits every this many commits, not only at the end of its turn: the thread starts
+ * writing while the event loop still makes the turn's other commits (it joins what arrives meanwhile to the same
+ * transaction, up to maxBatch), instead of the two taking turns.
+ */
+const postEvery = 32;
 
 /** The writer thread's module, beside this one (TypeScript from the sources, JavaScript once built). */
 const writerEntry = new URL(
