@@ -1,7 +1,7 @@
 /**
  * W2 on durable sessions: N sessions at once, each one turn of 3 tool steps with a 10 ms model (the W2 workload of
  * bench/worker.ts, as sessions instead of run()s), on the memory store, on SQLite FULL with one transaction per commit,
- * and on SQLite FULL with group commit. Rounds are interleaved (the order rotating); each subject gets a fresh file
+ * and on SQLite FULL with group commit (`group`; `thread`: its groups written by the store's writer thread). Rounds are interleaved (the order rotating); each subject gets a fresh file
  * per round. The figure is the batch's wall time, median over rounds, with its range, its ratio to the memory store's
  * (the target: group commit within 2x of memory), and the commits a session makes (each one fsync on FULL without
  * group commit).
@@ -10,7 +10,8 @@
  *
  * Before and after in one run: copy a build to another folder (`cp -r dist /tmp/base-dist`), set
  * TROUPE_BENCH_BASE=/tmp/base-dist, and name its subjects with `@base` (`memory,group,memory@base,group@base`). Each
- * subject's ratio is to the memory store of its own build.
+ * subject's ratio is to the memory store of its own build. CPU time is the process's (all threads) and the main
+ * thread's alone.
  */
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -47,7 +48,7 @@ const kinds: Record<string, { name: string; kind: StoreKind }> = {
   full: { name: 'SQLite FULL', kind: 'sqlite-full' },
   normal: { name: 'SQLite NORMAL', kind: 'sqlite-normal' },
   group: { name: 'SQLite FULL, group commit', kind: 'sqlite-group' },
-  inline: { name: 'SQLite FULL, group, inline', kind: 'sqlite-group-inline' },
+  thread: { name: 'SQLite FULL, group, thread', kind: 'sqlite-group-thread' },
 };
 
 /** Counts the commits a store is asked for (the fsyncs of FULL without group commit). */
@@ -72,7 +73,7 @@ function subjectOf(name: string): { name: string; kind: StoreKind; suffix: strin
   const store = at < 0 ? name : name.slice(0, at);
   const suffix = at < 0 ? '' : name.slice(at);
   const subject = Object.hasOwn(kinds, store) ? kinds[store] : undefined;
-  if (subject === undefined) throw new Error(`no store "${store}" (memory, full, normal, group)`);
+  if (subject === undefined) throw new Error(`no store "${store}" (memory, full, normal, group, thread)`);
   if (!libraries.has(suffix))
     throw new Error(`"${name}": set TROUPE_BENCH_BASE to the baseline's dist folder`);
   return { name: `${subject.name}${suffix}`, kind: subject.kind, suffix };

@@ -14,9 +14,10 @@ export interface GroupCommitOptions {
    */
   maxBatch?: number | undefined;
   /**
-   * Where the groups are written. `'thread'` (the default): a worker thread of its own runs the statements and the
-   * fsync of each group while the event loop goes on with the sessions; `commit`'s promise resolves once the
-   * worker has committed the group. `'inline'`: the event loop writes each group itself.
+   * Where the groups are written. `'inline'` (the default): the event loop writes each group itself. `'thread'`: a
+   * worker thread of the store, with a connection of its own, runs the statements and the fsync of each group while
+   * the event loop goes on with the sessions; `commit`'s promise resolves once the thread has committed the group.
+   * The thread takes about half of the store's CPU time off the event loop, and costs about a fifth more CPU in all.
    */
   writer?: 'thread' | 'inline' | undefined;
 }
@@ -95,10 +96,10 @@ export function groupCommitSettings(option: true | GroupCommitOptions, where: st
   return { maxDelayMs, maxBatch };
 }
 
-/** Where group commit writes its groups (`writer`, default `'thread'`); refuses another value with a ConfigError. */
+/** Where group commit writes its groups (`writer`, default `'inline'`); refuses another value with a ConfigError. */
 export function groupCommitWriter(option: true | GroupCommitOptions, where: string): 'thread' | 'inline' {
   const writer = option === true ? undefined : option.writer;
-  if (writer === undefined) return 'thread';
+  if (writer === undefined) return 'inline';
   if (writer !== 'thread' && writer !== 'inline')
     throw new ConfigError(
       `${where}: groupCommit.writer must be 'thread' or 'inline'; got ${JSON.stringify(writer)}.`,

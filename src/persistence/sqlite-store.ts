@@ -85,8 +85,8 @@ export interface SqliteStoreOptions {
    * the store's rules fails its own caller alone; a failure of the disk fails every commit of the group, and none
    * of them is written. Default false: each commit is its own transaction, on disk when `commit` returns.
    *
-   * The groups are written by a worker thread with a connection of its own (`writer: 'thread'`, the default), while
-   * the event loop goes on with the sessions; `{ writer: 'inline' }` writes them on the event loop.
+   * The event loop writes the groups; with `{ writer: 'thread' }` a worker thread of the store, with a connection of
+   * its own, writes them while the event loop goes on with the sessions.
    */
   groupCommit?: boolean | GroupCommitOptions | undefined;
 }

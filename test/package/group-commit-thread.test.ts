@@ -74,7 +74,7 @@ describe('group commit from the installed package', () => {
   it('commits on the writer thread, reads the commit back, and lets the process end', async () => {
     const script = [
       "import { createSqliteStore } from 'troupe';",
-      "const store = createSqliteStore('sessions.db', { groupCommit: true });",
+      "const store = createSqliteStore('sessions.db', { groupCommit: { writer: 'thread' } });",
       `const session = ${JSON.stringify(idleRow('s'))};`,
       "await store.commit('s', { session });",
       "console.log(store.load('s')?.session.status);",
