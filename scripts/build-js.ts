@@ -74,8 +74,14 @@ const entries: ReadonlyMap<string, readonly string[]> = new Map([
   ['tools/builtin/index.ts', [runtimeEntry]],
 ]);
 
-/** The SQL tool's child process: a program of its own, so it shares nothing and is bundled alone. */
-const standalone = ['tools/builtin/sql-query-process.ts'];
+/**
+ * Programs of their own, bundled alone (they share nothing with the entry points): the SQL tool's child process,
+ * and group commit's writer thread, found beside the chunk that starts it (the chunks' folder).
+ */
+const standalone: readonly (readonly [entry: string, out: string])[] = [
+  ['tools/builtin/sql-query-process.ts', 'tools/builtin/sql-query-process'],
+  ['persistence/sqlite-writer-worker.ts', 'chunks/sqlite-writer-worker'],
+];
 
 const virtualPrefix = 'troupe-entry:';
 const mainEntry = resolve(root, 'src/index.ts');
@@ -250,5 +256,5 @@ writeFileSync(
 
 await build({
   ...common,
-  entryPoints: standalone.map((entry) => ({ in: `src/${entry}`, out: entry.replace(/\.ts$/, '') })),
+  entryPoints: standalone.map(([entry, out]) => ({ in: `src/${entry}`, out })),
 });

@@ -20,7 +20,11 @@ const sessions = Number(process.argv[2] ?? 2000);
 const repetitions = Number(process.argv[3] ?? 3);
 const group = Number(process.argv[4] ?? 4096);
 const baseFolder = process.env.TROUPE_BENCH_BASE;
-const builds: [string, WorkloadLibrary][] = [['this build', built]];
+/** The subjects: this build with each group-commit writer, and the base build with its default. */
+const builds: [string, WorkloadLibrary, ('thread' | 'inline')?][] = [
+  ['thread', built, 'thread'],
+  ['inline', built, 'inline'],
+];
 if (baseFolder !== undefined) builds.push(['base', await import(join(baseFolder, 'index.js'))]);
 
 /** Bytes this process has written through write() calls so far. */
@@ -53,21 +57,25 @@ if (results.some((result) => result.text !== answerAfter(3))) throw new Error('a
 
 const directory = mkdtempSync(join(tmpdir(), 'troupe-bench-replay-'));
 const cpu = new Map<string, number[]>(builds.map(([name]) => [name, []]));
+const mainCpu = new Map<string, number[]>(builds.map(([name]) => [name, []]));
 const bytes = new Map<string, number>();
 try {
   for (let repetition = 0; repetition < repetitions; repetition++) {
     for (let index = 0; index < builds.length; index++) {
-      const [name, lib] = builds[(index + repetition) % builds.length] as [string, WorkloadLibrary];
+      const [name, lib, writer] = builds[(index + repetition) % builds.length] as (typeof builds)[number];
       const store = lib.createSqliteStore(join(directory, `${repetition}-${index}.db`), {
-        groupCommit: { maxBatch: group },
+        groupCommit: writer === undefined ? { maxBatch: group } : { maxBatch: group, writer },
       });
       const writtenBefore = written();
       const before = process.cpuUsage();
+      const beforeMain = process.threadCpuUsage();
       for (let first = 0; first < commits.length; first += group)
         await Promise.all(
           commits.slice(first, first + group).map(([sessionId, batch]) => store.commit(sessionId, batch)),
         );
       const used = process.cpuUsage(before);
+      const usedMain = process.threadCpuUsage(beforeMain);
+      mainCpu.get(name)?.push((usedMain.user + usedMain.system) / commits.length);
       bytes.set(name, (written() - writtenBefore) / commits.length);
       store.close();
       cpu.get(name)?.push((used.user + used.system) / commits.length);
@@ -77,11 +85,11 @@ try {
     `node ${process.version}, ${sessions.toLocaleString('en-US')} W2 sessions, ${(commits.length / sessions).toFixed(2)} commits per session, replayed in groups of ${group}, ${repetitions} repetitions`,
   );
   console.log(
-    `${'build'.padEnd(12)} ${'µs CPU per commit: median (range)'.padEnd(36)} bytes written per commit`,
+    `${'build'.padEnd(12)} ${'µs CPU per commit: median (range)'.padEnd(36)} ${'main thread µs per commit'.padEnd(30)} bytes written per commit`,
   );
   for (const [name, values] of cpu)
     console.log(
-      `${name.padEnd(12)} ${spread(values).padEnd(36)} ${Math.round(bytes.get(name) ?? 0).toLocaleString('en-US')}`,
+      `${name.padEnd(12)} ${spread(values).padEnd(36)} ${spread(mainCpu.get(name) ?? []).padEnd(30)} ${Math.round(bytes.get(name) ?? 0).toLocaleString('en-US')}`,
     );
   console.log(
     `(µs per session: ${[...cpu].map(([name, values]) => `${name} ${Math.round((median(values) * commits.length) / sessions)}`).join(', ')})`,

@@ -115,8 +115,11 @@ export function stepAgent(options: StepAgentOptions) {
   });
 }
 
-/** The stores compared; `sqlite-group` is SQLite FULL with group commit (`createSqliteStore(path, { groupCommit: true })`). */
-export type StoreKind = 'memory' | 'sqlite-normal' | 'sqlite-full' | 'sqlite-group';
+/**
+ * The stores compared; `sqlite-group` is SQLite FULL with group commit (`createSqliteStore(path, { groupCommit: true })`),
+ * `sqlite-group-thread` the same with the groups written by the store's writer thread (`groupCommit: { writer: 'thread' }`).
+ */
+export type StoreKind = 'memory' | 'sqlite-normal' | 'sqlite-full' | 'sqlite-group' | 'sqlite-group-thread';
 
 export function openStore(kind: StoreKind, path: string, lib: WorkloadLibrary = built): SessionStore {
   const { createMemoryStore, createSqliteStore } = lib;
@@ -124,6 +127,10 @@ export function openStore(kind: StoreKind, path: string, lib: WorkloadLibrary = 
   // TROUPE_BENCH_GROUP='{"maxBatch":4096}' measures other group commit options.
   if (kind === 'sqlite-group')
     return createSqliteStore(path, { groupCommit: JSON.parse(process.env.TROUPE_BENCH_GROUP ?? 'true') });
+  if (kind === 'sqlite-group-thread')
+    return createSqliteStore(path, {
+      groupCommit: { ...JSON.parse(process.env.TROUPE_BENCH_GROUP ?? '{}'), writer: 'thread' },
+    });
   return createSqliteStore(path, { synchronous: kind === 'sqlite-full' ? 'full' : 'normal' });
 }
 

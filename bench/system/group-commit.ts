@@ -1,7 +1,7 @@
 /**
  * W2 on durable sessions: N sessions at once, each one turn of 3 tool steps with a 10 ms model (the W2 workload of
  * bench/worker.ts, as sessions instead of run()s), on the memory store, on SQLite FULL with one transaction per commit,
- * and on SQLite FULL with group commit. Rounds are interleaved (the order rotating); each subject gets a fresh file
+ * and on SQLite FULL with group commit (`group`; `thread`: its groups written by the store's writer thread). Rounds are interleaved (the order rotating); each subject gets a fresh file
  * per round. The figure is the batch's wall time, median over rounds, with its range, its ratio to the memory store's
  * (the target: group commit within 2x of memory), and the commits a session makes (each one fsync on FULL without
  * group commit).
@@ -10,10 +10,11 @@
  *
  * Before and after in one run: copy a build to another folder (`cp -r dist /tmp/base-dist`), set
  * TROUPE_BENCH_BASE=/tmp/base-dist, and name its subjects with `@base` (`memory,group,memory@base,group@base`). Each
- * subject's ratio is to the memory store of its own build.
+ * subject's ratio is to the memory store of its own build. CPU time is the process's (all threads) and the main
+ * thread's alone.
  */
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { SessionStore } from '../../dist/index.js';
 import * as built from '../../dist/index.js';
@@ -47,6 +48,7 @@ const kinds: Record<string, { name: string; kind: StoreKind }> = {
   full: { name: 'SQLite FULL', kind: 'sqlite-full' },
   normal: { name: 'SQLite NORMAL', kind: 'sqlite-normal' },
   group: { name: 'SQLite FULL, group commit', kind: 'sqlite-group' },
+  thread: { name: 'SQLite FULL, group, thread', kind: 'sqlite-group-thread' },
 };
 
 /** Counts the commits a store is asked for (the fsyncs of FULL without group commit). */
@@ -71,7 +73,7 @@ function subjectOf(name: string): { name: string; kind: StoreKind; suffix: strin
   const store = at < 0 ? name : name.slice(0, at);
   const suffix = at < 0 ? '' : name.slice(at);
   const subject = Object.hasOwn(kinds, store) ? kinds[store] : undefined;
-  if (subject === undefined) throw new Error(`no store "${store}" (memory, full, normal, group)`);
+  if (subject === undefined) throw new Error(`no store "${store}" (memory, full, normal, group, thread)`);
   if (!libraries.has(suffix))
     throw new Error(`"${name}": set TROUPE_BENCH_BASE to the baseline's dist folder`);
   return { name: `${subject.name}${suffix}`, kind: subject.kind, suffix };
@@ -81,7 +83,7 @@ async function once(
   subject: string,
   round: number,
   count = sessions,
-): Promise<{ ms: number; cpuMs: number; commits: number; bytes: number }> {
+): Promise<{ ms: number; cpuMs: number; mainCpuMs: number; commits: number; bytes: number }> {
   const { kind, suffix } = subjectOf(subject);
   const lib = libraries.get(suffix) as WorkloadLibrary;
   const agent = agents.get(suffix);
@@ -91,6 +93,7 @@ async function once(
   const system = lib.createAgentSystem({ store });
   try {
     const cpu = process.cpuUsage();
+    const mainCpu = process.threadCpuUsage();
     const start = performance.now();
     const started = Array.from({ length: count }, (_, index) =>
       system.spawn(agent, 'Do the task.', { sessionId: `s${index}` }),
@@ -99,6 +102,8 @@ async function once(
     const ms = performance.now() - start;
     const used = process.cpuUsage(cpu);
     const cpuMs = (used.user + used.system) / 1000;
+    const usedMain = process.threadCpuUsage(mainCpu);
+    const mainCpuMs = (usedMain.user + usedMain.system) / 1000;
     for (const result of results)
       if (result.status !== 'completed' || result.text !== expected)
         throw new Error(`${kind}: a turn ended ${result.stopReason}: ${result.text}`);
@@ -106,6 +111,7 @@ async function once(
     return {
       ms,
       cpuMs,
+      mainCpuMs,
       commits: commits(),
       bytes: (walBytes + (kind === 'memory' ? 0 : sizeOf(file))) / count,
     };
@@ -125,6 +131,7 @@ function sizeOf(file: string): number {
 
 const samples = new Map<string, number[]>(stores.map((store) => [store, []]));
 const cpuSamples = new Map<string, number[]>(stores.map((store) => [store, []]));
+const mainCpuSamples = new Map<string, number[]>(stores.map((store) => [store, []]));
 const shape = new Map<string, { commits: number; bytes: number }>();
 try {
   // A warm-up pass, not counted: compiled code and a first file for every store.
@@ -132,30 +139,34 @@ try {
   for (let round = 0; round < rounds; round++) {
     const order = stores.map((_, index) => stores[(index + round) % stores.length] as string);
     for (const store of order) {
-      const { ms, cpuMs, commits, bytes } = await once(store, round);
+      const { ms, cpuMs, mainCpuMs, commits, bytes } = await once(store, round);
       samples.get(store)?.push(ms);
       cpuSamples.get(store)?.push(cpuMs);
+      mainCpuSamples.get(store)?.push(mainCpuMs);
       shape.set(store, { commits: commits / sessions, bytes });
       console.error(
-        `round ${round + 1}: ${subjectOf(store).name}: ${Math.round(ms)} ms wall, ${Math.round(cpuMs)} ms CPU`,
+        `round ${round + 1}: ${subjectOf(store).name}: ${Math.round(ms)} ms wall, ${Math.round(cpuMs)} ms CPU (${Math.round(mainCpuMs)} on the main thread), load ${loadavg()[0]?.toFixed(1)}`,
       );
     }
   }
   console.log(
     `node ${process.version}, ${sessions.toLocaleString('en-US')} sessions at once × ${steps} tool steps, 10 ms model, ${rounds} interleaved rounds, files in ${directory}`,
   );
-  // CPU time (this process's, user + system) moves less than wall time on a shared machine.
+  // CPU time (this process's, user + system, all threads; and the main thread's alone) moves less than wall time
+  // on a shared machine.
   console.log(
-    `${'store'.padEnd(32)} ${'wall ms: median (range)'.padEnd(26)} × memory  ${'CPU ms: median (range)'.padEnd(26)} × memory  commits/session  file+WAL bytes/session`,
+    `${'store'.padEnd(32)} ${'wall ms: median (range)'.padEnd(26)} × memory  ${'CPU ms: median (range)'.padEnd(26)} × memory  ${'main-thread CPU ms'.padEnd(26)} × memory  commits/session  file+WAL bytes/session`,
   );
   for (const [store, values] of samples) {
     const { name, suffix } = subjectOf(store);
     const memory = median(samples.get(`memory${suffix}`) ?? [Number.NaN]);
     const cpu = cpuSamples.get(store) ?? [];
     const memoryCpu = median(cpuSamples.get(`memory${suffix}`) ?? [Number.NaN]);
+    const mainCpu = mainCpuSamples.get(store) ?? [];
+    const memoryMainCpu = median(mainCpuSamples.get(`memory${suffix}`) ?? [Number.NaN]);
     const { commits, bytes } = shape.get(store) ?? { commits: 0, bytes: 0 };
     console.log(
-      `${name.padEnd(32)} ${spread(values).padEnd(26)} ${(median(values) / memory).toFixed(2).padStart(8)}  ${spread(cpu).padEnd(26)} ${(median(cpu) / memoryCpu).toFixed(2).padStart(8)} ${commits.toFixed(1).padStart(16)} ${Math.round(bytes).toLocaleString('en-US').padStart(23)}`,
+      `${name.padEnd(32)} ${spread(values).padEnd(26)} ${(median(values) / memory).toFixed(2).padStart(8)}  ${spread(cpu).padEnd(26)} ${(median(cpu) / memoryCpu).toFixed(2).padStart(8)}  ${spread(mainCpu).padEnd(26)} ${(median(mainCpu) / memoryMainCpu).toFixed(2).padStart(8)} ${commits.toFixed(1).padStart(16)} ${Math.round(bytes).toLocaleString('en-US').padStart(23)}`,
     );
   }
 } finally {

@@ -1,5 +1,5 @@
 import { ConfigError } from '../core/errors.ts';
-import { type CommitBatch, type StoredSessionStatus, storedSessionStatuses } from './store.ts';
+import { type StoredSessionStatus, storedSessionStatuses } from './store.ts';
 import { StoreCommitError } from './store-errors.ts';
 import { approvalStatuses as knownApprovalStatuses } from './validate-stored.ts';
 
@@ -9,7 +9,7 @@ import { approvalStatuses as knownApprovalStatuses } from './validate-stored.ts'
  * `lastSeq + 1` without gaps; runs, journal entries, events and approvals belong to a session that has a row
  * (or gets one in the same batch). Cheap checks only: a commit is on the path of every model and tool call.
  */
-export function checkBatch(sessionId: string, batch: CommitBatch, lastSeq: number, hasRow: boolean): void {
+export function checkBatch(sessionId: string, batch: CheckedBatch, lastSeq: number, hasRow: boolean): void {
   const refuse = (reason: 'event_sequence' | 'unknown_session' | 'invalid_value', message: string): never => {
     throw new StoreCommitError(sessionId, reason, message);
   };
@@ -26,7 +26,7 @@ export function checkBatch(sessionId: string, batch: CommitBatch, lastSeq: numbe
       );
     if (typeof session.entry !== 'string' || typeof session.agent !== 'string')
       refuse('invalid_value', 'the session row needs string `entry` and `agent`');
-    if (!Number.isSafeInteger(session.turns) || session.turns < 0)
+    if (!Number.isSafeInteger(session.turns) || (session.turns as number) < 0)
       refuse(
         'invalid_value',
         `the session's turns must be a non-negative integer; got ${String(session.turns)}`,
@@ -70,8 +70,38 @@ export function checkBatch(sessionId: string, batch: CommitBatch, lastSeq: numbe
     refuse('unknown_session', 'the session has no row; commit the session row first (or in the same batch)');
 }
 
+/**
+ * The parts of a batch the rules read: a CommitBatch, or the same batch with its values already serialized (what a
+ * store writes). A null checkpoint of a run deletes it, whatever form the others take.
+ */
+export interface CheckedBatch {
+  readonly session?:
+    | {
+        readonly id: unknown;
+        readonly status: unknown;
+        readonly entry: unknown;
+        readonly agent: unknown;
+        readonly turns: unknown;
+        readonly updatedAt: unknown;
+      }
+    | undefined;
+  readonly events?:
+    | readonly {
+        readonly seq: unknown;
+        readonly type: unknown;
+        readonly agent: unknown;
+        readonly time: unknown;
+      }[]
+    | undefined;
+  readonly runs?: readonly (readonly [route: unknown, checkpoint: unknown])[] | undefined;
+  readonly journal?: readonly (readonly [key: unknown, value: unknown])[] | undefined;
+  readonly approvals?:
+    | readonly { readonly callId: unknown; readonly status: unknown; readonly requestedAt: unknown }[]
+    | undefined;
+}
+
 /** Whether the batch writes anything that belongs to a session row (a deleted run or clearTurn removes only). */
-function writesRowData(batch: CommitBatch): boolean {
+function writesRowData(batch: CheckedBatch): boolean {
   return (
     (batch.events?.length ?? 0) > 0 ||
     (batch.journal?.length ?? 0) > 0 ||

@@ -13,6 +13,13 @@ export interface GroupCommitOptions {
    * sessions committing at once, fewer and larger groups pay fewer fsyncs and write the pages they share once.
    */
   maxBatch?: number | undefined;
+  /**
+   * Where the groups are written. `'inline'` (the default): the event loop writes each group itself. `'thread'`: a
+   * worker thread of the store, with a connection of its own, runs the statements and the fsync of each group while
+   * the event loop goes on with the sessions; `commit`'s promise resolves once the thread has committed the group.
+   * The thread takes about half of the store's CPU time off the event loop, and costs about a fifth more CPU in all.
+   */
+  writer?: 'thread' | 'inline' | undefined;
 }
 
 /** Group commit's options with their defaults filled in. */
@@ -58,21 +65,22 @@ interface Waiting<Entry> {
   relaxed: boolean;
   resolve: () => void;
   reject: (error: unknown) => void;
-  /** Rejected for its own batch (the group went on without it). */
-  refused: boolean;
 }
+
+/** How one commit of a group ended: written, or refused with its error (its own, or the group's). */
+export type GroupOutcome = { ok: true } | { ok: false; error: unknown };
 
 /** Checks group commit's options (`true` takes the defaults) and fills in the defaults. */
 export function groupCommitSettings(option: true | GroupCommitOptions, where: string): GroupCommitSettings {
   if (option !== true && (typeof option !== 'object' || option === null || Array.isArray(option)))
     throw new ConfigError(
-      `${where}: groupCommit must be true, false or { maxDelayMs?, maxBatch? }; got ${JSON.stringify(option)}.`,
+      `${where}: groupCommit must be true, false or { maxDelayMs?, maxBatch?, writer? }; got ${JSON.stringify(option)}.`,
     );
   const given: GroupCommitOptions = option === true ? {} : option;
   for (const key of Object.keys(given))
-    if (key !== 'maxDelayMs' && key !== 'maxBatch')
+    if (key !== 'maxDelayMs' && key !== 'maxBatch' && key !== 'writer')
       throw new ConfigError(
-        `${where}: groupCommit has no option "${key}" (it takes maxDelayMs and maxBatch).`,
+        `${where}: groupCommit has no option "${key}" (it takes maxDelayMs, maxBatch and writer).`,
       );
   const maxDelayMs = given.maxDelayMs ?? 0;
   if (typeof maxDelayMs !== 'number' || !Number.isFinite(maxDelayMs) || maxDelayMs < 0)
@@ -84,7 +92,19 @@ export function groupCommitSettings(option: true | GroupCommitOptions, where: st
     throw new ConfigError(
       `${where}: groupCommit.maxBatch must be a positive integer; got ${String(maxBatch)}.`,
     );
+  groupCommitWriter(option, where);
   return { maxDelayMs, maxBatch };
+}
+
+/** Where group commit writes its groups (`writer`, default `'inline'`); refuses another value with a ConfigError. */
+export function groupCommitWriter(option: true | GroupCommitOptions, where: string): 'thread' | 'inline' {
+  const writer = option === true ? undefined : option.writer;
+  if (writer === undefined) return 'inline';
+  if (writer !== 'thread' && writer !== 'inline')
+    throw new ConfigError(
+      `${where}: groupCommit.writer must be 'thread' or 'inline'; got ${JSON.stringify(writer)}.`,
+    );
+  return writer;
 }
 
 /**
@@ -118,34 +138,12 @@ export function createGroupCommitter<Entry>(
     const group = queue;
     queue = [];
     if (group.length === 0) return;
-    const written: Waiting<Entry>[] = [];
-    try {
-      transaction.begin(group.some((waiting) => !waiting.relaxed));
-    } catch (error) {
-      for (const waiting of group) waiting.reject(error);
-      return;
+    const outcomes = writeGroup(transaction, group);
+    for (const [index, waiting] of group.entries()) {
+      const outcome = outcomes[index] as GroupOutcome;
+      if (outcome.ok) waiting.resolve();
+      else waiting.reject(outcome.error);
     }
-    try {
-      for (const waiting of group) {
-        try {
-          transaction.write(waiting.entry);
-          written.push(waiting);
-        } catch (error) {
-          // The batch's own fault: its savepoint is undone, the group goes on.
-          if (!transaction.ownFault(error) || !transaction.open()) throw error;
-          waiting.refused = true;
-          waiting.reject(error);
-        }
-      }
-      if (written.length > 0) transaction.commit(written.length);
-      else transaction.rollback();
-    } catch (error) {
-      transaction.rollback();
-      // Every caller of the group, written or not yet: nothing of the group is on disk.
-      for (const waiting of group) if (!waiting.refused) waiting.reject(error);
-      return;
-    }
-    for (const waiting of written) waiting.resolve();
   };
 
   const schedule = (): void => {
@@ -157,7 +155,7 @@ export function createGroupCommitter<Entry>(
   return {
     commit(entry, relaxed) {
       return new Promise<void>((resolve, reject) => {
-        queue.push({ entry, relaxed, resolve, reject, refused: false });
+        queue.push({ entry, relaxed, resolve, reject });
         if (queue.length >= settings.maxBatch) flush();
         else schedule();
       });
@@ -167,4 +165,41 @@ export function createGroupCommitter<Entry>(
       return queue.length;
     },
   };
+}
+
+/**
+ * Writes one group in one shared transaction, each entry in a savepoint, and says how each ended: written; refused
+ * for its own fault (the others go on); or, when the group itself fails (the disk, the file), every entry not
+ * already refused fails with that one error and nothing of the group is written.
+ */
+export function writeGroup<Entry>(
+  transaction: GroupTransaction<Entry>,
+  group: readonly { readonly entry: Entry; readonly relaxed: boolean }[],
+): GroupOutcome[] {
+  const outcomes: (GroupOutcome | undefined)[] = group.map(() => undefined);
+  try {
+    transaction.begin(group.some((waiting) => !waiting.relaxed));
+  } catch (error) {
+    return group.map(() => ({ ok: false, error }));
+  }
+  let written = 0;
+  try {
+    for (const [index, waiting] of group.entries()) {
+      try {
+        transaction.write(waiting.entry);
+        written++;
+      } catch (error) {
+        // The batch's own fault: its savepoint is undone, the group goes on.
+        if (!transaction.ownFault(error) || !transaction.open()) throw error;
+        outcomes[index] = { ok: false, error };
+      }
+    }
+    if (written > 0) transaction.commit(written);
+    else transaction.rollback();
+  } catch (error) {
+    transaction.rollback();
+    // Every caller of the group, written or not yet: nothing of the group is on disk.
+    return outcomes.map((outcome) => outcome ?? { ok: false, error });
+  }
+  return outcomes.map((outcome) => outcome ?? { ok: true });
 }

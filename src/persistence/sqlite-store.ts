@@ -10,10 +10,18 @@ import {
   type GroupCommitOptions,
   type GroupTransaction,
   groupCommitSettings,
+  groupCommitWriter,
 } from './group-commit.ts';
 import { loadNodeSqlite } from './node-sqlite.ts';
-import { defaultLeaseTtlMs, leasesTable, prepareLeases } from './session-lease.ts';
+import {
+  defaultLeaseTtlMs,
+  type LeaseHolder,
+  leasesTable,
+  prepareLeases,
+  thisProcess,
+} from './session-lease.ts';
 import { retryWhileBusy } from './sqlite-busy.ts';
+import { startWriterThread } from './sqlite-writer-thread.ts';
 import type {
   CommitBatch,
   LeaseOptions,
@@ -76,6 +84,9 @@ export interface SqliteStoreOptions {
    * once the commit is on disk (the runtime waits for it before the effect it decided starts). A batch that breaks
    * the store's rules fails its own caller alone; a failure of the disk fails every commit of the group, and none
    * of them is written. Default false: each commit is its own transaction, on disk when `commit` returns.
+   *
+   * The event loop writes the groups; with `{ writer: 'thread' }` a worker thread of the store, with a connection of
+   * its own, writes them while the event loop goes on with the sessions.
    */
   groupCommit?: boolean | GroupCommitOptions | undefined;
 }
@@ -237,19 +248,6 @@ export function createSqliteStore(
       // No transaction is left to roll back: SQLite already did.
     }
   };
-  /** Undoes one commit of a group, leaving the group's transaction open. */
-  const undoSavepoint = (): void => {
-    try {
-      sql.rollbackTo.run();
-      sql.release.run();
-    } catch {
-      // SQLite ended the whole transaction: the group sees it and fails.
-    }
-  };
-
-  /** Set while group commit writes a commit into its shared transaction: a savepoint instead of a transaction. */
-  let inGroup: { rows: SerializedBatch } | undefined;
-
   const store: SqliteSessionStore = {
     path,
 
@@ -314,102 +312,23 @@ export function createSqliteStore(
 
     commit(sessionId, batch) {
       const s = open();
-      const rows = inGroup?.rows ?? serialize(sessionId, batch);
+      const rows = commitRowsOf(sessionId, batch);
       // A relaxed commit (events only) skips the fsync a FULL store makes: WAL mode keeps it through a process crash,
-      // and the next FULL commit's fsync takes it to the disk along with its own. (In a group, the group decides.)
-      const relax = batch.relaxed === true && synchronous === 'full' && inGroup === undefined;
+      // and the next FULL commit's fsync takes it to the disk along with its own.
+      const relax = rows.relaxed && synchronous === 'full';
       // (A PRAGMA takes effect when it is prepared: these run as plain statements, never kept prepared.)
       if (relax) db.exec('PRAGMA synchronous = NORMAL');
       try {
-        if (inGroup === undefined) s.beginWrite.run();
-        else s.savepoint.run();
+        s.beginWrite.run();
       } catch (error) {
         if (relax) db.exec('PRAGMA synchronous = FULL');
         throw storeErrorOf(error, path, `could not commit session "${sessionId}"`);
       }
       try {
-        // Only the process holding the session's lease writes what it runs (a decision on an approval may come from
-        // any process): a process that was taken over is fenced first, whatever its batch holds.
-        if (runsTheSession(batch)) s.leases.checkCommit(sessionId);
-        // The head says what the session holds (its last event, how many records of each kind); the commit updates
-        // it by what it writes, instead of counting the session's records again.
-        const before = s.heads.find(sessionId);
-        if (
-          before === undefined &&
-          batch.session === undefined &&
-          s.selectRowExists.get(sessionId) !== undefined
-        )
-          throw new StoreCorruptError(sessionId, 'its head (what the session holds) is missing');
-        const head: SessionHead = before ?? { lastSeq: -1, runs: 0, journal: 0, approvals: 0 };
-        checkBatch(sessionId, batch, head.lastSeq, batch.session !== undefined || before !== undefined);
-        const events = batch.events;
-        const session = batch.session;
-        if (session !== undefined && rows.session !== undefined)
-          s.upsertSession.run(
-            sessionId,
-            session.status,
-            session.entry,
-            session.agent,
-            session.turns,
-            session.updatedAt,
-            rows.session,
-            recordChecksum('sessions', {
-              id: sessionId,
-              status: session.status,
-              entry: session.entry,
-              agent: session.agent,
-              turns: session.turns,
-              updated_at: session.updatedAt,
-              doc: rows.session,
-            }),
-          );
-        if (batch.clearTurn === true) {
-          if (head.runs > 0) s.deleteRuns.run(sessionId);
-          if (head.journal > 0) s.deleteJournal.run(sessionId);
-          head.runs = 0;
-          head.journal = 0;
-        }
-        for (const [route, doc] of rows.runs) {
-          if (doc === null) head.runs -= Number(s.deleteRun.run(sessionId, route).changes);
-          else {
-            const sum = recordChecksum('runs', { session_id: sessionId, route, doc });
-            if (inserted(s.insertRun.run(sessionId, route, doc, sum))) head.runs++;
-            else s.updateRun.run(doc, sum, sessionId, route);
-          }
-        }
-        for (const [key, doc] of rows.journal) {
-          const sum = recordChecksum('journal', { session_id: sessionId, key, doc });
-          if (inserted(s.insertJournal.run(sessionId, key, doc, sum))) head.journal++;
-          else s.updateJournal.run(doc, sum, sessionId, key);
-        }
-        if (events !== undefined && events.length > 0) {
-          s.insertEvents(eventColumns(sessionId, events, rows.events));
-          head.lastSeq = (events.at(-1) as RunEvent).seq;
-        }
-        for (const [index, record] of (batch.approvals ?? []).entries()) {
-          const decidedAt = typeof record.decidedAt === 'number' ? record.decidedAt : null;
-          const doc = rows.approvals[index] as string;
-          const sum = recordChecksum('approvals', {
-            session_id: sessionId,
-            call_id: record.callId,
-            status: record.status,
-            requested_at: record.requestedAt,
-            decided_at: decidedAt,
-            doc,
-          });
-          const columns = [record.status, record.requestedAt, decidedAt, doc, sum] as const;
-          if (inserted(s.insertApproval.run(sessionId, record.callId, ...columns))) head.approvals++;
-          else s.updateApproval.run(...columns, sessionId, record.callId);
-        }
-        s.heads.write(sessionId, head);
-        // A session that stops running here (finished, stopped, failed, suspended) lets its lease go with the commit.
-        if (session !== undefined && session.status !== 'running' && session.status !== 'awaiting')
-          s.leases.release(sessionId);
-        if (inGroup === undefined) s.commit.run();
-        else s.release.run();
+        writeCommit(s, rows);
+        s.commit.run();
       } catch (error) {
-        if (inGroup === undefined) rollback();
-        else undoSavepoint();
+        rollback();
         throw commitErrorOf(error, path, sessionId);
       } finally {
         if (relax) db.exec('PRAGMA synchronous = FULL');
@@ -582,15 +501,99 @@ export function createSqliteStore(
   };
   if (groupSettings === undefined) return store;
 
-  // Group commit: the commits of a group run, each in a savepoint, inside one transaction of this connection.
+  if (groupCommitWriter(groupOption as true | GroupCommitOptions, 'createSqliteStore') === 'thread') {
+    // Group commit on a thread of its own: it owns a second connection for the writes; this one reads.
+    const writer = startWriterThread(
+      { path, synchronous, busyTimeoutMs, leaseTtlMs, holder: thisProcess },
+      groupSettings,
+    );
+    return {
+      ...store,
+      commit(sessionId, batch) {
+        let rows: CommitRows;
+        try {
+          open();
+          // Made now: what is committed is the batch as it was when `commit` was called.
+          rows = commitRowsOf(sessionId, batch);
+        } catch (error) {
+          return Promise.reject(error);
+        }
+        return writer.commit(rows);
+      },
+      delete(sessionId) {
+        // The commits made before the delete are written before it.
+        if (!closed) writer.drain();
+        store.delete(sessionId);
+      },
+      close() {
+        if (closed) return;
+        try {
+          writer.close();
+        } finally {
+          store.close();
+        }
+      },
+    };
+  }
+
+  // Group commit on the event loop: the commits of a group run, each in a savepoint, inside one transaction of this
+  // connection.
+  const committer = createGroupCommitter(
+    sqliteGroupTransaction(db, sql, path, synchronous, () => open()),
+    groupSettings,
+  );
+  return {
+    ...store,
+    commit(sessionId, batch) {
+      let rows: CommitRows;
+      try {
+        open();
+        // Made now: what is committed is the batch as it was when `commit` was called.
+        rows = commitRowsOf(sessionId, batch);
+      } catch (error) {
+        return Promise.reject(error);
+      }
+      return committer.commit(rows, rows.relaxed);
+    },
+    delete(sessionId) {
+      // The commits made before the delete are written before it.
+      if (!closed) committer.flush();
+      store.delete(sessionId);
+    },
+    close() {
+      if (!closed) committer.flush();
+      store.close();
+    },
+  };
+}
+
+/**
+ * Group commit's shared transaction on one connection: each commit in a savepoint. `check` runs before a group
+ * begins (throws when the store is closed).
+ */
+export function sqliteGroupTransaction(
+  db: Sqlite.DatabaseSync,
+  sql: Statements,
+  path: string,
+  synchronous: 'full' | 'normal',
+  check: () => void,
+): GroupTransaction<CommitRows> {
   let relaxedGroup = false;
   const endRelaxed = (): void => {
     if (relaxedGroup) db.exec('PRAGMA synchronous = FULL');
     relaxedGroup = false;
   };
-  const groupTransaction: GroupTransaction<GroupEntry> = {
+  const rollback = (): void => {
+    try {
+      sql.rollback.run();
+    } catch {
+      // No transaction is left to roll back: SQLite already did.
+    }
+  };
+  return {
     begin(durable) {
-      open();
+      check();
+      // A group of relaxed commits only (events) skips the fsync a FULL store makes (see `commit`).
       relaxedGroup = !durable && synchronous === 'full';
       if (relaxedGroup) db.exec('PRAGMA synchronous = NORMAL');
       try {
@@ -600,12 +603,23 @@ export function createSqliteStore(
         throw storeErrorOf(error, path, 'could not begin a group commit');
       }
     },
-    write({ sessionId, batch, rows }) {
-      inGroup = { rows };
+    write(rows) {
       try {
-        store.commit(sessionId, batch);
-      } finally {
-        inGroup = undefined;
+        sql.savepoint.run();
+      } catch (error) {
+        throw storeErrorOf(error, path, `could not commit session "${rows.sessionId}"`);
+      }
+      try {
+        writeCommit(sql, rows);
+        sql.release.run();
+      } catch (error) {
+        try {
+          sql.rollbackTo.run();
+          sql.release.run();
+        } catch {
+          // SQLite ended the whole transaction: the group sees it and fails.
+        }
+        throw commitErrorOf(error, path, rows.sessionId);
       }
     },
     // A batch that breaks the rules, comes from a process that lost the session's lease, or belongs to a session
@@ -629,37 +643,6 @@ export function createSqliteStore(
       endRelaxed();
     },
   };
-  const committer = createGroupCommitter(groupTransaction, groupSettings);
-  return {
-    ...store,
-    commit(sessionId, batch) {
-      let rows: SerializedBatch;
-      try {
-        open();
-        // Made now: what is committed is the batch as it was when `commit` was called.
-        rows = serialize(sessionId, batch);
-      } catch (error) {
-        return Promise.reject(error);
-      }
-      return committer.commit({ sessionId, batch, rows }, batch.relaxed === true);
-    },
-    delete(sessionId) {
-      // The commits made before the delete are written before it.
-      if (!closed) committer.flush();
-      store.delete(sessionId);
-    },
-    close() {
-      if (!closed) committer.flush();
-      store.close();
-    },
-  };
-}
-
-/** One commit waiting for its group: its values already serialized. */
-interface GroupEntry {
-  sessionId: string;
-  batch: CommitBatch;
-  rows: SerializedBatch;
 }
 
 type Row = Record<string, Sqlite.SQLOutputValue>;
@@ -678,7 +661,7 @@ function sqliteModule(): typeof Sqlite {
   return module;
 }
 
-function openDatabase(
+export function openDatabase(
   path: string,
   synchronous: 'full' | 'normal',
   busyTimeoutMs: number,
@@ -885,10 +868,10 @@ function refuseForeignDatabase(db: Sqlite.DatabaseSync, path: string): void {
   if (layout === undefined) throw new ForeignStoreError(path);
 }
 
-type Statements = ReturnType<typeof prepareStatements>;
+export type Statements = ReturnType<typeof prepareStatements>;
 
 /** Every statement the store runs, prepared once. */
-function prepareStatements(db: Sqlite.DatabaseSync, leaseTtlMs: number) {
+export function prepareStatements(db: Sqlite.DatabaseSync, leaseTtlMs: number, holder?: LeaseHolder) {
   const approvalColumns =
     'SELECT session_id, call_id, status, requested_at, decided_at, doc, sum FROM approvals';
   const statusIn = 'status IN (SELECT value FROM json_each(?))';
@@ -955,7 +938,7 @@ function prepareStatements(db: Sqlite.DatabaseSync, leaseTtlMs: number) {
     deleteSession: db.prepare('DELETE FROM sessions WHERE id = ?'),
     deleteLease: db.prepare('DELETE FROM leases WHERE session_id = ?'),
     heads: prepareHeads(db),
-    leases: prepareLeases(db, { ttlMs: leaseTtlMs }),
+    leases: prepareLeases(db, holder === undefined ? { ttlMs: leaseTtlMs } : { ttlMs: leaseTtlMs, holder }),
   };
 }
 
@@ -995,24 +978,226 @@ function prepareEventInserts(db: Sqlite.DatabaseSync): (columns: Sqlite.SQLInput
   };
 }
 
+/** Whether an INSERT … ON CONFLICT DO NOTHING wrote its row. */
+function inserted(result: Sqlite.StatementResultingChanges): boolean {
+  return Number(result.changes) > 0;
+}
+
+/**
+ * A value of a batch as a commit's rows carry it: a primitive as it is; anything else (the rules refuse it) as an
+ * empty object, so that the rows can be handed to another thread whatever the batch held.
+ */
+type Plain = string | number | boolean | bigint | null | undefined | Record<string, never>;
+
+function plain(value: unknown): Plain {
+  if (value === null || value === undefined) return value;
+  switch (typeof value) {
+    case 'string':
+    case 'number':
+    case 'boolean':
+    case 'bigint':
+      return value;
+    default:
+      return {};
+  }
+}
+
+/**
+ * One commit as the store writes it: the batch's values as JSON text and the columns of its rows, made when `commit`
+ * is called (what is committed is the batch as it was then; a value that is not JSON writes nothing). Strings,
+ * numbers and plain arrays only: group commit hands it to its writer thread as it is. The rules of commit-rules.ts
+ * read it like the batch.
+ */
+export interface CommitRows {
+  sessionId: string;
+  relaxed: boolean;
+  /** The running session's own batch (fenced by its lease), not a decision on one of its approvals. */
+  runsSession: boolean;
+  clearTurn: boolean;
+  session:
+    | { id: Plain; status: Plain; entry: Plain; agent: Plain; turns: Plain; updatedAt: Plain; doc: string }
+    | undefined;
+  runs: [route: Plain, doc: string | null][];
+  journal: [key: Plain, doc: string][];
+  events: {
+    seq: Plain;
+    time: Plain;
+    agent: Plain;
+    route: Plain;
+    depth: Plain;
+    type: Plain;
+    origin: Plain;
+    data: string;
+  }[];
+  approvals: { callId: Plain; status: Plain; requestedAt: Plain; decidedAt: Plain; doc: string }[];
+}
+
+/** The rows of a commit (see CommitRows); throws StoreCommitError for a value that is not JSON. */
+export function commitRowsOf(sessionId: string, batch: CommitBatch): CommitRows {
+  const json = (value: unknown, what: string): string => {
+    let text: string | undefined;
+    try {
+      text = JSON.stringify(value);
+    } catch (error) {
+      throw new StoreCommitError(sessionId, 'invalid_value', `${what} is not JSON: ${messageOf(error)}`, {
+        cause: error,
+      });
+    }
+    if (text === undefined) throw new StoreCommitError(sessionId, 'invalid_value', `${what} is not JSON`);
+    return text;
+  };
+  const session = batch.session;
+  return {
+    sessionId,
+    relaxed: batch.relaxed === true,
+    runsSession: runsTheSession(batch),
+    clearTurn: batch.clearTurn === true,
+    session:
+      session === undefined
+        ? undefined
+        : {
+            id: plain(session?.id),
+            status: plain(session?.status),
+            entry: plain(session?.entry),
+            agent: plain(session?.agent),
+            turns: plain(session?.turns),
+            updatedAt: plain(session?.updatedAt),
+            // The conversation the row holds several times is written once (row-encoding.ts).
+            doc: json(encodeSessionDoc(session), 'the session row'),
+          },
+    runs: (batch.runs ?? []).map(([route, checkpoint]) => [
+      plain(route),
+      checkpoint === null ? null : json(checkpoint, `the checkpoint of nested run "${route}"`),
+    ]),
+    journal: (batch.journal ?? []).map(([key, value]) => [plain(key), json(value, `journal entry "${key}"`)]),
+    events: (batch.events ?? []).map((event) => {
+      const data = json(event.data, `the data of event ${String(event.seq)}`);
+      const agent = plain(event.agent);
+      return {
+        seq: plain(event.seq),
+        time: plain(event.time),
+        agent,
+        route: typeof event.route === 'string' ? event.route : agent,
+        depth: typeof event.depth === 'number' ? event.depth : 0,
+        type: plain(event.type),
+        origin: event.sessionId === sessionId || typeof event.sessionId !== 'string' ? null : event.sessionId,
+        data,
+      };
+    }),
+    approvals: (batch.approvals ?? []).map((record) => {
+      const doc = json(record, `approval ${String(record.callId)}`);
+      return {
+        callId: plain(record.callId),
+        status: plain(record.status),
+        requestedAt: plain(record.requestedAt),
+        decidedAt: typeof record.decidedAt === 'number' ? record.decidedAt : null,
+        doc,
+      };
+    }),
+  };
+}
+
+/**
+ * Writes one commit's rows inside the caller's transaction (or savepoint): checks the lease and the rules, writes
+ * the records and the session's head. Throws SQLite's error or the store's typed one; the caller undoes what it wrote.
+ */
+export function writeCommit(s: Statements, rows: CommitRows): void {
+  const sessionId = rows.sessionId;
+  // Only the process holding the session's lease writes what it runs (a decision on an approval may come from
+  // any process): a process that was taken over is fenced first, whatever its batch holds.
+  if (rows.runsSession) s.leases.checkCommit(sessionId);
+  // The head says what the session holds (its last event, how many records of each kind); the commit updates
+  // it by what it writes, instead of counting the session's records again.
+  const before = s.heads.find(sessionId);
+  if (before === undefined && rows.session === undefined && s.selectRowExists.get(sessionId) !== undefined)
+    throw new StoreCorruptError(sessionId, 'its head (what the session holds) is missing');
+  const head: SessionHead = before ?? { lastSeq: -1, runs: 0, journal: 0, approvals: 0 };
+  checkBatch(sessionId, rows, head.lastSeq, rows.session !== undefined || before !== undefined);
+  // The rules passed: every column below has the type they require.
+  const session = rows.session as
+    | (Omit<StoredSession, 'id'> & { doc: string; status: StoredSession['status'] })
+    | undefined;
+  if (session !== undefined)
+    s.upsertSession.run(
+      sessionId,
+      session.status,
+      session.entry,
+      session.agent,
+      session.turns,
+      session.updatedAt,
+      session.doc,
+      recordChecksum('sessions', {
+        id: sessionId,
+        status: session.status,
+        entry: session.entry,
+        agent: session.agent,
+        turns: session.turns,
+        updated_at: session.updatedAt,
+        doc: session.doc,
+      }),
+    );
+  if (rows.clearTurn) {
+    if (head.runs > 0) s.deleteRuns.run(sessionId);
+    if (head.journal > 0) s.deleteJournal.run(sessionId);
+    head.runs = 0;
+    head.journal = 0;
+  }
+  for (const [route, doc] of rows.runs as [string, string | null][]) {
+    if (doc === null) head.runs -= Number(s.deleteRun.run(sessionId, route).changes);
+    else {
+      const sum = recordChecksum('runs', { session_id: sessionId, route, doc });
+      if (inserted(s.insertRun.run(sessionId, route, doc, sum))) head.runs++;
+      else s.updateRun.run(doc, sum, sessionId, route);
+    }
+  }
+  for (const [key, doc] of rows.journal as [string, string][]) {
+    const sum = recordChecksum('journal', { session_id: sessionId, key, doc });
+    if (inserted(s.insertJournal.run(sessionId, key, doc, sum))) head.journal++;
+    else s.updateJournal.run(doc, sum, sessionId, key);
+  }
+  if (rows.events.length > 0) {
+    s.insertEvents(eventColumns(sessionId, rows.events));
+    head.lastSeq = (rows.events.at(-1) as { seq: number }).seq;
+  }
+  for (const approval of rows.approvals) {
+    const record = approval as {
+      callId: string;
+      status: string;
+      requestedAt: number;
+      decidedAt: number | null;
+    };
+    const sum = recordChecksum('approvals', {
+      session_id: sessionId,
+      call_id: record.callId,
+      status: record.status,
+      requested_at: record.requestedAt,
+      decided_at: record.decidedAt,
+      doc: approval.doc,
+    });
+    const columns = [record.status, record.requestedAt, record.decidedAt, approval.doc, sum] as const;
+    if (inserted(s.insertApproval.run(sessionId, record.callId, ...columns))) head.approvals++;
+    else s.updateApproval.run(...columns, sessionId, record.callId);
+  }
+  s.heads.write(sessionId, head);
+  // A session that stops running here (finished, stopped, failed, suspended) lets its lease go with the commit.
+  if (session !== undefined && session.status !== 'running' && session.status !== 'awaiting')
+    s.leases.release(sessionId);
+}
+
 /** The events' rows as `prepareEventInserts` takes them: each event's columns and checksum. */
-function eventColumns(
-  sessionId: string,
-  events: readonly RunEvent[],
-  data: readonly string[],
-): Sqlite.SQLInputValue[] {
+function eventColumns(sessionId: string, events: CommitRows['events']): Sqlite.SQLInputValue[] {
   const columns: Sqlite.SQLInputValue[] = [];
-  for (const [index, event] of events.entries()) {
+  for (const event of events) {
     const record = {
       session_id: sessionId,
-      seq: event.seq,
-      time: event.time,
-      agent: event.agent,
-      route: typeof event.route === 'string' ? event.route : event.agent,
-      depth: typeof event.depth === 'number' ? event.depth : 0,
-      type: event.type,
-      origin: event.sessionId === sessionId || typeof event.sessionId !== 'string' ? null : event.sessionId,
-      data: data[index] as string,
+      seq: event.seq as number,
+      time: event.time as number,
+      agent: event.agent as string,
+      route: event.route as string,
+      depth: event.depth as number,
+      type: event.type as string,
+      origin: event.origin as string | null,
+      data: event.data,
     };
     columns.push(
       sessionId,
@@ -1028,47 +1213,6 @@ function eventColumns(
     );
   }
   return columns;
-}
-
-/** Whether an INSERT … ON CONFLICT DO NOTHING wrote its row. */
-function inserted(result: Sqlite.StatementResultingChanges): boolean {
-  return Number(result.changes) > 0;
-}
-
-/** The batch's values as JSON text, made before the transaction starts (a value that is not JSON writes nothing). */
-interface SerializedBatch {
-  session: string | undefined;
-  runs: [route: string, doc: string | null][];
-  journal: [key: string, doc: string][];
-  events: string[];
-  approvals: string[];
-}
-
-function serialize(sessionId: string, batch: CommitBatch): SerializedBatch {
-  const json = (value: unknown, what: string): string => {
-    let text: string | undefined;
-    try {
-      text = JSON.stringify(value);
-    } catch (error) {
-      throw new StoreCommitError(sessionId, 'invalid_value', `${what} is not JSON: ${messageOf(error)}`, {
-        cause: error,
-      });
-    }
-    if (text === undefined) throw new StoreCommitError(sessionId, 'invalid_value', `${what} is not JSON`);
-    return text;
-  };
-  return {
-    // The conversation the row holds several times is written once (row-encoding.ts).
-    session:
-      batch.session === undefined ? undefined : json(encodeSessionDoc(batch.session), 'the session row'),
-    runs: (batch.runs ?? []).map(([route, checkpoint]) => [
-      route,
-      checkpoint === null ? null : json(checkpoint, `the checkpoint of nested run "${route}"`),
-    ]),
-    journal: (batch.journal ?? []).map(([key, value]) => [key, json(value, `journal entry "${key}"`)]),
-    events: (batch.events ?? []).map((event) => json(event.data, `the data of event ${String(event.seq)}`)),
-    approvals: (batch.approvals ?? []).map((record) => json(record, `approval ${String(record.callId)}`)),
-  };
 }
 
 /** Whether a batch is the running session's own (fenced by its lease), not a decision on one of its approvals. */
@@ -1193,7 +1337,7 @@ const SQLITE_CONSTRAINT = 19;
 const SQLITE_NOTADB = 26;
 
 /** A typed error for a failure of SQLite: damage is StoreCorruptError (the file, no session), the rest StoreIoError. */
-function storeErrorOf(error: unknown, path: string, action: string): Error {
+export function storeErrorOf(error: unknown, path: string, action: string): Error {
   if (error instanceof TroupeError) return error;
   const code = sqliteCode(error);
   const message = messageOf(error);
@@ -1209,7 +1353,7 @@ function storeErrorOf(error: unknown, path: string, action: string): Error {
 }
 
 /** A commit's failure: values SQLite refused to bind or store are the batch's fault; the rest as for any call. */
-function commitErrorOf(error: unknown, path: string, sessionId: string): Error {
+export function commitErrorOf(error: unknown, path: string, sessionId: string): Error {
   const nodeCode = (error as { code?: unknown } | null)?.code;
   if (
     sqliteCode(error) === SQLITE_CONSTRAINT ||

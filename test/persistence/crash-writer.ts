@@ -2,8 +2,9 @@
  * The child process of crash.test.ts: commits batches to a SQLite store in a loop until it is killed (by the test,
  * or by itself after `selfKillAfter` commits). Batch N writes the session row with `turns` N, nested-run and journal
  * entries that say N, one approval, and (N % 3) + 1 events, so a reader can tell whether every batch is whole.
- * With `group`, the store runs with group commit and four sessions commit at once (their commits share groups).
- *   node --import tsx test/persistence/crash-writer.ts <file> <full|normal> <selfKillAfter, 0 for never> <single|group>
+ * With `group`, the store runs with group commit and four sessions commit at once (their commits share groups);
+ * `group-thread` is the same with the groups written by the store's writer thread.
+ *   node --import tsx test/persistence/crash-writer.ts <file> <full|normal> <selfKillAfter, 0 for never> <single|group|group-thread>
  */
 import { writeSync } from 'node:fs';
 import type { RunEvent } from '../../src/core/events.ts';
@@ -29,12 +30,17 @@ async function main(): Promise<void> {
   if (
     file === undefined ||
     (synchronous !== 'full' && synchronous !== 'normal') ||
-    (mode !== 'single' && mode !== 'group')
+    (mode !== 'single' && mode !== 'group' && mode !== 'group-thread')
   ) {
-    throw new Error('usage: crash-writer.ts <file> <full|normal> <selfKillAfter> <single|group>');
+    throw new Error(
+      'usage: crash-writer.ts <file> <full|normal> <selfKillAfter> <single|group|group-thread>',
+    );
   }
-  const store = createSqliteStore(file, { synchronous, groupCommit: mode === 'group' });
-  const sessions = mode === 'group' ? groupSessions : [crashSession];
+  const store = createSqliteStore(file, {
+    synchronous,
+    groupCommit: mode === 'single' ? false : { writer: mode === 'group' ? 'inline' : 'thread' },
+  });
+  const sessions = mode === 'single' ? [crashSession] : groupSessions;
   const killAfter = Number(selfKillAfter ?? 0);
   const starts = sessions.map((sessionId) => {
     const state = store.load(sessionId);

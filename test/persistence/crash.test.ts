@@ -35,7 +35,7 @@ interface Killed {
 function runWriter(
   file: string,
   synchronous: 'full' | 'normal',
-  mode: 'single' | 'group',
+  mode: 'single' | 'group' | 'group-thread',
   plan: { killAfterMs: number } | { selfKillAfter: number },
 ): Promise<Killed> {
   return new Promise((resolve, reject) => {
@@ -84,6 +84,11 @@ function totalEvents(batches: number): number {
 const modes = [
   { mode: 'single' as const, name: 'one commit per transaction', sessions: [crashSession] },
   { mode: 'group' as const, name: 'group commit, four sessions at once', sessions: groupSessions },
+  {
+    mode: 'group-thread' as const,
+    name: "group commit on the store's writer thread, four sessions at once",
+    sessions: groupSessions,
+  },
 ];
 
 describe.each(modes)('a SQLite store killed mid-commit ($name)', ({ mode, sessions }) => {
