@@ -1,6 +1,7 @@
 import * as xstate from 'xstate';
 import { type AnyStateMachine, assign, StateMachine, spawnChild, stopChild } from 'xstate';
 import { type Configuration, Configurations, ReadonlyTags } from './configuration.ts';
+import { GuardTests } from './guards.ts';
 import { chosenInterpreter, type InterpreterStatus, processInterpreter } from './interpreter-choice.ts';
 import { ActionRun, resolveActions, type SnapshotBuilder, type WorkingState } from './resolve-actions.ts';
 import { assessRuntime } from './runtime-gate.ts';
@@ -99,7 +100,7 @@ const initEvent = 'xstate.init';
 
 class CompiledMachine extends Base implements SnapshotBuilder {
   private readonly configurations = new Configurations();
-  private readonly candidates = new CandidateTable();
+  private readonly candidates = new CandidateTable(new GuardTests(this.implementations.guards));
   /** Per state node: its exit actions plus stopping its invoked actors (XState's exitStates). */
   private readonly exitActions = new Map<EngineStateNode, readonly unknown[]>();
   /** Per state node: its entry actions plus starting its invoked actors, with or without its initial actions. */
@@ -223,7 +224,7 @@ class CompiledMachine extends Base implements SnapshotBuilder {
         );
       const configuration = this.configurations.of(snapshot._nodes);
       let transition: EngineTransition | undefined = selectEventlessNext
-        ? selectEventless(configuration, event, snapshot)
+        ? selectEventless(configuration, this.candidates, event, snapshot)
         : undefined;
       const previous: EngineSnapshot | undefined = transition ? snapshot : undefined;
       if (!transition) {

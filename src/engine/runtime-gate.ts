@@ -19,6 +19,9 @@ export interface XStateRuntime {
   fromCallback(callback: never): unknown;
   sendTo(to: never, event: never, options?: never): unknown;
   emit(event: never): unknown;
+  and(guards: never): unknown;
+  or(guards: never): unknown;
+  not(guard: never): unknown;
 }
 
 /** What the check found: `problems` is empty when the compiled interpreter may run. */
@@ -34,6 +37,7 @@ export interface RuntimeVerdict {
  * The private members src/engine relies on, each with how it is checked on a live actor of the loaded xstate. They
  * are the whole list: actor-links.ts (`_parent`, `_stop`, the system's `_relay`), resolve-actions.ts
  * (`_processingStatus`, the `to`, `event`, `id` and `delay` a `sendTo` action carries and the `event` of an `emit`),
+ * guards.ts (the `guards` and `check` an `and`, `or` or `not` guard carries),
  * compiled-machine.ts
  * (the system's `_sendInspectionEvent`, a snapshot's `_nodes`, state nodes' `transitions` and `order`) and
  * xstate-build.ts (`Actor.prototype._send`).
@@ -58,6 +62,18 @@ function structuralProblems(xstate: XStateRuntime): string[] {
   // An emit is resolved from its event: read as absent, a command would be emitted as undefined.
   const emitted = xstate.emit(ping as never) as Record<string, unknown>;
   require(emitted?.type === 'xstate.emit' && emitted.event === ping, "an emit action's type and event");
+  // `and`, `or` and `not` are evaluated from the guards they carry: read as absent, they would be XState's own.
+  const inner = ['a', 'b'];
+  const combined = [xstate.and(inner as never), xstate.or(inner as never)] as {
+    guards?: unknown;
+    check?: unknown;
+  }[];
+  const negated = xstate.not('a' as never) as { guards?: unknown[]; check?: unknown };
+  require(combined.every((guard) => guard.guards === inner && typeof guard.check === 'function') &&
+    Array.isArray(negated.guards) &&
+    negated.guards.length === 1 &&
+    negated.guards[0] === 'a' &&
+    typeof negated.check === 'function', "an and, or or not guard's guards and check");
   const machine = xstate.createMachine({
     id: 'troupeGateShape',
     initial: 'a',

@@ -469,6 +469,60 @@ describe('guards', () => {
     });
   }
 
+  it('guards resolved once: a name for a built-in, a name for a name, short-circuits past a missing guard, params evaluated each time', async () => {
+    const resolvedOnce = setup({
+      types: { context: {} as { n: number; armed: boolean }, events: {} as AnyEvent },
+      actions: { rec },
+      guards: {
+        armed: ({ context }) => context.armed,
+        positive: ({ context }) => context.n > 0,
+        // A named built-in, and a name whose implementation is a name and one that is `{ type, params }`.
+        bothPositiveAndEven: and(['positive', ({ context }) => context.n % 2 === 0]),
+        alias: 'positive' as never,
+        aliasWithParams: { type: 'above', params: { min: 2 } } as never,
+        above: ({ context }, params: { min: number }) => {
+          record(`above ${params.min}`);
+          return context.n > params.min;
+        },
+      },
+    }).createMachine({
+      id: 'resolvedOnce',
+      context: { n: 0, armed: false },
+      on: {
+        INC: { actions: assign({ n: ({ context }) => context.n + 1 }) },
+        ARM: { actions: assign({ armed: true }) },
+        TEST: [
+          // The missing guard is not evaluated while the one before it fails (and) or passes (or).
+          { guard: and(['armed', 'missing' as never, 'alias']), actions: r('never') },
+          { guard: 'bothPositiveAndEven', actions: r('positive and even') },
+          { guard: 'aliasWithParams', actions: r('named params passed') },
+          {
+            guard: { type: 'above', params: ({ context }) => ({ min: context.n * 2 - 1 }) },
+            actions: r('params function passed'),
+          },
+          { guard: 'alias', actions: r('positive') },
+        ],
+        TEST_OR: { guard: or([not('armed'), 'missing' as never]), actions: r('unarmed') },
+      },
+    });
+    const stock = await expectSameBehaviour(
+      resolvedOnce,
+      { probes: [{ type: 'TEST' }] },
+      send('TEST', 'INC', 'TEST', 'INC', 'TEST', 'INC', 'TEST', 'TEST_OR', 'ARM', 'TEST'),
+    );
+    // The guard named 'above' records each evaluation (probes included): only the actions' records are compared.
+    expect(stock.flatMap((o) => o.records).filter((entry) => !String(entry).startsWith('above '))).toEqual([
+      'params function passed',
+      'positive',
+      'positive and even',
+      'named params passed',
+      'unarmed',
+    ]);
+    expect(stock[9]?.status).toBe('active');
+    expect(stock[10]?.status).toBe('error');
+    expect((stock[10]?.error as { message: string }).message).toContain("Guard 'missing' is not implemented");
+  });
+
   it('a guard that throws while the machine starts', async () => {
     const failing = setup({
       guards: {

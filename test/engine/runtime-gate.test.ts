@@ -99,6 +99,23 @@ describe('assessRuntime(xstate, compile)', () => {
         },
         "an emit action's type and event",
       ],
+      [
+        {
+          ...loaded,
+          // An `and` whose guards are kept under another name: read as absent, the guard would be misread.
+          and: ((guards: never) => {
+            const guard = loaded.and(guards) as Record<string, unknown>;
+            const renamed = Object.assign(
+              (...call: unknown[]) => (guard as unknown as (...a: unknown[]) => unknown)(...call),
+              guard,
+            );
+            renamed.all = renamed.guards;
+            renamed.guards = undefined;
+            return renamed;
+          }) as unknown as XStateRuntime['and'],
+        },
+        "an and, or or not guard's guards and check",
+      ],
     ];
     for (const [runtime, member] of cases) {
       const verdict = assessRuntime(runtime, compiled);
