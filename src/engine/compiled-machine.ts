@@ -2,6 +2,7 @@ import * as xstate from 'xstate';
 import { type AnyStateMachine, assign, StateMachine, spawnChild, stopChild } from 'xstate';
 import { type Configuration, Configurations, ReadonlyTags } from './configuration.ts';
 import { GuardTests } from './guards.ts';
+import { inspectMicrostep } from './inspection-events.ts';
 import { chosenInterpreter, type InterpreterStatus, processInterpreter } from './interpreter-choice.ts';
 import { ActionRun, resolveActions, type SnapshotBuilder, type WorkingState } from './resolve-actions.ts';
 import { assessRuntime } from './runtime-gate.ts';
@@ -145,7 +146,7 @@ class CompiledMachine extends Base implements SnapshotBuilder {
     if (!transition && event.type.startsWith('xstate.error.actor')) return this.fail(snapshot, event, scope);
     const internalQueue: EngineEvent[] = [];
     const next = this.step(transition, snapshot, event, scope, internalQueue, false);
-    this.inspectMicrostep(scope, event, next, transition);
+    inspectMicrostep(scope, event, next, transition);
     return this.settle(next, event, scope, internalQueue);
   }
 
@@ -200,7 +201,7 @@ class CompiledMachine extends Base implements SnapshotBuilder {
     run.status = 'error';
     run.error = (event as { error?: unknown }).error;
     const failed = this.snapshotOf(configuration, run, snapshot._nodes, snapshot.historyValue);
-    this.inspectMicrostep(scope, event, failed, undefined);
+    inspectMicrostep(scope, event, failed, undefined);
     return failed;
   }
 
@@ -235,7 +236,7 @@ class CompiledMachine extends Base implements SnapshotBuilder {
       }
       snapshot = this.step(transition, snapshot, event, scope, internalQueue, false);
       selectEventlessNext = snapshot !== previous;
-      this.inspectMicrostep(scope, event, snapshot, transition);
+      inspectMicrostep(scope, event, snapshot, transition);
     }
     if (snapshot.status !== 'active') {
       // XState stops every child of a machine that is done (the snapshot itself keeps listing them).
@@ -380,21 +381,6 @@ class CompiledMachine extends Base implements SnapshotBuilder {
       this.entryActions.set(node, actions);
     }
     return actions;
-  }
-
-  private inspectMicrostep(
-    scope: EngineScope,
-    event: EngineEvent,
-    snapshot: EngineSnapshot,
-    transition: EngineTransition | undefined,
-  ): void {
-    scope.system._sendInspectionEvent({
-      type: '@xstate.microstep',
-      actorRef: scope.self,
-      event,
-      snapshot,
-      _transitions: transition ? [transition] : [],
-    });
   }
 }
 

@@ -520,7 +520,9 @@ describe('guards', () => {
     ]);
     expect(stock[9]?.status).toBe('active');
     expect(stock[10]?.status).toBe('error');
-    expect((stock[10]?.error as { message: string }).message).toContain("Guard 'missing' is not implemented");
+    expect(stock[10]?.error).toMatchObject({
+      message: expect.stringContaining("Guard 'missing' is not implemented"),
+    });
   });
 
   it('a guard that throws while the machine starts', async () => {
