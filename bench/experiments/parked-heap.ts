@@ -108,4 +108,8 @@ if (process.env.PARKED_HEAP_CHILD) {
     console.log(
       `| ${row.key} | ${row.a[0].toFixed(2)} | ${row.b[0].toFixed(2)} | ${(row.b[1] - row.a[1]).toFixed(0)} |`,
     );
+  // What B holds most of, per run (objects and bytes), whatever A holds.
+  console.log(`\nlargest in ${second}, bytes per run (objects per run):`);
+  for (const row of [...rows].sort((x, y) => y.b[1] - x.b[1]).slice(0, 25))
+    console.log(`${row.b[1].toFixed(0).padStart(7)}  (${row.b[0].toFixed(2)})  ${row.key}`);
 }
