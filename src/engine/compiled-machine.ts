@@ -112,8 +112,6 @@ class CompiledMachine extends Base implements SnapshotBuilder {
   private readonly exitActions = new Map<EngineStateNode, readonly unknown[]>();
   /** Per state node: its entry actions plus starting its invoked actors, with or without its initial actions. */
   private readonly entryActions = new Map<EngineStateNode, EntryActions>();
-  /** Per transition plan: its actions as one list, or null when it resolves node by node (actionsOf). */
-  private readonly flatActions = new Map<TransitionPlan, readonly unknown[] | null>();
   /** Built at the first start: a machine whose `initial` names no state fails its actor then, as in XState. */
   private initialTransition: EngineTransition | undefined;
   private readonly contextAssign: unknown;
@@ -375,7 +373,7 @@ class CompiledMachine extends Base implements SnapshotBuilder {
    * null otherwise, and the step resolves node by node.
    */
   private actionsOf(plan: TransitionPlan, transition: EngineTransition): readonly unknown[] | null {
-    let flat = this.flatActions.get(plan);
+    let flat = plan.actions;
     if (flat === undefined) {
       const simple = plan.enter.every(({ node }) => node.type !== 'final' && node.invoke.length === 0);
       flat = simple
@@ -388,7 +386,7 @@ class CompiledMachine extends Base implements SnapshotBuilder {
             }),
           ]
         : null;
-      this.flatActions.set(plan, flat);
+      plan.actions = flat;
     }
     return flat;
   }

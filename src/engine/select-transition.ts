@@ -28,33 +28,26 @@ export interface Candidate {
 /**
  * Per configuration and event type, the candidate transitions in the order XState tries them: the leaf's first,
  * then each ancestor's up to the root; within a node, exact matches first, then wildcards, longest first. Per
- * configuration too, its eventless (`always`) transitions in the same order. Built on first use, one lookup each.
+ * configuration too, its eventless (`always`) transitions in the same order. Built on first use and kept on the
+ * configuration.
  */
 export class CandidateTable {
-  private readonly table = new Map<Configuration, Map<string, readonly Candidate[]>>();
-  private readonly eventless = new Map<Configuration, readonly Candidate[]>();
-
   constructor(private readonly guards: GuardTests) {}
 
   of(configuration: Configuration, eventType: string): readonly Candidate[] {
-    let byType = this.table.get(configuration);
-    if (!byType) {
-      byType = new Map();
-      this.table.set(configuration, byType);
-    }
-    let candidates = byType.get(eventType);
+    let candidates = configuration.candidates.get(eventType);
     if (!candidates) {
       candidates = configuration.chain.flatMap((node) =>
         nodeCandidates(node, eventType).map((transition) => this.candidate(transition)),
       );
-      byType.set(eventType, candidates);
+      configuration.candidates.set(eventType, candidates);
     }
     return candidates;
   }
 
   /** The `always` transitions of the configuration's nodes, leaf first (empty when the leaf is not atomic). */
   always(configuration: Configuration): readonly Candidate[] {
-    let candidates = this.eventless.get(configuration);
+    let candidates = configuration.eventless;
     if (!candidates) {
       const { leaf } = configuration;
       candidates =
@@ -63,7 +56,7 @@ export class CandidateTable {
           : configuration.chain.flatMap((node) =>
               (node.always ?? []).map((transition) => this.candidate(transition)),
             );
-      this.eventless.set(configuration, candidates);
+      configuration.eventless = candidates;
     }
     return candidates;
   }
