@@ -812,6 +812,36 @@ describe('raise, delays, emit, enqueueActions, log', () => {
     ]);
     expect(stock[5]?.logs).toEqual([['hello'], ['label', 'n is 1']]);
   });
+
+  it("an emit resolved with a scope other than the running actor's own goes to that scope's executor", () => {
+    const emitter = compileMachine(
+      createMachine({ initial: 'a', states: { a: { on: { GO: { actions: emit({ type: 'out' }) } } } } }),
+    );
+    const actor = createActor(emitter).start();
+    const executed: { type: string; params: unknown }[] = [];
+    const deferred: (() => void)[] = [];
+    // The running actor as `self`, with an executor and a deferral of the caller's (a tool that steps a machine).
+    const scope = {
+      self: actor,
+      id: actor.id,
+      sessionId: actor.sessionId,
+      logger: () => {},
+      system: actor.system,
+      defer: (fn: () => void) => deferred.push(fn),
+      emit: () => {},
+      stopChild: () => {},
+      actionExecutor: (action: { type: string; params: unknown }) => executed.push(action),
+    };
+    const emitted: unknown[] = [];
+    actor.on('out', (event) => emitted.push(event));
+    emitter.transition(actor.getSnapshot(), { type: 'GO' }, scope as never);
+    expect(executed).toMatchObject([{ type: 'xstate.emit', params: { event: { type: 'out' } } }]);
+    expect(deferred).toEqual([]);
+    expect(emitted).toEqual([]);
+    actor.send({ type: 'GO' });
+    expect(emitted).toEqual([{ type: 'out' }]);
+    actor.stop();
+  });
 });
 
 describe('final states', () => {
