@@ -76,9 +76,15 @@ if (mode === '--child') {
     const group = groupOf(key);
     groups.set(group, (groups.get(group) ?? 0) + hits);
   }
-  console.log('by group:');
+  // Samples are 50 µs apart: a group's samples times 50 µs over the window's tool steps is about its time per step.
+  const steps = processes * 100 * 10;
+  console.log(
+    `by group (share of the window; µs per tool step, ${((total * 50) / steps).toFixed(1)} in all):`,
+  );
   for (const [group, hits] of [...groups].sort((a, b) => b[1] - a[1]))
-    console.log(`${((100 * hits) / total).toFixed(1).padStart(5)} %  ${group}`);
+    console.log(
+      `${((100 * hits) / total).toFixed(1).padStart(5)} %  ${((hits * 50) / steps).toFixed(1).padStart(5)} µs  ${group}`,
+    );
 }
 
 function groupOf(key: string): string {
