@@ -243,15 +243,18 @@ export function startRun<TOutput>(
     // that answered at once during the start left no phase of its own, on either path.
     let observing = false;
     runtime.reportPhase = () => {
-      if (observing && bus.listening)
-        (phases ??= phaseReporter(bus, agent.name, origin)).observe(actor.getSnapshot());
+      if (!observing || !bus.listening) return;
+      phases ??= phaseReporter(bus, agent.name, origin);
+      phases.observe(actor.getSnapshot());
     };
     actor.subscribe({
       next: (snapshot: SnapshotFrom<AgentMachine>) => {
         lastContext = snapshot.context;
         // Phase events only matter to a listener (a plain run() has none).
-        if (bus.listening && (observing || snapshot.status === 'done'))
-          (phases ??= phaseReporter(bus, agent.name, origin)).observe(snapshot);
+        if (bus.listening && (observing || snapshot.status === 'done')) {
+          phases ??= phaseReporter(bus, agent.name, origin);
+          phases.observe(snapshot);
+        }
         if (snapshot.status === 'done') finish(snapshot.output);
       },
       // A root actor without an error observer crashes the process. Ours turns the error into a result.
@@ -268,8 +271,10 @@ export function startRun<TOutput>(
     if (onAbort) signal?.addEventListener('abort', onAbort, { once: true });
     actor.start();
     observing = true;
-    if (!finished && bus.listening)
-      (phases ??= phaseReporter(bus, agent.name, origin)).observe(actor.getSnapshot());
+    if (!finished && bus.listening) {
+      phases ??= phaseReporter(bus, agent.name, origin);
+      phases.observe(actor.getSnapshot());
+    }
     if (signal?.aborted) onAbort?.();
   });
 
