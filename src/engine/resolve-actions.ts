@@ -223,8 +223,9 @@ function resolveList(
       const self = scope.self as unknown as { _processingStatus: number; _actorScope: unknown };
       if (self._processingStatus === processingRunning && self._actorScope === scope) {
         // What the executor of a running actor does for it: reports the action, and its execution defers the
-        // emission to the end of the step (no action record, bound function or executor closure in between). A
-        // scope of another making (XState's pure transition functions, a test's) gets the action as before.
+        // emission to the end of the step (no action record, bound function or executor closure in between).
+        // A scope of another making (XState's pure transition functions, a test's) gets the action through its
+        // executor.
         inspectEmit(scope, event);
         scope.defer(() => scope.emit(event));
       } else executeResolved(scope, builtin, args, { event });
