@@ -3,7 +3,10 @@
  * the `troupe` adapter), bytes per tool step by the function that allocated them, objects the collector already
  * freed included. Garbage is a sixth of a warm step's CPU; this names what to trim.
  *
- *   npm run build && node bench/experiments/allocation-sites.ts [dist folder=dist] [rows=40]
+ *   npm run build && node bench/experiments/allocation-sites.ts [dist folder=dist] [rows=40] [--after50]
+ *
+ * With --after50, the 100 runs after 50 warm-up runs instead (W1's early regime, where most of a step runs in V8's
+ * baseline tiers and nothing is escape-analysed away).
  */
 import { Session } from 'node:inspector/promises';
 import { resolve } from 'node:path';
@@ -17,13 +20,18 @@ interface ProfileNode {
   children: ProfileNode[];
 }
 
-const dist = resolve(import.meta.dirname, '..', '..', process.argv[2] ?? 'dist');
-const rows = Number(process.argv[3] ?? 40);
+const early = process.argv.includes('--after50');
+const [distArg, rowsArg] = process.argv.slice(2).filter((arg) => arg !== '--after50');
+const dist = resolve(import.meta.dirname, '..', '..', distArg ?? 'dist');
+const rows = Number(rowsArg ?? 40);
 const troupe = (await import(pathToFileURL(resolve(dist, 'index.js')).href)) as TroupeModule;
 const scenario: Scenario = { toolSteps: 10, toolsPerTurn: 1, modelDelayMs: 0, toolDelayMs: 0, deltas: 0 };
 const runner = prepareTroupeWith(troupe, 'troupe', scenario);
-const warmUntil = performance.now() + 1500;
-while (performance.now() < warmUntil) await runner.run('warm up');
+if (early) for (let i = 0; i < 50; i++) await runner.run('warm up');
+else {
+  const warmUntil = performance.now() + 1500;
+  while (performance.now() < warmUntil) await runner.run('warm up');
+}
 
 const session = new Session();
 session.connect();
@@ -32,7 +40,7 @@ await session.post('HeapProfiler.startSampling', {
   includeObjectsCollectedByMajorGC: true,
   includeObjectsCollectedByMinorGC: true,
 });
-const runs = 300;
+const runs = early ? 100 : 300;
 for (let i = 0; i < runs; i++) await runner.run(`task ${i}`);
 const { profile } = (await session.post('HeapProfiler.stopSampling')) as { profile: { head: ProfileNode } };
 session.disconnect();

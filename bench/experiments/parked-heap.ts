@@ -3,7 +3,10 @@
  * each build in its own process parks `runs` runs, takes a V8 heap snapshot and counts nodes and bytes per run by
  * type and constructor; the rows whose bytes per run differ most are printed.
  *
- *   node bench/experiments/parked-heap.ts ../base/dist dist [runs=2000]
+ *   node bench/experiments/parked-heap.ts ../base/dist dist [runs=2000] [--marginal]
+ *
+ * With --marginal, each build parks `runs` and then 3 × `runs` runs (two processes) and the rows are what the extra
+ * runs added, per run: what one more run in flight costs, without the process's fixed heap spread over the runs.
  */
 import { spawnSync } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
@@ -16,8 +19,9 @@ import type * as TroupeDist from '../../dist/index.js';
 type Counts = Record<string, [nodes: number, bytes: number]>;
 type Troupe = Pick<typeof TroupeDist, 'defineAgent' | 'run' | 'tool'>;
 
-const [first = '', second = '', runsArg] = process.argv.slice(2);
-const runs = Number(runsArg ?? 2000);
+const marginal = process.argv.includes('--marginal');
+const [first = '', second = '', runsArg] = process.argv.slice(2).filter((arg) => arg !== '--marginal');
+const runs = Number(runsArg || 2000);
 
 /** In the child: parks the runs, snapshots the heap and prints the counts per run as JSON. */
 async function park(dist: string): Promise<void> {
@@ -86,8 +90,8 @@ if (process.env.PARKED_HEAP_CHILD) {
 } else {
   if (!first || !second)
     throw new Error('usage: node bench/experiments/parked-heap.ts <dist A> <dist B> [runs]');
-  const measure = (dist: string): Counts => {
-    const child = spawnSync(process.execPath, [import.meta.filename, '', '', String(runs)], {
+  const measureAt = (dist: string, count: number): Counts => {
+    const child = spawnSync(process.execPath, [import.meta.filename, '', '', String(count)], {
       env: { ...process.env, PARKED_HEAP_CHILD: dist },
       encoding: 'utf8',
       maxBuffer: 64 * 2 ** 20,
@@ -95,17 +99,37 @@ if (process.env.PARKED_HEAP_CHILD) {
     if (child.status !== 0) throw new Error(`${dist}: ${child.stderr.slice(0, 500)}`);
     return JSON.parse(child.stdout) as Counts;
   };
+  /** Per run: the whole heap over `runs` runs, or (--marginal) what 2 × `runs` more runs added, over them. */
+  const measure = (dist: string): Counts => {
+    const base = measureAt(dist, runs);
+    if (!marginal) return base;
+    const more = measureAt(dist, 3 * runs);
+    const added: Counts = {};
+    for (const key of new Set([...Object.keys(base), ...Object.keys(more)])) {
+      const [nodesA, bytesA] = base[key] ?? [0, 0];
+      const [nodesB, bytesB] = more[key] ?? [0, 0];
+      added[key] = [(3 * nodesB - nodesA) / 2, (3 * bytesB - bytesA) / 2];
+    }
+    return added;
+  };
   const a = measure(first);
   const b = measure(second);
   const rows = [...new Set([...Object.keys(a), ...Object.keys(b)])]
     .map((key) => ({ key, a: a[key] ?? [0, 0], b: b[key] ?? [0, 0] }))
-    .filter((row) => row.a[0] >= 1 || row.b[0] >= 1)
+    .filter((row) => row.a[0] >= (marginal ? 0.5 : 1) || row.b[0] >= (marginal ? 0.5 : 1))
     .sort((x, y) => Math.abs(y.b[1] - y.a[1]) - Math.abs(x.b[1] - x.a[1]));
   const total = rows.reduce((sum, row) => sum + row.b[1] - row.a[1], 0);
-  console.log(`${runs} parked runs; bytes per run, ${second} minus ${first}: ${total.toFixed(0)} in all`);
+  const perRun = (side: 'a' | 'b') => rows.reduce((sum, row) => sum + row[side][1], 0).toFixed(0);
+  console.log(
+    `${runs}${marginal ? ` and ${3 * runs}` : ''} parked runs; bytes per run${marginal ? ' (marginal)' : ''}: ${first} ${perRun('a')}, ${second} ${perRun('b')}; ${second} minus ${first}: ${total.toFixed(0)}`,
+  );
   console.log('| heap objects | per run in A | per run in B | bytes per run, B − A |\n|---|---:|---:|---:|');
   for (const row of rows.slice(0, 12))
     console.log(
       `| ${row.key} | ${row.a[0].toFixed(2)} | ${row.b[0].toFixed(2)} | ${(row.b[1] - row.a[1]).toFixed(0)} |`,
     );
+  // What B holds most of, per run (objects and bytes), whatever A holds.
+  console.log(`\nlargest in ${second}, bytes per run (objects per run):`);
+  for (const row of [...rows].sort((x, y) => y.b[1] - x.b[1]).slice(0, 25))
+    console.log(`${row.b[1].toFixed(0).padStart(7)}  (${row.b[0].toFixed(2)})  ${row.key}`);
 }

@@ -1,6 +1,14 @@
 import * as xstate from 'xstate';
 import { type AnyStateMachine, assign, StateMachine, spawnChild, stopChild } from 'xstate';
-import { type Configuration, Configurations, ReadonlyTags } from './configuration.ts';
+import {
+  type Configuration,
+  Configurations,
+  type EnteredNode,
+  ReadonlyTags,
+  type TransitionPlan,
+} from './configuration.ts';
+import { GuardTests } from './guards.ts';
+import { inspectMicrostep } from './inspection-events.ts';
 import { chosenInterpreter, type InterpreterStatus, processInterpreter } from './interpreter-choice.ts';
 import { ActionRun, resolveActions, type SnapshotBuilder, type WorkingState } from './resolve-actions.ts';
 import { assessRuntime } from './runtime-gate.ts';
@@ -99,7 +107,7 @@ const initEvent = 'xstate.init';
 
 class CompiledMachine extends Base implements SnapshotBuilder {
   private readonly configurations = new Configurations();
-  private readonly candidates = new CandidateTable();
+  private readonly candidates = new CandidateTable(new GuardTests(this.implementations.guards));
   /** Per state node: its exit actions plus stopping its invoked actors (XState's exitStates). */
   private readonly exitActions = new Map<EngineStateNode, readonly unknown[]>();
   /** Per state node: its entry actions plus starting its invoked actors, with or without its initial actions. */
@@ -144,7 +152,7 @@ class CompiledMachine extends Base implements SnapshotBuilder {
     if (!transition && event.type.startsWith('xstate.error.actor')) return this.fail(snapshot, event, scope);
     const internalQueue: EngineEvent[] = [];
     const next = this.step(transition, snapshot, event, scope, internalQueue, false);
-    this.inspectMicrostep(scope, event, next, transition);
+    inspectMicrostep(scope, event, next, transition);
     return this.settle(next, event, scope, internalQueue);
   }
 
@@ -199,7 +207,7 @@ class CompiledMachine extends Base implements SnapshotBuilder {
     run.status = 'error';
     run.error = (event as { error?: unknown }).error;
     const failed = this.snapshotOf(configuration, run, snapshot._nodes, snapshot.historyValue);
-    this.inspectMicrostep(scope, event, failed, undefined);
+    inspectMicrostep(scope, event, failed, undefined);
     return failed;
   }
 
@@ -223,7 +231,7 @@ class CompiledMachine extends Base implements SnapshotBuilder {
         );
       const configuration = this.configurations.of(snapshot._nodes);
       let transition: EngineTransition | undefined = selectEventlessNext
-        ? selectEventless(configuration, event, snapshot)
+        ? selectEventless(configuration, this.candidates, event, snapshot)
         : undefined;
       const previous: EngineSnapshot | undefined = transition ? snapshot : undefined;
       if (!transition) {
@@ -234,7 +242,7 @@ class CompiledMachine extends Base implements SnapshotBuilder {
       }
       snapshot = this.step(transition, snapshot, event, scope, internalQueue, false);
       selectEventlessNext = snapshot !== previous;
-      this.inspectMicrostep(scope, event, snapshot, transition);
+      inspectMicrostep(scope, event, snapshot, transition);
     }
     if (snapshot.status !== 'active') {
       // XState stops every child of a machine that is done (the snapshot itself keeps listing them).
@@ -263,13 +271,21 @@ class CompiledMachine extends Base implements SnapshotBuilder {
     const from = this.configurations.of(current._nodes);
     const plan = this.configurations.plan(from, transition, initial);
     const run = new ActionRun(this, scope, event, internalQueue, from, current);
-    for (const node of plan.exit) resolveActions(run, this.exitActionsOf(node));
-    resolveActions(run, transition.actions);
-    for (const entered of plan.enter) {
-      const node = entered.node;
-      const entry = this.entryActionsOf(node);
-      resolveActions(run, entered.defaultEntry ? entry.withInitial : entry.actions, entry.invokeIds);
-      if (node.type === 'final') this.enterFinal(node, run);
+    const flat = this.actionsOf(plan, transition);
+    if (flat) resolveActions(run, flat);
+    else {
+      // Indexed loops: the microstep runs in V8's baseline tiers for a while, where `for...of` allocates.
+      const { exit, enter } = plan;
+      for (let index = 0; index < exit.length; index++)
+        resolveActions(run, this.exitActionsOf(exit[index] as EngineStateNode));
+      resolveActions(run, transition.actions);
+      for (let index = 0; index < enter.length; index++) {
+        const entered = enter[index] as EnteredNode;
+        const node = entered.node;
+        const entry = this.entryActionsOf(node);
+        resolveActions(run, entered.defaultEntry ? entry.withInitial : entry.actions, entry.invokeIds);
+        if (node.type === 'final') this.enterFinal(node, run);
+      }
     }
     if (run.status === 'done') {
       for (const node of plan.next.nodesDone) resolveActions(run, node.exit);
@@ -351,6 +367,30 @@ class CompiledMachine extends Base implements SnapshotBuilder {
     return this.methods;
   }
 
+  /**
+   * A plan's exit, transition and entry actions as one list, in XState's order, when no node it enters starts
+   * invoked actors (a `sendTo` must wait for those) or is final (its done event and output come between lists);
+   * null otherwise, and the step resolves node by node.
+   */
+  private actionsOf(plan: TransitionPlan, transition: EngineTransition): readonly unknown[] | null {
+    let flat = plan.actions;
+    if (flat === undefined) {
+      const simple = plan.enter.every(({ node }) => node.type !== 'final' && node.invoke.length === 0);
+      flat = simple
+        ? [
+            ...plan.exit.flatMap((node) => this.exitActionsOf(node)),
+            ...transition.actions,
+            ...plan.enter.flatMap(({ node, defaultEntry }) => {
+              const entry = this.entryActionsOf(node);
+              return defaultEntry ? entry.withInitial : entry.actions;
+            }),
+          ]
+        : null;
+      plan.actions = flat;
+    }
+    return flat;
+  }
+
   private exitActionsOf(node: EngineStateNode): readonly unknown[] {
     let actions = this.exitActions.get(node);
     if (!actions) {
@@ -379,21 +419,6 @@ class CompiledMachine extends Base implements SnapshotBuilder {
       this.entryActions.set(node, actions);
     }
     return actions;
-  }
-
-  private inspectMicrostep(
-    scope: EngineScope,
-    event: EngineEvent,
-    snapshot: EngineSnapshot,
-    transition: EngineTransition | undefined,
-  ): void {
-    scope.system._sendInspectionEvent({
-      type: '@xstate.microstep',
-      actorRef: scope.self,
-      event,
-      snapshot,
-      _transitions: transition ? [transition] : [],
-    });
   }
 }
 

@@ -1,4 +1,5 @@
 import type { StateValue } from 'xstate';
+import type { Candidate } from './select-transition.ts';
 import {
   type EngineStateNode,
   type EngineTransition,
@@ -26,6 +27,9 @@ export interface Configuration {
   tagsDone: Set<string>;
   /** What each transition taken from here does to the configuration, computed on first use. */
   plans: Map<EngineTransition, TransitionPlan>;
+  /** The candidate transitions for each event type, and the eventless ones, filled on first use (select-transition.ts). */
+  candidates: Map<string, readonly Candidate[]>;
+  eventless: readonly Candidate[] | undefined;
 }
 
 /** A state node entered by a transition; `defaultEntry` nodes also run their `initial` transition's actions. */
@@ -43,6 +47,11 @@ export interface TransitionPlan {
   next: Configuration;
   /** Whether the active nodes differ afterwards (when they do not, XState keeps the snapshot's `_nodes`). */
   nodesChanged: boolean;
+  /**
+   * The microstep's exit, transition and entry actions as one list, or null when they are resolved node by node;
+   * filled on first use (compiled-machine.ts).
+   */
+  actions?: readonly unknown[] | null;
 }
 
 /** The configurations of one machine, by leaf. */
@@ -62,10 +71,28 @@ export class Configurations {
     return configuration;
   }
 
+  /** The two configurations asked for last (an agent loop alternates between two states). */
+  private last: Configuration | undefined;
+  private before: Configuration | undefined;
+
   /** The configuration of a snapshot's active nodes: by identity for our own arrays, else by its deepest node. */
   of(nodes: readonly EngineStateNode[]): Configuration {
-    const known = this.byNodes.get(nodes);
-    if (known) return known;
+    const last = this.last;
+    if (last && (last.nodes === nodes || last.nodesDone === nodes)) return last;
+    const before = this.before;
+    if (before && (before.nodes === nodes || before.nodesDone === nodes)) {
+      this.before = last;
+      this.last = before;
+      return before;
+    }
+    const known = this.byNodes.get(nodes) ?? this.resolve(nodes);
+    this.before = last;
+    this.last = known;
+    return known;
+  }
+
+  /** A snapshot's active nodes that are not one of our arrays (a snapshot XState built): found by the deepest node. */
+  private resolve(nodes: readonly EngineStateNode[]): Configuration {
     let leaf = nodes[0] as EngineStateNode;
     for (const node of nodes) if (depth(node) > depth(leaf)) leaf = node;
     const configuration = this.at(leaf);
@@ -93,7 +120,8 @@ export class Configurations {
    */
   private createPlan(from: Configuration, transition: EngineTransition, initial: boolean): TransitionPlan {
     const targets = transition.target ?? [];
-    if (targets.length === 0) return { exit: [], enter: [], next: from, nodesChanged: false };
+    if (targets.length === 0)
+      return { exit: [], enter: [], next: from, nodesChanged: false, actions: undefined };
     const domain = transitionDomain(transition, targets);
 
     const exitSet = new Set<EngineStateNode>();
@@ -129,7 +157,7 @@ export class Configurations {
     for (const { node } of enter) active.add(node);
     const nodesChanged = active.size !== from.nodes.length || from.nodes.some((node) => !active.has(node));
     const next = nodesChanged ? this.of([...active]) : from;
-    return { exit, enter, next, nodesChanged };
+    return { exit, enter, next, nodesChanged, actions: undefined };
   }
 }
 
@@ -160,6 +188,8 @@ function createConfiguration(leaf: EngineStateNode): Configuration {
     tags: new ReadonlyTags(nodes.flatMap((node) => node.tags)),
     tagsDone: new ReadonlyTags(nodesDone.flatMap((node) => node.tags)),
     plans: new Map(),
+    candidates: new Map(),
+    eventless: undefined,
   };
 }
 

@@ -1,5 +1,6 @@
 import { type AnyActorLogic, type AnyActorRef, createActor } from 'xstate';
 import type { Configuration } from './configuration.ts';
+import { inspectEmit } from './inspection-events.ts';
 import {
   type Children,
   type EngineEvent,
@@ -7,6 +8,7 @@ import {
   type EngineScope,
   type EngineSnapshot,
   type EngineStateNode,
+  processingRunning,
   processingStopped,
 } from './xstate-shapes.ts';
 
@@ -147,7 +149,9 @@ function resolveList(
   retries: [BuiltinAction, unknown][] | undefined,
 ): void {
   const { scope, event, machine } = run;
-  for (const action of actions) {
+  // An indexed loop: a microstep runs in V8's baseline tiers for a while, where `for...of` allocates.
+  for (let index = 0; index < actions.length; index++) {
+    const action = actions[index];
     const isInline = typeof action === 'function';
     const resolved = (
       isInline
@@ -215,10 +219,16 @@ function resolveList(
     if (builtin.type === 'xstate.emit' && builtin.execute) {
       // XState's resolveEmit reads nothing of the snapshot: the event (or what builds it), emitted after the step.
       const emitted = (builtin as unknown as EmitAction).event;
-      const resolvedParams = {
-        event: typeof emitted === 'function' ? (emitted as EventBuilder)(args, params) : emitted,
-      };
-      executeResolved(scope, builtin, args, resolvedParams);
+      const event = typeof emitted === 'function' ? (emitted as EventBuilder)(args, params) : emitted;
+      const self = scope.self as unknown as { _processingStatus: number; _actorScope: unknown };
+      if (self._processingStatus === processingRunning && self._actorScope === scope) {
+        // What the executor of a running actor does for it: reports the action, and its execution defers the
+        // emission to the end of the step (no action record, bound function or executor closure in between).
+        // A scope of another making (XState's pure transition functions, a test's) gets the action through its
+        // executor.
+        inspectEmit(scope, event);
+        scope.defer(() => scope.emit(event));
+      } else executeResolved(scope, builtin, args, { event });
       continue;
     }
     const before = run.snapshot();

@@ -19,6 +19,9 @@ export interface XStateRuntime {
   fromCallback(callback: never): unknown;
   sendTo(to: never, event: never, options?: never): unknown;
   emit(event: never): unknown;
+  and(guards: never): unknown;
+  or(guards: never): unknown;
+  not(guard: never): unknown;
 }
 
 /** What the check found: `problems` is empty when the compiled interpreter may run. */
@@ -33,9 +36,11 @@ export interface RuntimeVerdict {
 /**
  * The private members src/engine relies on, each with how it is checked on a live actor of the loaded xstate. They
  * are the whole list: actor-links.ts (`_parent`, `_stop`, the system's `_relay`), resolve-actions.ts
- * (`_processingStatus`, the `to`, `event`, `id` and `delay` a `sendTo` action carries and the `event` of an `emit`),
+ * (`_processingStatus`, `_actorScope`, the `to`, `event`, `id` and `delay` a `sendTo` action carries and the `event` of an `emit`),
+ * guards.ts (the `guards` and `check` an `and`, `or` or `not` guard carries),
  * compiled-machine.ts
- * (the system's `_sendInspectionEvent`, a snapshot's `_nodes`, state nodes' `transitions` and `order`) and
+ * (the system's `_sendInspectionEvent`, a snapshot's `_nodes`, state nodes' `transitions` and `order`),
+ * inspection-events.ts (observers get a copy of each inspection event, made when it is sent) and
  * xstate-build.ts (`Actor.prototype._send`).
  */
 function structuralProblems(xstate: XStateRuntime): string[] {
@@ -58,6 +63,18 @@ function structuralProblems(xstate: XStateRuntime): string[] {
   // An emit is resolved from its event: read as absent, a command would be emitted as undefined.
   const emitted = xstate.emit(ping as never) as Record<string, unknown>;
   require(emitted?.type === 'xstate.emit' && emitted.event === ping, "an emit action's type and event");
+  // `and`, `or` and `not` are evaluated from the guards they carry: read as absent, they would be XState's own.
+  const inner = ['a', 'b'];
+  const combined = [xstate.and(inner as never), xstate.or(inner as never)] as {
+    guards?: unknown;
+    check?: unknown;
+  }[];
+  const negated = xstate.not('a' as never) as { guards?: unknown[]; check?: unknown };
+  require(combined.every((guard) => guard.guards === inner && typeof guard.check === 'function') &&
+    Array.isArray(negated.guards) &&
+    negated.guards.length === 1 &&
+    negated.guards[0] === 'a' &&
+    typeof negated.check === 'function', "an and, or or not guard's guards and check");
   const machine = xstate.createMachine({
     id: 'troupeGateShape',
     initial: 'a',
@@ -71,7 +88,11 @@ function structuralProblems(xstate: XStateRuntime): string[] {
     require(typeof system?._relay === 'function', 'system._relay (a function)');
     require(typeof system?._sendInspectionEvent === 'function', 'system._sendInspectionEvent (a function)');
     require(typeof actor._stop === 'function', 'an actor’s _stop (a function)');
-    require(typeof actor._processingStatus === 'number', 'an actor’s _processingStatus (a number)');
+    require(actor._processingStatus === 1, 'an actor’s _processingStatus (a number, 1 when running)');
+    require(typeof actor._actorScope === 'object' &&
+      actor._actorScope !== null, 'an actor’s _actorScope (an object)');
+    if (typeof system?._sendInspectionEvent === 'function' && typeof system.inspect === 'function')
+      problems.push(...inspectionCopyProblems(system));
     require('_parent' in actor && actor._parent === undefined, 'a root actor’s _parent (undefined)');
     const snapshot = actor.getSnapshot() as { _nodes?: unknown; children?: Record<string, unknown> };
     require(Array.isArray(snapshot._nodes), 'a snapshot’s _nodes (an array)');
@@ -89,6 +110,27 @@ function structuralProblems(xstate: XStateRuntime): string[] {
     }
   }
   return problems;
+}
+
+/** The interpreter's own inspection events are reused objects: observers must get a copy, made at once. */
+function inspectionCopyProblems(system: Record<string, unknown>): string[] {
+  const seen: unknown[] = [];
+  const subscription = (system.inspect as (observer: (event: unknown) => void) => { unsubscribe(): void })(
+    (event) => seen.push(event),
+  );
+  const probe = { type: '@troupe.probe' };
+  Object.defineProperty(probe, 'lazy', { enumerable: true, get: () => 'read' });
+  (system._sendInspectionEvent as (event: object) => void)(probe);
+  subscription.unsubscribe();
+  const copy = seen.find((event) => (event as { type?: unknown }).type === '@troupe.probe');
+  const copied =
+    typeof copy === 'object' &&
+    copy !== null &&
+    copy !== probe &&
+    Object.getOwnPropertyDescriptor(copy, 'lazy')?.value === 'read';
+  return copied
+    ? []
+    : ['xstate no longer has system._sendInspectionEvent that gives observers a copy of the event'];
 }
 
 interface CanaryTrace {

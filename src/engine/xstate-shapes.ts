@@ -44,6 +44,9 @@ export interface EngineStateNode {
 /** XState's `ProcessingStatus.Stopped` (an actor that was stopped before it could start is not started). */
 export const processingStopped = 2;
 
+/** XState's `ProcessingStatus.Running`: an actor's executor runs actions at once, not after its start. */
+export const processingRunning = 1;
+
 /** The child actors a snapshot holds, by id. */
 export type Children = Record<string, AnyActorRef | undefined>;
 
@@ -92,6 +95,7 @@ export interface EngineScope {
   self: AnyActorRef;
   system: EngineSystem;
   defer(fn: () => void): void;
+  emit(event: unknown): void;
   actionExecutor(action: EngineAction): void;
 }
 

@@ -507,8 +507,13 @@ function stopPatch(context: AgentContext, reason: StopReason, message: string | 
 /** The turn's handoff call (the first, when the model asked for several), if the turn asked for one. */
 function handoffCallOf(context: AgentContext): ToolCall | undefined {
   const { handoffTools } = context.config;
-  // A loop, not `find`: this is asked three times per tool step, and a callback is an allocation each time.
-  for (const open of context.openCalls) if (Object.hasOwn(handoffTools, open.name)) return open;
+  // An indexed loop, not `find` or `for...of`: this is asked three times per tool step, and a callback is an
+  // allocation each time, as is each step of an iterator while the code runs in V8's baseline tiers.
+  const { openCalls } = context;
+  for (let index = 0; index < openCalls.length; index++) {
+    const open = openCalls[index] as ToolCall;
+    if (Object.hasOwn(handoffTools, open.name)) return open;
+  }
   return undefined;
 }
 

@@ -10,6 +10,7 @@ import { EventBus, type EventOrigin } from '../core/event-bus.ts';
 import type { RunEvent } from '../core/events.ts';
 import type { JsonValue } from '../core/json.ts';
 import { type Message, type RunInput, userMessage } from '../core/messages.ts';
+import { randomUuid } from '../core/random-id.ts';
 import type { RunResult } from '../core/result.ts';
 import { ResourceHoldings } from '../core/session-resources.ts';
 import type { GuardrailCheckInfo } from '../guardrails/guardrail.ts';
@@ -132,7 +133,7 @@ export function startRun<TOutput>(
   if (agent?.kind !== 'agent')
     throw new ConfigError('run(): the first argument must be an agent from defineAgent().');
   const callerHistory = options.history ?? [];
-  const sessionId = options.sessionId ?? crypto.randomUUID();
+  const sessionId = options.sessionId ?? randomUuid();
   const caller = placement?.caller ?? callerOf(options.parent);
   const clock = options.clock ?? caller?.clock ?? systemClock;
   claimSessionId(sessionId, 'run()');
@@ -205,17 +206,21 @@ export function startRun<TOutput>(
   attachRuntime(actor, runtime);
 
   const result = new Promise<RunResult<TOutput>>((resolve) => {
-    const phases = new PhaseReporter((type, data) => bus.emit(agent.name, type, data, origin));
+    // Made for a listener only (a plain run() has none): phase events are all it is for.
+    let phases: PhaseReporter | undefined;
     let lastContext: AgentContext | undefined;
     let timer: unknown;
     let finished = false;
-    const onAbort = () => actor.send({ type: 'abort', reason: abortReason(options.signal, 'run') });
+    const signal = options.signal;
+    const onAbort = signal
+      ? () => actor.send({ type: 'abort', reason: abortReason(signal, 'run') })
+      : undefined;
 
     const finish = (output: AgentMachineOutput | undefined, internalError?: unknown) => {
       if (finished) return;
       finished = true;
       if (timer !== undefined) clock.clearTimeout(timer);
-      options.signal?.removeEventListener('abort', onAbort);
+      if (onAbort) signal?.removeEventListener('abort', onAbort);
       const final = output ?? (lastContext && agentOutputOf(lastContext));
       const runResult = final
         ? buildRunResult<TOutput>(internalError === undefined ? final : failedContext(final, internalError))
@@ -238,13 +243,18 @@ export function startRun<TOutput>(
     // that answered at once during the start left no phase of its own, on either path.
     let observing = false;
     runtime.reportPhase = () => {
-      if (observing && bus.listening) phases.observe(actor.getSnapshot());
+      if (!observing || !bus.listening) return;
+      phases ??= phaseReporter(bus, agent.name, origin);
+      phases.observe(actor.getSnapshot());
     };
     actor.subscribe({
       next: (snapshot: SnapshotFrom<AgentMachine>) => {
         lastContext = snapshot.context;
         // Phase events only matter to a listener (a plain run() has none).
-        if (bus.listening && (observing || snapshot.status === 'done')) phases.observe(snapshot);
+        if (bus.listening && (observing || snapshot.status === 'done')) {
+          phases ??= phaseReporter(bus, agent.name, origin);
+          phases.observe(snapshot);
+        }
         if (snapshot.status === 'done') finish(snapshot.output);
       },
       // A root actor without an error observer crashes the process. Ours turns the error into a result.
@@ -258,11 +268,14 @@ export function startRun<TOutput>(
     if (agent.limits.timeoutMs !== null) {
       timer = clock.setTimeout(() => actor.send({ type: 'timeout' }), agent.limits.timeoutMs);
     }
-    options.signal?.addEventListener('abort', onAbort, { once: true });
+    if (onAbort) signal?.addEventListener('abort', onAbort, { once: true });
     actor.start();
     observing = true;
-    if (!finished && bus.listening) phases.observe(actor.getSnapshot());
-    if (options.signal?.aborted) onAbort();
+    if (!finished && bus.listening) {
+      phases ??= phaseReporter(bus, agent.name, origin);
+      phases.observe(actor.getSnapshot());
+    }
+    if (signal?.aborted) onAbort?.();
   });
 
   return { sessionId, bus, result };
@@ -379,6 +392,11 @@ export async function* stepsFrom(
 export function auditOf(options: unknown): AuditLog | undefined {
   const audit = (options as { audit?: { kind?: unknown } } | null | undefined)?.audit;
   return audit?.kind === 'audit-log' ? (audit as AuditLog) : undefined;
+}
+
+/** What turns a run's snapshots into its `phase` and `decode_retry` events on its bus. */
+function phaseReporter(bus: EventBus, agent: string, origin: EventOrigin | undefined): PhaseReporter {
+  return new PhaseReporter((type, data) => bus.emit(agent, type, data, origin));
 }
 
 /** A machine that errored (a bug of ours) still yields an honest failed result with the transcript so far. */

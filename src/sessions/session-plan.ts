@@ -2,6 +2,7 @@ import type { Agent } from '../agent/define-agent.ts';
 import { ConfigError } from '../core/errors.ts';
 import { validateHistory } from '../core/history.ts';
 import type { Message, RunInput } from '../core/messages.ts';
+import { randomUuid } from '../core/random-id.ts';
 import type { SupervisionPolicy } from '../machines/session.ts';
 import type { StoredSession, StoredSessionState, TurnCheckpoint } from '../persistence/store.ts';
 import { sessionIdRunning } from '../run/live-sessions.ts';
@@ -53,7 +54,7 @@ export function planSession(
   const stored = start.kind === 'fresh' ? undefined : start.stored;
   const history = stored ? stored.session.transcript : (options.history ?? []);
   validateHistory(history);
-  const sessionId = stored?.session.id ?? options.sessionId ?? crypto.randomUUID();
+  const sessionId = stored?.session.id ?? options.sessionId ?? randomUuid();
   if (sessionIdRunning(sessionId))
     throw new ConfigError(`A session with id "${sessionId}" is already running.`);
   const agents = agentCatalog(entry, environment.agents);

@@ -469,6 +469,62 @@ describe('guards', () => {
     });
   }
 
+  it('guards resolved once: a name for a built-in, a name for a name, short-circuits past a missing guard, params evaluated each time', async () => {
+    const resolvedOnce = setup({
+      types: { context: {} as { n: number; armed: boolean }, events: {} as AnyEvent },
+      actions: { rec },
+      guards: {
+        armed: ({ context }) => context.armed,
+        positive: ({ context }) => context.n > 0,
+        // A named built-in, and a name whose implementation is a name and one that is `{ type, params }`.
+        bothPositiveAndEven: and(['positive', ({ context }) => context.n % 2 === 0]),
+        alias: 'positive' as never,
+        aliasWithParams: { type: 'above', params: { min: 2 } } as never,
+        above: ({ context }, params: { min: number }) => {
+          record(`above ${params.min}`);
+          return context.n > params.min;
+        },
+      },
+    }).createMachine({
+      id: 'resolvedOnce',
+      context: { n: 0, armed: false },
+      on: {
+        INC: { actions: assign({ n: ({ context }) => context.n + 1 }) },
+        ARM: { actions: assign({ armed: true }) },
+        TEST: [
+          // The missing guard is not evaluated while the one before it fails (and) or passes (or).
+          { guard: and(['armed', 'missing' as never, 'alias']), actions: r('never') },
+          { guard: 'bothPositiveAndEven', actions: r('positive and even') },
+          { guard: 'aliasWithParams', actions: r('named params passed') },
+          {
+            guard: { type: 'above', params: ({ context }) => ({ min: context.n * 2 - 1 }) },
+            actions: r('params function passed'),
+          },
+          { guard: 'alias', actions: r('positive') },
+        ],
+        TEST_OR: { guard: or([not('armed'), 'missing' as never]), actions: r('unarmed') },
+      },
+    });
+    const stock = await expectSameBehaviour(
+      resolvedOnce,
+      { probes: [{ type: 'TEST' }] },
+      send('TEST', 'INC', 'TEST', 'INC', 'TEST', 'INC', 'TEST', 'TEST_OR', 'ARM', 'TEST'),
+    );
+    // The guard named 'above' records each evaluation (probes included): only the actions' records are compared.
+    expect(stock.flatMap((o) => o.records).filter((entry) => !String(entry).startsWith('above '))).toEqual([
+      'params function passed',
+      'positive',
+      'positive and even',
+      'named params passed',
+      'unarmed',
+    ]);
+    expect(stock[9]?.status).toBe('active');
+    expect(stock[10]?.status).toBe('error');
+    expect(stock[10]?.error).toMatchObject({
+      message: expect.stringContaining("Guard 'missing' is not implemented"),
+    });
+  });
+
   it('a guard that throws while the machine starts', async () => {
     const failing = setup({
       guards: {
@@ -755,6 +811,36 @@ describe('raise, delays, emit, enqueueActions, log', () => {
       { type: 'counted', count: 1 },
     ]);
     expect(stock[5]?.logs).toEqual([['hello'], ['label', 'n is 1']]);
+  });
+
+  it("an emit resolved with a scope other than the running actor's own goes to that scope's executor", () => {
+    const emitter = compileMachine(
+      createMachine({ initial: 'a', states: { a: { on: { GO: { actions: emit({ type: 'out' }) } } } } }),
+    );
+    const actor = createActor(emitter).start();
+    const executed: { type: string; params: unknown }[] = [];
+    const deferred: (() => void)[] = [];
+    // The running actor as `self`, with an executor and a deferral of the caller's (a tool that steps a machine).
+    const scope = {
+      self: actor,
+      id: actor.id,
+      sessionId: actor.sessionId,
+      logger: () => {},
+      system: actor.system,
+      defer: (fn: () => void) => deferred.push(fn),
+      emit: () => {},
+      stopChild: () => {},
+      actionExecutor: (action: { type: string; params: unknown }) => executed.push(action),
+    };
+    const emitted: unknown[] = [];
+    actor.on('out', (event) => emitted.push(event));
+    emitter.transition(actor.getSnapshot(), { type: 'GO' }, scope as never);
+    expect(executed).toMatchObject([{ type: 'xstate.emit', params: { event: { type: 'out' } } }]);
+    expect(deferred).toEqual([]);
+    expect(emitted).toEqual([]);
+    actor.send({ type: 'GO' });
+    expect(emitted).toEqual([{ type: 'out' }]);
+    actor.stop();
   });
 });
 

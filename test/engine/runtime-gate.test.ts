@@ -99,7 +99,37 @@ describe('assessRuntime(xstate, compile)', () => {
         },
         "an emit action's type and event",
       ],
+      [
+        {
+          ...loaded,
+          // An `and` whose guards are kept under another name: read as absent, the guard would be misread.
+          and: ((guards: never) => {
+            const guard = loaded.and(guards) as Record<string, unknown>;
+            const renamed = Object.assign(
+              (...call: unknown[]) => (guard as unknown as (...a: unknown[]) => unknown)(...call),
+              guard,
+            );
+            renamed.all = renamed.guards;
+            renamed.guards = undefined;
+            return renamed;
+          }) as unknown as XStateRuntime['and'],
+        },
+        "an and, or or not guard's guards and check",
+      ],
     ];
+    // A system that hands observers the event it was given: the interpreter's reused events would change under them.
+    const sharing = withActors((actor) => {
+      const system = actor.system as { inspect(observer: unknown): unknown; _sendInspectionEvent: unknown };
+      const observers: ((event: unknown) => void)[] = [];
+      system.inspect = (observer: (event: unknown) => void) => {
+        observers.push(observer);
+        return { unsubscribe: () => observers.splice(observers.indexOf(observer), 1) };
+      };
+      system._sendInspectionEvent = (event: unknown) => {
+        for (const observer of observers) observer(event);
+      };
+    });
+    cases.push([sharing, 'system._sendInspectionEvent that gives observers a copy of the event']);
     for (const [runtime, member] of cases) {
       const verdict = assessRuntime(runtime, compiled);
       expect(verdict.accepted, member).toBe(false);
@@ -146,7 +176,8 @@ describe('assessRuntime(xstate, compile)', () => {
       [{ system: '_relay' }, 'system._relay (a function)'],
       [{ system: '_sendInspectionEvent' }, 'system._sendInspectionEvent (a function)'],
       [{ actor: '_stop' }, 'an actor’s _stop (a function)'],
-      [{ actor: '_processingStatus' }, 'an actor’s _processingStatus (a number)'],
+      [{ actor: '_processingStatus' }, 'an actor’s _processingStatus (a number, 1 when running)'],
+      [{ actor: '_actorScope' }, 'an actor’s _actorScope (an object)'],
       [{ actor: '_parent' }, 'a root actor’s _parent (undefined)'],
       [{ snapshot: '_nodes' }, 'a snapshot’s _nodes (an array)'],
       [{ child: '_parent' }, 'a child actor’s _parent (its parent)'],
