@@ -15,7 +15,7 @@ import { guardrailPlace } from './guardrail-stage.ts';
 import { checkPermission } from './permission-check.ts';
 import { emitFrom, type RunRuntime } from './run-runtime.ts';
 import { redactArgs, secretKeysOf, toolCallEventData } from './secrets.ts';
-import { runToolBatch, type ToolBatch, type ToolGuardrails } from './tool-runner.ts';
+import { type BatchListener, startToolBatch, type ToolBatch, type ToolGuardrails } from './tool-runner.ts';
 
 /**
  * The tool gate: one batch of tool calls. Each call is classified first (its arguments checked against the schema
@@ -105,23 +105,16 @@ function runBatch(
   if (host.closed) return;
   for (const verdict of classified.permissions) emitFrom(runtime, 'permission', verdict);
   emitDecided(runtime, classified.decided);
-  void runToolBatch(new GatedBatch(host, runtime, command, where, classified)).then((results) => {
-    const nestedSteps = runtime.nestedSteps;
-    runtime.nestedSteps = 0;
-    // Reports of calls whose outcomes were not made (the batch was aborted) go nowhere.
-    runtime.spentByCall?.clear();
-    const event: Extract<AgentEvent, { type: 'tools.done' }> = { type: 'tools.done', results };
-    if (nestedSteps > 0) event.nestedSteps = nestedSteps;
-    if (classified.pending.length > 0) event.pending = classified.pending;
-    host.answer(event);
-  });
+  const batch = new GatedBatch(host, runtime, command, where, classified);
+  startToolBatch(batch, batch);
 }
 
 /**
  * A batch as the tool gate hands it to the runner: the run's place, limits and signal, and what the gate does when a
- * call starts, retries or settles. Its callbacks are methods, not closures made for every batch (one per tool step).
+ * call starts, retries or settles, and when the batch is over. Its callbacks are methods, not closures made for every
+ * batch (one per tool step).
  */
-class GatedBatch implements ToolBatch {
+class GatedBatch implements ToolBatch, BatchListener {
   readonly calls: readonly ToolCall[];
   readonly checked: ClassifiedCalls['checked'];
   readonly registry: ToolBatch['registry'];
@@ -144,6 +137,7 @@ class GatedBatch implements ToolBatch {
   readonly guardrails: ToolGuardrails | undefined;
   readonly #host: EffectsHost;
   readonly #decided: DecidedOutcomes;
+  readonly #pending: ClassifiedCalls['pending'];
   #onBreaker: ToolBatch['onBreaker'];
 
   constructor(
@@ -178,6 +172,20 @@ class GatedBatch implements ToolBatch {
       : undefined;
     this.#host = host;
     this.#decided = classified.decided;
+    this.#pending = classified.pending;
+  }
+
+  /** The batch is over: the machine gets its results in one `tools.done`. */
+  batchDone(results: ToolOutcome[]): void {
+    const runtime = this.caller;
+    const nestedSteps = runtime.nestedSteps;
+    runtime.nestedSteps = 0;
+    // Reports of calls whose outcomes were not made (the batch was aborted) go nowhere.
+    runtime.spentByCall?.clear();
+    const event: Extract<AgentEvent, { type: 'tools.done' }> = { type: 'tools.done', results };
+    if (nestedSteps > 0) event.nestedSteps = nestedSteps;
+    if (this.#pending.length > 0) event.pending = this.#pending;
+    this.#host.answer(event);
   }
 
   /** Calls people decided on, and (in a durable run) calls that finished before a restart. */
