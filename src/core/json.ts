@@ -80,6 +80,90 @@ export function hashText(text: string): string {
 }
 
 /**
+ * `hashText(canonicalJson(value))`, computed without building the canonical text: the value is walked in the same
+ * order and its characters hashed as they come. Duplicate detection hashes every tool call's arguments, and the text
+ * (pieces joined, then flattened for hashing) was most of what a signature allocated.
+ */
+export function canonicalHash(value: unknown): string {
+  // The running hash lives in two module variables (no object per hash); a nested call keeps the outer one's.
+  const outer1 = h1;
+  const outer2 = h2;
+  h1 = 0x811c9dc5;
+  h2 = 0x01000193;
+  try {
+    hashCanonical(value);
+    return `${(h2 & 0x3fffffff).toString(36)}.${(h1 & 0x3fffffff).toString(36)}`;
+  } finally {
+    h1 = outer1;
+    h2 = outer2;
+  }
+}
+
+let h1 = 0;
+let h2 = 0;
+
+function hashChar(c: number): void {
+  h1 = Math.imul(h1 ^ c, 0x01000193);
+  h2 = Math.imul(h2 ^ c, 0x5bd1e995);
+}
+
+function hashChars(text: string): void {
+  for (let i = 0; i < text.length; i++) hashChar(text.charCodeAt(i));
+}
+
+/** A string as JSON writes it: quoted as it is, unless a character needs escaping (then JSON.stringify's text). */
+function hashString(text: string): void {
+  const from1 = h1;
+  const from2 = h2;
+  hashChar(34);
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x20 || c === 34 || c === 92 || (c >= 0xd800 && c <= 0xdfff)) {
+      h1 = from1;
+      h2 = from2;
+      hashChars(JSON.stringify(text));
+      return;
+    }
+    hashChar(c);
+  }
+  hashChar(34);
+}
+
+/** Hashes what canonicalJson writes for `value`, in the same order. */
+function hashCanonical(value: unknown): void {
+  if (value === null || typeof value !== 'object') {
+    if (typeof value === 'string') hashString(value);
+    else if (typeof value === 'number') hashChars(Number.isFinite(value) ? String(value) : 'null');
+    else if (typeof value === 'boolean') hashChars(value ? 'true' : 'false');
+    else hashChars(canonicalJson(value));
+    return;
+  }
+  if (Array.isArray(value)) {
+    hashChar(91);
+    for (let i = 0; i < value.length; i++) {
+      if (i > 0) hashChar(44);
+      hashCanonical(value[i]);
+    }
+    hashChar(93);
+    return;
+  }
+  const record = value as Record<string, unknown>;
+  const keys = sortedKeys(Object.keys(record));
+  hashChar(123);
+  let first = true;
+  for (const key of keys) {
+    const child = record[key];
+    if (child === undefined) continue;
+    if (!first) hashChar(44);
+    hashChars(quotedKey(key));
+    hashChar(58);
+    hashCanonical(child);
+    first = false;
+  }
+  hashChar(125);
+}
+
+/**
  * How deep plain JSON may nest here. Arguments a model writes are a few levels deep; thousands of levels would
  * overflow the stack of every recursive step that follows (hashing for duplicate detection, JSON.stringify,
  * schema validation), failing the run instead of telling the model.
