@@ -176,7 +176,7 @@ export const maxJsonDepth = 100;
  * pass unless absurdly deep; a user's own provider may hand over anything, and the loop hashes and serializes
  * arguments, so they are checked once on arrival.
  */
-export function plainJsonProblem(value: unknown, ancestors: unknown[] = []): string | undefined {
+export function plainJsonProblem(value: unknown, ancestors?: unknown[]): string | undefined {
   switch (typeof value) {
     case 'string':
     case 'boolean':
@@ -185,22 +185,56 @@ export function plainJsonProblem(value: unknown, ancestors: unknown[] = []): str
       return Number.isFinite(value) ? undefined : `the number ${value} is not JSON`;
     case 'object': {
       if (value === null) return undefined;
-      if (ancestors.includes(value)) return 'the value contains a cycle';
-      if (ancestors.length >= maxJsonDepth) return `the value nests deeper than ${maxJsonDepth} levels`;
+      if (ancestors?.includes(value)) return 'the value contains a cycle';
+      if (ancestors !== undefined && ancestors.length >= maxJsonDepth)
+        return `the value nests deeper than ${maxJsonDepth} levels`;
       const proto = Object.getPrototypeOf(value);
       const isArray = Array.isArray(value);
       if (!isArray && proto !== Object.prototype && proto !== null)
         return `a ${proto?.constructor?.name ?? 'class'} instance is not JSON`;
-      ancestors.push(value);
-      const children: unknown[] = isArray ? value : Object.values(value);
-      for (const child of children) {
-        const problem = plainJsonProblem(child, ancestors);
+      // Arguments are checked for every tool call: the list of ancestors is made only for a value with an object
+      // inside, and an object's members are read in place (no array of its values).
+      let path = ancestors;
+      if (isArray) {
+        for (let i = 0; i < value.length; i++) {
+          const child: unknown = value[i];
+          if (isScalar(child)) {
+            if (typeof child === 'number' && !Number.isFinite(child))
+              return `the number ${child} is not JSON`;
+            continue;
+          }
+          path ??= [];
+          path.push(value);
+          const problem = plainJsonProblem(child, path);
+          path.pop();
+          if (problem !== undefined) return problem;
+        }
+        return undefined;
+      }
+      const record = value as Record<string, unknown>;
+      for (const key in record) {
+        if (!Object.hasOwn(record, key)) continue;
+        const child = record[key];
+        if (isScalar(child)) {
+          if (typeof child === 'number' && !Number.isFinite(child)) return `the number ${child} is not JSON`;
+          continue;
+        }
+        path ??= [];
+        path.push(value);
+        const problem = plainJsonProblem(child, path);
+        path.pop();
         if (problem !== undefined) return problem;
       }
-      ancestors.pop();
       return undefined;
     }
     default:
       return `a ${typeof value} is not JSON`;
   }
+}
+
+/** A string, boolean, number or null: JSON by itself (a number when finite), nothing inside to check. */
+function isScalar(value: unknown): boolean {
+  return (
+    value === null || typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean'
+  );
 }
