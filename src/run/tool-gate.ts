@@ -1,6 +1,5 @@
 import type { ApprovalRequest } from '../core/approvals.ts';
 import type { ToolCall } from '../core/messages.ts';
-import type { AgentGuardrails } from '../guardrails/guardrail.ts';
 import type { AgentContext, AgentEvent, EffectCommand, ToolOutcome } from '../machines/agent.ts';
 import {
   type ClassifiedCalls,
@@ -9,7 +8,7 @@ import {
   needsClassifying,
 } from './approval-check.ts';
 import type { EffectsHost } from './effects.ts';
-import { checkGuardrails, type GuardrailPlace } from './guardrail-checks.ts';
+import { checkGuardrails } from './guardrail-checks.ts';
 import { guardrailPlace } from './guardrail-stage.ts';
 import { checkPermission } from './permission-check.ts';
 import { emitFrom, type RunRuntime } from './run-runtime.ts';
@@ -127,9 +126,7 @@ class GatedBatch implements ToolBatch, BatchListener {
     this.turn = runtime.turn ?? 1;
     this.callPath = runtime.callPath ?? '';
     this.context = runtime.context;
-    this.guardrails = runtime.agent.guardrails
-      ? toolGuardrailsOf(runtime.agent.guardrails, (stage) => guardrailPlace(runtime, stage), host.signal)
-      : undefined;
+    this.guardrails = toolGuardrailsOf(runtime, host.signal);
     this.#host = host;
     this.#command = command;
     this.#classified = classified;
@@ -308,17 +305,24 @@ function preview(content: string): string {
   return content.length > 200 ? `${content.slice(0, 200)}…` : content;
 }
 
-/** The tool guardrails of a batch, checked with the run's signal; none when the agent has no tool guardrails. */
-function toolGuardrailsOf(
-  guardrails: AgentGuardrails,
-  placeOf: (stage: GuardrailPlace['stage']) => GuardrailPlace,
-  signal: AbortSignal,
-): ToolGuardrails | undefined {
-  if (guardrails.toolInput.length === 0 && guardrails.toolOutput.length === 0) return undefined;
+/**
+ * The tool guardrails of a batch, checked with the run's signal; none (and nothing made) when the agent has no tool
+ * guardrails, whatever other guardrails it has.
+ */
+function toolGuardrailsOf(runtime: RunRuntime, signal: AbortSignal): ToolGuardrails | undefined {
+  const guardrails = runtime.agent.guardrails;
+  if (!guardrails || (guardrails.toolInput.length === 0 && guardrails.toolOutput.length === 0))
+    return undefined;
   return {
     input: guardrails.toolInput,
     output: guardrails.toolOutput,
     check: (list, stage, value, text, call) =>
-      checkGuardrails(list, value, text, { ...placeOf(stage), tool: call.name, callId: call.id }, signal),
+      checkGuardrails(
+        list,
+        value,
+        text,
+        { ...guardrailPlace(runtime, stage), tool: call.name, callId: call.id },
+        signal,
+      ),
   };
 }
