@@ -205,14 +205,8 @@ function messagesOf(
   maskForModel: PiiRun | undefined,
 ): Message[] {
   const history = command.history;
-  let messages: Message[];
-  if (system === undefined) messages = history as Message[];
-  else {
-    // Made at its final length (a spread grows it by push, reallocating on the way; concat needs a first array).
-    messages = new Array<Message>(history.length + 1);
-    messages[0] = system;
-    for (let i = 0; i < history.length; i++) messages[i + 1] = history[i] as Message;
-  }
+  // concat makes the request's array at its final length (a spread grows it by push, reallocating on the way).
+  let messages: Message[] = system === undefined ? (history as Message[]) : [system].concat(history);
   if (maskForModel) {
     const counts: PiiCounts = {};
     messages = maskMessages(maskForModel, messages, counts);

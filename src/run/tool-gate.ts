@@ -101,16 +101,29 @@ function runBatch(
  * runner is read from the run when asked: one small object per batch (one per tool step), no closures.
  */
 class GatedBatch implements ToolBatch, BatchListener {
-  readonly caller: RunRuntime;
+  // Plain fields, read on every call of the batch: getters would cost a call each in the early, unoptimized runs.
+  readonly calls: readonly ToolCall[];
+  readonly checked: ClassifiedCalls['checked'] | undefined;
+  readonly registry: ToolBatch['registry'];
+  readonly disabled: readonly string[];
+  readonly concurrency: number;
+  readonly timeoutMs: number | null;
+  readonly maxRetries: number;
   // Where the batch sits, as it was when it started: a session's next turn may change what its runtime says.
   readonly sessionId: string;
   readonly route: string;
   readonly turn: number;
+  readonly step: number;
   readonly callPath: string;
+  readonly caller: RunRuntime;
+  readonly agent: string;
   readonly context: unknown;
+  readonly signal: AbortSignal;
+  readonly whenAborted: (callback: () => void) => () => void;
+  readonly clock: ToolBatch['clock'];
+  readonly executor: ToolBatch['executor'];
   readonly guardrails: ToolGuardrails | undefined;
   readonly #host: EffectsHost;
-  readonly #command: ToolsCommand;
   readonly #classified: ClassifiedCalls | undefined;
   #onBreaker: ToolBatch['onBreaker'];
 
@@ -120,56 +133,30 @@ class GatedBatch implements ToolBatch, BatchListener {
     command: ToolsCommand,
     classified: ClassifiedCalls | undefined,
   ) {
-    this.caller = runtime;
+    const agent = runtime.agent;
+    const limits = agent.limits;
+    this.calls = classified ? classified.runnable : command.calls;
+    this.checked = classified?.checked;
+    this.registry = agent.tools;
+    this.disabled = command.disabledTools;
+    this.concurrency = limits.toolConcurrency;
+    this.timeoutMs = limits.toolTimeoutMs;
+    this.maxRetries = limits.maxToolRetries;
     this.sessionId = sessionIdOf(runtime);
-    this.route = runtime.route ?? runtime.agent.name;
+    this.route = runtime.route ?? agent.name;
     this.turn = runtime.turn ?? 1;
+    this.step = command.step;
     this.callPath = runtime.callPath ?? '';
+    this.caller = runtime;
+    this.agent = agent.name;
     this.context = runtime.context;
+    this.signal = host.signal;
+    this.whenAborted = host.whenAborted;
+    this.clock = runtime.clock;
+    this.executor = runtime.runEffect;
     this.guardrails = toolGuardrailsOf(runtime, host.signal);
     this.#host = host;
-    this.#command = command;
     this.#classified = classified;
-  }
-
-  get calls(): readonly ToolCall[] {
-    return this.#classified ? this.#classified.runnable : this.#command.calls;
-  }
-  get checked(): ClassifiedCalls['checked'] | undefined {
-    return this.#classified?.checked;
-  }
-  get registry(): ToolBatch['registry'] {
-    return this.caller.agent.tools;
-  }
-  get disabled(): readonly string[] {
-    return this.#command.disabledTools;
-  }
-  get concurrency(): number {
-    return this.caller.agent.limits.toolConcurrency;
-  }
-  get timeoutMs(): number | null {
-    return this.caller.agent.limits.toolTimeoutMs;
-  }
-  get maxRetries(): number {
-    return this.caller.agent.limits.maxToolRetries;
-  }
-  get step(): number {
-    return this.#command.step;
-  }
-  get agent(): string {
-    return this.caller.agent.name;
-  }
-  get signal(): AbortSignal {
-    return this.#host.signal;
-  }
-  get whenAborted(): (callback: () => void) => () => void {
-    return this.#host.whenAborted;
-  }
-  get clock(): ToolBatch['clock'] {
-    return this.caller.clock;
-  }
-  get executor(): ToolBatch['executor'] {
-    return this.caller.runEffect;
   }
 
   /** The batch is over: the machine gets its results in one `tools.done`. */
