@@ -41,11 +41,17 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 
 /**
  * Callbacks waiting for one abort: each is called once when `wakeAll` comes, unless it stopped waiting first (the
- * function `add` returns). One waiter list per abort, instead of a listener per caller on an AbortSignal: Node's
- * `addEventListener`/`removeEventListener` cost about 1 µs each.
+ * function `add` returns), in the order they came. One waiter list per abort, instead of a listener per caller on an
+ * AbortSignal: Node's `addEventListener`/`removeEventListener` cost about 1 µs each.
  */
 export class AbortWaiters {
-  #waiters: Set<() => void> | undefined;
+  /**
+   * The usual single waiter (a run's tool batch comes and goes once per step), kept in a field: a set emptied and
+   * filled again at every step reallocates its table on the way.
+   */
+  #first: (() => void) | undefined;
+  /** The waiters that came while `#first` was taken, or after it while others were still waiting. */
+  #more: Set<() => void> | undefined;
   #woken = false;
 
   /** Waits for the abort; after it came, the callback runs at once. */
@@ -54,19 +60,28 @@ export class AbortWaiters {
       callback();
       return noop;
     }
-    this.#waiters ??= new Set();
-    const waiters = this.#waiters;
-    waiters.add(callback);
+    const more = this.#more;
+    if (this.#first !== callback && !more?.has(callback)) {
+      if (this.#first === undefined && (more === undefined || more.size === 0)) this.#first = callback;
+      else {
+        this.#more ??= new Set();
+        this.#more.add(callback);
+      }
+    }
     return () => {
-      waiters.delete(callback);
+      if (this.#first === callback) this.#first = undefined;
+      else this.#more?.delete(callback);
     };
   }
 
   wakeAll(): void {
     this.#woken = true;
-    const waiters = this.#waiters;
-    this.#waiters = undefined;
-    if (waiters) for (const waiter of [...waiters]) waiter();
+    const first = this.#first;
+    const more = this.#more;
+    this.#first = undefined;
+    this.#more = undefined;
+    first?.();
+    if (more) for (const waiter of [...more]) waiter();
   }
 }
 

@@ -27,6 +27,9 @@ export type EventFilter = <T extends RunEventType>(
   deliver: EventDelivery,
 ) => void;
 
+/** No listeners: shared by every bus that has none (the list is replaced, never changed in place). */
+const noListeners: readonly ((event: RunEvent) => void)[] = Object.freeze([]);
+
 /**
  * A session's event stream: stamps each event with time, session and a gap-free sequence number, and hands it to
  * the listeners. Model deltas come straight here from the model actor, never through the statechart: a machine
@@ -39,7 +42,7 @@ export class EventBus {
    * The listeners, replaced (never changed in place) on every subscription and unsubscription, so an event is
    * delivered to the listeners there were when it was emitted. Most runs (a plain run()) never have one.
    */
-  #listeners: readonly ((event: RunEvent) => void)[] = [];
+  #listeners: readonly ((event: RunEvent) => void)[] = noListeners;
   #seq: number;
   #filter: EventFilter | undefined;
 
@@ -67,7 +70,7 @@ export class EventBus {
   /** Emits an event of `agent`; `origin` says where the agent runs (default: holding the conversation). */
   emit<T extends RunEventType>(agent: string, type: T, data: RunEventData[T], origin?: EventOrigin): void {
     if (!this.listening) return;
-    if (this.#filter) this.#filter(agent, type, data, origin, this.#deliver);
+    if (this.#filter) this.#filter(agent, type, data, origin, this.#delivery());
     else this.#deliver(agent, type, data, origin);
   }
 
@@ -76,7 +79,20 @@ export class EventBus {
     this.#filter = filter;
   }
 
-  readonly #deliver: EventDelivery = (agent, type, data, origin) => {
+  /** The bus's delivery as a function, for its filter: made when a filter first needs it, not with every bus. */
+  #delivery(): EventDelivery {
+    this.#deliverFunction ??= (agent, type, data, origin) => this.#deliver(agent, type, data, origin);
+    return this.#deliverFunction;
+  }
+
+  #deliverFunction: EventDelivery | undefined;
+
+  #deliver<T extends RunEventType>(
+    agent: string,
+    type: T,
+    data: RunEventData[T],
+    origin: EventOrigin | undefined,
+  ): void {
     const event = {
       time: this.#clock.now(),
       agent,
@@ -88,7 +104,7 @@ export class EventBus {
       data,
     };
     for (const listener of this.#listeners) listener(event as RunEvent);
-  };
+  }
 
   /** Listens to every event; returns the function that stops listening. A throwing listener is isolated. */
   subscribe(listener: (event: RunEvent) => void): () => void {
@@ -107,6 +123,6 @@ export class EventBus {
   }
 
   clear(): void {
-    this.#listeners = [];
+    this.#listeners = noListeners;
   }
 }

@@ -80,6 +80,96 @@ export function hashText(text: string): string {
 }
 
 /**
+ * `hashText(canonicalJson(value))`, computed without building the canonical text: the value is walked in the same
+ * order and its characters hashed as they come. Duplicate detection hashes every tool call's arguments, and the text
+ * (pieces joined, then flattened for hashing) was most of what a signature allocated.
+ */
+export function canonicalHash(value: unknown): string {
+  // The running hash lives in two module variables (no object per hash); a nested call keeps the outer one's.
+  const outer1 = h1;
+  const outer2 = h2;
+  h1 = 0x811c9dc5;
+  h2 = 0x01000193;
+  try {
+    hashCanonical(value);
+    return `${(h2 & 0x3fffffff).toString(36)}.${(h1 & 0x3fffffff).toString(36)}`;
+  } finally {
+    h1 = outer1;
+    h2 = outer2;
+  }
+}
+
+let h1 = 0;
+let h2 = 0;
+
+// The hash steps are written out where they are used, not called per character: a tool step runs these before
+// V8 optimizes them, and then each call costs more than the step itself.
+
+function hashChars(text: string): void {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    h1 = Math.imul(h1 ^ c, 0x01000193);
+    h2 = Math.imul(h2 ^ c, 0x5bd1e995);
+  }
+}
+
+/** A string as JSON writes it: quoted as it is, unless a character needs escaping (then JSON.stringify's text). */
+function hashString(text: string): void {
+  let a = Math.imul(h1 ^ 34, 0x01000193);
+  let b = Math.imul(h2 ^ 34, 0x5bd1e995);
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x20 || c === 34 || c === 92 || (c >= 0xd800 && c <= 0xdfff)) {
+      hashChars(JSON.stringify(text));
+      return;
+    }
+    a = Math.imul(a ^ c, 0x01000193);
+    b = Math.imul(b ^ c, 0x5bd1e995);
+  }
+  h1 = Math.imul(a ^ 34, 0x01000193);
+  h2 = Math.imul(b ^ 34, 0x5bd1e995);
+}
+
+/** Hashes what canonicalJson writes for `value`, in the same order. */
+function hashCanonical(value: unknown): void {
+  if (value === null || typeof value !== 'object') {
+    if (typeof value === 'string') hashString(value);
+    else if (typeof value === 'number') hashChars(Number.isFinite(value) ? String(value) : 'null');
+    else if (typeof value === 'boolean') hashChars(value ? 'true' : 'false');
+    else hashChars(canonicalJson(value));
+    return;
+  }
+  if (Array.isArray(value)) {
+    if (value.length === 0) {
+      hashChars('[]');
+      return;
+    }
+    hashChars('[');
+    hashCanonical(value[0]);
+    for (let i = 1; i < value.length; i++) {
+      hashChars(',');
+      hashCanonical(value[i]);
+    }
+    hashChars(']');
+    return;
+  }
+  const record = value as Record<string, unknown>;
+  const keys = sortedKeys(Object.keys(record));
+  let open = '{';
+  for (const key of keys) {
+    const child = record[key];
+    if (child === undefined) continue;
+    // `{` before the first member, `,` before the others; then the member's quoted key and `:`.
+    hashChars(open);
+    open = ',';
+    hashChars(quotedKey(key));
+    hashChars(':');
+    hashCanonical(child);
+  }
+  hashChars(open === '{' ? '{}' : '}');
+}
+
+/**
  * How deep plain JSON may nest here. Arguments a model writes are a few levels deep; thousands of levels would
  * overflow the stack of every recursive step that follows (hashing for duplicate detection, JSON.stringify,
  * schema validation), failing the run instead of telling the model.
@@ -92,7 +182,7 @@ export const maxJsonDepth = 100;
  * pass unless absurdly deep; a user's own provider may hand over anything, and the loop hashes and serializes
  * arguments, so they are checked once on arrival.
  */
-export function plainJsonProblem(value: unknown, ancestors: unknown[] = []): string | undefined {
+export function plainJsonProblem(value: unknown, ancestors?: unknown[]): string | undefined {
   switch (typeof value) {
     case 'string':
     case 'boolean':
@@ -101,22 +191,56 @@ export function plainJsonProblem(value: unknown, ancestors: unknown[] = []): str
       return Number.isFinite(value) ? undefined : `the number ${value} is not JSON`;
     case 'object': {
       if (value === null) return undefined;
-      if (ancestors.includes(value)) return 'the value contains a cycle';
-      if (ancestors.length >= maxJsonDepth) return `the value nests deeper than ${maxJsonDepth} levels`;
+      if (ancestors?.includes(value)) return 'the value contains a cycle';
+      if (ancestors !== undefined && ancestors.length >= maxJsonDepth)
+        return `the value nests deeper than ${maxJsonDepth} levels`;
       const proto = Object.getPrototypeOf(value);
       const isArray = Array.isArray(value);
       if (!isArray && proto !== Object.prototype && proto !== null)
         return `a ${proto?.constructor?.name ?? 'class'} instance is not JSON`;
-      ancestors.push(value);
-      const children: unknown[] = isArray ? value : Object.values(value);
-      for (const child of children) {
-        const problem = plainJsonProblem(child, ancestors);
+      // Arguments are checked for every tool call: the list of ancestors is made only for a value with an object
+      // inside, and an object's members are read in place (no array of its values).
+      let path = ancestors;
+      if (isArray) {
+        for (let i = 0; i < value.length; i++) {
+          const child: unknown = value[i];
+          if (isScalar(child)) {
+            if (typeof child === 'number' && !Number.isFinite(child))
+              return `the number ${child} is not JSON`;
+            continue;
+          }
+          path ??= [];
+          path.push(value);
+          const problem = plainJsonProblem(child, path);
+          path.pop();
+          if (problem !== undefined) return problem;
+        }
+        return undefined;
+      }
+      const record = value as Record<string, unknown>;
+      for (const key in record) {
+        if (!Object.hasOwn(record, key)) continue;
+        const child = record[key];
+        if (isScalar(child)) {
+          if (typeof child === 'number' && !Number.isFinite(child)) return `the number ${child} is not JSON`;
+          continue;
+        }
+        path ??= [];
+        path.push(value);
+        const problem = plainJsonProblem(child, path);
+        path.pop();
         if (problem !== undefined) return problem;
       }
-      ancestors.pop();
       return undefined;
     }
     default:
       return `a ${typeof value} is not JSON`;
   }
+}
+
+/** A string, boolean, number or null: JSON by itself (a number when finite), nothing inside to check. */
+function isScalar(value: unknown): boolean {
+  return (
+    value === null || typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean'
+  );
 }

@@ -20,9 +20,11 @@ export function withToolCallCap(
   return (response, state) => {
     const decision = base(response, state);
     if (decision.kind !== 'continue_with_tools') return decision;
-    const thisTurn = new Map<string, number>();
+    // Calls earlier in the turn only matter when it has several: no map for the usual single call.
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: a map for a single call is never read (only a cost)
+    const thisTurn = decision.calls.length > 1 ? new Map<string, number>() : undefined;
     for (const call of decision.calls) {
-      const total = countOf(state.toolCallCounts, call.name) + (thisTurn.get(call.name) ?? 0) + 1;
+      const total = countOf(state.toolCallCounts, call.name) + (thisTurn?.get(call.name) ?? 0) + 1;
       const cap = capOf(call.name);
       if (total > cap) {
         return {
@@ -31,7 +33,7 @@ export function withToolCallCap(
           message: `Tool "${call.name}" would be called ${total} times (limit ${cap} per run).`,
         };
       }
-      thisTurn.set(call.name, (thisTurn.get(call.name) ?? 0) + 1);
+      thisTurn?.set(call.name, (thisTurn.get(call.name) ?? 0) + 1);
     }
     return decision;
   };

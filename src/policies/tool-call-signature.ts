@@ -1,4 +1,4 @@
-import { canonicalJson, hashText } from '../core/json.ts';
+import { canonicalHash } from '../core/json.ts';
 import type { ToolCall } from '../core/messages.ts';
 
 /**
@@ -7,7 +7,7 @@ import type { ToolCall } from '../core/messages.ts';
  * entry is an ephemeron the garbage collector must trace.
  */
 export function toolCallSignature(call: Pick<ToolCall, 'name' | 'args'>): string {
-  return `${call.name}#${hashText(canonicalJson(call.args))}`;
+  return `${call.name}#${canonicalHash(call.args)}`;
 }
 
 /**

@@ -5,7 +5,7 @@ import type { ModelDelta, ModelRequest, ModelResponse } from '../core/model.ts';
 import type { Usage } from '../core/usage.ts';
 import type { AgentEvent, EffectCommand } from '../machines/agent.ts';
 import { hasCounts, type PiiCounts } from '../pii/pii-masker.ts';
-import { maskMessages, piiOf, revealResponse } from '../pii/pii-run.ts';
+import { maskMessages, type PiiRun, piiOf, revealResponse } from '../pii/pii-run.ts';
 import { denialError } from '../resources/denial-error.ts';
 import { type ModelReservation, reserveModelCall } from '../resources/model-reservation.ts';
 import { normalizeResponse } from './normalize-response.ts';
@@ -63,37 +63,65 @@ export function breakerReporter(runtime: RunRuntime, signal: AbortSignal): Model
   };
 }
 
-async function callModel(
+/**
+ * One model call. The usual call (fixed instructions, no tool sources, no resource manager) goes straight to the
+ * provider, its answer handled in one callback; the others take the general path, which may wait on the
+ * instructions, the tool sources and the budget first. Both give the same event.
+ */
+function callModel(
   runtime: RunRuntime,
   command: ModelCallCommand,
   signal: AbortSignal,
   hooks?: CallHooks,
 ): Promise<AgentEvent> {
+  let system: Message | undefined | Promise<Message | undefined>;
+  try {
+    system = systemMessageOf(runtime);
+  } catch (error) {
+    return Promise.resolve(instructionsFailed(runtime, error));
+  }
+  if (system instanceof Promise || runtime.agent.tools.sources.length > 0 || runtime.resources)
+    return callModelWhenReady(runtime, command, signal, hooks, system);
+  if (signal.aborted) return Promise.resolve(abortedEvent());
+  const maskForModel = modelMaskOf(runtime);
+  const request = requestOf(
+    runtime,
+    command,
+    signal,
+    hooks,
+    messagesOf(runtime, system, command, maskForModel),
+  );
+  let answer: ModelResponse | Promise<ModelResponse>;
+  try {
+    hooks?.onGenerate?.();
+    answer = runtime.agent.model.generate(request);
+  } catch (error) {
+    return Promise.resolve(failed(runtime, signal, undefined, error));
+  }
+  return Promise.resolve(answer).then(
+    (given) => answered(runtime, command, signal, maskForModel, undefined, given),
+    (error: unknown) => failed(runtime, signal, undefined, error),
+  );
+}
+
+/** The general path of a model call: instructions, tool sources and the budget may each be waited for first. */
+async function callModelWhenReady(
+  runtime: RunRuntime,
+  command: ModelCallCommand,
+  signal: AbortSignal,
+  hooks: CallHooks | undefined,
+  built: Message | undefined | Promise<Message | undefined>,
+): Promise<AgentEvent> {
   const { agent, bus } = runtime;
   let system: Message | undefined;
   try {
-    // Fixed instructions stay synchronous: no extra microtask per model call.
-    const built = systemMessageOf(runtime);
     system = built instanceof Promise ? await built : built;
   } catch (error) {
-    // The user's instruction function failed: the run fails with its error, before anything is spent.
-    const info = toErrorInfo(error);
-    const failure = { ...info, code: 'instructions_failed', message: `instructions: ${info.message}` };
-    emitFrom(runtime, 'error', { message: failure.message, type: failure.name, code: failure.code });
-    return { type: 'model.error', error: failure };
+    return instructionsFailed(runtime, error);
   }
   if (signal.aborted) return abortedEvent();
-  let messages: Message[] =
-    // concat makes the request's array at its final length (a spread grows it by push, reallocating on the way).
-    system === undefined ? (command.history as Message[]) : [system].concat(command.history);
-  // With model masking the provider sees placeholders; what it writes back is revealed below.
-  const pii = piiOf(bus);
-  const maskForModel = pii?.options.model ? pii : undefined;
-  if (maskForModel) {
-    const counts: PiiCounts = {};
-    messages = maskMessages(maskForModel, messages, counts);
-    if (hasCounts(counts) && bus.listening) emitFrom(runtime, 'redaction', { target: 'model', counts });
-  }
+  const maskForModel = modelMaskOf(runtime);
+  const messages = messagesOf(runtime, system, command, maskForModel);
   // Tools listed at run time (MCP servers) are brought up to date first; a source that stays unreachable fails
   // the run with its error rather than letting the model answer without tools it was given.
   // An agent without tool sources has nothing to list: no scope (an object and a closure) per model call.
@@ -122,6 +150,81 @@ async function callModel(
       return { type: 'model.error', error: info };
     }
   }
+  const request = requestOf(runtime, command, signal, hooks, messages);
+  // A run with a resource manager reserves an estimate first; a spent budget stops the run (budget_exhausted).
+  // The budget scope the call draws on: a turn with its own budget, else the run (or session).
+  const scope = runtime.resourceScope?.() ?? bus.sessionId;
+  const resources = runtime.resources;
+  let reservation: Extract<ModelReservation, { granted: true }> | undefined;
+  let sent = request;
+  if (resources) {
+    const outcome = await reserveModelCall(resources, scope, request, agent.model, signal);
+    if (signal.aborted) return abortedEvent();
+    if (!outcome.granted) {
+      const denial = outcome.denial;
+      if (denial.reason === 'budget_exhausted')
+        return { type: 'model.denied', reason: denial.reason, message: denial.message };
+      // Not a spent budget (a call larger than a quota, an unpriced model): the run fails with an error naming it.
+      const info = denialError(denial);
+      emitFrom(runtime, 'error', { message: info.message, type: info.name, code: info.code });
+      return { type: 'model.error', error: info };
+    }
+    reservation = outcome;
+    // Under a budget the call may write no more than its budgets have left (the request carries that cap).
+    sent = outcome.request;
+  }
+  let answer: ModelResponse;
+  try {
+    hooks?.onGenerate?.();
+    answer = await agent.model.generate(sent);
+  } catch (error) {
+    return failed(runtime, signal, reservation, error);
+  }
+  return answered(runtime, command, signal, maskForModel, reservation, answer);
+}
+
+/** The user's instruction function failed: the run fails with its error, before anything is spent. */
+function instructionsFailed(runtime: RunRuntime, error: unknown): AgentEvent {
+  const info = toErrorInfo(error);
+  const failure = { ...info, code: 'instructions_failed', message: `instructions: ${info.message}` };
+  emitFrom(runtime, 'error', { message: failure.message, type: failure.name, code: failure.code });
+  return { type: 'model.error', error: failure };
+}
+
+/** The masker of a run that masks personal data for the model (the provider sees placeholders), if it does. */
+function modelMaskOf(runtime: RunRuntime): PiiRun | undefined {
+  const pii = piiOf(runtime.bus);
+  return pii?.options.model ? pii : undefined;
+}
+
+/** The request's messages: the system message first, then the history (masked for the model when it masks). */
+function messagesOf(
+  runtime: RunRuntime,
+  system: Message | undefined,
+  command: ModelCallCommand,
+  maskForModel: PiiRun | undefined,
+): Message[] {
+  const history = command.history;
+  // concat makes the request's array at its final length (a spread grows it by push, reallocating on the way).
+  let messages: Message[] = system === undefined ? (history as Message[]) : [system].concat(history);
+  if (maskForModel) {
+    const counts: PiiCounts = {};
+    messages = maskMessages(maskForModel, messages, counts);
+    if (hasCounts(counts) && runtime.bus.listening)
+      emitFrom(runtime, 'redaction', { target: 'model', counts });
+  }
+  return messages;
+}
+
+/** The provider's request: its deltas and breaker changes reach the run's events through one scope. */
+function requestOf(
+  runtime: RunRuntime,
+  command: ModelCallCommand,
+  signal: AbortSignal,
+  hooks: CallHooks | undefined,
+  messages: Message[],
+): ModelRequest {
+  const { agent, bus } = runtime;
   const onDelta = runtime.onDelta;
   const holdsText = checksAnswers(runtime);
   let guard: ((index: number, text: string) => string) | undefined;
@@ -145,35 +248,25 @@ async function callModel(
       else if (shown !== '' || delta.id !== undefined || delta.name !== undefined)
         onDelta({ ...delta, argsDelta: shown });
     },
+    // A circuit breaker the call goes through reports its changes of state on this run's bus (as breakerReporter).
+    onBreaker: (change) => {
+      if (bus.listening && !signal.aborted) emitFrom(runtime, 'breaker', change);
+    },
   };
-  // A circuit breaker the call goes through reports its changes of state on this run's bus.
-  request.onBreaker = breakerReporter(runtime, signal);
   if (command.schemaEnabled && agent.outputSpec) request.output = agent.outputSpec;
-  // A run with a resource manager reserves an estimate first; a spent budget stops the run (budget_exhausted).
-  // The budget scope the call draws on: a turn with its own budget, else the run (or session).
-  const scope = runtime.resourceScope?.() ?? bus.sessionId;
-  const resources = runtime.resources;
-  let reservation: Extract<ModelReservation, { granted: true }> | undefined;
-  let sent = request;
-  if (resources) {
-    const outcome = await reserveModelCall(resources, scope, request, agent.model, signal);
-    if (signal.aborted) return abortedEvent();
-    if (!outcome.granted) {
-      const denial = outcome.denial;
-      if (denial.reason === 'budget_exhausted')
-        return { type: 'model.denied', reason: denial.reason, message: denial.message };
-      // Not a spent budget (a call larger than a quota, an unpriced model): the run fails with an error naming it.
-      const info = denialError(denial);
-      emitFrom(runtime, 'error', { message: info.message, type: info.name, code: info.code });
-      return { type: 'model.error', error: info };
-    }
-    reservation = outcome;
-    // Under a budget the call may write no more than its budgets have left (the request carries that cap).
-    sent = outcome.request;
-  }
+  return request;
+}
+
+/** The event of a provider's answer: normalized, revealed when masked, decoded when the schema asks. */
+function answered(
+  runtime: RunRuntime,
+  command: ModelCallCommand,
+  signal: AbortSignal,
+  maskForModel: PiiRun | undefined,
+  reservation: Extract<ModelReservation, { granted: true }> | undefined,
+  answer: ModelResponse,
+): AgentEvent {
   try {
-    hooks?.onGenerate?.();
-    const answer = await agent.model.generate(sent);
     const response = normalizeResponse(
       maskForModel ? revealResponse(maskForModel, answer) : answer,
       command.call,
@@ -183,19 +276,29 @@ async function callModel(
     if (signal.aborted) return abortedEvent();
     // Decode here, where the schema lives, so the machine only sees data. In the tool-use phase only a text answer
     // is worth decoding; a valid one ends the run without the extra final-output call.
-    const schema = agent.outputSchema;
+    const schema = runtime.agent.outputSchema;
     const wantsDecode = schema && (command.phase === 'finalOutput' || response.toolCalls.length === 0);
     return wantsDecode
       ? { type: 'model.response', response, decoded: decodeOutput(response.text, schema) }
       : { type: 'model.response', response };
   } catch (error) {
-    // The call's usage is unknown: its reservation goes back (exactly once; release after settle is a no-op).
-    reservation?.fail(error);
-    if (signal.aborted) return abortedEvent();
-    const info = toErrorInfo(error);
-    emitFrom(runtime, 'error', { message: info.message, type: info.name, code: info.code });
-    return { type: 'model.error', error: info };
+    return failed(runtime, signal, reservation, error);
   }
+}
+
+/** The event of a call that failed (the provider threw, or its answer could not be read). */
+function failed(
+  runtime: RunRuntime,
+  signal: AbortSignal,
+  reservation: Extract<ModelReservation, { granted: true }> | undefined,
+  error: unknown,
+): AgentEvent {
+  // The call's usage is unknown: its reservation goes back (exactly once; release after settle is a no-op).
+  reservation?.fail(error);
+  if (signal.aborted) return abortedEvent();
+  const info = toErrorInfo(error);
+  emitFrom(runtime, 'error', { message: info.message, type: info.name, code: info.code });
+  return { type: 'model.error', error: info };
 }
 
 /** The system message of an agent's requests: one object per agent, not one per call (messages are never mutated). */

@@ -1,21 +1,19 @@
 import type { ApprovalRequest } from '../core/approvals.ts';
 import type { ToolCall } from '../core/messages.ts';
-import type { AgentGuardrails } from '../guardrails/guardrail.ts';
 import type { AgentContext, AgentEvent, EffectCommand, ToolOutcome } from '../machines/agent.ts';
 import {
   type ClassifiedCalls,
   classifyCalls,
   type DecidedOutcomes,
   needsClassifying,
-  unclassified,
 } from './approval-check.ts';
 import type { EffectsHost } from './effects.ts';
-import { checkGuardrails, type GuardrailPlace } from './guardrail-checks.ts';
+import { checkGuardrails } from './guardrail-checks.ts';
 import { guardrailPlace } from './guardrail-stage.ts';
 import { checkPermission } from './permission-check.ts';
 import { emitFrom, type RunRuntime } from './run-runtime.ts';
 import { redactArgs, secretKeysOf, toolCallEventData } from './secrets.ts';
-import { runToolBatch, type ToolBatch, type ToolGuardrails } from './tool-runner.ts';
+import { type BatchListener, startToolBatch, type ToolBatch, type ToolGuardrails } from './tool-runner.ts';
 
 /**
  * The tool gate: one batch of tool calls. Each call is classified first (its arguments checked against the schema
@@ -26,22 +24,8 @@ import { runToolBatch, type ToolBatch, type ToolGuardrails } from './tool-runner
 
 type ToolsCommand = Extract<EffectCommand, { type: 'tools.run' }>;
 
-/** Where a batch of tool calls sits: what its calls' contexts and idempotency keys are made of. */
-interface BatchPlace {
-  sessionId: string;
-  route: string;
-  turn: number;
-  step: number;
-}
-
 /** Runs a `tools.run` command's batch and answers it with one `tools.done`. */
 export function runTools(host: EffectsHost, runtime: RunRuntime, command: ToolsCommand): void {
-  const where: BatchPlace = {
-    sessionId: runtime.sessionId ?? runtime.bus.sessionId,
-    route: runtime.route ?? runtime.agent.name,
-    turn: runtime.turn ?? 1,
-    step: command.step,
-  };
   // Tools listed at run time (MCP servers) are listed before the calls are looked up: a session recovered after a
   // restart runs the calls that were in flight before any model call of this process has listed them. A source
   // that cannot be listed leaves its calls unknown; the next model call reports why.
@@ -50,85 +34,82 @@ export function runTools(host: EffectsHost, runtime: RunRuntime, command: ToolsC
     tools.sources.length === 0
       ? undefined
       : tools.prepare({
-          sessionId: where.sessionId,
+          sessionId: sessionIdOf(runtime),
           signal: host.signal,
           context: runtime.context,
           hold: runtime.holdings?.hold,
         });
-  if (preparing === undefined) classifyAndRun(host, runtime, command, where);
+  if (preparing === undefined) classifyAndRun(host, runtime, command);
   else {
     const run = () => {
-      if (!host.closed) classifyAndRun(host, runtime, command, where);
+      if (!host.closed) classifyAndRun(host, runtime, command);
     };
     preparing.then(run, run);
   }
 }
 
-function classifyAndRun(
-  host: EffectsHost,
-  runtime: RunRuntime,
-  command: ToolsCommand,
-  where: BatchPlace,
-): void {
+/** The session id tools see (the user's). */
+function sessionIdOf(runtime: RunRuntime): string {
+  return runtime.sessionId ?? runtime.bus.sessionId;
+}
+
+function classifyAndRun(host: EffectsHost, runtime: RunRuntime, command: ToolsCommand): void {
   const durable = runtime.durable;
   const registry = runtime.agent.tools;
-  // The usual batch (no permission policy, no decisions, no tool that asks people) runs as it is: no place to
-  // build, no closures.
+  // The usual batch (no permission policy, no decisions, no tool that asks people) runs as it is: nothing to sort,
+  // no place to build, no closures.
   if (!runtime.agent.permissions && !needsClassifying(registry, command.calls, command.decisions)) {
-    runBatch(host, runtime, command, where, unclassified(command.calls));
+    runBatch(host, runtime, command, undefined);
     return;
   }
   // Calls people decided on are answered from the decision; undecided calls that need a person wait.
   // Written out rather than spread: this runs once per tool step, and a spread copies through a slower path.
   const classified = classifyCalls(registry, command.calls, command.decisions, {
-    sessionId: where.sessionId,
-    route: where.route,
-    turn: where.turn,
-    step: where.step,
+    sessionId: sessionIdOf(runtime),
+    route: runtime.route ?? runtime.agent.name,
+    turn: runtime.turn ?? 1,
+    step: command.step,
     agent: runtime.agent.name,
     context: runtime.context,
     replayed: (call) => durable?.replayTool(command.step, call.id),
     permit: runtime.agent.permissions ? (call) => checkPermission(runtime, call) : undefined,
   });
   if (classified instanceof Promise)
-    void classified.then((sorted) => runBatch(host, runtime, command, where, sorted));
-  else runBatch(host, runtime, command, where, classified);
+    void classified.then((sorted) => runBatch(host, runtime, command, sorted));
+  else runBatch(host, runtime, command, classified);
 }
 
+/** Runs the batch; `classified` is undefined for the usual batch, whose calls all run as they are. */
 function runBatch(
   host: EffectsHost,
   runtime: RunRuntime,
   command: ToolsCommand,
-  where: BatchPlace,
-  classified: ClassifiedCalls,
+  classified: ClassifiedCalls | undefined,
 ): void {
   if (host.closed) return;
-  for (const verdict of classified.permissions) emitFrom(runtime, 'permission', verdict);
-  emitDecided(runtime, classified.decided);
-  void runToolBatch(new GatedBatch(host, runtime, command, where, classified)).then((results) => {
-    const nestedSteps = runtime.nestedSteps;
-    runtime.nestedSteps = 0;
-    // Reports of calls whose outcomes were not made (the batch was aborted) go nowhere.
-    runtime.spentByCall?.clear();
-    const event: Extract<AgentEvent, { type: 'tools.done' }> = { type: 'tools.done', results };
-    if (nestedSteps > 0) event.nestedSteps = nestedSteps;
-    if (classified.pending.length > 0) event.pending = classified.pending;
-    host.answer(event);
-  });
+  if (classified) {
+    for (const verdict of classified.permissions) emitFrom(runtime, 'permission', verdict);
+    emitDecided(runtime, classified.decided);
+  }
+  const batch = new GatedBatch(host, runtime, command, classified);
+  startToolBatch(batch, batch);
 }
 
 /**
  * A batch as the tool gate hands it to the runner: the run's place, limits and signal, and what the gate does when a
- * call starts, retries or settles. Its callbacks are methods, not closures made for every batch (one per tool step).
+ * call starts, retries or settles, and when the batch is over. Its callbacks are methods, and what it tells the
+ * runner is read from the run when asked: one small object per batch (one per tool step), no closures.
  */
-class GatedBatch implements ToolBatch {
+class GatedBatch implements ToolBatch, BatchListener {
+  // Plain fields, read on every call of the batch: getters would cost a call each in the early, unoptimized runs.
   readonly calls: readonly ToolCall[];
-  readonly checked: ClassifiedCalls['checked'];
+  readonly checked: ClassifiedCalls['checked'] | undefined;
   readonly registry: ToolBatch['registry'];
   readonly disabled: readonly string[];
   readonly concurrency: number;
   readonly timeoutMs: number | null;
   readonly maxRetries: number;
+  // Where the batch sits, as it was when it started: a session's next turn may change what its runtime says.
   readonly sessionId: string;
   readonly route: string;
   readonly turn: number;
@@ -143,46 +124,58 @@ class GatedBatch implements ToolBatch {
   readonly executor: ToolBatch['executor'];
   readonly guardrails: ToolGuardrails | undefined;
   readonly #host: EffectsHost;
-  readonly #decided: DecidedOutcomes;
+  readonly #classified: ClassifiedCalls | undefined;
   #onBreaker: ToolBatch['onBreaker'];
 
   constructor(
     host: EffectsHost,
     runtime: RunRuntime,
     command: ToolsCommand,
-    where: BatchPlace,
-    classified: ClassifiedCalls,
+    classified: ClassifiedCalls | undefined,
   ) {
-    const limits = runtime.agent.limits;
-    this.calls = classified.runnable;
-    this.checked = classified.checked;
-    this.registry = runtime.agent.tools;
+    const agent = runtime.agent;
+    const limits = agent.limits;
+    this.calls = classified ? classified.runnable : command.calls;
+    this.checked = classified?.checked;
+    this.registry = agent.tools;
     this.disabled = command.disabledTools;
     this.concurrency = limits.toolConcurrency;
     this.timeoutMs = limits.toolTimeoutMs;
     this.maxRetries = limits.maxToolRetries;
-    this.sessionId = where.sessionId;
-    this.route = where.route;
-    this.turn = where.turn;
-    this.step = where.step;
+    this.sessionId = sessionIdOf(runtime);
+    this.route = runtime.route ?? agent.name;
+    this.turn = runtime.turn ?? 1;
+    this.step = command.step;
     this.callPath = runtime.callPath ?? '';
     this.caller = runtime;
-    this.agent = runtime.agent.name;
+    this.agent = agent.name;
     this.context = runtime.context;
     this.signal = host.signal;
     this.whenAborted = host.whenAborted;
     this.clock = runtime.clock;
     this.executor = runtime.runEffect;
-    this.guardrails = runtime.agent.guardrails
-      ? toolGuardrailsOf(runtime.agent.guardrails, (stage) => guardrailPlace(runtime, stage), host.signal)
-      : undefined;
+    this.guardrails = toolGuardrailsOf(runtime, host.signal);
     this.#host = host;
-    this.#decided = classified.decided;
+    this.#classified = classified;
+  }
+
+  /** The batch is over: the machine gets its results in one `tools.done`. */
+  batchDone(results: ToolOutcome[]): void {
+    const runtime = this.caller;
+    const nestedSteps = runtime.nestedSteps;
+    runtime.nestedSteps = 0;
+    // Reports of calls whose outcomes were not made (the batch was aborted) go nowhere.
+    runtime.spentByCall?.clear();
+    const event: Extract<AgentEvent, { type: 'tools.done' }> = { type: 'tools.done', results };
+    if (nestedSteps > 0) event.nestedSteps = nestedSteps;
+    const pending = this.#classified?.pending;
+    if (pending !== undefined && pending.length > 0) event.pending = pending;
+    this.#host.answer(event);
   }
 
   /** Calls people decided on, and (in a durable run) calls that finished before a restart. */
   known(call: ToolCall): ToolOutcome | undefined {
-    return this.#decided.get(call.id) ?? this.caller.durable?.replayTool(this.step, call.id);
+    return this.#classified?.decided.get(call.id) ?? this.caller.durable?.replayTool(this.step, call.id);
   }
 
   onStart(call: ToolCall): void {
@@ -299,17 +292,24 @@ function preview(content: string): string {
   return content.length > 200 ? `${content.slice(0, 200)}…` : content;
 }
 
-/** The tool guardrails of a batch, checked with the run's signal; none when the agent has no tool guardrails. */
-function toolGuardrailsOf(
-  guardrails: AgentGuardrails,
-  placeOf: (stage: GuardrailPlace['stage']) => GuardrailPlace,
-  signal: AbortSignal,
-): ToolGuardrails | undefined {
-  if (guardrails.toolInput.length === 0 && guardrails.toolOutput.length === 0) return undefined;
+/**
+ * The tool guardrails of a batch, checked with the run's signal; none (and nothing made) when the agent has no tool
+ * guardrails, whatever other guardrails it has.
+ */
+function toolGuardrailsOf(runtime: RunRuntime, signal: AbortSignal): ToolGuardrails | undefined {
+  const guardrails = runtime.agent.guardrails;
+  if (!guardrails || (guardrails.toolInput.length === 0 && guardrails.toolOutput.length === 0))
+    return undefined;
   return {
     input: guardrails.toolInput,
     output: guardrails.toolOutput,
     check: (list, stage, value, text, call) =>
-      checkGuardrails(list, value, text, { ...placeOf(stage), tool: call.name, callId: call.id }, signal),
+      checkGuardrails(
+        list,
+        value,
+        text,
+        { ...guardrailPlace(runtime, stage), tool: call.name, callId: call.id },
+        signal,
+      ),
   };
 }

@@ -130,93 +130,274 @@ export interface ToolGuardrails {
   ): GuardrailBlock | null | Promise<GuardrailBlock | null>;
 }
 
+/** Told once when a batch is over: every call answered, or the run aborted it (then only the outcomes that came). */
+export interface BatchListener {
+  batchDone(outcomes: ToolOutcome[]): void;
+}
+
 /**
  * Runs one turn's tool calls in parallel up to `concurrency`, each with its timeout and retries, and
  * resolves with one outcome per call, in call order. It never rejects: every failure becomes an error result that
  * goes back to the model. If the batch's signal is aborted it resolves early with what it has; the caller discards it.
  */
 export function runToolBatch(batch: ToolBatch): Promise<ToolOutcome[]> {
-  const { calls } = batch;
-  const outcomes: (ToolOutcome | undefined)[] = new Array(calls.length);
-  let next = 0;
+  return new Promise((resolve) => startToolBatch(batch, { batchDone: resolve }));
+}
 
-  return new Promise((resolve) => {
-    if (calls.length === 0) return resolve([]);
-    let settled = 0;
-    // Every call answered: the outcomes are the array itself; after an abort, only the ones that came.
-    const finish = () =>
-      resolve(
-        settled === calls.length
-          ? (outcomes as ToolOutcome[])
-          : outcomes.filter((o): o is ToolOutcome => o !== undefined),
+/**
+ * Runs a batch as {@link runToolBatch} does and tells `listener` when it is over, never before this function
+ * returns: the tool gate's way, without a promise and a callback per batch.
+ */
+export function startToolBatch(batch: ToolBatch, listener: BatchListener): void {
+  new BatchRun(batch, listener).start();
+}
+
+/**
+ * One batch on its way: which call starts next, the outcomes so far. One object whose steps are methods, and one
+ * object per call ({@link PlainCall}) for the usual call: a tool step makes a few objects, not a chain of closures,
+ * async frames and promises per call.
+ */
+class BatchRun {
+  readonly batch: ToolBatch;
+  readonly #listener: BatchListener;
+  readonly #outcomes: (ToolOutcome | undefined)[];
+  #next = 0;
+  #settled = 0;
+  #over = false;
+  #starting = true;
+  #stopWaiting: (() => void) | undefined;
+
+  constructor(batch: ToolBatch, listener: BatchListener) {
+    this.batch = batch;
+    this.#listener = listener;
+    this.#outcomes = new Array(batch.calls.length);
+  }
+
+  start(): void {
+    const batch = this.batch;
+    const count = batch.calls.length;
+    // An already aborted signal never fires: the batch is over at once instead of waiting forever.
+    if (count === 0 || batch.signal.aborted) this.#finish();
+    else {
+      const onAbort = () => this.#finish();
+      this.#stopWaiting = batch.whenAborted ? batch.whenAborted(onAbort) : whenAborted(batch.signal, onAbort);
+      for (let i = 0; i < Math.min(batch.concurrency, count); i++) this.#startNext();
+    }
+    this.#starting = false;
+  }
+
+  /** Every call answered: the outcomes are the array itself; after an abort, only the ones that came. */
+  #finish(): void {
+    if (this.#over) return;
+    this.#over = true;
+    const outcomes =
+      this.#settled === this.batch.calls.length
+        ? (this.#outcomes as ToolOutcome[])
+        : this.#outcomes.filter((o): o is ToolOutcome => o !== undefined);
+    // The listener hears of the batch from a later job than the one that started it or aborted the run, as it
+    // would from a promise.
+    const listener = this.#listener;
+    if (this.#starting || this.batch.signal.aborted) queueMicrotask(() => listener.batchDone(outcomes));
+    else listener.batchDone(outcomes);
+  }
+
+  #callDone(index: number, outcome: ToolOutcome): void {
+    this.#outcomes[index] = outcome;
+    this.#settled++;
+    if (this.batch.signal.aborted) return;
+    if (this.#settled === this.batch.calls.length) {
+      this.#stopWaiting?.();
+      this.#finish();
+    } else this.#startNext();
+  }
+
+  /** A call's outcome is known: the batch's owner hears of it (a durable run commits it) before it counts. */
+  settle(index: number, call: ToolCall, started: number, outcome: ToolOutcome): void {
+    const batch = this.batch;
+    if (batch.signal.aborted) return;
+    // A durable run commits the outcome here first; a plain run goes on in the same tick.
+    let settling: void | Promise<void> | undefined;
+    try {
+      settling = batch.onSettled(
+        call,
+        outcome,
+        batch.clock.now() - started,
+        this.#settled + 1 === batch.calls.length,
       );
-    // An already aborted signal never fires: settle at once instead of waiting forever.
-    if (batch.signal.aborted) return finish();
-    const stopWaiting = batch.whenAborted ? batch.whenAborted(finish) : whenAborted(batch.signal, finish);
-    const done = (index: number, outcome: ToolOutcome) => {
-      outcomes[index] = outcome;
-      settled++;
-      if (batch.signal.aborted) return;
-      if (settled === calls.length) {
-        stopWaiting();
-        finish();
-      } else startNext();
-    };
-    const startNext = () => {
-      if (next >= calls.length || batch.signal.aborted) return;
-      const index = next++;
-      const call = calls[index] as ToolCall;
-      const known = batch.known?.(call);
-      if (known) {
-        done(index, known);
+    } catch {
+      // onSettled reports its own failures; the outcome still answers the call.
+    }
+    if (settling instanceof Promise)
+      settling.then(
+        () => this.#callDone(index, outcome),
+        () => this.#callDone(index, outcome),
+      );
+    else this.#callDone(index, outcome);
+  }
+
+  /** Settles from a later job: an outcome known at once keeps its place among the others' (a tool answers later). */
+  #settleSoon(index: number, call: ToolCall, started: number, outcome: ToolOutcome): void {
+    void Promise.resolve(withSpend(outcome, this.batch.caller)).then((known) =>
+      this.settle(index, call, started, known),
+    );
+  }
+
+  #startNext(): void {
+    const batch = this.batch;
+    const calls = batch.calls;
+    if (this.#next >= calls.length || batch.signal.aborted) return;
+    const index = this.#next++;
+    const call = calls[index] as ToolCall;
+    const known = batch.known?.(call);
+    if (known) {
+      this.#callDone(index, known);
+      return;
+    }
+    const started = batch.clock.now();
+    const found = batch.registry.find(call.name);
+    // A handoff runs nothing: a call the gate lets through goes to the agent machine, which hands off (the
+    // session announces it); one refused here (its arguments) is answered like any refused call.
+    // What the call spent outside the run's model calls goes with its outcome (a durable executor records both).
+    if (isHandoffTool(found)) {
+      void runCallWithSpend(call, batch).then((outcome) => {
+        if (outcome.handoff) return this.#callDone(index, outcome);
+        batch.onStart(call);
+        this.settle(index, call, started, outcome);
+      });
+      return;
+    }
+    batch.onStart(call);
+    if (batch.executor) {
+      void batch
+        .executor(`${batch.route}/tool/${batch.step}/${call.id}`, isAgentTool(found) ? 'agent' : 'tool', () =>
+          runCallWithSpend(call, batch),
+        )
+        .then((outcome) => this.settle(index, call, started, outcome));
+      return;
+    }
+    if (found !== undefined && isPlain(found, batch)) {
+      // The usual call (a known tool, no breaker, no tool guardrails, nothing journaled) runs without the general
+      // path's async steps; it gives the same outcome.
+      let checked: ArgumentCheck;
+      try {
+        checked = batch.checked?.get(call.id) ?? checkArguments(found, call);
+      } catch (error) {
+        this.#settleSoon(index, call, started, unexpected(call, error));
         return;
       }
-      const started = batch.clock.now();
-      const settle = (outcome: ToolOutcome) => {
-        if (batch.signal.aborted) return;
-        // A durable run commits the outcome here first; a plain run goes on in the same tick.
-        let settling: void | Promise<void> | undefined;
-        try {
-          settling = batch.onSettled(
-            call,
-            outcome,
-            batch.clock.now() - started,
-            settled + 1 === calls.length,
-          );
-        } catch {
-          // onSettled reports its own failures; the outcome still answers the call.
-        }
-        if (settling instanceof Promise)
-          settling.then(
-            () => done(index, outcome),
-            () => done(index, outcome),
-          );
-        else done(index, outcome);
-      };
-      const found = batch.registry.find(call.name);
-      // A handoff runs nothing: a call the gate lets through goes to the agent machine, which hands off (the
-      // session announces it); one refused here (its arguments) is answered like any refused call.
-      // What the call spent outside the run's model calls goes with its outcome (a durable executor records both).
-      if (isHandoffTool(found)) {
-        void runCallWithSpend(call, batch).then((outcome) => {
-          if (outcome.handoff) return done(index, outcome);
-          batch.onStart(call);
-          settle(outcome);
+      if (!checked.ok) this.#settleSoon(index, call, started, refused(call, checked.content));
+      else new PlainCall(this, index, call, found, checked.value, started).attempt();
+      return;
+    }
+    void runCallWithSpend(call, batch).then((outcome) => this.settle(index, call, started, outcome));
+  }
+}
+
+/** Whether a call to `found` runs on the plain path: no breaker, no tool guardrails, the tool not disabled. */
+function isPlain(found: Tool, batch: ToolBatch): boolean {
+  const guardrails = batch.guardrails;
+  return (
+    !found.breaker &&
+    (guardrails === undefined || (guardrails.input.length === 0 && guardrails.output.length === 0)) &&
+    !batch.disabled.includes(found.name)
+  );
+}
+
+/**
+ * One call on the plain path, with its arguments checked: its attempts (with the timeout and retries of
+ * {@link runToolCall}), then its outcome to the batch. The same outcomes as the general path, in one object.
+ */
+class PlainCall {
+  readonly #run: BatchRun;
+  readonly #index: number;
+  readonly #call: ToolCall;
+  readonly #found: Tool;
+  readonly #args: unknown;
+  readonly #started: number;
+  readonly #attempts: number;
+  #attempt = 0;
+  readonly #onValue = (value: unknown): void => this.#answered(value);
+  readonly #onError = (error: unknown): void => this.#threw(error);
+
+  constructor(run: BatchRun, index: number, call: ToolCall, found: Tool, args: unknown, started: number) {
+    this.#run = run;
+    this.#index = index;
+    this.#call = call;
+    this.#found = found;
+    this.#args = args;
+    this.#started = started;
+    this.#attempts = 1 + (found.maxRetries ?? run.batch.maxRetries);
+  }
+
+  attempt(): void {
+    const batch = this.#run.batch;
+    if (batch.signal.aborted) {
+      this.#deliver(refused(this.#call, 'Not run: the run was aborted.'));
+      return;
+    }
+    this.#attempt++;
+    const timeoutMs = this.#found.timeoutMs ?? batch.timeoutMs;
+    attemptTool(this.#found, this.#args, this.#call, batch, this.#attempt, timeoutMs).then(
+      this.#onValue,
+      this.#onError,
+    );
+  }
+
+  #answered(value: unknown): void {
+    const call = this.#call;
+    this.#deliver({
+      callId: call.id,
+      name: call.name,
+      content: toContent(value),
+      isError: false,
+      executed: true,
+      degraded: false,
+      attempts: this.#attempt,
+    });
+  }
+
+  #threw(error: unknown): void {
+    const call = this.#call;
+    const batch = this.#run.batch;
+    const attempt = this.#attempt;
+    try {
+      // The tool refused these arguments, or the call was carried out and answered with an error (an MCP
+      // server's): the model reads why, and retrying would fail the same way.
+      if ((error instanceof ToolInputError || error instanceof ToolAnswerError) && !batch.signal.aborted) {
+        this.#deliver({
+          callId: call.id,
+          name: call.name,
+          content: `Error: ${error.message}`,
+          isError: true,
+          executed: true,
+          degraded: false,
+          attempts: attempt,
         });
         return;
       }
-      batch.onStart(call);
-      const running = batch.executor
-        ? batch.executor(
-            `${batch.route}/tool/${batch.step}/${call.id}`,
-            isAgentTool(found) ? 'agent' : 'tool',
-            () => runCallWithSpend(call, batch),
-          )
-        : runCallWithSpend(call, batch);
-      void running.then(settle);
-    };
-    for (let i = 0; i < Math.min(batch.concurrency, calls.length); i++) startNext();
-  });
+      const lastError = error instanceof Error ? error.message : String(error);
+      if (attempt < this.#attempts) {
+        if (!batch.signal.aborted) batch.onRetry(call, attempt, lastError);
+        this.attempt();
+        return;
+      }
+      this.#deliver({
+        callId: call.id,
+        name: call.name,
+        content: `Error: tool "${call.name}" failed after ${this.#attempts} attempt(s): ${lastError}`,
+        isError: true,
+        executed: true,
+        degraded: true,
+        attempts: this.#attempts,
+      });
+    } catch (failure) {
+      this.#deliver(unexpected(call, failure));
+    }
+  }
+
+  #deliver(outcome: ToolOutcome): void {
+    this.#run.settle(this.#index, this.#call, this.#started, withSpend(outcome, this.#run.batch.caller));
+  }
 }
 
 /** One call with what it spent outside the run's model calls; a failure nothing foresaw still gives an outcome. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { onAbort } from '../../src/core/abort.ts';
+import { AbortWaiters, onAbort } from '../../src/core/abort.ts';
 
 describe('onAbort (one listener per signal, many waiters)', () => {
   it('calls every waiter once when the signal aborts', () => {
@@ -38,5 +38,38 @@ describe('onAbort (one listener per signal, many waiters)', () => {
     controller.abort();
     expect(added).toBe(1);
     expect(fired).toBe(true);
+  });
+
+  it('wakes waiters in the order they came, whichever stopped waiting in between, and each once', () => {
+    const waiters = new AbortWaiters();
+    const calls: string[] = [];
+    const a = () => calls.push('a');
+    const stopA = waiters.add(a);
+    waiters.add(() => calls.push('b'));
+    stopA();
+    waiters.add(() => calls.push('c'));
+    const d = () => calls.push('d');
+    waiters.add(d);
+    waiters.add(d);
+    const stopE = waiters.add(() => calls.push('e'));
+    stopE();
+    stopE();
+    waiters.wakeAll();
+    waiters.wakeAll();
+    expect(calls).toEqual(['b', 'c', 'd']);
+    waiters.add(() => calls.push('late'));
+    expect(calls).toEqual(['b', 'c', 'd', 'late']);
+  });
+
+  it('reuses its place for the usual single waiter without losing one that comes meanwhile', () => {
+    const waiters = new AbortWaiters();
+    const calls: string[] = [];
+    for (let i = 0; i < 3; i++) waiters.add(() => calls.push(`gone ${i}`))();
+    const stopFirst = waiters.add(() => calls.push('first'));
+    waiters.add(() => calls.push('second'));
+    stopFirst();
+    waiters.add(() => calls.push('third'));
+    waiters.wakeAll();
+    expect(calls).toEqual(['second', 'third']);
   });
 });

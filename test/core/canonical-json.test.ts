@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { stacklessError } from '../../src/core/abort.ts';
-import { canonicalJson } from '../../src/core/json.ts';
+import { canonicalHash, canonicalJson, hashText } from '../../src/core/json.ts';
 
 /** The straightforward definition the loop version must match byte for byte. */
 function reference(value: unknown): string {
@@ -31,6 +31,38 @@ describe('canonicalJson', () => {
     expect(canonicalJson([])).toBe('[]');
     expect(canonicalJson({})).toBe('{}');
     expect(canonicalJson({ a: undefined })).toBe('{}');
+  });
+});
+
+describe('canonicalHash', () => {
+  it('is the hash of the canonical text, on arbitrary values and strings JSON escapes', () => {
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          fc.anything({ withObjectString: false, withNullPrototype: true }),
+          fc.string({ unit: 'binary' }),
+          fc.dictionary(fc.string({ unit: 'binary' }), fc.string({ unit: 'binary' })),
+        ),
+        (value) => {
+          expect(canonicalHash(value)).toBe(hashText(canonicalJson(value)));
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+
+  it('hashes quotes, backslashes, control characters, surrogates and numbers as JSON writes them', () => {
+    for (const value of [
+      'a"b',
+      'a\\b',
+      'line\nbreak',
+      '\u0001',
+      '\ud83d\ude00',
+      '\ud800 alone',
+      { b: [1, -0, 1.5e300, Number.NaN, Number.POSITIVE_INFINITY], a: { y: true, x: null, z: undefined } },
+      [undefined, () => 1, Symbol('s')],
+    ])
+      expect(canonicalHash(value)).toBe(hashText(canonicalJson(value)));
   });
 });
 

@@ -29,10 +29,10 @@ vi.mock('../../src/core/json.ts', async (importOriginal) => {
   const actual = await importOriginal<typeof import('../../src/core/json.ts')>();
   return {
     ...actual,
-    canonicalJson(value: unknown): string {
+    canonicalHash(value: unknown): string {
       if (typeof value === 'object' && value !== null && crashMarker in value)
         throw new RangeError('Maximum call stack size exceeded (simulated)');
-      return actual.canonicalJson(value);
+      return actual.canonicalHash(value);
     },
   };
 });
