@@ -54,12 +54,16 @@ export function normalizeResponse(
   return normalized;
 }
 
-/** Whether a conversation already uses the tool-call id `id`. */
+/**
+ * Whether a conversation already uses the tool-call id `id`. Indexed loops: this runs for every call of every step,
+ * often before V8 has optimized it, where an iterator allocates.
+ */
 function usedIn(history: readonly Message[], id: string): boolean {
-  for (const message of history) {
+  for (let m = 0; m < history.length; m++) {
+    const message = history[m] as Message;
     if (message.role === 'assistant') {
       const calls = message.toolCalls;
-      if (calls) for (const toolCall of calls) if (toolCall.id === id) return true;
+      if (calls) for (let c = 0; c < calls.length; c++) if ((calls[c] as ToolCall).id === id) return true;
     } else if (message.role === 'tool' && message.toolCallId === id) return true;
   }
   return false;
