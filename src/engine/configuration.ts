@@ -51,7 +51,7 @@ export interface TransitionPlan {
    * The microstep's exit, transition and entry actions as one list, or null when they are resolved node by node;
    * filled on first use (compiled-machine.ts).
    */
-  actions?: readonly unknown[] | null;
+  actions?: readonly unknown[] | null | undefined;
 }
 
 /** The configurations of one machine, by leaf. */

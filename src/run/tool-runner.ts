@@ -87,7 +87,7 @@ export interface ToolBatch {
    * The argument checks the tool gate already made (see classifyCalls), by call id: such a call runs with the value
    * checked there, or is refused with its error, and its schema is not asked a second time.
    */
-  checked?: ReadonlyMap<string, ArgumentCheck>;
+  checked?: ReadonlyMap<string, ArgumentCheck> | undefined;
 }
 
 /** A call's arguments checked against its tool's schema: the parsed value, or the error the model reads. */
