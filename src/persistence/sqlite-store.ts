@@ -8,6 +8,7 @@ import { checkBatch, checkEventLimit } from './commit-rules.ts';
 import {
   createGroupCommitter,
   type GroupCommitOptions,
+  type GroupCommitter,
   type GroupTransaction,
   groupCommitSettings,
   groupCommitWriter,
@@ -21,7 +22,7 @@ import {
   thisProcess,
 } from './session-lease.ts';
 import { retryWhileBusy } from './sqlite-busy.ts';
-import { startWriterThread } from './sqlite-writer-thread.ts';
+import { startWriterThread, type WriterThread } from './sqlite-writer-thread.ts';
 import type {
   CommitBatch,
   LeaseOptions,
@@ -501,47 +502,20 @@ export function createSqliteStore(
   };
   if (groupSettings === undefined) return store;
 
-  if (groupCommitWriter(groupOption as true | GroupCommitOptions, 'createSqliteStore') === 'thread') {
-    // Group commit on a thread of its own: it owns a second connection for the writes; this one reads.
-    const writer = startWriterThread(
-      { path, synchronous, busyTimeoutMs, leaseTtlMs, holder: thisProcess },
-      groupSettings,
-    );
-    return {
-      ...store,
-      commit(sessionId, batch) {
-        let rows: CommitRows;
-        try {
-          open();
-          // Made now: what is committed is the batch as it was when `commit` was called.
-          rows = commitRowsOf(sessionId, batch);
-        } catch (error) {
-          return Promise.reject(error);
-        }
-        return writer.commit(rows);
-      },
-      delete(sessionId) {
-        // The commits made before the delete are written before it.
-        if (!closed) writer.drain();
-        store.delete(sessionId);
-      },
-      close() {
-        if (closed) return;
-        try {
-          writer.close();
-        } finally {
-          store.close();
-        }
-      },
-    };
-  }
-
-  // Group commit on the event loop: the commits of a group run, each in a savepoint, inside one transaction of this
-  // connection.
-  const committer = createGroupCommitter(
-    sqliteGroupTransaction(db, sql, path, synchronous, () => open()),
-    groupSettings,
-  );
+  // Group commit writes on a thread of its own (a second connection for the writes; this one reads), or on the
+  // event loop: the commits of a group run, each in a savepoint, inside one transaction of this connection.
+  const writer: GroupWriter =
+    groupCommitWriter(groupOption as true | GroupCommitOptions, 'createSqliteStore') === 'thread'
+      ? startWriterThread(
+          { path, synchronous, busyTimeoutMs, leaseTtlMs, holder: thisProcess },
+          groupSettings,
+        )
+      : inlineGroupWriter(
+          createGroupCommitter(
+            sqliteGroupTransaction(db, sql, path, synchronous, () => open()),
+            groupSettings,
+          ),
+        );
   return {
     ...store,
     commit(sessionId, batch) {
@@ -553,17 +527,33 @@ export function createSqliteStore(
       } catch (error) {
         return Promise.reject(error);
       }
-      return committer.commit(rows, rows.relaxed);
+      return writer.commit(rows);
     },
     delete(sessionId) {
       // The commits made before the delete are written before it.
-      if (!closed) committer.flush();
+      if (!closed) writer.drain();
       store.delete(sessionId);
     },
     close() {
-      if (!closed) committer.flush();
-      store.close();
+      if (closed) return;
+      try {
+        writer.close();
+      } finally {
+        store.close();
+      }
     },
+  };
+}
+
+/** What a group-commit store writes through: its groups' writer, on the event loop or on a thread. */
+type GroupWriter = Pick<WriterThread, 'commit' | 'drain' | 'close'>;
+
+/** Group commit on the event loop, as a writer: draining and closing write the group still waiting. */
+function inlineGroupWriter(committer: GroupCommitter<CommitRows>): GroupWriter {
+  return {
+    commit: (rows) => committer.commit(rows, rows.relaxed),
+    drain: () => committer.flush(),
+    close: () => committer.flush(),
   };
 }
 
