@@ -364,15 +364,7 @@ class PlainCall {
       // The tool refused these arguments, or the call was carried out and answered with an error (an MCP
       // server's): the model reads why, and retrying would fail the same way.
       if ((error instanceof ToolInputError || error instanceof ToolAnswerError) && !batch.signal.aborted) {
-        this.#deliver({
-          callId: call.id,
-          name: call.name,
-          content: `Error: ${error.message}`,
-          isError: true,
-          executed: true,
-          degraded: false,
-          attempts: attempt,
-        });
+        this.#deliver(answeredWithError(call, error, attempt));
         return;
       }
       const lastError = error instanceof Error ? error.message : String(error);
@@ -474,15 +466,7 @@ async function runToolCall(call: ToolCall, batch: ToolBatch): Promise<ToolOutcom
       // The tool refused these arguments, or the call was carried out and answered with an error (an MCP
       // server's): the model reads why, and retrying would fail the same way.
       if ((error instanceof ToolInputError || error instanceof ToolAnswerError) && !batch.signal.aborted) {
-        return {
-          callId: call.id,
-          name: call.name,
-          content: `Error: ${error.message}`,
-          isError: true,
-          executed: true,
-          degraded: false,
-          attempts: attempt,
-        };
+        return answeredWithError(call, error, attempt);
       }
       lastError = error instanceof Error ? error.message : String(error);
       if (attempt < attempts && !batch.signal.aborted) batch.onRetry(call, attempt, lastError);
@@ -598,6 +582,19 @@ function handedOff(call: ToolCall, target: string): ToolOutcome {
     degraded: false,
     attempts: 0,
     handoff: true,
+  };
+}
+
+/** A call the tool carried out and answered with an error, or whose arguments it refused: the model reads why. */
+function answeredWithError(call: ToolCall, error: Error, attempts: number): ToolOutcome {
+  return {
+    callId: call.id,
+    name: call.name,
+    content: `Error: ${error.message}`,
+    isError: true,
+    executed: true,
+    degraded: false,
+    attempts,
   };
 }
 
