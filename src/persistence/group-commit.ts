@@ -122,45 +122,76 @@ export function createGroupCommitter<Entry>(
   transaction: GroupTransaction<Entry>,
   settings: GroupCommitSettings,
 ): GroupCommitter<Entry> {
-  let queue: Waiting<Entry>[] = [];
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  let immediate: ReturnType<typeof setImmediate> | undefined;
-
-  const cancelSchedule = (): void => {
-    if (timer !== undefined) clearTimeout(timer);
-    if (immediate !== undefined) clearImmediate(immediate);
-    timer = undefined;
-    immediate = undefined;
-  };
-
-  const flush = (): void => {
-    cancelSchedule();
-    const group = queue;
-    queue = [];
-    if (group.length === 0) return;
+  const gathering = gatherGroups<Waiting<Entry>>(settings, settings.maxBatch, (group) => {
     const outcomes = writeGroup(transaction, group);
     for (const [index, waiting] of group.entries()) {
       const outcome = outcomes[index] as GroupOutcome;
       if (outcome.ok) waiting.resolve();
       else waiting.reject(outcome.error);
     }
-  };
-
-  const schedule = (): void => {
-    if (timer !== undefined || immediate !== undefined) return;
-    if (settings.maxDelayMs > 0) timer = setTimeout(flush, settings.maxDelayMs);
-    else immediate = setImmediate(flush);
-  };
-
+  });
   return {
     commit(entry, relaxed) {
       return new Promise<void>((resolve, reject) => {
-        queue.push({ entry, relaxed, resolve, reject });
-        if (queue.length >= settings.maxBatch) flush();
-        else schedule();
+        gathering.add({ entry, relaxed, resolve, reject });
       });
     },
+    flush: () => gathering.flush(),
+    get pending() {
+      return gathering.pending;
+    },
+  };
+}
+
+/** Commits gathered into groups, each handed on as one (see `gatherGroups`). */
+export interface GroupGathering<Item> {
+  /** Queues an item: the group is handed on at once when it reaches its limit, else when the turn ends. */
+  add(item: Item): void;
+  /** Hands on what is queued now (nothing when nothing is). */
+  flush(): void;
+  /** Removes what is queued and returns it, handing nothing on. */
+  take(): Item[];
+  /** How many items wait for the next group. */
+  readonly pending: number;
+}
+
+/**
+ * Gathers the items queued in the same turn of the event loop (or within `maxDelayMs` of the first) into one group,
+ * handed on when the turn ends, or at once when it reaches `limit` items.
+ */
+export function gatherGroups<Item>(
+  settings: GroupCommitSettings,
+  limit: number,
+  handOn: (group: Item[]) => void,
+): GroupGathering<Item> {
+  let queue: Item[] = [];
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let immediate: ReturnType<typeof setImmediate> | undefined;
+
+  const take = (): Item[] => {
+    if (timer !== undefined) clearTimeout(timer);
+    if (immediate !== undefined) clearImmediate(immediate);
+    timer = undefined;
+    immediate = undefined;
+    const group = queue;
+    queue = [];
+    return group;
+  };
+  const flush = (): void => {
+    const group = take();
+    if (group.length > 0) handOn(group);
+  };
+  return {
+    add(item) {
+      queue.push(item);
+      if (queue.length >= limit) flush();
+      else if (timer === undefined && immediate === undefined) {
+        if (settings.maxDelayMs > 0) timer = setTimeout(flush, settings.maxDelayMs);
+        else immediate = setImmediate(flush);
+      }
+    },
     flush,
+    take,
     get pending() {
       return queue.length;
     },

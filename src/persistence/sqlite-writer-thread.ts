@@ -1,5 +1,5 @@
 import type { MessagePort } from 'node:worker_threads';
-import type { GroupCommitSettings } from './group-commit.ts';
+import { type GroupCommitSettings, gatherGroups } from './group-commit.ts';
 import type { LeaseHolder } from './session-lease.ts';
 import type { CommitRows } from './sqlite-store.ts';
 import { errorFromWire, type WireError } from './store-error-wire.ts';
@@ -89,23 +89,19 @@ export function startWriterThread(
   worker.unref();
   port1.unref();
 
-  let queue: Waiting[] = [];
   const inFlight = new Map<number, Waiting[]>();
   let nextId = 1;
   let dead: Error | undefined;
   let closing = false;
   let closedAnswer: FromWriter | undefined;
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  let immediate: ReturnType<typeof setImmediate> | undefined;
 
   const idle = (): void => {
     if (inFlight.size === 0) port1.unref();
   };
   const fail = (error: Error): void => {
     dead ??= error;
-    const waiting = [...[...inFlight.values()].flat(), ...queue];
+    const waiting = [...[...inFlight.values()].flat(), ...gathering.take()];
     inFlight.clear();
-    queue = [];
     for (const each of waiting) each.reject(dead);
     idle();
   };
@@ -146,17 +142,7 @@ export function startWriterThread(
   };
   port1.on('message', handle);
 
-  const cancelSchedule = (): void => {
-    if (timer !== undefined) clearTimeout(timer);
-    if (immediate !== undefined) clearImmediate(immediate);
-    timer = undefined;
-    immediate = undefined;
-  };
-  const flush = (): void => {
-    cancelSchedule();
-    const group = queue;
-    queue = [];
-    if (group.length === 0) return;
+  const post = (group: Waiting[]): void => {
     if (dead !== undefined) {
       for (const waiting of group) waiting.reject(dead);
       return;
@@ -176,11 +162,7 @@ export function startWriterThread(
       for (const waiting of group) waiting.reject(died(error));
     }
   };
-  const schedule = (): void => {
-    if (timer !== undefined || immediate !== undefined) return;
-    if (settings.maxDelayMs > 0) timer = setTimeout(flush, settings.maxDelayMs);
-    else immediate = setImmediate(flush);
-  };
+  const gathering = gatherGroups<Waiting>(settings, Math.min(settings.maxBatch, postEvery), post);
 
   /**
    * Blocks until `done()`, taking the thread's answers as they come. The thread marks in `signal` each group it
@@ -218,13 +200,11 @@ export function startWriterThread(
           reject(dead);
           return;
         }
-        queue.push({ rows, resolve, reject });
-        if (queue.length >= Math.min(settings.maxBatch, postEvery)) flush();
-        else schedule();
+        gathering.add({ rows, resolve, reject });
       });
     },
     drain() {
-      flush();
+      gathering.flush();
       waitFor(() => inFlight.size === 0);
     },
     close() {
