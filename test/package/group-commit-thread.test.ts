@@ -1,11 +1,11 @@
 import { execFile } from 'node:child_process';
-import { cp, glob, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { idleRow } from '../persistence/fixtures.ts';
+import { npmIn, packTroupe, root } from './packed-tarball.ts';
 
 /**
  * Group commit's writer thread is a module of its own in the build (dist/chunks/sqlite-writer-worker.js), found by
@@ -13,9 +13,7 @@ import { idleRow } from '../persistence/fixtures.ts';
  * installs it (the harness of package.test.ts: a copy of what `npm pack` reads, packed there).
  */
 
-const root = fileURLToPath(new URL('../../', import.meta.url));
 const run = promisify(execFile);
-const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 const pkg = JSON.parse(await readFile(join(root, 'package.json'), 'utf8')) as {
   files: string[];
   devDependencies: Record<string, string>;
@@ -24,46 +22,20 @@ const pkg = JSON.parse(await readFile(join(root, 'package.json'), 'utf8')) as {
 let work = '';
 let project = '';
 
-/** npm as a user's shell runs it: without the settings an outer `npm test` passes to its scripts. */
-async function npmIn(cwd: string, args: string[]): Promise<string> {
-  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^npm_/i.test(name)));
-  const { stdout } = await run(npm, args, { cwd, env, timeout: 240_000, maxBuffer: 64 * 1024 * 1024 });
-  return stdout;
-}
-
 beforeAll(async () => {
   work = await mkdtemp(join(tmpdir(), 'troupe-package-writer-'));
-  const source = join(work, 'source');
-  await mkdir(source);
-  const inputs = [
-    'package.json',
-    'tsconfig.json',
-    'tsconfig.build.json',
-    'scripts/build-js.ts',
-    ...pkg.files.filter((f) => f !== 'dist'),
-  ];
-  for (const pattern of inputs)
-    for await (const input of glob(pattern, { cwd: root }))
-      await cp(join(root, input), join(source, input), { recursive: true });
-  await symlink(join(root, 'node_modules'), join(source, 'node_modules'), 'dir');
-  const packed = JSON.parse(await npmIn(source, ['pack', '--json', '--pack-destination', work])) as {
-    filename: string;
-  }[];
-  const tarball = join(work, packed[0]?.filename ?? '');
+  const { tarball } = await packTroupe(work);
   project = join(work, 'app');
   await mkdir(project);
   await writeFile(
     join(project, 'package.json'),
     JSON.stringify({ name: 'app', version: '1.0.0', private: true, type: 'module' }),
   );
-  await npmIn(project, [
-    'install',
-    '--no-audit',
-    '--no-fund',
-    '--prefer-offline',
-    tarball,
-    `zod@${pkg.devDependencies.zod}`,
-  ]);
+  await npmIn(
+    project,
+    ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball, `zod@${pkg.devDependencies.zod}`],
+    240_000,
+  );
 }, 300_000);
 
 afterAll(async () => {

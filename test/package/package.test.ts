@@ -1,11 +1,11 @@
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { cp, glob, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { npmIn, packTroupe, root } from './packed-tarball.ts';
 
 /**
  * What `npm publish` would ship, checked on the tarball `npm pack` makes (its `prepack` builds dist/ from a clean
@@ -15,9 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
  * versions installed are the repository's own, which `npm ci` has already put there.
  */
 
-const root = fileURLToPath(new URL('../../', import.meta.url));
 const run = promisify(execFile);
-const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 const bin = (name: string): string => join(root, 'node_modules', '.bin', name);
 
 interface PackageJson {
@@ -38,47 +36,9 @@ let work = '';
 let tarball = '';
 let shipped: string[] = [];
 
-/** npm as a user's shell runs it: without the settings an outer `npm test` passes to its scripts. */
-async function npmIn(cwd: string, args: string[]): Promise<string> {
-  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^npm_/i.test(name)));
-  const { stdout } = await run(npm, args, { cwd, env, timeout: 120_000, maxBuffer: 64 * 1024 * 1024 });
-  return stdout;
-}
-
-/**
- * A copy of what `npm pack` reads (package.json, the `files` it lists, the build's tsconfigs and script) and a link to the
- * dependencies: packing it runs `prepack` there, so the repository's own dist/, which other tests read, is left
- * alone.
- */
-async function packageSource(): Promise<string> {
-  const source = join(work, 'source');
-  await mkdir(source);
-  const inputs = [
-    'package.json',
-    'tsconfig.json',
-    'tsconfig.build.json',
-    'scripts/build-js.ts',
-    ...pkg.files.filter((f) => f !== 'dist'),
-  ];
-  // `files` may hold globs (docs/*.md: the guides, not the site's own package, build or dependencies).
-  for (const pattern of inputs)
-    for await (const input of glob(pattern, { cwd: root }))
-      await cp(join(root, input), join(source, input), { recursive: true });
-  await symlink(join(root, 'node_modules'), join(source, 'node_modules'), 'dir');
-  return source;
-}
-
 beforeAll(async () => {
   work = await mkdtemp(join(tmpdir(), 'troupe-package-'));
-  const source = await packageSource();
-  const packed = JSON.parse(await npmIn(source, ['pack', '--json', '--pack-destination', work])) as {
-    filename: string;
-    files: { path: string }[];
-  }[];
-  const [only] = packed;
-  if (only === undefined) throw new Error('npm pack made no tarball');
-  tarball = join(work, only.filename);
-  shipped = only.files.map(({ path }) => path);
+  ({ tarball, files: shipped } = await packTroupe(work));
 }, 120_000);
 
 afterAll(async () => {
