@@ -345,15 +345,7 @@ class PlainCall {
 
   #answered(value: unknown): void {
     const call = this.#call;
-    this.#deliver({
-      callId: call.id,
-      name: call.name,
-      content: toContent(value),
-      isError: false,
-      executed: true,
-      degraded: false,
-      attempts: this.#attempt,
-    });
+    this.#deliver(answered(call, value, this.#attempt));
   }
 
   #threw(error: unknown): void {
@@ -453,15 +445,7 @@ async function runToolCall(call: ToolCall, batch: ToolBatch): Promise<ToolOutcom
         const block = await guardrails.check(guardrails.output, 'tool_output', value, toContent(value), call);
         if (block) return blockedOutcome(call, block, guardrails.output, attempt);
       }
-      return {
-        callId: call.id,
-        name: call.name,
-        content: toContent(value),
-        isError: false,
-        executed: true,
-        degraded: false,
-        attempts: attempt,
-      };
+      return answered(call, value, attempt);
     } catch (error) {
       // The tool refused these arguments, or the call was carried out and answered with an error (an MCP
       // server's): the model reads why, and retrying would fail the same way.
@@ -582,6 +566,19 @@ function handedOff(call: ToolCall, target: string): ToolOutcome {
     degraded: false,
     attempts: 0,
     handoff: true,
+  };
+}
+
+/** A call the tool carried out and answered with `value`. */
+function answered(call: ToolCall, value: unknown, attempts: number): ToolOutcome {
+  return {
+    callId: call.id,
+    name: call.name,
+    content: toContent(value),
+    isError: false,
+    executed: true,
+    degraded: false,
+    attempts,
   };
 }
 
