@@ -4,6 +4,9 @@
  * functions by self time summed over them, with the share of the window each takes.
  *
  *   node bench/experiments/after50-profile.ts [processes=4] [dist folder=dist] [top=40]
+ *
+ * V8 flags given to this command reach the profiled processes: `node --no-opt --no-maglev` profiles the step as
+ * Ignition and Sparkplug run it, which is how most of it runs in the window.
  */
 import { spawnSync } from 'node:child_process';
 import { Session } from 'node:inspector/promises';
@@ -61,7 +64,7 @@ if (mode === '--child') {
   const sum = new Map<string, number>();
   let total = 0;
   for (let i = 0; i < processes; i++) {
-    const child = spawnSync(process.execPath, [import.meta.filename, '--child', dist], { encoding: 'utf8' });
+    const child = spawnSync(process.execPath, [...process.execArgv, import.meta.filename, '--child', dist], { encoding: 'utf8' });
     if (child.status !== 0) throw new Error(child.stderr);
     const out = JSON.parse(child.stdout) as { total: number; self: [string, number][] };
     total += out.total;
