@@ -40,6 +40,7 @@ import {
   StoreIoError,
   StoreLayoutError,
 } from './store-errors.ts';
+import { eventsTable } from './stored-format/event-log.ts';
 import { migrateLayout } from './stored-format/layout-migrations.ts';
 import { type RecordColumns, recordChecksum, verifyRecord } from './stored-format/record-checksum.ts';
 import { decodeSessionDoc, encodeSessionDoc } from './stored-format/session-doc.ts';
@@ -765,19 +766,7 @@ CREATE TABLE IF NOT EXISTS journal (
   sum INTEGER NOT NULL,
   PRIMARY KEY (session_id, key)
 ) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS events (
-  session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
-  seq INTEGER NOT NULL,
-  time REAL NOT NULL,
-  agent TEXT NOT NULL,
-  route TEXT NOT NULL,
-  depth INTEGER NOT NULL,
-  type TEXT NOT NULL,
-  origin TEXT,
-  data TEXT NOT NULL,
-  sum INTEGER NOT NULL,
-  PRIMARY KEY (session_id, seq)
-) WITHOUT ROWID;
+${eventsTable}
 CREATE TABLE IF NOT EXISTS approvals (
   session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
   call_id TEXT NOT NULL,
@@ -1229,6 +1218,9 @@ function eventOf(sessionId: string, row: Row): RunEvent {
   )
     throw new StoreCorruptError(sessionId, `event ${String(seq)} has columns of the wrong type`);
   verifyRecord(sessionId, `event ${seq}`, 'events', row);
+  // A log is read through its index: a damaged index can lead to another session's event, whole and checksummed.
+  if (row.session_id !== sessionId)
+    throw new StoreCorruptError(sessionId, `event ${seq} is another session's (its log's index is damaged)`);
   if (!storedEventTypes.has(type))
     throw new StoreCorruptError(
       sessionId,

@@ -302,7 +302,7 @@ describe('createSqliteStore: damaged records', () => {
     notArray.turn.agent.checkpoint = { ...notArray.turn.agent.checkpoint, history: { 0: 'hi' } };
     raw()
       .prepare('UPDATE sessions SET doc = ? WHERE id = ?')
-      .run(JSON.stringify({ layout: 5, row: { ...notArray, id: 's1' }, messages: [] }), 's1');
+      .run(JSON.stringify({ layout: storeLayoutVersion, row: { ...notArray, id: 's1' }, messages: [] }), 's1');
     resumRecords(raw());
     error = corruptOf(() => sessions.load('s1'));
     expect(error.message).toContain('turn.agent.checkpoint.history must be an array');
@@ -311,7 +311,7 @@ describe('createSqliteStore: damaged records', () => {
       .prepare('UPDATE sessions SET doc = ? WHERE id = ?')
       .run(
         JSON.stringify({
-          layout: 5,
+          layout: storeLayoutVersion,
           row: { ...sessionRow('s1'), transcript: { $messages: [7] } },
           messages: [],
         }),
@@ -323,7 +323,7 @@ describe('createSqliteStore: damaged records', () => {
     // A row written by an older version (no message list).
     raw()
       .prepare('UPDATE sessions SET doc = ? WHERE id = ?')
-      .run(JSON.stringify({ layout: 5, ...sessionRow('s1') }), 's1');
+      .run(JSON.stringify({ layout: storeLayoutVersion, ...sessionRow('s1') }), 's1');
     resumRecords(raw());
     expect(corruptOf(() => sessions.load('s1')).message).toContain('no message list');
   });

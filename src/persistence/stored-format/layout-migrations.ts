@@ -1,6 +1,7 @@
 import type * as Sqlite from 'node:sqlite';
 import { leasesTable } from '../session-lease.ts';
 import { storeLayoutVersion } from '../store.ts';
+import { eventsTable } from './event-log.ts';
 import { checksummedColumns, recordChecksum } from './record-checksum.ts';
 import { headsTable, prepareHeads } from './session-head.ts';
 
@@ -80,7 +81,35 @@ export const layoutMigrations: readonly LayoutMigration[] = [
       for (const row of db.prepare('SELECT id FROM sessions').all()) heads.record(String(row.id));
     },
   },
+  {
+    from: 5,
+    to: 6,
+    change:
+      'the event logs in one append-only table (`events` keyed by an increasing `id`, read through the index `events_by_session` by session and seq)',
+    migrate(db) {
+      // The events keep their columns and checksums (the key `id` is not checksummed): they are copied in each
+      // session's order into the new table, then the old one goes.
+      db.exec('ALTER TABLE events RENAME TO events_layout_5');
+      db.exec(eventsTable);
+      db.exec(`INSERT INTO events (session_id, seq, time, agent, route, depth, type, origin, data, sum)
+        SELECT session_id, seq, time, agent, route, depth, type, origin, data, sum FROM events_layout_5
+        ORDER BY session_id, seq`);
+      db.exec('DROP TABLE events_layout_5');
+      // Each session row names the layout it was written with: the rows are rewritten as layout 6's, checksummed.
+      const update = db.prepare('UPDATE sessions SET doc = ?, sum = ? WHERE rowid = ?');
+      for (const row of db.prepare('SELECT rowid, * FROM sessions').all()) {
+        const doc = String(row.doc);
+        // A row that does not start as layout 5 writes it is left as it is: reading it refuses it as damaged.
+        if (!doc.startsWith(layoutFive)) continue;
+        const migrated = `{"layout":6,${doc.slice(layoutFive.length)}`;
+        update.run(migrated, recordChecksum('sessions', { ...row, doc: migrated }), row.rowid as number);
+      }
+    },
+  },
 ];
+
+/** How a session row of layout 5 begins (`{ layout, row, messages }`, as JSON.stringify writes it). */
+const layoutFive = '{"layout":5,';
 
 /** A session row's JSON text with its record layout set (the row is `{ layout, row, messages }`). */
 function withRecordLayout(doc: string, layout: number): string {

@@ -1,0 +1,125 @@
+/**
+ * Where a group commit's time goes, statement by statement: the commits of N W2 sessions (captured on the memory
+ * store, as commit-replay.ts does) are replayed in groups into a fresh SQLite store of this tree's source, with each
+ * prepared statement and each step of `writeCommit` timed. Prints µs per commit for each, in one process (no runtime
+ * around the store). Wall time per call (the store runs on this thread, so it is this thread's time).
+ *
+ *   node bench/system/commit-statements.ts [sessions=2000] [group=4096] [repetitions=3]
+ *
+ * With TROUPE_STATEMENTS_BASE=<another tree's src/persistence/sqlite-store.ts>, that tree's store is replayed too,
+ * interleaved, and the figures are given side by side (medians of the repetitions).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { CommitBatch } from '../../dist/index.js';
+import * as built from '../../dist/index.js';
+import * as thisTree from '../../src/persistence/sqlite-store.ts';
+import { answerAfter, spread, stepAgent } from './durable-workload.ts';
+
+const sessions = Number(process.argv[2] ?? 2000);
+const group = Number(process.argv[3] ?? 4096);
+const repetitions = Number(process.argv[4] ?? 3);
+type StoreModule = typeof thisTree;
+const variants: [string, StoreModule][] = [['this tree', thisTree]];
+const baseSource = process.env.TROUPE_STATEMENTS_BASE;
+if (baseSource !== undefined) variants.push(['base', (await import(baseSource)) as StoreModule]);
+
+const commits: [string, CommitBatch][] = [];
+const memory = built.createMemoryStore();
+const system = built.createAgentSystem({
+  store: {
+    ...memory,
+    commit(sessionId, batch) {
+      commits.push([sessionId, structuredClone(batch)]);
+      return memory.commit(sessionId, batch);
+    },
+  },
+});
+const agent = stepAgent({ steps: 3, modelDelayMs: 10 });
+const results = await Promise.all(
+  Array.from(
+    { length: sessions },
+    (_, index) => system.spawn(agent, 'Do the task.', { sessionId: `s${index}` }).result,
+  ),
+);
+await system.shutdown();
+if (results.some((result) => result.text !== answerAfter(3))) throw new Error('a turn ended early');
+
+/** µs per commit of each timed step, per variant, per repetition. */
+const figures = new Map<string, Map<string, number[]>>(variants.map(([name]) => [name, new Map()]));
+const directory = mkdtempSync(join(tmpdir(), 'troupe-bench-statements-'));
+try {
+  for (let repetition = 0; repetition < repetitions; repetition++)
+    for (let index = 0; index < variants.length; index++) {
+      const [name, lib] = variants[(index + repetition) % variants.length] as (typeof variants)[number];
+      const spent = new Map<string, number>();
+      const timed = <F extends (...args: never[]) => unknown>(step: string, fn: F): F =>
+        ((...args: never[]) => {
+          const start = process.hrtime.bigint();
+          try {
+            return fn(...args);
+          } finally {
+            spent.set(step, (spent.get(step) ?? 0) + Number(process.hrtime.bigint() - start) / 1000);
+          }
+        }) as F;
+      const db = lib.openDatabase(join(directory, `${repetition}-${index}.db`), 'full', 5_000, false);
+      const s = lib.prepareStatements(db, 30_000) as Record<string, unknown>;
+      for (const [key, value] of Object.entries(s)) {
+        if (typeof value === 'function') s[key] = timed(key, value as (...args: never[]) => unknown);
+        else if (value !== null && typeof value === 'object') {
+          const target = value as Record<string, unknown>;
+          const wrapped: Record<string, unknown> = {};
+          for (const method of ['run', 'get', 'all'] as const)
+            if (typeof target[method] === 'function')
+              wrapped[method] = timed(
+                `${key}.${method}`,
+                (target[method] as (...a: never[]) => unknown).bind(target),
+              );
+          // Objects of helpers (heads, leases): each of their functions.
+          for (const [helper, fn] of Object.entries(target))
+            if (typeof fn === 'function' && !(helper in wrapped))
+              wrapped[helper] = timed(`${key}.${helper}`, (fn as (...a: never[]) => unknown).bind(wrapped));
+          s[key] = wrapped;
+        }
+      }
+      const statements = s as unknown as ReturnType<StoreModule['prepareStatements']>;
+      const json = timed('commitRowsOf (JSON)', lib.commitRowsOf);
+      const write = timed('writeCommit (all)', lib.writeCommit);
+      const start = process.cpuUsage();
+      for (let first = 0; first < commits.length; first += group) {
+        statements.beginWrite.run();
+        for (const [sessionId, batch] of commits.slice(first, first + group)) {
+          const rows = json(sessionId, batch);
+          statements.savepoint.run();
+          write(statements, rows);
+          statements.release.run();
+        }
+        statements.commit.run();
+      }
+      const cpu = process.cpuUsage(start);
+      db.close();
+      const mine = figures.get(name) as Map<string, number[]>;
+      const add = (step: string, value: number) => mine.set(step, [...(mine.get(step) ?? []), value]);
+      add('CPU per commit, in all', (cpu.user + cpu.system) / commits.length);
+      for (const [step, micros] of spent) add(step, micros / commits.length);
+    }
+  console.log(
+    `node ${process.version}, ${sessions} W2 sessions, ${(commits.length / sessions).toFixed(2)} commits per session, groups of ${group}, ${repetitions} repetitions; µs per commit, median (range)`,
+  );
+  const steps = [...(figures.get('this tree') as Map<string, number[]>).keys()];
+  for (const [, steps2] of figures)
+    for (const step of steps2.keys()) if (!steps.includes(step)) steps.push(step);
+  console.log(`${'step'.padEnd(28)} ${variants.map(([name]) => name.padEnd(24)).join(' ')}`);
+  for (const step of steps)
+    console.log(
+      `${step.padEnd(28)} ${variants
+        .map(([name]) => {
+          const v = figures.get(name)?.get(step);
+          return (v === undefined ? '-' : spread(v)).padEnd(24);
+        })
+        .join(' ')}`,
+    );
+} finally {
+  rmSync(directory, { recursive: true, force: true });
+}
