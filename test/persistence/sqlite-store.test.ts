@@ -302,7 +302,10 @@ describe('createSqliteStore: damaged records', () => {
     notArray.turn.agent.checkpoint = { ...notArray.turn.agent.checkpoint, history: { 0: 'hi' } };
     raw()
       .prepare('UPDATE sessions SET doc = ? WHERE id = ?')
-      .run(JSON.stringify({ layout: storeLayoutVersion, row: { ...notArray, id: 's1' }, messages: [] }), 's1');
+      .run(
+        JSON.stringify({ layout: storeLayoutVersion, row: { ...notArray, id: 's1' }, messages: [] }),
+        's1',
+      );
     resumRecords(raw());
     error = corruptOf(() => sessions.load('s1'));
     expect(error.message).toContain('turn.agent.checkpoint.history must be an array');
