@@ -1218,9 +1218,6 @@ function eventOf(sessionId: string, row: Row): RunEvent {
   )
     throw new StoreCorruptError(sessionId, `event ${String(seq)} has columns of the wrong type`);
   verifyRecord(sessionId, `event ${seq}`, 'events', row);
-  // A log is read through its index: a damaged index can lead to another session's event, whole and checksummed.
-  if (row.session_id !== sessionId)
-    throw new StoreCorruptError(sessionId, `event ${seq} is another session's (its log's index is damaged)`);
   if (!storedEventTypes.has(type))
     throw new StoreCorruptError(
       sessionId,

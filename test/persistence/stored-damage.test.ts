@@ -25,7 +25,7 @@ afterAll(() => rmSync(directory, { recursive: true, force: true }));
 /** The corpus's newest store, opened once by this code (migrated to its layout), as one file. */
 function interruptedStore(): string {
   const path = join(directory, 'interrupted.db');
-  copyFileSync(new URL('./fixtures/layouts/layout-4.db', import.meta.url), path);
+  copyFileSync(new URL('./fixtures/layouts/layout-5.db', import.meta.url), path);
   createSqliteStore(path).close();
   return path;
 }
@@ -100,6 +100,95 @@ describe('damage to a stored session is a typed error, never different data', ()
     expect(outcomes.refused).toBeGreaterThan(50);
   });
 
+  it('random damage to the bytes of appended event rows (200 seeds): refused with a typed error, or read back the same', () => {
+    // Compacted, with what SQLite frees zeroed: no stale copy of an event (in the pages the migration freed, or in
+    // the free space a page split leaves) is left for the damage to land on harmlessly.
+    const original = join(directory, 'events-compacted.db');
+    copyFileSync(interruptedStore(), original);
+    const db = new DatabaseSync(original);
+    db.exec('PRAGMA journal_mode = DELETE; PRAGMA secure_delete = ON; VACUUM;');
+    // An event row's record holds its type, its origin and its data one after the other: where those bytes lie in
+    // the file is where event rows are (several rows may hold the same bytes: each copy is a row).
+    const records = db
+      .prepare('SELECT type, origin, data FROM events')
+      .all()
+      .map((row) =>
+        Buffer.from(`${String(row.type)}${row.origin === null ? '' : String(row.origin)}${String(row.data)}`),
+      );
+    db.close();
+    const bytes = readFileSync(original);
+    const expected = readAll(original);
+    const spans = new Map<number, number>();
+    for (const record of records)
+      for (let at = bytes.indexOf(record); at >= 0; at = bytes.indexOf(record, at + 1))
+        spans.set(at, record.length);
+    const spanList = [...spans];
+    expect(spanList.length).toBeGreaterThan(20);
+    const outcomes = { same: 0, refused: 0, different: [] as number[], untyped: [] as string[] };
+    for (let seed = 1; seed <= 200; seed += 1) {
+      const next = random(seed);
+      const damaged = Buffer.from(bytes);
+      const [start, length] = spanList[Math.floor(next() * spanList.length)] as [number, number];
+      const at = start + Math.floor(next() * length);
+      damaged[at] = ((damaged[at] as number) + 1 + Math.floor(next() * 255)) % 256;
+      const path = join(directory, `event-damaged-${seed}.db`);
+      writeFileSync(path, damaged);
+      try {
+        if (isDeepStrictEqual(readAll(path), expected)) outcomes.same += 1;
+        else outcomes.different.push(seed);
+      } catch (error) {
+        if (typed(error)) outcomes.refused += 1;
+        else outcomes.untyped.push(`seed ${seed}: ${String(error)}`);
+      } finally {
+        rmSync(path, { force: true });
+        rmSync(`${path}-wal`, { force: true });
+        rmSync(`${path}-shm`, { force: true });
+      }
+    }
+    expect(outcomes.different).toEqual([]);
+    expect(outcomes.untyped).toEqual([]);
+    expect(outcomes.refused).toBe(200);
+  });
+
+  it("an event log whose index leads to another session's event is refused, naming the session", () => {
+    const path = join(directory, 'event-index.db');
+    copyFileSync(interruptedStore(), path);
+    // The index entry (nested, seq 2) is pointed at the row of (idle, seq 2): both rows are whole and checksummed.
+    const db = new DatabaseSync(path);
+    const idOf = (sessionId: string) =>
+      Number(db.prepare('SELECT id FROM events WHERE session_id = ? AND seq = 2').get(sessionId)?.id);
+    const [nested, idle] = [idOf('nested'), idOf('idle')];
+    db.close();
+    expect(nested).toBeLessThan(128);
+    expect(idle).toBeLessThan(128);
+    // The index record: a 4-byte header (text of 6 characters, two 1-byte integers), 'nested', seq 2, its row's id.
+    const entry = Buffer.concat([
+      Buffer.from([4, 13 + 2 * 6, 1, 1]),
+      Buffer.from('nested'),
+      Buffer.from([2, nested]),
+    ]);
+    const bytes = readFileSync(path);
+    const at = bytes.indexOf(entry);
+    expect(at).toBeGreaterThan(0);
+    expect(bytes.indexOf(entry, at + 1)).toBe(-1);
+    bytes[at + entry.length - 1] = idle;
+    writeFileSync(path, bytes);
+    const store = createSqliteStore(path);
+    try {
+      expect(store.readEvents('idle', -1).length).toBeGreaterThan(2);
+      let refused: unknown;
+      try {
+        store.readEvents('nested', -1);
+      } catch (error) {
+        refused = error;
+      }
+      expect(refused).toBeInstanceOf(StoreCorruptError);
+      expect((refused as StoreCorruptError).sessionId).toBe('nested');
+    } finally {
+      store.close();
+    }
+  });
+
   describe('named damage: refused by checksum as it is, and by validation when its checksums are made to match', () => {
     /** Applies `edit` (SQL) to a copy of the interrupted store; `resum` also recomputes every checksum. */
     const damaged = (name: string, edit: string, resum: boolean): string => {
@@ -156,6 +245,24 @@ describe('damage to a stored session is a typed error, never different data', ()
       expect(failures.map((failure) => failure.sessionId)).toContain('nested');
       await system.shutdown();
       store.close();
+    });
+
+    it('an edited event in the append-only log is refused, naming its session', () => {
+      const path = join(directory, 'event-edited.db');
+      copyFileSync(interruptedStore(), path);
+      const db = new DatabaseSync(path);
+      const changed = db
+        .prepare(`UPDATE events SET time = time + 1 WHERE session_id = 'nested' AND seq = 3`)
+        .run().changes;
+      db.close();
+      expect(changed).toBe(1);
+      const store = createSqliteStore(path);
+      try {
+        expect(() => store.readEvents('nested', -1)).toThrow(/event 3 does not match its checksum/);
+        expect(store.readEvents('idle', -1).length).toBeGreaterThan(0);
+      } finally {
+        store.close();
+      }
     });
 
     it('an idle row that kept its turn is refused', () => {
