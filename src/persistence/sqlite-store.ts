@@ -40,7 +40,7 @@ import {
   StoreIoError,
   StoreLayoutError,
 } from './store-errors.ts';
-import { eventsTable } from './stored-format/event-log.ts';
+import { eventsTable, journalTable } from './stored-format/append-only-tables.ts';
 import { migrateLayout } from './stored-format/layout-migrations.ts';
 import { type RecordColumns, recordChecksum, verifyRecord } from './stored-format/record-checksum.ts';
 import { decodeSessionDoc, encodeSessionDoc } from './stored-format/session-doc.ts';
@@ -759,13 +759,7 @@ CREATE TABLE IF NOT EXISTS runs (
   sum INTEGER NOT NULL,
   PRIMARY KEY (session_id, route)
 ) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS journal (
-  session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
-  key TEXT NOT NULL,
-  doc TEXT NOT NULL,
-  sum INTEGER NOT NULL,
-  PRIMARY KEY (session_id, key)
-) WITHOUT ROWID;
+${journalTable}
 ${eventsTable}
 CREATE TABLE IF NOT EXISTS approvals (
   session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,

@@ -1,7 +1,7 @@
 import type * as Sqlite from 'node:sqlite';
 import { leasesTable } from '../session-lease.ts';
 import { storeLayoutVersion } from '../store.ts';
-import { eventsTable } from './event-log.ts';
+import { eventsTable, journalTable } from './append-only-tables.ts';
 import { checksummedColumns, recordChecksum } from './record-checksum.ts';
 import { headsTable, prepareHeads } from './session-head.ts';
 
@@ -85,16 +85,22 @@ export const layoutMigrations: readonly LayoutMigration[] = [
     from: 5,
     to: 6,
     change:
-      'the event logs in one append-only table (`events` keyed by an increasing `id`, read through the index `events_by_session` by session and seq)',
+      'the event logs and the effect journals in append-only tables (`events` and `journal` keyed by an increasing `id`, read through the indexes `events_by_session` by session and seq and `journal_by_session` by session and key)',
     migrate(db) {
-      // The events keep their columns and checksums (the key `id` is not checksummed): they are copied in each
-      // session's order into the new table, then the old one goes.
-      db.exec('ALTER TABLE events RENAME TO events_layout_5');
-      db.exec(eventsTable);
-      db.exec(`INSERT INTO events (session_id, seq, time, agent, route, depth, type, origin, data, sum)
-        SELECT session_id, seq, time, agent, route, depth, type, origin, data, sum FROM events_layout_5
-        ORDER BY session_id, seq`);
-      db.exec('DROP TABLE events_layout_5');
+      // The records keep their columns and checksums (the key `id` is not checksummed): they are copied in each
+      // session's order into the new tables, then the old ones go.
+      const copies = [
+        ['events', eventsTable, 'session_id, seq, time, agent, route, depth, type, origin, data, sum', 'seq'],
+        ['journal', journalTable, 'session_id, key, doc, sum', 'key'],
+      ] as const;
+      for (const [table, create, columns, order] of copies) {
+        db.exec(`ALTER TABLE ${table} RENAME TO ${table}_layout_5`);
+        db.exec(create);
+        db.exec(
+          `INSERT INTO ${table} (${columns}) SELECT ${columns} FROM ${table}_layout_5 ORDER BY session_id, ${order}`,
+        );
+        db.exec(`DROP TABLE ${table}_layout_5`);
+      }
       // Each session row names the layout it was written with: the rows are rewritten as layout 6's, checksummed.
       const update = db.prepare('UPDATE sessions SET doc = ?, sum = ? WHERE rowid = ?');
       for (const row of db.prepare('SELECT rowid, * FROM sessions').all()) {
