@@ -190,6 +190,31 @@ describe('damage to a stored session is a typed error, never different data', ()
     }
   });
 
+  it('a session row damaged before its file is migrated is refused after, not checksummed again', () => {
+    const path = join(directory, 'damaged-before-migration.db');
+    copyFileSync(new URL('./fixtures/layouts/layout-5.db', import.meta.url), path);
+    const db = new DatabaseSync(path);
+    const changed = db
+      .prepare(`UPDATE sessions SET doc = replace(doc, 'hello back', 'hallo back') WHERE id = 'idle'`)
+      .run().changes;
+    db.close();
+    expect(changed).toBe(1);
+    const store = createSqliteStore(path);
+    try {
+      let refused: unknown;
+      try {
+        store.load('idle');
+      } catch (error) {
+        refused = error;
+      }
+      expect(refused).toBeInstanceOf(StoreCorruptError);
+      expect((refused as StoreCorruptError).sessionId).toBe('idle');
+      expect(store.load('approval')?.session.status).toBe('awaiting');
+    } finally {
+      store.close();
+    }
+  });
+
   describe('named damage: refused by checksum as it is, and by validation when its checksums are made to match', () => {
     /** Applies `edit` (SQL) to a copy of the interrupted store; `resum` also recomputes every checksum. */
     const damaged = (name: string, edit: string, resum: boolean): string => {

@@ -105,8 +105,9 @@ export const layoutMigrations: readonly LayoutMigration[] = [
       const update = db.prepare('UPDATE sessions SET doc = ?, sum = ? WHERE rowid = ?');
       for (const row of db.prepare('SELECT rowid, * FROM sessions').all()) {
         const doc = String(row.doc);
-        // A row that does not start as layout 5 writes it is left as it is: reading it refuses it as damaged.
-        if (!doc.startsWith(layoutFive)) continue;
+        // A row that does not start as layout 5 writes it, or no longer matches its checksum, is left as it is: it is
+        // damaged, and reading it refuses it (a new checksum would make the damage pass for a record).
+        if (!doc.startsWith(layoutFive) || row.sum !== recordChecksum('sessions', row)) continue;
         const migrated = `{"layout":6,${doc.slice(layoutFive.length)}`;
         update.run(migrated, recordChecksum('sessions', { ...row, doc: migrated }), row.rowid as number);
       }
