@@ -188,7 +188,7 @@ class EffectsInstance implements EffectsHost {
       // run's commit below then takes its events along instead of a commit of their own. An answer held for the
       // output guardrails that the machine did not have checked leaves first, without its text.
       if (command.type === 'model.call') this.releaseHeld(runtime, false);
-      runtime.reportPhase?.();
+      runtime.phases?.reportPhase();
     }
     const durable = runtime.durable;
     // A guardrail check decides nothing new to commit: the state that asked for it follows a committed effect (the
