@@ -172,22 +172,24 @@ export function startRun<TOutput>(
   const hosted = hostAgent(spec);
   const runtime = hosted.runtime;
 
-  const actor = createActor(runtimeAgentMachine(), {
-    input: agentInput(
-      agent as Agent<unknown>,
-      sessionId,
-      // At its final length: the run's first history stays in its context until the first model response.
-      callerHistory.concat(userMessage(input)),
-      callerHistory.length,
-    ),
+  const machineInput = agentInput(
+    agent as Agent<unknown>,
+    sessionId,
+    // At its final length: the run's first history stays in its context until the first model response.
+    callerHistory.concat(userMessage(input)),
+    callerHistory.length,
+  );
+  const actor = createActor(
+    runtimeAgentMachine(),
     // Secrets (tool arguments marked secret, API-key-like fields) are redacted before the observer sees anything.
     // An inspected run is a root actor (inspection is per actor system); the others share the run host's system.
-    ...(options.inspect
+    (options.inspect
       ? {
+          input: machineInput,
           inspect: redactingInspector(options.inspect, secretArguments(agent), inspectorMasking(piiOf(bus))),
         }
-      : { parent: runHost() }),
-  } as Parameters<typeof createActor<AgentMachine>>[1]);
+      : { input: machineInput, parent: runHost() }) as Parameters<typeof createActor<AgentMachine>>[1],
+  );
   attachRuntime(actor, runtime);
 
   const observer = new RunObserver<TOutput>({
