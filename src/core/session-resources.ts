@@ -18,25 +18,34 @@ let holding = 0;
  * or Restate turn and hands its `hold` to the tools' sources; the holder releases it when it ends.
  */
 export class ResourceHoldings {
-  readonly #held = new Set<CloseResource>();
+  /** Made on the first hold: most runs never hold anything, and an empty set is still a table per run. */
+  #held: Set<CloseResource> | undefined;
+  #hold: HoldResource | undefined;
 
-  readonly hold: HoldResource = (close) => {
-    if (this.#held.size === 0) holding += 1;
-    this.#held.add(close);
-    return () => {
-      if (!this.#held.delete(close)) return;
-      if (this.#held.size === 0) holding -= 1;
+  /** Registers what a tool's source opened for this holder (see HoldResource); the same function every time. */
+  get hold(): HoldResource {
+    this.#hold ??= (close) => {
+      this.#held ??= new Set();
+      const held = this.#held;
+      if (held.size === 0) holding += 1;
+      held.add(close);
+      return () => {
+        if (!held.delete(close)) return;
+        if (held.size === 0) holding -= 1;
+      };
     };
-  };
+    return this.#hold;
+  }
 
   /**
    * Closes everything held; undefined when nothing is (no promise, no microtask), so a run without such tools pays
    * nothing.
    */
   release(): Promise<void> | undefined {
-    if (this.#held.size === 0) return undefined;
-    const closers = [...this.#held];
-    this.#held.clear();
+    const held = this.#held;
+    if (held === undefined || held.size === 0) return undefined;
+    const closers = [...held];
+    held.clear();
     holding -= 1;
     return closeAll(closers);
   }

@@ -36,7 +36,7 @@ interface MachineLogic {
  *
  * The machine stays what it is (the same states, context and emitted commands); the returned logic is the machine
  * itself with two entry points wrapped: `start` attaches the effects to the actor (its runtime is found on the
- * actor, or on its host by the agent's key), and `transition` closes them when the machine stops being active. So a
+ * actor, or on its host by the agent's key; the actor's emit hands them each command), and `transition` closes them when the machine stops being active. So a
  * run is one actor, without an effects child with its own mailbox between the machine and the gates.
  */
 export function withEffects<TMachine extends AnyStateMachine>(machine: TMachine): TMachine {
@@ -47,9 +47,11 @@ export function withEffects<TMachine extends AnyStateMachine>(machine: TMachine)
     if ((snapshot as { status: string }).status !== 'active') return;
     const self = scope.self as AnyActorRef & WithInstance;
     const key = (snapshot as { context: AgentContext }).context.config.sessionId;
-    const instance = new EffectsInstance(self, key, runtimeOfAgent(self, key));
+    const instance = new EffectsInstance(self, key, runtimeOfAgent(self, key), scope.emit);
     self[instanceKey] = instance;
-    self.on('*', instance.receiver);
+    // The machine's commands reach the effects straight from the actor's emit (and then its listeners, if anyone
+    // listens with `actor.on`): a listener of our own would cost every run a map and a set.
+    scope.emit = instance.receiver as AnyActorScope['emit'];
   };
   logic.transition = function transition(snapshot, event, scope) {
     let next: { status: string };
@@ -117,15 +119,25 @@ class EffectsInstance implements EffectsHost {
   /** An answer waiting for the output guardrails' verdict before its model_response leaves. */
   #held: { step: number; response: ModelResponse } | undefined;
 
-  constructor(agent: AnyActorRef, key: string, runtime: RunRuntime | undefined) {
+  constructor(
+    agent: AnyActorRef,
+    key: string,
+    runtime: RunRuntime | undefined,
+    toListeners: AnyActorScope['emit'],
+  ) {
     this.#agent = agent;
     this.#key = key;
     this.#runtime = runtime;
+    this.#toListeners = toListeners;
   }
 
+  /** The actor's own emit: hands an emitted event to whoever listens with `actor.on` (usually nobody). */
+  readonly #toListeners: AnyActorScope['emit'];
+
   /**
-   * What the agent actor calls with each command its machine emits. XState reports a listener's throw as an
-   * uncaught error (the process would crash), so anything the gates did not turn into an answer fails the run here.
+   * The agent actor's emit: each command its machine emits comes here, then goes to the actor's listeners. A throw
+   * out of an emit is reported by XState as an uncaught error (the process would crash), so anything the gates did
+   * not turn into an answer fails the run here.
    */
   readonly receiver = (command: EffectCommand): void => {
     try {
@@ -133,6 +145,7 @@ class EffectsInstance implements EffectsHost {
     } catch (error) {
       this.answer({ type: 'effects.failed', error: toErrorInfo(error) });
     }
+    this.#toListeners(command);
   };
 
   get signal(): AbortSignal {
@@ -188,7 +201,7 @@ class EffectsInstance implements EffectsHost {
       // run's commit below then takes its events along instead of a commit of their own. An answer held for the
       // output guardrails that the machine did not have checked leaves first, without its text.
       if (command.type === 'model.call') this.releaseHeld(runtime, false);
-      runtime.reportPhase?.();
+      runtime.phases?.reportPhase();
     }
     const durable = runtime.durable;
     // A guardrail check decides nothing new to commit: the state that asked for it follows a committed effect (the

@@ -53,10 +53,10 @@ export class PhaseReporter {
 
 /**
  * Lets the effects of the agent actor `actor` report its phase through `phases` before they act on a command (see
- * `RunRuntime.reportPhase`), so that a phase's events come before what the phase does, on every entry point.
+ * `RunRuntime.phases`), so that a phase's events come before what the phase does, on every entry point.
  */
 export function reportPhaseBeforeEffects(actor: AnyActorRef, phases: PhaseReporter): void {
   const snapshot = actor.getSnapshot() as AgentSnapshot;
   const runtime = runtimeOfAgent(actor, snapshot.context.config.sessionId);
-  if (runtime) runtime.reportPhase = () => phases.observe(actor.getSnapshot() as AgentSnapshot);
+  if (runtime) runtime.phases = { reportPhase: () => phases.observe(actor.getSnapshot() as AgentSnapshot) };
 }

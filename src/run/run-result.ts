@@ -43,14 +43,15 @@ export function buildRunResult<TOutput>(context: AgentMachineOutput): RunResult<
 /** Each assistant turn (thought and actions) with the tool results that answer its calls (observations). */
 export function stepsOf(delta: readonly Message[], agent: string): RunStep[] {
   const steps: RunStep[] = [];
-  const byCallId = new Map<string, StepToolCall>();
   for (const message of delta) {
     if (message.role === 'assistant') {
-      const toolCalls = (message.toolCalls ?? []).map((call) => {
-        const entry: StepToolCall = { id: call.id, name: call.name, args: call.args };
-        byCallId.set(call.id, entry);
-        return entry;
-      });
+      const calls = message.toolCalls ?? [];
+      // At its final length, made by a loop: no callback per step.
+      const toolCalls: StepToolCall[] = new Array(calls.length);
+      for (let index = 0; index < calls.length; index++) {
+        const call = calls[index] as (typeof calls)[number];
+        toolCalls[index] = { id: call.id, name: call.name, args: call.args };
+      }
       steps.push({
         index: steps.length + 1,
         agent: message.agent ?? agent,
@@ -58,7 +59,7 @@ export function stepsOf(delta: readonly Message[], agent: string): RunStep[] {
         toolCalls,
       });
     } else if (message.role === 'tool') {
-      const entry = byCallId.get(message.toolCallId);
+      const entry = latestCall(steps, message.toolCallId);
       if (entry) {
         entry.result = message.content;
         entry.isError = message.isError === true;
@@ -66,6 +67,21 @@ export function stepsOf(delta: readonly Message[], agent: string): RunStep[] {
     }
   }
   return steps;
+}
+
+/**
+ * The latest call with this id among the steps so far: a tool's answer follows the turn that called it, so the
+ * search starts there (and an id a provider used again answers its latest call).
+ */
+function latestCall(steps: readonly RunStep[], callId: string): StepToolCall | undefined {
+  for (let step = steps.length - 1; step >= 0; step--) {
+    const calls = (steps[step] as RunStep).toolCalls;
+    for (let index = calls.length - 1; index >= 0; index--) {
+      const call = calls[index] as StepToolCall;
+      if (call.id === callId) return call;
+    }
+  }
+  return undefined;
 }
 
 /**

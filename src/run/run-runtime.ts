@@ -70,7 +70,7 @@ export interface RunRuntime {
    * Reports the agent's phase as it is now (its `phase` and `decode_retry` events), before a durable run commits the
    * state that decided an effect: those events then go in that commit instead of a commit of their own.
    */
-  reportPhase?: (() => void) | undefined;
+  phases?: PhaseSource | undefined;
   /** Decides on calls that wait for people when no session does (a plain run's `onApproval`). */
   onApproval?: ((request: ApprovalRequest) => ApprovalDecision | Promise<ApprovalDecision>) | undefined;
   /**
@@ -100,6 +100,11 @@ export interface RunRuntime {
   spentByCall?: Map<string, NestedSpend> | undefined;
   /** What the run's tools hold open for its session (per-session MCP connections), closed when it ends. */
   holdings?: ResourceHoldings | undefined;
+}
+
+/** What reports an agent's phase as it is now (see RunRuntime.phases). */
+export interface PhaseSource {
+  reportPhase(): void;
 }
 
 /** Runs an agent used as a tool as a child of the caller's session actor. */

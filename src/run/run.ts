@@ -1,7 +1,7 @@
-import { createActor, type InspectionEvent, type Observer, type SnapshotFrom } from 'xstate';
+import { createActor, type InspectionEvent, type Observer } from 'xstate';
 import type { Agent } from '../agent/define-agent.ts';
 import type { AuditLog } from '../audit/audit-log.ts';
-import { abortReason, stacklessError } from '../core/abort.ts';
+import { stacklessError } from '../core/abort.ts';
 import type { ApprovalHandler } from '../core/approvals.ts';
 import { AsyncQueue } from '../core/async-queue.ts';
 import { type Clock, systemClock } from '../core/clock.ts';
@@ -14,30 +14,16 @@ import { randomUuid } from '../core/random-id.ts';
 import type { RunResult } from '../core/result.ts';
 import { ResourceHoldings } from '../core/session-resources.ts';
 import type { GuardrailCheckInfo } from '../guardrails/guardrail.ts';
-import {
-  type AgentContext,
-  type AgentMachine,
-  type AgentMachineOutput,
-  agentOutputOf,
-} from '../machines/agent.ts';
+import type { AgentMachine } from '../machines/agent.ts';
 import { type PiiOptions, resolvePii } from '../pii/pii-options.ts';
 import { inspectorMasking, lendPii, type PiiRun, piiOf } from '../pii/pii-run.ts';
 import type { ResourceManager } from '../resources/resource-manager.ts';
 import type { ToolContext } from '../tools/tool.ts';
-import { endEffects } from './effects.ts';
-import {
-  type AgentRunSpec,
-  agentInput,
-  emitRunStart,
-  hostAgent,
-  type OpenedRunScope,
-  openRunScope,
-} from './host.ts';
+import { type AgentRunSpec, agentInput, hostAgent, type OpenedRunScope, openRunScope } from './host.ts';
 import { redactingInspector, secretArguments } from './inspect.ts';
 import { claimSessionId, releaseSessionId } from './live-sessions.ts';
-import { PhaseReporter } from './phase-events.ts';
 import { runHost } from './run-host.ts';
-import { buildRunResult, failedBeforeAnyStep, runEndData } from './run-result.ts';
+import { RunObserver } from './run-observer.ts';
 import { attachRuntime, callerOf, type RunRuntime } from './run-runtime.ts';
 import { runtimeAgentMachine } from './runtime-agent-machine.ts';
 
@@ -159,7 +145,6 @@ export function startRun<TOutput>(
   // A nested run without masking of its own shares its caller's placeholders.
   if (!piiOf(bus) && placement?.pii) lendPii(bus, placement.pii);
   beforeStart?.(bus);
-  const origin = placement?.origin;
   const deadline = agent.limits.timeoutMs === null ? null : clock.now() + agent.limits.timeoutMs;
   const inspect = options.inspect ?? caller?.inspect;
   const spec: AgentRunSpec = {
@@ -187,96 +172,37 @@ export function startRun<TOutput>(
   const hosted = hostAgent(spec);
   const runtime = hosted.runtime;
 
-  const actor = createActor(runtimeAgentMachine(), {
-    input: agentInput(
-      agent as Agent<unknown>,
-      sessionId,
-      // At its final length: the run's first history stays in its context until the first model response.
-      callerHistory.concat(userMessage(input)),
-      callerHistory.length,
-    ),
+  const machineInput = agentInput(
+    agent as Agent<unknown>,
+    sessionId,
+    // At its final length: the run's first history stays in its context until the first model response.
+    callerHistory.concat(userMessage(input)),
+    callerHistory.length,
+  );
+  const actor = createActor(
+    runtimeAgentMachine(),
     // Secrets (tool arguments marked secret, API-key-like fields) are redacted before the observer sees anything.
     // An inspected run is a root actor (inspection is per actor system); the others share the run host's system.
-    ...(options.inspect
+    (options.inspect
       ? {
+          input: machineInput,
           inspect: redactingInspector(options.inspect, secretArguments(agent), inspectorMasking(piiOf(bus))),
         }
-      : { parent: runHost() }),
-  } as Parameters<typeof createActor<AgentMachine>>[1]);
+      : { input: machineInput, parent: runHost() }) as Parameters<typeof createActor<AgentMachine>>[1],
+  );
   attachRuntime(actor, runtime);
 
-  const result = new Promise<RunResult<TOutput>>((resolve) => {
-    // Made for a listener only (a plain run() has none): phase events are all it is for.
-    let phases: PhaseReporter | undefined;
-    let lastContext: AgentContext | undefined;
-    let timer: unknown;
-    let finished = false;
-    const signal = options.signal;
-    const onAbort = signal
-      ? () => actor.send({ type: 'abort', reason: abortReason(signal, 'run') })
-      : undefined;
-
-    const finish = (output: AgentMachineOutput | undefined, internalError?: unknown) => {
-      if (finished) return;
-      finished = true;
-      if (timer !== undefined) clock.clearTimeout(timer);
-      if (onAbort) signal?.removeEventListener('abort', onAbort);
-      const final = output ?? (lastContext && agentOutputOf(lastContext));
-      const runResult = final
-        ? buildRunResult<TOutput>(internalError === undefined ? final : failedContext(final, internalError))
-        : failedBeforeAnyStep<TOutput>(sessionId, agent.name, callerHistory, input, {
-            name: 'InternalError',
-            code: 'internal',
-            message: internalError instanceof Error ? internalError.message : String(internalError),
-          });
-      if (bus.listening) bus.emit(agent.name, 'run_end', runEndData(runResult), origin);
-      scope.close();
-      hosted.release();
-      releaseSessionId(sessionId);
-      // A plain run closes what its tools opened for it (per-session MCP servers) before its result is given.
-      const releasing = placement ? undefined : holdings?.release();
-      if (releasing) void releasing.then(() => resolve(runResult));
-      else resolve(runResult);
-    };
-
-    // Phases are reported from the agent's state once it has started, as for an agent a session watches: a check
-    // that answered at once during the start left no phase of its own, on either path.
-    let observing = false;
-    runtime.reportPhase = () => {
-      if (!observing || !bus.listening) return;
-      phases ??= phaseReporter(bus, agent.name, origin);
-      phases.observe(actor.getSnapshot());
-    };
-    actor.subscribe({
-      next: (snapshot: SnapshotFrom<AgentMachine>) => {
-        lastContext = snapshot.context;
-        // Phase events only matter to a listener (a plain run() has none).
-        if (bus.listening && (observing || snapshot.status === 'done')) {
-          phases ??= phaseReporter(bus, agent.name, origin);
-          phases.observe(snapshot);
-        }
-        if (snapshot.status === 'done') finish(snapshot.output);
-      },
-      // A root actor without an error observer crashes the process. Ours turns the error into a result.
-      error: (error) => {
-        endEffects(actor);
-        finish(undefined, error);
-      },
-    });
-
-    if (bus.listening) emitRunStart(bus, agent as Agent<unknown>, input, callerHistory.length, origin);
-    if (agent.limits.timeoutMs !== null) {
-      timer = clock.setTimeout(() => actor.send({ type: 'timeout' }), agent.limits.timeoutMs);
-    }
-    if (onAbort) signal?.addEventListener('abort', onAbort, { once: true });
-    actor.start();
-    observing = true;
-    if (!finished && bus.listening) {
-      phases ??= phaseReporter(bus, agent.name, origin);
-      phases.observe(actor.getSnapshot());
-    }
-    if (signal?.aborted) onAbort?.();
+  const observer = new RunObserver<TOutput>({
+    actor,
+    hosted,
+    scope,
+    input,
+    callerHistory,
+    signal: options.signal,
+    ownsHoldings: placement === undefined,
   });
+  runtime.phases = observer;
+  const result = observer.start();
 
   return { sessionId, bus, result };
 }
@@ -392,15 +318,4 @@ export async function* stepsFrom(
 export function auditOf(options: unknown): AuditLog | undefined {
   const audit = (options as { audit?: { kind?: unknown } } | null | undefined)?.audit;
   return audit?.kind === 'audit-log' ? (audit as AuditLog) : undefined;
-}
-
-/** What turns a run's snapshots into its `phase` and `decode_retry` events on its bus. */
-function phaseReporter(bus: EventBus, agent: string, origin: EventOrigin | undefined): PhaseReporter {
-  return new PhaseReporter((type, data) => bus.emit(agent, type, data, origin));
-}
-
-/** A machine that errored (a bug of ours) still yields an honest failed result with the transcript so far. */
-function failedContext(output: AgentMachineOutput, error: unknown): AgentMachineOutput {
-  const message = error instanceof Error ? error.message : String(error);
-  return { ...output, stopReason: 'error', error: { name: 'InternalError', code: 'internal', message } };
 }

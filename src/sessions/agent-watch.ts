@@ -45,7 +45,7 @@ export function watchAgent(options: {
   return () => {
     if (runtime) {
       runtime.deadline = undefined;
-      runtime.reportPhase = undefined;
+      runtime.phases = undefined;
     }
     subscription.unsubscribe();
     if (timer !== undefined) clock.clearTimeout(timer);

@@ -26,7 +26,7 @@ import { needsSession, runInSession } from './session-run.ts';
  * Runs an agent to the end and resolves with its one typed result. It rejects only for bad input (a ConfigError
  * or HistoryValidationError before anything runs); everything that happens during the run is in the result.
  */
-export async function run<TOutput, TContext = unknown>(
+export function run<TOutput, TContext = unknown>(
   agent: Agent<TOutput, TContext>,
   input: RunInput,
   ...given: OptionsWithContext<RunOptions, NoInfer<TContext>>
@@ -36,10 +36,20 @@ export async function run<TOutput, TContext = unknown>(
     checkRunArguments(agent, input, options, 'run()');
     // Handoffs and fatal tools need a session supervisor; a plain agent keeps the one-actor hot path.
     if (agent?.kind === 'agent' && needsSession(agent as Agent<unknown>))
-      return await runInSession(agent, input, options).result;
-    return await startRun(agent, input, options).result;
+      return auditedResult(runInSession(agent, input, options).result, options);
+    // The run's own result promise, handed back as it is: it never rejects, and an async frame around it would
+    // stay alive (with its promise and reaction) for as long as the run is in flight.
+    return startRun(agent, input, options).result;
   } catch (error) {
-    // Only bad input rejects (the result promise never does): a ConfigError goes to the audit log.
+    return auditedResult(Promise.reject(error), options);
+  }
+}
+
+/** Only bad input rejects (a run's result promise never does): a ConfigError goes to the audit log. */
+async function auditedResult<T>(result: Promise<T>, options: RunOptions): Promise<T> {
+  try {
+    return await result;
+  } catch (error) {
     auditConfigError(auditOf(options), 'run()', error);
     throw error;
   }
