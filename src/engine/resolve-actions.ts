@@ -267,24 +267,10 @@ function assignContext(run: ActionRun, assignment: unknown, params: unknown): vo
       update[key] = typeof property === 'function' ? (property as Assigner)(args, params) : property;
     }
   }
-  run.context = copyWith(run.context, update);
+  run.context = Object.assign({}, run.context, update);
   const spawned = args.spawnedChildren();
   if (spawned) run.children = { ...run.children, ...spawned };
   run.touch();
-}
-
-/**
- * XState's context copy, `Object.assign({}, context, update)`, with the context copied by a spread: V8 clones a
- * spread object's shape at once, where assigning into an empty object adds the properties one at a time (about
- * three times as long before V8 optimizes the step). The two differ only for an own `__proto__` key (a context read
- * back from JSON may have one), which assignment turns into the copy's prototype: that context takes XState's way.
- */
-function copyWith(
-  context: Record<string, unknown>,
-  update: Record<string, unknown>,
-): Record<string, unknown> {
-  if (Object.hasOwn(context, '__proto__')) return Object.assign({}, context, update);
-  return Object.assign({ ...context }, update);
 }
 
 /**
