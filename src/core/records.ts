@@ -35,7 +35,7 @@ export function setOwn<T>(record: Record<string, T>, key: string, value: T): voi
 
 /**
  * Adds `by` to the count under `key` in a record the caller owns (a copy it is building). Written out, not through
- * `countOf` and `setOwn`: the agent counts every call this way, while V8 runs the step unoptimized a call costs more
+ * `countOf` and `setOwn`: the agent counts every call this way, and while V8 runs the step unoptimized a call costs more
  * than the count.
  */
 export function addCount(counts: Record<string, number>, key: string, by = 1): void {
