@@ -64,7 +64,9 @@ if (mode === '--child') {
   const sum = new Map<string, number>();
   let total = 0;
   for (let i = 0; i < processes; i++) {
-    const child = spawnSync(process.execPath, [...process.execArgv, import.meta.filename, '--child', dist], { encoding: 'utf8' });
+    const child = spawnSync(process.execPath, [...process.execArgv, import.meta.filename, '--child', dist], {
+      encoding: 'utf8',
+    });
     if (child.status !== 0) throw new Error(child.stderr);
     const out = JSON.parse(child.stdout) as { total: number; self: [string, number][] };
     total += out.total;

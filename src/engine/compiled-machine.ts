@@ -116,9 +116,12 @@ class CompiledMachine extends Base implements SnapshotBuilder {
   private initialTransition: EngineTransition | undefined;
   private readonly contextAssign: unknown;
   private methods: SnapshotMethods | undefined;
+  /** Whether `maxIterations` allows the one round of `settle` that finds nothing to do (it is at least 1). */
+  private readonly settlesInOneRound: boolean;
 
   constructor(config: unknown, implementations: unknown) {
     super(config, implementations);
+    this.settlesInOneRound = (this.options.maxIterations ?? Number.POSITIVE_INFINITY) >= 1;
     const context = this.config.context;
     this.contextAssign =
       typeof context === 'function'
@@ -153,6 +156,15 @@ class CompiledMachine extends Base implements SnapshotBuilder {
     const internalQueue: EngineEvent[] = [];
     const next = this.step(transition, snapshot, event, scope, internalQueue, false);
     inspectMicrostep(scope, event, next, transition);
+    // The usual event leaves nothing to settle (no raised event, no eventless transition where it led): what
+    // `settle` would find in its first round, asked without it.
+    if (
+      internalQueue.length === 0 &&
+      next.status === 'active' &&
+      this.settlesInOneRound &&
+      this.candidates.always(this.configurations.of(next._nodes)).length === 0
+    )
+      return next;
     return this.settle(next, event, scope, internalQueue);
   }
 

@@ -451,19 +451,25 @@ type ModelResponseEvent = Extract<AgentEvent, { type: 'model.response' }>;
  * exact. One slot is enough (the asks come back to back) and, unlike a WeakMap, costs the collector nothing; the
  * recording action clears it, so it never keeps a finished run's history alive.
  */
-let memo: { event: ModelResponseEvent; context: AgentContext; decision: TerminationDecision } | undefined;
+let memoEvent: ModelResponseEvent | undefined;
+let memoContext: AgentContext | undefined;
+let memoDecision: TerminationDecision | undefined;
 
 function decisionOn(context: AgentContext, event: ModelResponseEvent): TerminationDecision {
-  if (memo?.event === event && memo.context === context) return memo.decision;
+  if (memoEvent === event && memoContext === context) return memoDecision as TerminationDecision;
   const decision = terminationPolicyFor(context.config.limits)(event.response, context);
-  memo = { event, context, decision };
+  memoEvent = event;
+  memoContext = context;
+  memoDecision = decision;
   return decision;
 }
 
 /** The decision for the action that records the response: the last ask, so the memo is released here. */
 function takeDecision(context: AgentContext, event: ModelResponseEvent): TerminationDecision {
   const decision = decisionOn(context, event);
-  memo = undefined;
+  memoEvent = undefined;
+  memoContext = undefined;
+  memoDecision = undefined;
   return decision;
 }
 

@@ -181,7 +181,8 @@ class BatchRun {
     else {
       const onAbort = () => this.#finish();
       this.#stopWaiting = batch.whenAborted ? batch.whenAborted(onAbort) : whenAborted(batch.signal, onAbort);
-      for (let i = 0; i < Math.min(batch.concurrency, count); i++) this.#startNext();
+      const starting = Math.min(batch.concurrency, count);
+      for (let i = 0; i < starting; i++) this.#startNext();
     }
     this.#starting = false;
   }

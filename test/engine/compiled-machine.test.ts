@@ -669,6 +669,36 @@ describe('eventless transitions', () => {
   });
 });
 
+describe('assign', () => {
+  it("copies a context with an own __proto__ key as XState does (assignment makes it the copy's prototype)", () => {
+    const machine = createMachine({
+      types: {} as { context: Record<string, unknown> },
+      context: { n: 0 },
+      on: { INC: { actions: assign({ n: ({ context }) => (context.n as number) + 1 }) } },
+    });
+    // A snapshot read back from JSON: its context keeps `__proto__` as an own key.
+    const persisted = JSON.parse(
+      JSON.stringify(createActor(machine).getPersistedSnapshot()).replace(
+        '"context":{"n":0}',
+        '"context":{"n":0,"__proto__":{"inherited":true}}',
+      ),
+    );
+    const contextAfterInc = (logic: AnyStateMachine) => {
+      const actor = createActor(logic, { snapshot: persisted });
+      actor.start();
+      expect(Object.hasOwn(actor.getSnapshot().context, '__proto__')).toBe(true);
+      actor.send({ type: 'INC' });
+      const context = actor.getSnapshot().context as Record<string, unknown>;
+      actor.stop();
+      return { n: context.n, ownProto: Object.hasOwn(context, '__proto__'), inherited: context.inherited };
+    };
+    const compiled = compileMachine(machine);
+    expect(isCompiledMachine(compiled)).toBe(true);
+    expect(contextAfterInc(machine)).toEqual({ n: 1, ownProto: false, inherited: true });
+    expect(contextAfterInc(compiled)).toEqual(contextAfterInc(machine));
+  });
+});
+
 describe('raise, delays, emit, enqueueActions, log', () => {
   const raiseMachine = setup({
     types: { context: {} as { n: number; ms: number }, events: {} as AnyEvent, emitted: {} as AnyEvent },
