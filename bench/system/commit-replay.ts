@@ -12,9 +12,8 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { CommitBatch } from '../../dist/index.js';
 import * as built from '../../dist/index.js';
-import { answerAfter, median, spread, stepAgent, type WorkloadLibrary } from './durable-workload.ts';
+import { captureCommits, median, spread, type WorkloadLibrary } from './durable-workload.ts';
 
 const sessions = Number(process.argv[2] ?? 2000);
 const repetitions = Number(process.argv[3] ?? 3);
@@ -33,27 +32,7 @@ function written(): number {
   return match ? Number(match[1]) : Number.NaN;
 }
 
-// The commits, as the runtime made them (copied: the memory store keeps its own).
-const commits: [string, CommitBatch][] = [];
-const memory = built.createMemoryStore();
-const system = built.createAgentSystem({
-  store: {
-    ...memory,
-    commit(sessionId, batch) {
-      commits.push([sessionId, structuredClone(batch)]);
-      return memory.commit(sessionId, batch);
-    },
-  },
-});
-const agent = stepAgent({ steps: 3, modelDelayMs: 10 });
-const results = await Promise.all(
-  Array.from(
-    { length: sessions },
-    (_, index) => system.spawn(agent, 'Do the task.', { sessionId: `s${index}` }).result,
-  ),
-);
-await system.shutdown();
-if (results.some((result) => result.text !== answerAfter(3))) throw new Error('a turn ended early');
+const commits = await captureCommits(sessions);
 
 const directory = mkdtempSync(join(tmpdir(), 'troupe-bench-replay-'));
 const cpu = new Map<string, number[]>(builds.map(([name]) => [name, []]));

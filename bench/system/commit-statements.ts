@@ -12,10 +12,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { CommitBatch } from '../../dist/index.js';
-import * as built from '../../dist/index.js';
 import * as thisTree from '../../src/persistence/sqlite-store.ts';
-import { answerAfter, spread, stepAgent } from './durable-workload.ts';
+import { captureCommits, spread } from './durable-workload.ts';
 
 const sessions = Number(process.argv[2] ?? 2000);
 const group = Number(process.argv[3] ?? 4096);
@@ -25,26 +23,7 @@ const variants: [string, StoreModule][] = [['this tree', thisTree]];
 const baseSource = process.env.TROUPE_STATEMENTS_BASE;
 if (baseSource !== undefined) variants.push(['base', (await import(baseSource)) as StoreModule]);
 
-const commits: [string, CommitBatch][] = [];
-const memory = built.createMemoryStore();
-const system = built.createAgentSystem({
-  store: {
-    ...memory,
-    commit(sessionId, batch) {
-      commits.push([sessionId, structuredClone(batch)]);
-      return memory.commit(sessionId, batch);
-    },
-  },
-});
-const agent = stepAgent({ steps: 3, modelDelayMs: 10 });
-const results = await Promise.all(
-  Array.from(
-    { length: sessions },
-    (_, index) => system.spawn(agent, 'Do the task.', { sessionId: `s${index}` }).result,
-  ),
-);
-await system.shutdown();
-if (results.some((result) => result.text !== answerAfter(3))) throw new Error('a turn ended early');
+const commits = await captureCommits(sessions);
 
 /** µs per commit of each timed step, per variant, per repetition. */
 const figures = new Map<string, Map<string, number[]>>(variants.map(([name]) => [name, new Map()]));

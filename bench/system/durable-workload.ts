@@ -5,7 +5,7 @@
  * any number of sessions at once.
  */
 import { z } from 'zod';
-import type { ModelProvider, SessionStore } from '../../dist/index.js';
+import type { CommitBatch, ModelProvider, SessionStore } from '../../dist/index.js';
 import * as built from '../../dist/index.js';
 
 /** The parts of Troupe the workload uses: the build in dist/ by default, or another build (a baseline) to compare. */
@@ -211,4 +211,32 @@ export function fsyncProbe(path: string): { commit: () => number; close: () => v
     },
     close: () => store.close(),
   };
+}
+
+/**
+ * The commits of `sessions` W2 sessions (one turn of 3 tool steps each, 10 ms model), as the runtime makes them on
+ * the memory store, in the order it made them (copied: the memory store keeps its own).
+ */
+export async function captureCommits(sessions: number): Promise<[string, CommitBatch][]> {
+  const commits: [string, CommitBatch][] = [];
+  const memory = built.createMemoryStore();
+  const system = built.createAgentSystem({
+    store: {
+      ...memory,
+      commit(sessionId, batch) {
+        commits.push([sessionId, structuredClone(batch)]);
+        return memory.commit(sessionId, batch);
+      },
+    },
+  });
+  const agent = stepAgent({ steps: 3, modelDelayMs: 10 });
+  const results = await Promise.all(
+    Array.from(
+      { length: sessions },
+      (_, index) => system.spawn(agent, 'Do the task.', { sessionId: `s${index}` }).result,
+    ),
+  );
+  await system.shutdown();
+  if (results.some((result) => result.text !== answerAfter(3))) throw new Error('a turn ended early');
+  return commits;
 }

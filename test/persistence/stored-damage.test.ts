@@ -63,13 +63,44 @@ const typed = (error: unknown): boolean =>
   error instanceof StoreLayoutError ||
   error instanceof ForeignStoreError;
 
+/** What the damaged files of one test gave: read back the same, refused with a typed error, or neither. */
+interface Outcomes {
+  same: number;
+  refused: number;
+  different: number[];
+  untyped: string[];
+}
+
+/** Writes a damaged copy of the store, reads everything back from it, and counts what that gave. */
+function readDamaged(
+  damaged: Buffer,
+  name: string,
+  seed: number,
+  expected: unknown,
+  outcomes: Outcomes,
+): void {
+  const path = join(directory, name);
+  writeFileSync(path, damaged);
+  try {
+    if (isDeepStrictEqual(readAll(path), expected)) outcomes.same += 1;
+    else outcomes.different.push(seed);
+  } catch (error) {
+    if (typed(error)) outcomes.refused += 1;
+    else outcomes.untyped.push(`seed ${seed}: ${String(error)}`);
+  } finally {
+    rmSync(path, { force: true });
+    rmSync(`${path}-wal`, { force: true });
+    rmSync(`${path}-shm`, { force: true });
+  }
+}
+
 describe('damage to a stored session is a typed error, never different data', () => {
   it('random byte damage over 400 seeds (DAMAGE_SEEDS for more): refused with a typed error, or read back exactly the same', () => {
     const original = interruptedStore();
     const bytes = readFileSync(original);
     const expected = readAll(original);
     const seeds = Number(process.env.DAMAGE_SEEDS ?? 400);
-    const outcomes = { same: 0, refused: 0, different: [] as number[], untyped: [] as string[] };
+    const outcomes: Outcomes = { same: 0, refused: 0, different: [], untyped: [] };
     for (let seed = 1; seed <= seeds; seed += 1) {
       const next = random(seed);
       const damaged = Buffer.from(bytes);
@@ -80,19 +111,7 @@ describe('damage to a stored session is a typed error, never different data', ()
         const before = damaged[offset] as number;
         damaged[offset] = (before + 1 + Math.floor(next() * 255)) % 256;
       }
-      const path = join(directory, `damaged-${seed}.db`);
-      writeFileSync(path, damaged);
-      try {
-        if (isDeepStrictEqual(readAll(path), expected)) outcomes.same += 1;
-        else outcomes.different.push(seed);
-      } catch (error) {
-        if (typed(error)) outcomes.refused += 1;
-        else outcomes.untyped.push(`seed ${seed}: ${String(error)}`);
-      } finally {
-        rmSync(path, { force: true });
-        rmSync(`${path}-wal`, { force: true });
-        rmSync(`${path}-shm`, { force: true });
-      }
+      readDamaged(damaged, `damaged-${seed}.db`, seed, expected, outcomes);
     }
     expect(outcomes.different).toEqual([]);
     expect(outcomes.untyped).toEqual([]);
@@ -124,26 +143,14 @@ describe('damage to a stored session is a typed error, never different data', ()
         spans.set(at, record.length);
     const spanList = [...spans];
     expect(spanList.length).toBeGreaterThan(20);
-    const outcomes = { same: 0, refused: 0, different: [] as number[], untyped: [] as string[] };
+    const outcomes: Outcomes = { same: 0, refused: 0, different: [], untyped: [] };
     for (let seed = 1; seed <= 200; seed += 1) {
       const next = random(seed);
       const damaged = Buffer.from(bytes);
       const [start, length] = spanList[Math.floor(next() * spanList.length)] as [number, number];
       const at = start + Math.floor(next() * length);
       damaged[at] = ((damaged[at] as number) + 1 + Math.floor(next() * 255)) % 256;
-      const path = join(directory, `event-damaged-${seed}.db`);
-      writeFileSync(path, damaged);
-      try {
-        if (isDeepStrictEqual(readAll(path), expected)) outcomes.same += 1;
-        else outcomes.different.push(seed);
-      } catch (error) {
-        if (typed(error)) outcomes.refused += 1;
-        else outcomes.untyped.push(`seed ${seed}: ${String(error)}`);
-      } finally {
-        rmSync(path, { force: true });
-        rmSync(`${path}-wal`, { force: true });
-        rmSync(`${path}-shm`, { force: true });
-      }
+      readDamaged(damaged, `event-damaged-${seed}.db`, seed, expected, outcomes);
     }
     expect(outcomes.different).toEqual([]);
     expect(outcomes.untyped).toEqual([]);
