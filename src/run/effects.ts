@@ -36,8 +36,9 @@ interface MachineLogic {
  *
  * The machine stays what it is (the same states, context and emitted commands); the returned logic is the machine
  * itself with two entry points wrapped: `start` attaches the effects to the actor (its runtime is found on the
- * actor, or on its host by the agent's key; the actor's emit hands them each command), and `transition` closes them when the machine stops being active. So a
- * run is one actor, without an effects child with its own mailbox between the machine and the gates.
+ * actor, or on its host by the agent's key; the actor's emit hands them each command), and `transition` closes them
+ * when the machine stops being active. So a run is one actor, without an effects child with its own mailbox between
+ * the machine and the gates.
  */
 export function withEffects<TMachine extends AnyStateMachine>(machine: TMachine): TMachine {
   const base = machine as unknown as MachineLogic;

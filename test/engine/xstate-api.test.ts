@@ -6,6 +6,7 @@ import {
   assign,
   createActor,
   createMachine,
+  emit,
   initialTransition,
   raise,
   setup,
@@ -15,7 +16,8 @@ import { expectSameBehaviour, record } from './differential.ts';
 
 /**
  * The parts of XState's public machine API the compiled interpreter must keep besides running actors: a machine's
- * `microstep(snapshot, event, scope)` and what a machine whose `initial` names no state does.
+ * `microstep(snapshot, event, scope)`, what a machine whose `initial` names no state does, and an emitted event
+ * going through the actor scope's `emit` as it is when the action runs (an agent's effects receive its commands so).
  */
 
 type AnyEvent = { type: string; [key: string]: unknown };
@@ -191,5 +193,42 @@ describe('a machine whose initial state does not exist', () => {
     expect(compiled.status).toBe('error');
     expect(String(compiled.error)).toBe(String(stock.error));
     expect(compiled.value).toEqual(stock.value);
+  });
+});
+
+describe("an emitted event goes through the scope's emit as it is when the action runs", () => {
+  const machine = setup({ types: { events: {} as AnyEvent } }).createMachine({
+    id: 'emitting',
+    initial: 'a',
+    states: { a: { on: { GO: { target: 'b', actions: emit({ type: 'command' }) } } }, b: {} },
+  });
+
+  /** The machine as logic whose start puts its own function in the scope's emit, handing each event on after it. */
+  function intercepted(logic: AnyStateMachine, seen: string[]): AnyStateMachine {
+    const wrapped = Object.create(logic) as {
+      start?: (snapshot: unknown, scope: { emit: (event: AnyEvent) => void }) => void;
+    };
+    wrapped.start = function start(snapshot, scope) {
+      (logic as unknown as typeof wrapped).start?.call(this, snapshot, scope);
+      const toListeners = scope.emit;
+      scope.emit = (event) => {
+        seen.push(`scope:${event.type}`);
+        toListeners(event);
+      };
+    };
+    return wrapped as unknown as AnyStateMachine;
+  }
+
+  it.each([
+    ['XState', machine],
+    ['compiled', compileMachine(machine)],
+  ])('on %s: the replaced emit receives it, then the actor listeners', (_, logic) => {
+    const seen: string[] = [];
+    const actor = createActor(intercepted(logic, seen));
+    actor.on('command', (event) => seen.push(`listener:${event.type}`));
+    actor.start();
+    actor.send({ type: 'GO' });
+    expect(seen).toEqual(['scope:command', 'listener:command']);
+    actor.stop();
   });
 });
