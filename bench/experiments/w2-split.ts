@@ -77,7 +77,8 @@ for (const node of profile.nodes) {
         break;
       }
   }
-  category ??= /\/dist\/|chunks\//.test(node.callFrame.url) || /xstate/.test(node.callFrame.url) ? 'step' : 'other';
+  category ??=
+    /\/dist\/|chunks\//.test(node.callFrame.url) || /xstate/.test(node.callFrame.url) ? 'step' : 'other';
   split.set(category, (split.get(category) ?? 0) + hits);
   const inCategory = `${category}  ${key}`;
   selfByCategory.set(inCategory, (selfByCategory.get(inCategory) ?? 0) + hits);

@@ -19,7 +19,7 @@ import { type PiiOptions, resolvePii } from '../pii/pii-options.ts';
 import { inspectorMasking, lendPii, type PiiRun, piiOf } from '../pii/pii-run.ts';
 import type { ResourceManager } from '../resources/resource-manager.ts';
 import type { ToolContext } from '../tools/tool.ts';
-import { type AgentRunSpec, agentInput, hostAgent, type OpenedRunScope, openRunScope } from './host.ts';
+import { type AgentRunSpec, agentInput, hostRuntime, type OpenedRunScope, openRunScope } from './host.ts';
 import { redactingInspector, secretArguments } from './inspect.ts';
 import { claimSessionId, releaseSessionId } from './live-sessions.ts';
 import { runHost } from './run-host.ts';
@@ -169,8 +169,7 @@ export function startRun<TOutput>(
   // A nested run's tools hold their connections for the caller's session; a plain run holds its own.
   const holdings = placement ? placement.caller?.holdings : new ResourceHoldings();
   spec.holdings = holdings;
-  const hosted = hostAgent(spec);
-  const runtime = hosted.runtime;
+  const runtime = hostRuntime(spec);
 
   const machineInput = agentInput(
     agent as Agent<unknown>,
@@ -194,12 +193,12 @@ export function startRun<TOutput>(
 
   const observer = new RunObserver<TOutput>({
     actor,
-    hosted,
+    runtime,
     scope,
     input,
     callerHistory,
     signal: options.signal,
-    ownsHoldings: placement === undefined,
+    ownHoldings: placement ? undefined : holdings,
   });
   runtime.phases = observer;
   const result = observer.start();
