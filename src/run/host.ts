@@ -53,14 +53,19 @@ export function hostAgent(spec: AgentRunSpec): HostedRun {
 /**
  * The runtime of `hostAgent`, for an entry point that counts the run out itself: it calls `countRuntime(-1)` once,
  * when the agent's actor has stopped (a plain run's observer does, so the run keeps no release object of its own).
+ * `listenable`: whether the bus can have listeners during the run; a bus that never will gets no delta forwarder
+ * (a closure per run that would only find nobody listening).
  */
-export function hostRuntime(spec: AgentRunSpec): RunRuntime {
+export function hostRuntime(spec: AgentRunSpec, listenable = true): RunRuntime {
   const runtime = spec as RunRuntime;
-  runtime.onDelta = deltaForwarder(spec.bus, spec.agent.name, spec.origin);
+  runtime.onDelta = listenable ? deltaForwarder(spec.bus, spec.agent.name, spec.origin) : ignoreDelta;
   runtime.nestedSteps = 0;
   countRuntime(1);
   return runtime;
 }
+
+/** The delta forwarder of a run whose bus has no listener and will not get one. */
+function ignoreDelta(): void {}
 
 /** The agent machine's input for a run of `agent` over `history` (the caller's, then this run's user message). */
 export function agentInput(

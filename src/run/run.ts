@@ -99,9 +99,9 @@ export type NestedPlacement = Required<Pick<RunRuntime, 'sessionId' | 'route' | 
   pii?: PiiRun | undefined;
 };
 
+/** A started run: its id and its result. Its bus is not handed out: it gets its listeners before the start or never. */
 export interface StartedRun<TOutput> {
   sessionId: string;
-  bus: EventBus;
   result: Promise<RunResult<TOutput>>;
 }
 
@@ -169,7 +169,8 @@ export function startRun<TOutput>(
   // A nested run's tools hold their connections for the caller's session; a plain run holds its own.
   const holdings = placement ? placement.caller?.holdings : new ResourceHoldings();
   spec.holdings = holdings;
-  const runtime = hostRuntime(spec);
+  // Every listener the bus will have is on it now (the audit log's, the stream's): no later one can subscribe.
+  const runtime = hostRuntime(spec, bus.listening);
 
   const machineInput = agentInput(
     agent as Agent<unknown>,
@@ -203,7 +204,7 @@ export function startRun<TOutput>(
   runtime.phases = observer;
   const result = observer.start();
 
-  return { sessionId, bus, result };
+  return { sessionId, result };
 }
 
 /** A streaming run: iterate its events with `for await`, and await `result` for the outcome. */
