@@ -139,6 +139,27 @@ export interface OpenedRunScope {
 const nothingOpened: OpenedRunScope = Object.freeze({ resources: undefined, close: () => undefined });
 
 /**
+ * The scope of a run that attaches nothing (no masking, no audit log, no budget or resource manager of its own or
+ * its caller's), as openRunScope would open it, without its spec being built: undefined when there is something
+ * to open (or to check: `pii` is the option as given).
+ */
+export function emptyRunScope(
+  resources: RunResourceOptions,
+  caller: ResourceCaller | undefined,
+  pii: unknown,
+  audit: AuditLog | undefined,
+): OpenedRunScope | undefined {
+  if (pii !== undefined || audit !== undefined || caller?.resources !== undefined) return undefined;
+  if (
+    resources.resources !== undefined ||
+    resources.budget !== undefined ||
+    resources.parentScope !== undefined
+  )
+    return undefined;
+  return nothingOpened;
+}
+
+/**
  * Attaches a run's cross-cutting features to its bus before anything runs: personal-data masking, the audit log,
  * and the budget scope (every reachable model priced under a USD budget, the run's own budget opened under its
  * caller's). Throws a ConfigError for what cannot apply, leaving nothing attached.

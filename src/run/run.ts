@@ -19,7 +19,14 @@ import { type PiiOptions, resolvePii } from '../pii/pii-options.ts';
 import { inspectorMasking, lendPii, type PiiRun, piiOf } from '../pii/pii-run.ts';
 import type { ResourceManager } from '../resources/resource-manager.ts';
 import type { ToolContext } from '../tools/tool.ts';
-import { type AgentRunSpec, agentInput, hostRuntime, type OpenedRunScope, openRunScope } from './host.ts';
+import {
+  type AgentRunSpec,
+  agentInput,
+  emptyRunScope,
+  hostRuntime,
+  type OpenedRunScope,
+  openRunScope,
+} from './host.ts';
 import { redactingInspector, secretArguments } from './inspect.ts';
 import { claimSessionId, releaseSessionId } from './live-sessions.ts';
 import { runHost } from './run-host.ts';
@@ -128,22 +135,25 @@ export function startRun<TOutput>(
   const audit = options.audit ?? (placement ? undefined : caller?.audit);
   let scope: OpenedRunScope;
   try {
-    scope = openRunScope({
-      sessionId,
-      bus,
-      clock,
-      agents: [agent as Agent<unknown>],
-      resources: options,
-      caller,
-      pii: resolvePii(options.pii, 'run()'),
-      audit,
-    });
+    // Most runs attach nothing: they skip building the scope's spec.
+    scope =
+      emptyRunScope(options, caller, options.pii, audit) ??
+      openRunScope({
+        sessionId,
+        bus,
+        clock,
+        agents: [agent as Agent<unknown>],
+        resources: options,
+        caller,
+        pii: resolvePii(options.pii, 'run()'),
+        audit,
+      });
   } catch (error) {
     releaseSessionId(sessionId);
     throw error;
   }
   // A nested run without masking of its own shares its caller's placeholders.
-  if (!piiOf(bus) && placement?.pii) lendPii(bus, placement.pii);
+  if (placement?.pii && !piiOf(bus)) lendPii(bus, placement.pii);
   beforeStart?.(bus);
   const deadline = agent.limits.timeoutMs === null ? null : clock.now() + agent.limits.timeoutMs;
   const inspect = options.inspect ?? caller?.inspect;
