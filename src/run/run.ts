@@ -112,6 +112,9 @@ export interface StartedRun<TOutput> {
   result: Promise<RunResult<TOutput>>;
 }
 
+/** The caller's history of a run given none (read only: the run's own history is a new array). */
+const noHistory: readonly Message[] = Object.freeze([]);
+
 /**
  * Starts one run: the agent machine (with its effects) as a root actor, the abort and timeout wiring, and the
  * result promise, which always resolves (never rejects) once the run has ended, however it ended.
@@ -125,7 +128,7 @@ export function startRun<TOutput>(
 ): StartedRun<TOutput> {
   if (agent?.kind !== 'agent')
     throw new ConfigError('run(): the first argument must be an agent from defineAgent().');
-  const callerHistory = options.history ?? [];
+  const callerHistory = options.history ?? noHistory;
   const sessionId = options.sessionId ?? randomUuid();
   const caller = placement?.caller ?? callerOf(options.parent);
   const clock = options.clock ?? caller?.clock ?? systemClock;
