@@ -2,9 +2,11 @@
  * Where W2's time goes (10,000 runs at once, 3 tool steps, 10 ms model), split by what a run is doing: its start
  * (everything under `startRun` but the model call it starts), its steps, its end (the result, `run_end`, the
  * effects' close and the actor's stop), the garbage collector, and the rest (timers, promises, the benchmark). A
- * CPU profile of the timed batch only (after 200 warm-up runs), taken in process with the inspector.
+ * CPU profile of the timed batch only (after 200 warm-up runs), taken in process with the inspector. With
+ * --alloc, V8's sampling heap profiler over the same batch instead: bytes allocated per run by allocating function
+ * (what the young-generation collector has to sweep or copy).
  *
- *   node --expose-gc bench/experiments/w2-split.ts [dist=dist] [runs=10000] [--top=30]
+ *   node --expose-gc bench/experiments/w2-split.ts [dist=dist] [runs=10000] [--top=30] [--alloc]
  */
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
@@ -12,6 +14,12 @@ import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { type TroupeModule, troupeFramework } from '../frameworks/troupe-adapter.ts';
 import { check, type Scenario } from '../scenario.ts';
+
+interface AllocationNode {
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  selfSize: number;
+  children: AllocationNode[];
+}
 
 interface ProfileNode {
   id: number;
@@ -21,6 +29,7 @@ interface ProfileNode {
 }
 
 const args = process.argv.slice(2);
+const allocations = args.includes('--alloc');
 const top = Number(args.find((a) => a.startsWith('--top='))?.slice(6) ?? 30);
 const [dist = 'dist', runsArg] = args.filter((a) => !a.startsWith('--'));
 const n = Number(runsArg ?? 10_000);
@@ -39,6 +48,32 @@ await batch(200);
 (globalThis as { gc?: () => void }).gc?.();
 const session = new Session();
 session.connect();
+if (allocations) {
+  await session.post('HeapProfiler.startSampling', {
+    samplingInterval: 512,
+    includeObjectsCollectedByMajorGC: true,
+    includeObjectsCollectedByMinorGC: true,
+  });
+  await batch(n);
+  const { profile } = (await session.post('HeapProfiler.stopSampling')) as {
+    profile: { head: AllocationNode };
+  };
+  session.disconnect();
+  const bySite = new Map<string, number>();
+  let total = 0;
+  const walk = (node: AllocationNode): void => {
+    const frame = node.callFrame;
+    const site = `${frame.functionName || '(anonymous)'} ${frame.url.replace(/.*\//, '')}:${frame.lineNumber + 1}`;
+    bySite.set(site, (bySite.get(site) ?? 0) + node.selfSize);
+    total += node.selfSize;
+    for (const child of node.children) walk(child);
+  };
+  walk(profile.head);
+  console.log(`${n} runs: ${(total / n).toFixed(0)} bytes allocated per run (${dist})`);
+  for (const [site, bytes] of [...bySite].sort((a, b) => b[1] - a[1]).slice(0, top))
+    console.log(`${(bytes / n).toFixed(0).padStart(7)}  ${site}`);
+  process.exit(0);
+}
 await session.post('Profiler.enable');
 await session.post('Profiler.setSamplingInterval', { interval: 100 });
 await session.post('Profiler.start');
@@ -49,9 +84,11 @@ const { profile } = (await session.post('Profiler.stop')) as unknown as { profil
 session.disconnect();
 if (process.env.W2_SPLIT_SAVE) writeFileSync(process.env.W2_SPLIT_SAVE, JSON.stringify(profile));
 
-// A sample's category is decided by the nearest ancestor that names one (the model call a start makes is a step).
+// A sample's category is decided by the nearest ancestor that names one: the model call a start makes is a step,
+// and so is a tool batch's answer (the tool runner's `#finish`, `batchDone`), but the run's end it leads to is not
+// (`RunObserver`'s `#finish`, the effects' `close`, nearer).
 const categories: [string, RegExp][] = [
-  ['step', /^(#callModel|modelCall|runTools|callModel)$/],
+  ['step', /^(#callModel|modelCall|runTools|callModel|batchDone|settle|#answered)$/],
   ['start', /^(startRun)$/],
   ['end', /^(#finish|close|closeEffects|endEffects|_stopProcedure|stop)$/],
 ];
