@@ -6,7 +6,7 @@ import type { EventBus, EventOrigin } from '../core/event-bus.ts';
 import type { JsonValue } from '../core/json.ts';
 import type { Message, RunInput } from '../core/messages.ts';
 import { guardrailInput } from '../guardrails/guardrail-plan.ts';
-import type { AgentMachineInput } from '../machines/agent.ts';
+import type { AgentMachineInput, GuardrailPlan } from '../machines/agent.ts';
 import type { ResolvedPii } from '../pii/pii-options.ts';
 import { attachPii } from '../pii/pii-run.ts';
 import { checkReachablePrices } from '../resources/priced-agents.ts';
@@ -32,7 +32,6 @@ export class HostedRun {
 
   constructor(runtime: RunRuntime) {
     this.runtime = runtime;
-    countRuntime(1);
   }
 
   /** Counts the run out; call once the agent's actor has stopped (later calls do nothing). */
@@ -48,11 +47,25 @@ export class HostedRun {
  * as getters: the spec object itself becomes the runtime.
  */
 export function hostAgent(spec: AgentRunSpec): HostedRun {
-  const runtime = spec as RunRuntime;
-  runtime.onDelta = deltaForwarder(spec.bus, spec.agent.name, spec.origin);
-  runtime.nestedSteps = 0;
-  return new HostedRun(runtime);
+  return new HostedRun(hostRuntime(spec));
 }
+
+/**
+ * The runtime of `hostAgent`, for an entry point that counts the run out itself: it calls `countRuntime(-1)` once,
+ * when the agent's actor has stopped (a plain run's observer does, so the run keeps no release object of its own).
+ * `listenable`: whether the bus can have listeners during the run; a bus that never will gets no delta forwarder
+ * (a closure per run that would only find nobody listening).
+ */
+export function hostRuntime(spec: AgentRunSpec, listenable = true): RunRuntime {
+  const runtime = spec as RunRuntime;
+  runtime.onDelta = listenable ? deltaForwarder(spec.bus, spec.agent.name, spec.origin) : ignoreDelta;
+  runtime.nestedSteps = 0;
+  countRuntime(1);
+  return runtime;
+}
+
+/** The delta forwarder of a run whose bus has no listener and will not get one. */
+function ignoreDelta(): void {}
 
 /** The agent machine's input for a run of `agent` over `history` (the caller's, then this run's user message). */
 export function agentInput(
@@ -61,7 +74,7 @@ export function agentInput(
   history: Message[],
   baseLength: number,
 ): AgentMachineInput {
-  return {
+  const input: AgentMachineInput = {
     sessionId: key,
     agent: agent.name,
     limits: agent.limits,
@@ -69,8 +82,10 @@ export function agentInput(
     hasOutputSchema: agent.outputSchema !== undefined,
     history,
     baseLength,
-    ...guardrailInput(agent.guardrails),
   };
+  // Absent for an agent without guardrails (its machine input is what it was before they existed).
+  if (agent.guardrails) input.guardrails = guardrailInput(agent.guardrails).guardrails as GuardrailPlan;
+  return input;
 }
 
 /** The `run_start` event of an agent run, as every entry point emits it. Returns its seq. */
@@ -122,6 +137,27 @@ export interface OpenedRunScope {
 }
 
 const nothingOpened: OpenedRunScope = Object.freeze({ resources: undefined, close: () => undefined });
+
+/**
+ * The scope of a run that attaches nothing (no masking, no audit log, no budget or resource manager of its own or
+ * its caller's), as openRunScope would open it, without its spec being built: undefined when there is something
+ * to open (or to check: `pii` is the option as given).
+ */
+export function emptyRunScope(
+  resources: RunResourceOptions,
+  caller: ResourceCaller | undefined,
+  pii: unknown,
+  audit: AuditLog | undefined,
+): OpenedRunScope | undefined {
+  if (pii !== undefined || audit !== undefined || caller?.resources !== undefined) return undefined;
+  if (
+    resources.resources !== undefined ||
+    resources.budget !== undefined ||
+    resources.parentScope !== undefined
+  )
+    return undefined;
+  return nothingOpened;
+}
 
 /**
  * Attaches a run's cross-cutting features to its bus before anything runs: personal-data masking, the audit log,

@@ -2,6 +2,7 @@ import type { Actor, Observer, SnapshotFrom } from 'xstate';
 import { abortReason } from '../core/abort.ts';
 import type { Message, RunInput } from '../core/messages.ts';
 import type { RunResult } from '../core/result.ts';
+import type { ResourceHoldings } from '../core/session-resources.ts';
 import {
   type AgentContext,
   type AgentMachine,
@@ -9,25 +10,26 @@ import {
   agentOutputOf,
 } from '../machines/agent.ts';
 import { endEffects } from './effects.ts';
-import { emitRunStart, type HostedRun, type OpenedRunScope } from './host.ts';
+import { emitRunStart, type OpenedRunScope } from './host.ts';
 import { releaseSessionId } from './live-sessions.ts';
 import { PhaseReporter } from './phase-events.ts';
 import { buildRunResult, failedBeforeAnyStep, runEndData } from './run-result.ts';
-import type { PhaseSource } from './run-runtime.ts';
+import { countRuntime, type PhaseSource, type RunRuntime } from './run-runtime.ts';
 
 type AgentSnapshot = SnapshotFrom<AgentMachine>;
 
 /** What a run started by startRun was given, for its start and its result. */
 export interface ObservedRun {
   actor: Actor<AgentMachine>;
-  hosted: HostedRun;
+  /** The run's runtime, counted in by the host (`hostRuntime`); the observer counts it out when the run ends. */
+  runtime: RunRuntime;
   scope: OpenedRunScope;
   input: RunInput;
   /** The caller's history (the run's own starts after it). */
   callerHistory: readonly Message[];
   signal: AbortSignal | undefined;
-  /** A plain run closes what its tools opened for it when it ends; a nested run's caller does. */
-  ownsHoldings: boolean;
+  /** What the run's tools opened for it, closed when it ends: a plain run's own (a nested run's caller closes its). */
+  ownHoldings: ResourceHoldings | undefined;
 }
 
 /**
@@ -37,29 +39,29 @@ export interface ObservedRun {
  */
 export class RunObserver<TOutput> implements Observer<AgentSnapshot>, PhaseSource {
   readonly #actor: Actor<AgentMachine>;
-  readonly #hosted: HostedRun;
+  readonly #runtime: RunRuntime;
   readonly #scope: OpenedRunScope;
   readonly #input: RunInput;
   readonly #callerHistory: readonly Message[];
   readonly #signal: AbortSignal | undefined;
-  readonly #ownsHoldings: boolean;
+  readonly #ownHoldings: ResourceHoldings | undefined;
   #resolve: ((result: RunResult<TOutput>) => void) | undefined;
   /** Made for a listener only (a plain run() has none): phase events are all it is for. */
   #phases: PhaseReporter | undefined;
   #lastContext: AgentContext | undefined;
   #timer: unknown;
-  #finished = false;
-  #observing = false;
+  /** Starting (the actor is being started), observing (it has started), finished (the result is made). */
+  #stage: 'starting' | 'observing' | 'finished' = 'starting';
 
   /** `run` is read, not kept: the observer holds its parts itself. */
   constructor(run: ObservedRun) {
     this.#actor = run.actor;
-    this.#hosted = run.hosted;
+    this.#runtime = run.runtime;
     this.#scope = run.scope;
     this.#input = run.input;
     this.#callerHistory = run.callerHistory;
     this.#signal = run.signal;
-    this.#ownsHoldings = run.ownsHoldings;
+    this.#ownHoldings = run.ownHoldings;
   }
 
   /** Starts the run; the promise always resolves (never rejects) once the run has ended, however it ended. */
@@ -73,15 +75,17 @@ export class RunObserver<TOutput> implements Observer<AgentSnapshot>, PhaseSourc
   #begin(): void {
     const actor = this.#actor;
     const signal = this.#signal;
-    const { agent, bus, clock, origin } = this.#hosted.runtime;
+    const { agent, bus, clock, origin } = this.#runtime;
     actor.subscribe(this);
     if (bus.listening) emitRunStart(bus, agent, this.#input, this.#callerHistory.length, origin);
     const timeoutMs = agent.limits.timeoutMs;
     if (timeoutMs !== null) this.#timer = clock.setTimeout(() => actor.send({ type: 'timeout' }), timeoutMs);
     signal?.addEventListener('abort', this, { once: true });
     actor.start();
-    this.#observing = true;
-    if (!this.#finished && bus.listening) this.#phasesFor().observe(actor.getSnapshot());
+    if (this.#stage !== 'finished') {
+      this.#stage = 'observing';
+      if (bus.listening) this.#phasesFor().observe(actor.getSnapshot());
+    }
     if (signal?.aborted) this.handleEvent();
   }
 
@@ -96,14 +100,14 @@ export class RunObserver<TOutput> implements Observer<AgentSnapshot>, PhaseSourc
    * that answered at once during the start left no phase of its own, on either path.
    */
   reportPhase(): void {
-    if (!this.#observing || !this.#hosted.runtime.bus.listening) return;
+    if (this.#stage !== 'observing' || !this.#runtime.bus.listening) return;
     this.#phasesFor().observe(this.#actor.getSnapshot());
   }
 
   next(snapshot: AgentSnapshot): void {
     this.#lastContext = snapshot.context;
     // Phase events only matter to a listener (a plain run() has none).
-    if (this.#hosted.runtime.bus.listening && (this.#observing || snapshot.status === 'done'))
+    if (this.#runtime.bus.listening && (this.#stage === 'observing' || snapshot.status === 'done'))
       this.#phasesFor().observe(snapshot);
     if (snapshot.status === 'done') this.#finish(snapshot.output);
   }
@@ -116,15 +120,15 @@ export class RunObserver<TOutput> implements Observer<AgentSnapshot>, PhaseSourc
 
   #phasesFor(): PhaseReporter {
     if (this.#phases) return this.#phases;
-    const { agent, bus, origin } = this.#hosted.runtime;
+    const { agent, bus, origin } = this.#runtime;
     this.#phases = new PhaseReporter((type, data) => bus.emit(agent.name, type, data, origin));
     return this.#phases;
   }
 
   #finish(output: AgentMachineOutput | undefined, internalError?: unknown): void {
-    if (this.#finished) return;
-    this.#finished = true;
-    const { agent, bus, clock, origin, key: sessionId, holdings } = this.#hosted.runtime;
+    if (this.#stage === 'finished') return;
+    this.#stage = 'finished';
+    const { agent, bus, clock, origin, key: sessionId } = this.#runtime;
     if (this.#timer !== undefined) clock.clearTimeout(this.#timer);
     this.#signal?.removeEventListener('abort', this);
     const final = output ?? (this.#lastContext && agentOutputOf(this.#lastContext));
@@ -137,11 +141,11 @@ export class RunObserver<TOutput> implements Observer<AgentSnapshot>, PhaseSourc
         });
     if (bus.listening) bus.emit(agent.name, 'run_end', runEndData(runResult), origin);
     this.#scope.close();
-    this.#hosted.release();
+    countRuntime(-1);
     releaseSessionId(sessionId);
     const resolve = this.#resolve;
     // A plain run closes what its tools opened for it (per-session MCP servers) before its result is given.
-    const releasing = this.#ownsHoldings ? holdings?.release() : undefined;
+    const releasing = this.#ownHoldings?.release();
     if (releasing) void releasing.then(() => resolve?.(runResult));
     else resolve?.(runResult);
   }

@@ -136,7 +136,9 @@ type RuntimeHolder = { [runtimeSlot]?: RunRuntime; [runtimesSlot]?: ReadonlyMap<
 
 /** Gives an agent actor (created, not yet started) its runtime: its effects find it there when it starts. */
 export function attachRuntime(agentActor: AnyActorRef, runtime: RunRuntime): void {
-  Object.defineProperty(agentActor, runtimeSlot, { value: runtime, enumerable: false, configurable: true });
+  // A plain store, not defineProperty (the runtime's slow path, once per run): a symbol-keyed property is left out
+  // of keys, entries and JSON all the same.
+  (agentActor as AnyActorRef & RuntimeHolder)[runtimeSlot] = runtime;
 }
 
 /**

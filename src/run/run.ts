@@ -19,7 +19,14 @@ import { type PiiOptions, resolvePii } from '../pii/pii-options.ts';
 import { inspectorMasking, lendPii, type PiiRun, piiOf } from '../pii/pii-run.ts';
 import type { ResourceManager } from '../resources/resource-manager.ts';
 import type { ToolContext } from '../tools/tool.ts';
-import { type AgentRunSpec, agentInput, hostAgent, type OpenedRunScope, openRunScope } from './host.ts';
+import {
+  type AgentRunSpec,
+  agentInput,
+  emptyRunScope,
+  hostRuntime,
+  type OpenedRunScope,
+  openRunScope,
+} from './host.ts';
 import { redactingInspector, secretArguments } from './inspect.ts';
 import { claimSessionId, releaseSessionId } from './live-sessions.ts';
 import { runHost } from './run-host.ts';
@@ -99,11 +106,14 @@ export type NestedPlacement = Required<Pick<RunRuntime, 'sessionId' | 'route' | 
   pii?: PiiRun | undefined;
 };
 
+/** A started run: its id and its result. Its bus is not handed out: it gets its listeners before the start or never. */
 export interface StartedRun<TOutput> {
   sessionId: string;
-  bus: EventBus;
   result: Promise<RunResult<TOutput>>;
 }
+
+/** The caller's history of a run given none (read only: the run's own history is a new array). */
+const noHistory: readonly Message[] = Object.freeze([]);
 
 /**
  * Starts one run: the agent machine (with its effects) as a root actor, the abort and timeout wiring, and the
@@ -118,7 +128,7 @@ export function startRun<TOutput>(
 ): StartedRun<TOutput> {
   if (agent?.kind !== 'agent')
     throw new ConfigError('run(): the first argument must be an agent from defineAgent().');
-  const callerHistory = options.history ?? [];
+  const callerHistory = options.history ?? noHistory;
   const sessionId = options.sessionId ?? randomUuid();
   const caller = placement?.caller ?? callerOf(options.parent);
   const clock = options.clock ?? caller?.clock ?? systemClock;
@@ -128,22 +138,25 @@ export function startRun<TOutput>(
   const audit = options.audit ?? (placement ? undefined : caller?.audit);
   let scope: OpenedRunScope;
   try {
-    scope = openRunScope({
-      sessionId,
-      bus,
-      clock,
-      agents: [agent as Agent<unknown>],
-      resources: options,
-      caller,
-      pii: resolvePii(options.pii, 'run()'),
-      audit,
-    });
+    // Most runs attach nothing: they skip building the scope's spec.
+    scope =
+      emptyRunScope(options, caller, options.pii, audit) ??
+      openRunScope({
+        sessionId,
+        bus,
+        clock,
+        agents: [agent as Agent<unknown>],
+        resources: options,
+        caller,
+        pii: resolvePii(options.pii, 'run()'),
+        audit,
+      });
   } catch (error) {
     releaseSessionId(sessionId);
     throw error;
   }
   // A nested run without masking of its own shares its caller's placeholders.
-  if (!piiOf(bus) && placement?.pii) lendPii(bus, placement.pii);
+  if (placement?.pii && !piiOf(bus)) lendPii(bus, placement.pii);
   beforeStart?.(bus);
   const deadline = agent.limits.timeoutMs === null ? null : clock.now() + agent.limits.timeoutMs;
   const inspect = options.inspect ?? caller?.inspect;
@@ -169,8 +182,8 @@ export function startRun<TOutput>(
   // A nested run's tools hold their connections for the caller's session; a plain run holds its own.
   const holdings = placement ? placement.caller?.holdings : new ResourceHoldings();
   spec.holdings = holdings;
-  const hosted = hostAgent(spec);
-  const runtime = hosted.runtime;
+  // Every listener the bus will have is on it now (the audit log's, the stream's): no later one can subscribe.
+  const runtime = hostRuntime(spec, bus.listening);
 
   const machineInput = agentInput(
     agent as Agent<unknown>,
@@ -194,17 +207,17 @@ export function startRun<TOutput>(
 
   const observer = new RunObserver<TOutput>({
     actor,
-    hosted,
+    runtime,
     scope,
     input,
     callerHistory,
     signal: options.signal,
-    ownsHoldings: placement === undefined,
+    ownHoldings: placement ? undefined : holdings,
   });
   runtime.phases = observer;
   const result = observer.start();
 
-  return { sessionId, bus, result };
+  return { sessionId, result };
 }
 
 /** A streaming run: iterate its events with `for await`, and await `result` for the outcome. */

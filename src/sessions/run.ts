@@ -22,6 +22,9 @@ import { needsSession, runInSession } from './session-run.ts';
  * private session that closes when its turn ends.
  */
 
+/** The options of a call given none: one object for all such calls (read only, like every options object). */
+const noOptions: RunOptions = Object.freeze({});
+
 /**
  * Runs an agent to the end and resolves with its one typed result. It rejects only for bad input (a ConfigError
  * or HistoryValidationError before anything runs); everything that happens during the run is in the result.
@@ -31,7 +34,7 @@ export function run<TOutput, TContext = unknown>(
   input: RunInput,
   ...given: OptionsWithContext<RunOptions, NoInfer<TContext>>
 ): Promise<RunResult<TOutput>> {
-  const options: RunOptions = given[0] === undefined ? {} : given[0];
+  const options: RunOptions = given[0] === undefined ? noOptions : given[0];
   try {
     checkRunArguments(agent, input, options, 'run()');
     // Handoffs and fatal tools need a session supervisor; a plain agent keeps the one-actor hot path.
@@ -64,7 +67,7 @@ export function stream<TOutput, TContext = unknown>(
   input: RunInput,
   ...given: OptionsWithContext<RunOptions, NoInfer<TContext>>
 ): RunStream<TOutput> {
-  return streamPlaced(agent as Agent<TOutput>, input, given[0] === undefined ? {} : given[0]);
+  return streamPlaced(agent as Agent<TOutput>, input, given[0] === undefined ? noOptions : given[0]);
 }
 
 /** `stream()`, for a nested run placed in its caller's session (`placement`) when the run needs no session. */

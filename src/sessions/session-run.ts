@@ -30,9 +30,11 @@ export function needsSupervisor(agent: Agent<unknown>): boolean {
 }
 
 /** The first tool of the agent or of an agent it hands off to that waits for people (approval, askHuman), or null. */
-export function toolAskingPeople(agent: Agent<unknown>, seen = new Set<Agent<unknown>>()): string | null {
+export function toolAskingPeople(agent: Agent<unknown>, visited?: Set<Agent<unknown>>): string | null {
   const known = asking.get(agent);
   if (known !== undefined) return known;
+  // Made after the cache is asked, not as a default parameter: every run() asks, and the answer is cached.
+  const seen = visited ?? new Set<Agent<unknown>>();
   if (seen.has(agent)) return null;
   seen.add(agent);
   let found: string | null = null;
