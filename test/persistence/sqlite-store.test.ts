@@ -300,10 +300,16 @@ describe('createSqliteStore: damaged records', () => {
       turn: { agent: { checkpoint: object } };
     };
     notArray.turn.agent.checkpoint = { ...notArray.turn.agent.checkpoint, history: { 0: 'hi' } };
+    // The row says how many stored messages it refers to: the rows below keep the count.
+    const stored = (
+      JSON.parse(
+        (raw().prepare('SELECT doc FROM sessions WHERE id = ?').get('s1') as { doc: string }).doc,
+      ) as { messages: number }
+    ).messages;
     raw()
       .prepare('UPDATE sessions SET doc = ? WHERE id = ?')
       .run(
-        JSON.stringify({ layout: storeLayoutVersion, row: { ...notArray, id: 's1' }, messages: [] }),
+        JSON.stringify({ layout: storeLayoutVersion, row: { ...notArray, id: 's1' }, messages: stored }),
         's1',
       );
     resumRecords(raw());
@@ -315,20 +321,20 @@ describe('createSqliteStore: damaged records', () => {
       .run(
         JSON.stringify({
           layout: storeLayoutVersion,
-          row: { ...sessionRow('s1'), transcript: { $messages: [7] } },
-          messages: [],
+          row: { ...sessionRow('s1'), transcript: { $ranges: [stored, stored + 1] } },
+          messages: stored,
         }),
         's1',
       );
     resumRecords(raw());
     error = corruptOf(() => sessions.load('s1'));
-    expect(error.message).toContain('refers to message 7');
-    // A row written by an older version (no message list).
+    expect(error.message).toContain(`refers to messages ${stored} to ${stored + 1}`);
+    // A row that does not say how many messages it was written with.
     raw()
       .prepare('UPDATE sessions SET doc = ? WHERE id = ?')
-      .run(JSON.stringify({ layout: storeLayoutVersion, ...sessionRow('s1') }), 's1');
+      .run(JSON.stringify({ layout: storeLayoutVersion, row: sessionRow('s1') }), 's1');
     resumRecords(raw());
-    expect(corruptOf(() => sessions.load('s1')).message).toContain('no message list');
+    expect(corruptOf(() => sessions.load('s1')).message).toContain('expects no messages');
   });
 
   it('refuses a row with a status it does not know in list(), naming the session', () => {
@@ -513,7 +519,8 @@ describe('createSqliteStore: the conversation is written once per row', () => {
     const row = sessionRow('s1');
     sessions.commit('s1', { session: row });
     const text = raw().prepare('SELECT doc FROM sessions WHERE id = ?').get('s1') as { doc: string };
-    const doc = JSON.parse(text.doc) as { messages: unknown[] };
+    const doc = JSON.parse(text.doc) as { messages: number };
+    const messageRows = raw().prepare('SELECT idx FROM messages WHERE session_id = ? ORDER BY idx').all('s1');
     const lists = [
       row.transcript,
       row.turn?.session.transcript,
@@ -521,7 +528,8 @@ describe('createSqliteStore: the conversation is written once per row', () => {
       row.turn?.agent?.checkpoint.history,
     ];
     const distinct = new Set(lists.flatMap((list) => list ?? []));
-    expect(doc.messages).toHaveLength(distinct.size);
+    expect(doc.messages).toBe(distinct.size);
+    expect(messageRows.map((message) => message.idx)).toEqual([...distinct].map((_, index) => index));
     const loaded = sessions.load('s1');
     expect(loaded?.session).toEqual(row);
     // Lists that shared messages share them again (not copies of each other's text).

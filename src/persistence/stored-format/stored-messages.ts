@@ -1,0 +1,125 @@
+import type { Message } from '../../core/messages.ts';
+import { StoreCorruptError } from '../store-errors.ts';
+
+/**
+ * Every session's conversation, one message per row, in one append-only table: a commit writes the messages that are
+ * new since the session's last commit, not its whole conversation. A session's messages are its rows `idx` 0 to
+ * n - 1 (read through the index by session and idx, which refuses an idx written twice); the session row refers to
+ * them by position and says how many there are.
+ *
+ * Each row's checksum covers its session, its idx and its text, continued from the checksum of the row before it
+ * (the first from 0): a changed, missing, reordered or moved row breaks the chain. The session's head keeps the count
+ * and the last row's checksum, so that a commit checks, without reading the rows, that the conversation it continues
+ * is the stored one.
+ */
+export const messagesTable = `CREATE TABLE IF NOT EXISTS messages (
+  id INTEGER PRIMARY KEY,
+  session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+  idx INTEGER NOT NULL,
+  doc TEXT NOT NULL,
+  sum INTEGER NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS messages_by_session ON messages (session_id, idx);`;
+
+/** The checksum of message `idx` of a session, continued from the checksum of the message before it (0 for the first). */
+export function messageChecksum(sessionId: string, idx: number, doc: string, previous: number): number {
+  // node:zlib loads on the first checksum, not when Troupe is imported.
+  const { crc32 } = process.getBuiltinModule('node:zlib');
+  return crc32(`messages|s${sessionId.length}:${sessionId}|n${idx}|s${doc.length}:${doc}`, previous);
+}
+
+/**
+ * What a commit writes of the conversation: the first `keep` stored messages stay (their chain ends with `keepSum`,
+ * 0 when none stay); those after them are replaced by `docs`, whose checksums are `sums`.
+ */
+export interface MessageRows {
+  keep: number;
+  keepSum: number;
+  docs: string[];
+  sums: number[];
+}
+
+/** The session's conversation as its head says it is stored. */
+export interface StoredMessageCount {
+  messages: number;
+  messagesSum: number;
+}
+
+/**
+ * What one store knows of the conversations its commits wrote, so that the next commit of a session writes only
+ * the messages that are new. It remembers each session's messages (the objects, which the runtime never changes)
+ * and their checksums; a session it does not know (first commit in this process, after `load`, a failed commit)
+ * has its whole conversation written once.
+ */
+export interface MessageLog {
+  /** The rows of a commit whose session refers to `messages` (its distinct messages, in order). */
+  rowsOf(
+    sessionId: string,
+    messages: readonly Message[],
+    json: (message: Message, index: number) => string,
+  ): MessageRows;
+  /** Forgets a session: its next commit writes its whole conversation. */
+  forget(sessionId: string): void;
+}
+
+export function createMessageLog(): MessageLog {
+  const known = new Map<string, { messages: readonly Message[]; sums: number[] }>();
+  return {
+    rowsOf(sessionId, messages, json) {
+      const before = known.get(sessionId);
+      let keep = 0;
+      if (before !== undefined) {
+        const most = Math.min(before.messages.length, messages.length);
+        while (keep < most && before.messages[keep] === messages[keep]) keep++;
+      }
+      const sums = before === undefined ? [] : before.sums.slice(0, keep);
+      const keepSum = keep === 0 ? 0 : (sums[keep - 1] as number);
+      const docs: string[] = [];
+      const added: number[] = [];
+      let previous = keepSum;
+      for (let index = keep; index < messages.length; index++) {
+        const doc = json(messages[index] as Message, index);
+        previous = messageChecksum(sessionId, index, doc, previous);
+        docs.push(doc);
+        added.push(previous);
+        sums.push(previous);
+      }
+      known.set(sessionId, { messages, sums });
+      return { keep, keepSum, docs, sums: added };
+    },
+    forget(sessionId) {
+      known.delete(sessionId);
+    },
+  };
+}
+
+/** The rows of a session's messages as read back (by idx), verified: their texts, or a StoreCorruptError. */
+export function verifiedMessages(
+  sessionId: string,
+  rows: readonly Record<string, unknown>[],
+  stored: StoredMessageCount,
+): string[] {
+  const docs: string[] = [];
+  let previous = 0;
+  for (const [index, row] of rows.entries()) {
+    const { idx, doc, sum } = row;
+    if (idx !== index)
+      throw new StoreCorruptError(
+        sessionId,
+        `its conversation lacks message ${index} (the next stored message is ${String(idx)})`,
+      );
+    if (typeof doc !== 'string' || sum !== messageChecksum(sessionId, index, doc, previous))
+      throw new StoreCorruptError(
+        sessionId,
+        `message ${index} does not match its checksum (it was changed, moved or reordered after it was written)`,
+      );
+    previous = sum as number;
+    docs.push(doc);
+  }
+  if (docs.length !== stored.messages || previous !== stored.messagesSum)
+    throw new StoreCorruptError(
+      sessionId,
+      `it holds ${docs.length} messages, but its head says ${stored.messages}: messages were lost`,
+    );
+  return docs;
+}
