@@ -13,6 +13,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as thisTree from '../../src/persistence/sqlite-store.ts';
+import { createMessageLog } from '../../src/persistence/stored-format/stored-messages.ts';
 import { captureCommits, spread } from './durable-workload.ts';
 
 const sessions = Number(process.argv[2] ?? 2000);
@@ -63,7 +64,10 @@ try {
         }
       }
       const statements = s as unknown as ReturnType<StoreModule['prepareStatements']>;
-      const json = timed('commitRowsOf (JSON)', lib.commitRowsOf);
+      // What the store's commits wrote of each conversation (a tree before layout 7 takes no such argument).
+      const log = createMessageLog();
+      const rowsOf = timed('commitRowsOf (JSON)', lib.commitRowsOf);
+      const json = (sessionId: string, batch: (typeof commits)[number][1]) => rowsOf(sessionId, batch, log);
       const write = timed('writeCommit (all)', lib.writeCommit);
       const start = process.cpuUsage();
       for (let first = 0; first < commits.length; first += group) {

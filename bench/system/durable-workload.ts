@@ -220,11 +220,42 @@ export function fsyncProbe(path: string): { commit: () => number; close: () => v
 export async function captureCommits(sessions: number): Promise<[string, CommitBatch][]> {
   const commits: [string, CommitBatch][] = [];
   const memory = built.createMemoryStore();
+  // The runtime's commits of a session share their message objects (a store writes a message it already wrote
+  // once); the copies keep that: the same message text in a session's commits is one object.
+  const messagesOf = new Map<string, Map<string, unknown>>();
+  const shared = (sessionId: string, batch: CommitBatch): CommitBatch => {
+    const row = batch.session as unknown as Record<string, unknown> | undefined;
+    if (row === undefined) return batch;
+    let known = messagesOf.get(sessionId);
+    if (known === undefined) messagesOf.set(sessionId, (known = new Map()));
+    const seen = known;
+    const intern = (list: unknown): unknown =>
+      Array.isArray(list)
+        ? list.map((message: unknown) => {
+            const key = JSON.stringify(message);
+            const found = seen.get(key);
+            if (found !== undefined) return found;
+            seen.set(key, message);
+            return message;
+          })
+        : list;
+    row.transcript = intern(row.transcript);
+    const turn = row.turn as {
+      session: Record<string, unknown>;
+      agent: { checkpoint: Record<string, unknown> } | null;
+    } | null;
+    if (turn) {
+      turn.session.transcript = intern(turn.session.transcript);
+      turn.session.agentHistory = intern(turn.session.agentHistory);
+      if (turn.agent) turn.agent.checkpoint.history = intern(turn.agent.checkpoint.history);
+    }
+    return batch;
+  };
   const system = built.createAgentSystem({
     store: {
       ...memory,
       commit(sessionId, batch) {
-        commits.push([sessionId, structuredClone(batch)]);
+        commits.push([sessionId, shared(sessionId, structuredClone(batch))]);
         return memory.commit(sessionId, batch);
       },
     },
