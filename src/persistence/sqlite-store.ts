@@ -784,7 +784,8 @@ CREATE TABLE IF NOT EXISTS sessions (
   doc TEXT NOT NULL,
   sum INTEGER NOT NULL
 );
-CREATE INDEX IF NOT EXISTS sessions_by_status ON sessions (status, updated_at);
+-- By status alone: an entry moves only when a session's status changes, not with every commit's updated_at.
+CREATE INDEX IF NOT EXISTS sessions_by_status ON sessions (status);
 CREATE TABLE IF NOT EXISTS runs (
   session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
   route TEXT NOT NULL,
@@ -906,6 +907,12 @@ export function prepareStatements(db: Sqlite.DatabaseSync, leaseTtlMs: number, h
     ),
     selectJournal: db.prepare(
       'SELECT session_id, key, doc, sum FROM journal WHERE session_id = ? ORDER BY key',
+    ),
+    // One statement for the two reads every commit makes: the session's head and its lease (nulls when absent).
+    selectHeadAndLease: db.prepare(
+      `SELECT h.session_id, h.last_seq, h.runs, h.journal, h.approvals, h.messages, h.messages_sum, h.sum,
+         l.host, l.pid, l.token, l.expires_at
+       FROM (SELECT ?1 AS id) k LEFT JOIN heads h ON h.session_id = k.id LEFT JOIN leases l ON l.session_id = k.id`,
     ),
     selectMessages: db.prepare('SELECT idx, doc, sum FROM messages WHERE session_id = ? ORDER BY idx'),
     selectMessageSum: db.prepare('SELECT sum FROM messages WHERE session_id = ? AND idx = ?'),
@@ -1139,12 +1146,13 @@ export function commitRowsOf(sessionId: string, batch: CommitBatch, log?: Messag
  */
 export function writeCommit(s: Statements, rows: CommitRows): void {
   const sessionId = rows.sessionId;
+  // The head says what the session holds (its last event, how many records of each kind); the commit updates
+  // it by what it writes, instead of counting the session's records again. The lease is read with it.
+  const headAndLease = s.selectHeadAndLease.get(sessionId) as Row;
   // Only the process holding the session's lease writes what it runs (a decision on an approval may come from
   // any process): a process that was taken over is fenced first, whatever its batch holds.
-  if (rows.runsSession) s.leases.checkCommit(sessionId);
-  // The head says what the session holds (its last event, how many records of each kind); the commit updates
-  // it by what it writes, instead of counting the session's records again.
-  const before = s.heads.find(sessionId);
+  if (rows.runsSession) s.leases.checkCommit(sessionId, headAndLease);
+  const before = s.heads.find(sessionId, headAndLease);
   if (before === undefined && rows.session === undefined && s.selectRowExists.get(sessionId) !== undefined)
     throw new StoreCorruptError(sessionId, 'its head (what the session holds) is missing');
   const head: SessionHead = before ?? {

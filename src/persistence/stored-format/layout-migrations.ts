@@ -120,9 +120,12 @@ export const layoutMigrations: readonly LayoutMigration[] = [
     from: 6,
     to: 7,
     change:
-      "the conversations in an append-only table (`messages`: one row per distinct message of a session, keyed by an increasing `id`, read through `messages_by_session` by session and idx, each checksum continuing the one before it); the session row refers to them by ranges of positions and says how many it expects; the head keeps their count and the last one's checksum (`messages`, `messages_sum`)",
+      "the conversations in an append-only table (`messages`: one row per distinct message of a session, keyed by an increasing `id`, read through `messages_by_session` by session and idx, each checksum continuing the one before it); the session row refers to them by ranges of positions and says how many it expects; the head keeps their count and the last one's checksum (`messages`, `messages_sum`); the index `sessions_by_status` by status alone",
     migrate(db) {
       db.exec(messagesTable);
+      db.exec(
+        'DROP INDEX IF EXISTS sessions_by_status; CREATE INDEX sessions_by_status ON sessions (status);',
+      );
       const headColumns = new Set(
         db
           .prepare('PRAGMA table_info(heads)')

@@ -103,9 +103,12 @@ export function prepareHeads(db: Sqlite.DatabaseSync) {
      */
     write,
 
-    /** The session's head, verified, or undefined when it has none (a session without a row). */
-    find(sessionId: string): SessionHead | undefined {
-      const row = select.get(sessionId);
+    /**
+     * The session's head, verified, or undefined when it has none (a session without a row). `row`: its columns
+     * when the caller already read them (`session_id` null when it has none).
+     */
+    find(sessionId: string, given?: Record<string, Sqlite.SQLOutputValue>): SessionHead | undefined {
+      const row = given === undefined ? select.get(sessionId) : given.session_id === null ? undefined : given;
       if (row === undefined) return undefined;
       verifyRecord(sessionId, 'its head', 'heads', row);
       return {
