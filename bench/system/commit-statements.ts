@@ -7,7 +7,8 @@
  *   node bench/system/commit-statements.ts [sessions=2000] [group=4096] [repetitions=3]
  *
  * With TROUPE_STATEMENTS_BASE=<another tree's src/persistence/sqlite-store.ts>, that tree's store is replayed too,
- * interleaved, and the figures are given side by side (medians of the repetitions).
+ * interleaved, and the figures are given side by side (medians of the repetitions). TROUPE_BENCH_STEPS=<n> makes
+ * each turn n tool steps instead of W2's 3 (a longer conversation).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -24,7 +25,9 @@ const variants: [string, StoreModule][] = [['this tree', thisTree]];
 const baseSource = process.env.TROUPE_STATEMENTS_BASE;
 if (baseSource !== undefined) variants.push(['base', (await import(baseSource)) as StoreModule]);
 
-const commits = await captureCommits(sessions);
+// TROUPE_BENCH_STEPS: tool steps per turn (default 3, W2's); more steps make longer conversations.
+const steps = Number(process.env.TROUPE_BENCH_STEPS ?? 3);
+const commits = await captureCommits(sessions, steps);
 
 /** µs per commit of each timed step, per variant, per repetition. */
 const figures = new Map<string, Map<string, number[]>>(variants.map(([name]) => [name, new Map()]));

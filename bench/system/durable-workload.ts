@@ -214,10 +214,10 @@ export function fsyncProbe(path: string): { commit: () => number; close: () => v
 }
 
 /**
- * The commits of `sessions` W2 sessions (one turn of 3 tool steps each, 10 ms model), as the runtime makes them on
- * the memory store, in the order it made them (copied: the memory store keeps its own).
+ * The commits of `sessions` W2 sessions (one turn of `steps` tool steps each, 3 by default, 10 ms model), as the
+ * runtime makes them on the memory store, in the order it made them (copied: the memory store keeps its own).
  */
-export async function captureCommits(sessions: number): Promise<[string, CommitBatch][]> {
+export async function captureCommits(sessions: number, steps = 3): Promise<[string, CommitBatch][]> {
   const commits: [string, CommitBatch][] = [];
   const memory = built.createMemoryStore();
   // The runtime's commits of a session share their message objects (a store writes a message it already wrote
@@ -260,7 +260,7 @@ export async function captureCommits(sessions: number): Promise<[string, CommitB
       },
     },
   });
-  const agent = stepAgent({ steps: 3, modelDelayMs: 10 });
+  const agent = stepAgent({ steps, modelDelayMs: 10 });
   const results = await Promise.all(
     Array.from(
       { length: sessions },
@@ -268,6 +268,6 @@ export async function captureCommits(sessions: number): Promise<[string, CommitB
     ),
   );
   await system.shutdown();
-  if (results.some((result) => result.text !== answerAfter(3))) throw new Error('a turn ended early');
+  if (results.some((result) => result.text !== answerAfter(steps))) throw new Error('a turn ended early');
   return commits;
 }

@@ -932,6 +932,10 @@ export function prepareStatements(db: Sqlite.DatabaseSync, leaseTtlMs: number, h
        ON CONFLICT (id) DO UPDATE SET status = excluded.status, entry = excluded.entry, agent = excluded.agent,
          turns = excluded.turns, updated_at = excluded.updated_at, doc = excluded.doc, sum = excluded.sum`,
     ),
+    updateSession: db.prepare(
+      `UPDATE sessions SET status = ?, entry = ?, agent = ?, turns = ?, updated_at = ?, doc = ?, sum = ?
+       WHERE id = ?`,
+    ),
     deleteRuns: db.prepare('DELETE FROM runs WHERE session_id = ?'),
     deleteJournal: db.prepare('DELETE FROM journal WHERE session_id = ?'),
     deleteRun: db.prepare('DELETE FROM runs WHERE session_id = ? AND route = ?'),
@@ -1133,10 +1137,15 @@ export function commitRowsOf(sessionId: string, batch: CommitBatch, log?: Messag
     }),
   };
   // Last: the log remembers the messages as written once every value of the batch is known to be JSON.
-  if (encoded !== undefined)
-    rows.messages = (log ?? createMessageLog()).rowsOf(sessionId, encoded.messages, (message, index) =>
+  if (encoded !== undefined && session !== undefined) {
+    const messageLog = log ?? createMessageLog();
+    rows.messages = messageLog.rowsOf(sessionId, encoded.messages, (message, index) =>
       json(message, `message ${index} of the conversation`),
     );
+    // A session that stops running here is not remembered: the log holds the conversations of running sessions
+    // only (a session's next turn writes its conversation once, then what is new).
+    if (session.status !== 'running' && session.status !== 'awaiting') messageLog.forget(sessionId);
+  }
   return rows;
 }
 
@@ -1168,9 +1177,8 @@ export function writeCommit(s: Statements, rows: CommitRows): void {
   const session = rows.session as
     | (Omit<StoredSession, 'id'> & { doc: string; status: StoredSession['status'] })
     | undefined;
-  if (session !== undefined)
-    s.upsertSession.run(
-      sessionId,
+  if (session !== undefined) {
+    const columns = [
       session.status,
       session.entry,
       session.agent,
@@ -1186,7 +1194,13 @@ export function writeCommit(s: Statements, rows: CommitRows): void {
         updated_at: session.updatedAt,
         doc: session.doc,
       }),
-    );
+    ] as const;
+    // A session with a head has its row: it is updated in place (cheaper than an upsert), and a row that is gone
+    // is a loss, not a new session.
+    if (before === undefined) s.upsertSession.run(sessionId, ...columns);
+    else if (Number(s.updateSession.run(...columns, sessionId).changes) === 0)
+      throw new StoreCorruptError(sessionId, 'its session row is lost (its head is still there)');
+  }
   if (rows.messages !== undefined) writeMessages(s, sessionId, rows.messages, head);
   if (rows.clearTurn) {
     if (head.runs > 0) s.deleteRuns.run(sessionId);

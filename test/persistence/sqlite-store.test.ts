@@ -429,6 +429,16 @@ describe('createSqliteStore: the head each commit writes', () => {
       'its head',
     );
   });
+
+  it('refuses a commit of the session row when the row is gone but its head is there (a loss, not a new session)', () => {
+    const sessions = store();
+    sessions.commit('s1', { session: sessionRow('s1'), events: events('s1', 0, 1) });
+    // Without foreign keys the row goes alone, as damage would take it.
+    raw().exec(`PRAGMA foreign_keys = OFF; DELETE FROM sessions WHERE id = 's1'`);
+    const error = corruptOf(() => sessions.commit('s1', { session: sessionRow('s1', { updatedAt: 2_000 }) }));
+    expect(error.sessionId).toBe('s1');
+    expect(error.message).toContain('its session row is lost');
+  });
 });
 
 describe('createSqliteStore: several connections', () => {

@@ -48,8 +48,8 @@ export interface StoredMessageCount {
 /**
  * What one store knows of the conversations its commits wrote, so that the next commit of a session writes only
  * the messages that are new. It remembers each session's messages (the objects, which the runtime never changes)
- * and their checksums; a session it does not know (first commit in this process, after `load`, a failed commit)
- * has its whole conversation written once.
+ * and their checksums while the session runs here; a session it does not know (its first commit in this process or
+ * in a turn, after `load`, after a failed commit) has its whole conversation written once.
  */
 export interface MessageLog {
   /** The rows of a commit whose session refers to `messages` (its distinct messages, in order). */
