@@ -43,7 +43,7 @@ import {
 import { eventsTable, journalTable } from './stored-format/append-only-tables.ts';
 import { migrateLayout } from './stored-format/layout-migrations.ts';
 import { type RecordColumns, recordChecksum, verifyRecord } from './stored-format/record-checksum.ts';
-import { decodeSessionDoc, encodeSessionDoc } from './stored-format/session-doc.ts';
+import { decodeSessionDoc, encodeSessionDoc, sessionDocText } from './stored-format/session-doc.ts';
 import { headsTable, prepareHeads, type SessionHead } from './stored-format/session-head.ts';
 import type { StoredAgentCheckpoint } from './stored-format/stored-checkpoint.ts';
 import { storedEventTypes } from './stored-format/stored-event-types.ts';
@@ -1102,8 +1102,9 @@ export function commitRowsOf(sessionId: string, batch: CommitBatch, log?: Messag
             agent: plain(session?.agent),
             turns: plain(session?.turns),
             updatedAt: plain(session?.updatedAt),
-            // The conversation the row holds several times is stored once, as rows of its own (row-encoding.ts).
-            doc: json(encoded?.doc, 'the session row'),
+            // The conversation the row holds several times is stored once (row-encoding.ts); the text is made
+            // below, with the messages.
+            doc: '',
           },
     messages: undefined,
     runs: (batch.runs ?? []).map(([route, checkpoint]) => [
@@ -1137,11 +1138,14 @@ export function commitRowsOf(sessionId: string, batch: CommitBatch, log?: Messag
     }),
   };
   // Last: the log remembers the messages as written once every value of the batch is known to be JSON.
-  if (encoded !== undefined && session !== undefined) {
+  if (encoded !== undefined && session !== undefined && rows.session !== undefined) {
+    const rowJson = json(encoded.row, 'the session row');
     const messageLog = log ?? createMessageLog();
-    rows.messages = messageLog.rowsOf(sessionId, encoded.messages, (message, index) =>
+    const conversation = messageLog.write(sessionId, encoded.messages, (message, index) =>
       json(message, `message ${index} of the conversation`),
     );
+    rows.messages = conversation.rows;
+    rows.session.doc = sessionDocText(rowJson, conversation.stored, conversation.tail);
     // A session that stops running here is not remembered: the log holds the conversations of running sessions
     // only (a session's next turn writes its conversation once, then what is new).
     if (session.status !== 'running' && session.status !== 'awaiting') messageLog.forget(sessionId);

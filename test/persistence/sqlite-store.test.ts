@@ -300,16 +300,20 @@ describe('createSqliteStore: damaged records', () => {
       turn: { agent: { checkpoint: object } };
     };
     notArray.turn.agent.checkpoint = { ...notArray.turn.agent.checkpoint, history: { 0: 'hi' } };
-    // The row says how many stored messages it refers to: the rows below keep the count.
-    const stored = (
-      JSON.parse(
-        (raw().prepare('SELECT doc FROM sessions WHERE id = ?').get('s1') as { doc: string }).doc,
-      ) as { messages: number }
-    ).messages;
+    // The row says how many of its messages are in rows, and holds the others (its tail): the rows below keep both.
+    const { messages: stored, tail } = JSON.parse(
+      (raw().prepare('SELECT doc FROM sessions WHERE id = ?').get('s1') as { doc: string }).doc,
+    ) as { messages: number; tail: unknown[] };
+    const all = stored + tail.length;
     raw()
       .prepare('UPDATE sessions SET doc = ? WHERE id = ?')
       .run(
-        JSON.stringify({ layout: storeLayoutVersion, row: { ...notArray, id: 's1' }, messages: stored }),
+        JSON.stringify({
+          layout: storeLayoutVersion,
+          row: { ...notArray, id: 's1' },
+          messages: stored,
+          tail,
+        }),
         's1',
       );
     resumRecords(raw());
@@ -321,14 +325,15 @@ describe('createSqliteStore: damaged records', () => {
       .run(
         JSON.stringify({
           layout: storeLayoutVersion,
-          row: { ...sessionRow('s1'), transcript: { $ranges: [stored, stored + 1] } },
+          row: { ...sessionRow('s1'), transcript: { $ranges: [all, all + 1] } },
           messages: stored,
+          tail,
         }),
         's1',
       );
     resumRecords(raw());
     error = corruptOf(() => sessions.load('s1'));
-    expect(error.message).toContain(`refers to messages ${stored} to ${stored + 1}`);
+    expect(error.message).toContain(`refers to messages ${all} to ${all + 1}`);
     // A row that does not say how many messages it was written with.
     raw()
       .prepare('UPDATE sessions SET doc = ? WHERE id = ?')
@@ -529,8 +534,7 @@ describe('createSqliteStore: the conversation is written once per row', () => {
     const row = sessionRow('s1');
     sessions.commit('s1', { session: row });
     const text = raw().prepare('SELECT doc FROM sessions WHERE id = ?').get('s1') as { doc: string };
-    const doc = JSON.parse(text.doc) as { messages: number };
-    const messageRows = raw().prepare('SELECT idx FROM messages WHERE session_id = ? ORDER BY idx').all('s1');
+    const doc = JSON.parse(text.doc) as { messages: number; tail: unknown[] };
     const lists = [
       row.transcript,
       row.turn?.session.transcript,
@@ -538,8 +542,9 @@ describe('createSqliteStore: the conversation is written once per row', () => {
       row.turn?.agent?.checkpoint.history,
     ];
     const distinct = new Set(lists.flatMap((list) => list ?? []));
-    expect(doc.messages).toBe(distinct.size);
-    expect(messageRows.map((message) => message.idx)).toEqual([...distinct].map((_, index) => index));
+    // A short conversation stays in the row (its tail); the rows of the messages table hold none of it.
+    expect(doc.messages).toBe(0);
+    expect(doc.tail).toHaveLength(distinct.size);
     const loaded = sessions.load('s1');
     expect(loaded?.session).toEqual(row);
     // Lists that shared messages share them again (not copies of each other's text).

@@ -7,12 +7,14 @@ import type { Message } from '../../src/core/messages.ts';
 import { createSqliteStore } from '../../src/persistence/sqlite-store.ts';
 import type { StoredSession } from '../../src/persistence/store.ts';
 import { StoreCommitError } from '../../src/persistence/store-errors.ts';
+import { tailLimit } from '../../src/persistence/stored-format/stored-messages.ts';
 import { sessionRow, transcript } from './fixtures.ts';
 
 /**
- * A SQLite store keeps each session's conversation as rows of its own and writes, with each commit, only the
- * messages that are new since its last commit of the session; whatever the conversation becomes (longer, shorter,
- * rewritten), loading gives back exactly what was committed last.
+ * A SQLite store keeps a session's last messages in its session row, up to `tailLimit` characters, and the ones
+ * before in rows of their own, written once: a commit writes only the rows that are new since its last commit of the
+ * session. Whatever the conversation becomes (longer, shorter, rewritten), loading gives back exactly what was
+ * committed last.
  */
 let directory: string;
 let file: string;
@@ -23,6 +25,8 @@ beforeEach(() => {
 afterEach(() => rmSync(directory, { recursive: true, force: true }));
 
 const say = (text: string): Message => ({ role: 'user', content: text });
+/** A message of about 3,000 characters: three of them pass the tail's limit. */
+const big = (text: string): Message => say(`${text} ${'x'.repeat(3_000)}`);
 
 /** A session in its first turn whose conversation is `messages`, as the turn's agent holds it. */
 const running = (messages: Message[], updatedAt = 1_000): StoredSession => {
@@ -90,74 +94,78 @@ function inserted(): number[] {
 }
 
 describe('the conversation written as what changed', () => {
-  it('writes only the messages a commit adds; a conversation that grows, shrinks or is rewritten loads as committed', () => {
+  it('keeps a short conversation in the row, moves a long one into rows once, and loads every change as committed', () => {
+    expect(3 * 3_000).toBeGreaterThan(tailLimit);
     const store = createSqliteStore(file);
+    // Loading forgets what a store knows of a session: the loads go through another store.
+    const reader = createSqliteStore(file);
     recordInserts();
+    const check = (session: StoredSession) => expect(reader.load('s1')?.session).toEqual(session);
     try {
-      const conversation = [...transcript];
-      store.commit('s1', { session: running(conversation) });
-      expect(inserted()).toEqual([0, 1, 2, 3, 4]);
-
-      // Two more messages: the five stored rows stay as they are, two are appended.
-      const grown = [...conversation, say('six'), say('seven')];
-      store.commit('s1', { session: running(grown, 2_000) });
-      expect(inserted()).toEqual([5, 6]);
-      expect(messageRows()).toEqual([0, 1, 2, 3, 4, 5, 6]);
-      expect(store.load('s1')?.session).toEqual(running(grown, 2_000));
-
-      // Loading forgets what the store wrote (the session may resume elsewhere): the next commit writes it whole.
-      const more = [...grown, say('eight')];
-      store.commit('s1', { session: running(more, 2_500) });
-      expect(inserted()).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
-      store.commit('s1', { session: running(more, 2_600) });
+      const [a, b, c] = [say('a'), say('b'), say('c')];
+      const [b1, b2, b3, b4, b5, b6] = [big('1'), big('2'), big('3'), big('4'), big('5'), big('6')];
+      store.commit('s1', { session: running([a, b]) });
+      store.commit('s1', { session: running([a, b, b1, b2]) });
       expect(inserted()).toEqual([]);
+      check(running([a, b, b1, b2]));
+
+      // Past the limit: the row's messages move into rows, once.
+      const long = [a, b, b1, b2, b3];
+      store.commit('s1', { session: running(long, 2_000) });
+      expect(inserted()).toEqual([0, 1, 2, 3, 4]);
+      store.commit('s1', { session: running([...long, c], 2_100) });
+      expect(inserted()).toEqual([]);
+      check(running([...long, c], 2_100));
+      store.commit('s1', { session: running([...long, c, b4, b5, b6], 2_200) });
+      expect(inserted()).toEqual([5, 6, 7, 8]);
+      expect(messageRows()).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8]);
+      check(running([...long, c, b4, b5, b6], 2_200));
 
       // Shorter (a turn rolled back): the rows after it go.
-      const shrunk = grown.slice(0, 2);
-      store.commit('s1', { session: running(shrunk, 3_000) });
-      expect(inserted()).toEqual([]);
-      expect(messageRows()).toEqual([0, 1]);
-      expect(store.load('s1')?.session).toEqual(running(shrunk, 3_000));
+      store.commit('s1', { session: running([a, b, b1], 3_000) });
+      expect(messageRows()).toEqual([0, 1, 2]);
+      check(running([a, b, b1], 3_000));
 
-      // Rewritten in the middle (compaction): the rows from the first changed message on are written again.
-      const compacted = [shrunk[0] as Message, say('a summary of what came before'), say('next')];
+      // Rewritten in the middle (compaction): the rows from the first changed message on go.
+      const compacted = [a, say('a summary of what came before'), say('next')];
       store.commit('s1', { session: running(compacted, 4_000) });
-      store.commit('s1', { session: running([...compacted.slice(0, 2), say('other')], 4_500) });
-      expect(inserted()).toEqual([0, 1, 2, 2]);
-      expect(store.load('s1')?.session).toEqual(running([...compacted.slice(0, 2), say('other')], 4_500));
+      expect(messageRows()).toEqual([0]);
+      check(running(compacted, 4_000));
 
       // Emptied, then a session mid-turn (four lists sharing their messages).
       store.commit('s1', { session: running([], 5_000) });
       expect(messageRows()).toEqual([]);
-      expect(store.load('s1')?.session).toEqual(running([], 5_000));
+      check(running([], 5_000));
       const midTurn = sessionRow('s1');
       store.commit('s1', { session: midTurn });
-      expect(store.load('s1')?.session).toEqual(midTurn);
+      check(midTurn);
       // A commit without a session row leaves the conversation as it is.
       store.commit('s1', { journal: [['k', 1]] });
-      expect(store.load('s1')?.session).toEqual(midTurn);
+      check(midTurn);
+      expect(inserted()).toEqual([]);
+
       // A session that stops running here is forgotten (the store keeps the conversations of running sessions
       // only): its next turn writes the conversation once, then what is new.
-      inserted();
-      const finished = sessionRow('s1', { status: 'idle', turn: null, queued: [], updatedAt: 5_500 });
-      store.commit('s1', { session: finished });
-      store.commit('s1', { session: { ...finished, status: 'running', updatedAt: 5_600 } });
-      store.commit('s1', { session: { ...finished, status: 'running', updatedAt: 5_700 } });
-      // (The load above forgot it already: the idle row is written whole, and so is the next turn's first commit.)
+      store.commit('s1', {
+        session: { ...running(long, 5_500), status: 'idle', turn: null, transcript: long },
+      });
+      store.commit('s1', { session: running(long, 5_600) });
+      store.commit('s1', { session: running(long, 5_700) });
       expect(inserted()).toEqual([0, 1, 2, 3, 4, 0, 1, 2, 3, 4]);
+      check(running(long, 5_700));
     } finally {
       store.close();
+      reader.close();
     }
-    inserted();
     // Another store on the file (a process resuming the session) knows nothing of it: it writes the whole
     // conversation once, then only what is new.
     const again = createSqliteStore(file);
     try {
-      const next = [...transcript, say('after a restart')];
+      const next = [say('a'), big('1'), big('2'), big('3')];
       again.commit('s1', { session: running(next, 6_000) });
-      expect(inserted()).toEqual([0, 1, 2, 3, 4, 5]);
+      expect(inserted()).toEqual([0, 1, 2, 3]);
       again.commit('s1', { session: running([...next, say('and then')], 7_000) });
-      expect(inserted()).toEqual([6]);
+      expect(inserted()).toEqual([]);
       expect(again.load('s1')?.session).toEqual(running([...next, say('and then')], 7_000));
     } finally {
       again.close();
@@ -177,22 +185,24 @@ describe('the conversation written as what changed', () => {
       throw new Error('the commit was not refused');
     };
     try {
-      const [a, b, c, d] = [say('a'), say('b'), say('c'), say('d')];
-      mine.commit('s1', { session: running([a, b, c]) });
-      // The same count of messages, other ones: only the chain of checksums in the head tells.
-      const theirs = running([a, say('x'), say('y')], 2_000);
+      const a = say('a');
+      const mineFirst = [a, big('b1'), big('b2'), big('b3')];
+      mine.commit('s1', { session: running(mineFirst) });
+      // The same count of messages in rows, other ones: only the chain of checksums in the head tells.
+      const theirs = running([a, big('x1'), big('x2'), big('x3')], 2_000);
       other.commit('s1', { session: theirs });
-      const error = refusal(() => mine.commit('s1', { session: running([a, b, c, d], 3_000) }));
+      const error = refusal(() => mine.commit('s1', { session: running([...mineFirst, say('d')], 3_000) }));
       expect(error.reason).toBe('message_sequence');
       expect(other.load('s1')?.session).toEqual(theirs);
       // Refused once: the store forgot what it knew of the session, and writes its conversation whole.
-      mine.commit('s1', { session: running([a, b, c, d], 3_000) });
-      expect(other.load('s1')?.session).toEqual(running([a, b, c, d], 3_000));
+      const mineNext = [...mineFirst, say('d')];
+      mine.commit('s1', { session: running(mineNext, 3_000) });
+      expect(other.load('s1')?.session).toEqual(running(mineNext, 3_000));
 
-      // More messages stored than the commit keeps: the kept one's checksum is read from its row.
-      const longer = running([a, say('p'), say('q'), say('r'), say('s')], 4_000);
+      // More messages in rows than the commit keeps: the kept one's checksum is read from its row.
+      const longer = running([a, big('p1'), big('p2'), big('p3'), big('p4'), big('p5')], 4_000);
       other.commit('s1', { session: longer });
-      const shorter = refusal(() => mine.commit('s1', { session: running([a, b, c, d, say('e')], 5_000) }));
+      const shorter = refusal(() => mine.commit('s1', { session: running([...mineNext, say('e')], 5_000) }));
       expect(shorter.reason).toBe('message_sequence');
       expect(mine.load('s1')?.session).toEqual(longer);
     } finally {
@@ -208,7 +218,7 @@ describe('the conversation written as what changed', () => {
         let conversation = [...transcript];
         const commits: Promise<void>[] = [];
         for (let turn = 0; turn < 5; turn++) {
-          conversation = [...conversation, say(`message ${turn}`)];
+          conversation = [...conversation, turn % 2 === 0 ? big(`message ${turn}`) : say(`message ${turn}`)];
           commits.push(store.commit('s1', { session: running(conversation, 1_000 + turn) }));
         }
         // A commit refused by the rules fails alone; the session's next commit writes its conversation whole.

@@ -5,18 +5,26 @@ import { storeLayoutVersion } from '../store.ts';
 import { StoreCorruptError, StoreLayoutError } from '../store-errors.ts';
 
 /**
- * The session row as a SQLite store writes it: `{ layout, row, messages }`. `layout` is the layout the record was
- * written with (a store migrates every record when it opens an older file, so a record of another layout is damage,
- * or a newer Troupe wrote it); `row` is the row with its message lists as ranges of the session's stored messages
- * (row-encoding.ts), and `messages` how many stored messages it expects (stored-messages.ts).
+ * The session row as a SQLite store writes it: `{ layout, row, messages, tail }`. `layout` is the layout the record
+ * was written with (a store migrates every record when it opens an older file, so a record of another layout is
+ * damage, or a newer Troupe wrote it); `row` is the row with its message lists as ranges of positions in the session's
+ * messages (row-encoding.ts); `messages` is how many of them are in rows of the messages table (the first ones), and
+ * `tail` the others (stored-messages.ts).
  */
-export function encodeSessionDoc(session: StoredSession): { doc: unknown; messages: Message[] } {
-  const { row, messages } = encodeRow(session);
-  return { doc: { layout: storeLayoutVersion, row, messages: messages.length }, messages };
+export function encodeSessionDoc(session: StoredSession): { row: unknown; messages: Message[] } {
+  return encodeRow(session);
 }
 
-/** The session row read back from its JSON value and its stored messages, or a typed error naming the session. */
-export function decodeSessionDoc(sessionId: string, doc: unknown, messages: readonly unknown[]): unknown {
+/** The session row's JSON text, from its row's JSON, the count of its messages in rows and its tail's JSON texts. */
+export function sessionDocText(rowJson: string, stored: number, tail: readonly string[]): string {
+  return `{"layout":${storeLayoutVersion},"row":${rowJson},"messages":${stored},"tail":[${tail.join(',')}]}`;
+}
+
+/**
+ * The session row read back from its JSON value and its messages read from rows, or a typed error naming the
+ * session.
+ */
+export function decodeSessionDoc(sessionId: string, doc: unknown, stored: readonly unknown[]): unknown {
   const field = (name: string): unknown =>
     typeof doc === 'object' && doc !== null && Object.hasOwn(doc, name)
       ? (doc as Record<string, unknown>)[name]
@@ -29,12 +37,16 @@ export function decodeSessionDoc(sessionId: string, doc: unknown, messages: read
       sessionId,
       `its row has the record layout ${JSON.stringify(layout) ?? 'nothing'}, not ${storeLayoutVersion}`,
     );
-  // The row says how many messages it was written with: a message row lost with its head, or one too many, shows here.
+  // The row says how many messages it was written with in rows: a message row lost with its head, or one too many,
+  // shows here.
   const expected = field('messages');
-  if (expected !== messages.length)
+  if (expected !== stored.length)
     throw new StoreCorruptError(
       sessionId,
-      `its row expects ${JSON.stringify(expected) ?? 'no'} messages, but ${messages.length} are stored`,
+      `its row expects ${JSON.stringify(expected) ?? 'no'} messages in rows, but ${stored.length} are stored`,
     );
-  return decodeRow(sessionId, field('row'), messages);
+  const tail = field('tail');
+  if (!Array.isArray(tail))
+    throw new StoreCorruptError(sessionId, 'its row has no list of its last messages');
+  return decodeRow(sessionId, field('row'), [...stored, ...tail]);
 }

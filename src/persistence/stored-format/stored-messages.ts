@@ -2,10 +2,11 @@ import type { Message } from '../../core/messages.ts';
 import { StoreCorruptError } from '../store-errors.ts';
 
 /**
- * Every session's conversation, one message per row, in one append-only table: a commit writes the messages that are
- * new since the session's last commit, not its whole conversation. A session's messages are its rows `idx` 0 to
- * n - 1 (read through the index by session and idx, which refuses an idx written twice); the session row refers to
- * them by position and says how many there are.
+ * The conversations of long sessions, one message per row, in one append-only table: a commit writes the messages
+ * that are new since the session's last commit, not its whole conversation. A session's first messages are its rows
+ * `idx` 0 to n - 1 (read through the index by session and idx, which refuses an idx written twice), the rest are in
+ * its session row (its tail, up to `tailLimit` characters); the session row refers to all of them by position and
+ * says how many are in rows.
  *
  * Each row's checksum covers its session, its idx and its text, continued from the checksum of the row before it
  * (the first from 0): a changed, missing, reordered or moved row breaks the chain. The session's head keeps the count
@@ -46,46 +47,83 @@ export interface StoredMessageCount {
 }
 
 /**
- * What one store knows of the conversations its commits wrote, so that the next commit of a session writes only
- * the messages that are new. It remembers each session's messages (the objects, which the runtime never changes)
- * and their checksums while the session runs here; a session it does not know (its first commit in this process or
- * in a turn, after `load`, after a failed commit) has its whole conversation written once.
+ * What a commit writes of a session's conversation: `rows`, the changes to its message rows, and `tail`, the JSON
+ * texts of the messages after the first `stored`, which the session row holds itself.
+ */
+export interface ConversationWrite {
+  rows: MessageRows;
+  stored: number;
+  tail: string[];
+}
+
+/**
+ * A session row holds the messages its table rows do not (its tail) until they pass this many characters of JSON;
+ * then the tail moves into rows of the messages table. A short conversation is written with its session row, as one
+ * record (a row more per message would cost more than its text); a long one is not written again by every commit.
+ */
+export const tailLimit = 8_192;
+
+/**
+ * What one store knows of the conversations its commits wrote, so that the next commit of a session serializes only
+ * the messages that are new and writes only the rows that changed. It remembers each session's messages (the
+ * objects, which the runtime never changes), their JSON texts and the checksums of those in rows, while the session
+ * runs here; a session it does not know (its first commit in this process or in a turn, after `load`, after a failed
+ * commit) has its whole conversation written once.
  */
 export interface MessageLog {
-  /** The rows of a commit whose session refers to `messages` (its distinct messages, in order). */
-  rowsOf(
+  /** What a commit writes of a conversation whose distinct messages, in order, are `messages`. */
+  write(
     sessionId: string,
     messages: readonly Message[],
     json: (message: Message, index: number) => string,
-  ): MessageRows;
+  ): ConversationWrite;
   /** Forgets a session: its next commit writes its whole conversation. */
   forget(sessionId: string): void;
 }
 
-export function createMessageLog(): MessageLog {
-  const known = new Map<string, { messages: readonly Message[]; sums: number[] }>();
+interface Known {
+  messages: readonly Message[];
+  texts: string[];
+  /** How many of `messages` are in rows (the first ones), and their checksums. */
+  stored: number;
+  sums: number[];
+}
+
+export function createMessageLog(limit = tailLimit): MessageLog {
+  const known = new Map<string, Known>();
   return {
-    rowsOf(sessionId, messages, json) {
+    write(sessionId, messages, json) {
       const before = known.get(sessionId);
-      let keep = 0;
+      let same = 0;
       if (before !== undefined) {
         const most = Math.min(before.messages.length, messages.length);
-        while (keep < most && before.messages[keep] === messages[keep]) keep++;
+        while (same < most && before.messages[same] === messages[same]) same++;
       }
+      const texts = before === undefined ? [] : before.texts.slice(0, same);
+      for (let index = same; index < messages.length; index++)
+        texts.push(json(messages[index] as Message, index));
+      // The rows that still hold this conversation's first messages stay; an unknown session keeps none.
+      const keep = before === undefined ? 0 : Math.min(before.stored, same);
       const sums = before === undefined ? [] : before.sums.slice(0, keep);
       const keepSum = keep === 0 ? 0 : (sums[keep - 1] as number);
+      let tailLength = 0;
+      for (let index = keep; index < texts.length; index++) tailLength += (texts[index] as string).length;
       const docs: string[] = [];
       const added: number[] = [];
-      let previous = keepSum;
-      for (let index = keep; index < messages.length; index++) {
-        const doc = json(messages[index] as Message, index);
-        previous = messageChecksum(sessionId, index, doc, previous);
-        docs.push(doc);
-        added.push(previous);
-        sums.push(previous);
+      let stored = keep;
+      if (tailLength > limit) {
+        let previous = keepSum;
+        for (let index = keep; index < texts.length; index++) {
+          const doc = texts[index] as string;
+          previous = messageChecksum(sessionId, index, doc, previous);
+          docs.push(doc);
+          added.push(previous);
+          sums.push(previous);
+        }
+        stored = texts.length;
       }
-      known.set(sessionId, { messages, sums });
-      return { keep, keepSum, docs, sums: added };
+      known.set(sessionId, { messages, texts, stored, sums });
+      return { rows: { keep, keepSum, docs, sums: added }, stored, tail: texts.slice(stored) };
     },
     forget(sessionId) {
       known.delete(sessionId);
