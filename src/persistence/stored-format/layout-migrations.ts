@@ -120,7 +120,7 @@ export const layoutMigrations: readonly LayoutMigration[] = [
     from: 6,
     to: 7,
     change:
-      "the conversations in an append-only table (`messages`: one row per distinct message of a session, keyed by an increasing `id`, read through `messages_by_session` by session and idx, each checksum continuing the one before it) and, for the last messages of a conversation up to 8 KB of JSON, in the session row (`tail`); the session row refers to them by ranges of positions and says how many are in rows; the head keeps their count and the last one's checksum (`messages`, `messages_sum`); the index `sessions_by_status` by status alone",
+      "the conversations in an append-only table (`messages`: one row per distinct message of a session, keyed by an increasing `id`, read through `messages_by_session` by session and idx, each checksum continuing the one before it) and, for the last messages of a conversation up to 2 KB of JSON, in the session row (`tail`); the session row refers to them by ranges of positions and says how many are in rows; the head keeps their count and the last one's checksum (`messages`, `messages_sum`); the index `sessions_by_status` by status alone",
     migrate(db) {
       db.exec(messagesTable);
       db.exec(

@@ -61,7 +61,7 @@ export interface ConversationWrite {
  * then the tail moves into rows of the messages table. A short conversation is written with its session row, as one
  * record (a row more per message would cost more than its text); a long one is not written again by every commit.
  */
-export const tailLimit = 8_192;
+export const tailLimit = 2_048;
 
 /**
  * What one store knows of the conversations its commits wrote, so that the next commit of a session serializes only
