@@ -157,7 +157,7 @@ export function verifiedMessages(
   if (docs.length !== stored.messages || previous !== stored.messagesSum)
     throw new StoreCorruptError(
       sessionId,
-      `it holds ${docs.length} messages, but its head says ${stored.messages}: messages were lost`,
+      `it holds ${docs.length} message rows, but its head says ${stored.messages} (or another last one): message rows were lost or replaced`,
     );
   return docs;
 }
