@@ -226,16 +226,19 @@ export async function captureCommits(sessions: number, steps = 3): Promise<[stri
   const shared = (sessionId: string, batch: CommitBatch): CommitBatch => {
     const row = batch.session as unknown as Record<string, unknown> | undefined;
     if (row === undefined) return batch;
-    let known = messagesOf.get(sessionId);
-    if (known === undefined) messagesOf.set(sessionId, (known = new Map()));
-    const seen = known;
+    let seen = messagesOf.get(sessionId);
+    if (seen === undefined) {
+      seen = new Map();
+      messagesOf.set(sessionId, seen);
+    }
+    const known = seen;
     const intern = (list: unknown): unknown =>
       Array.isArray(list)
         ? list.map((message: unknown) => {
             const key = JSON.stringify(message);
-            const found = seen.get(key);
+            const found = known.get(key);
             if (found !== undefined) return found;
-            seen.set(key, message);
+            known.set(key, message);
             return message;
           })
         : list;
