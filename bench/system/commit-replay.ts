@@ -8,6 +8,7 @@
  *   npm run build && node bench/system/commit-replay.ts [sessions=2000] [repetitions=3] [group=4096]
  *
  * With TROUPE_BENCH_BASE=<another build's dist folder>, that build is replayed too, interleaved (see group-commit.ts).
+ * TROUPE_BENCH_STEPS=<n> makes each turn n tool steps instead of W2's 3 (a longer conversation).
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -32,7 +33,8 @@ function written(): number {
   return match ? Number(match[1]) : Number.NaN;
 }
 
-const commits = await captureCommits(sessions);
+// TROUPE_BENCH_STEPS: tool steps per turn (default 3, W2's); more steps make longer conversations.
+const commits = await captureCommits(sessions, Number(process.env.TROUPE_BENCH_STEPS ?? 3));
 
 const directory = mkdtempSync(join(tmpdir(), 'troupe-bench-replay-'));
 const cpu = new Map<string, number[]>(builds.map(([name]) => [name, []]));

@@ -7,12 +7,14 @@
  *   node bench/system/commit-statements.ts [sessions=2000] [group=4096] [repetitions=3]
  *
  * With TROUPE_STATEMENTS_BASE=<another tree's src/persistence/sqlite-store.ts>, that tree's store is replayed too,
- * interleaved, and the figures are given side by side (medians of the repetitions).
+ * interleaved, and the figures are given side by side (medians of the repetitions). TROUPE_BENCH_STEPS=<n> makes
+ * each turn n tool steps instead of W2's 3 (a longer conversation).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as thisTree from '../../src/persistence/sqlite-store.ts';
+import { createMessageLog } from '../../src/persistence/stored-format/stored-messages.ts';
 import { captureCommits, spread } from './durable-workload.ts';
 
 const sessions = Number(process.argv[2] ?? 2000);
@@ -23,7 +25,9 @@ const variants: [string, StoreModule][] = [['this tree', thisTree]];
 const baseSource = process.env.TROUPE_STATEMENTS_BASE;
 if (baseSource !== undefined) variants.push(['base', (await import(baseSource)) as StoreModule]);
 
-const commits = await captureCommits(sessions);
+// TROUPE_BENCH_STEPS: tool steps per turn (default 3, W2's); more steps make longer conversations.
+const steps = Number(process.env.TROUPE_BENCH_STEPS ?? 3);
+const commits = await captureCommits(sessions, steps);
 
 /** µs per commit of each timed step, per variant, per repetition. */
 const figures = new Map<string, Map<string, number[]>>(variants.map(([name]) => [name, new Map()]));
@@ -63,7 +67,10 @@ try {
         }
       }
       const statements = s as unknown as ReturnType<StoreModule['prepareStatements']>;
-      const json = timed('commitRowsOf (JSON)', lib.commitRowsOf);
+      // What the store's commits wrote of each conversation (a tree before layout 7 takes no such argument).
+      const log = createMessageLog();
+      const rowsOf = timed('commitRowsOf (JSON)', lib.commitRowsOf);
+      const json = (sessionId: string, batch: (typeof commits)[number][1]) => rowsOf(sessionId, batch, log);
       const write = timed('writeCommit (all)', lib.writeCommit);
       const start = process.cpuUsage();
       for (let first = 0; first < commits.length; first += group) {

@@ -214,22 +214,56 @@ export function fsyncProbe(path: string): { commit: () => number; close: () => v
 }
 
 /**
- * The commits of `sessions` W2 sessions (one turn of 3 tool steps each, 10 ms model), as the runtime makes them on
- * the memory store, in the order it made them (copied: the memory store keeps its own).
+ * The commits of `sessions` W2 sessions (one turn of `steps` tool steps each, 3 by default, 10 ms model), as the
+ * runtime makes them on the memory store, in the order it made them (copied: the memory store keeps its own).
  */
-export async function captureCommits(sessions: number): Promise<[string, CommitBatch][]> {
+export async function captureCommits(sessions: number, steps = 3): Promise<[string, CommitBatch][]> {
   const commits: [string, CommitBatch][] = [];
   const memory = built.createMemoryStore();
+  // The runtime's commits of a session share their message objects (a store writes a message it already wrote
+  // once); the copies keep that: the same message text in a session's commits is one object.
+  const messagesOf = new Map<string, Map<string, unknown>>();
+  const shared = (sessionId: string, batch: CommitBatch): CommitBatch => {
+    const row = batch.session as unknown as Record<string, unknown> | undefined;
+    if (row === undefined) return batch;
+    let seen = messagesOf.get(sessionId);
+    if (seen === undefined) {
+      seen = new Map();
+      messagesOf.set(sessionId, seen);
+    }
+    const known = seen;
+    const intern = (list: unknown): unknown =>
+      Array.isArray(list)
+        ? list.map((message: unknown) => {
+            const key = JSON.stringify(message);
+            const found = known.get(key);
+            if (found !== undefined) return found;
+            known.set(key, message);
+            return message;
+          })
+        : list;
+    row.transcript = intern(row.transcript);
+    const turn = row.turn as {
+      session: Record<string, unknown>;
+      agent: { checkpoint: Record<string, unknown> } | null;
+    } | null;
+    if (turn) {
+      turn.session.transcript = intern(turn.session.transcript);
+      turn.session.agentHistory = intern(turn.session.agentHistory);
+      if (turn.agent) turn.agent.checkpoint.history = intern(turn.agent.checkpoint.history);
+    }
+    return batch;
+  };
   const system = built.createAgentSystem({
     store: {
       ...memory,
       commit(sessionId, batch) {
-        commits.push([sessionId, structuredClone(batch)]);
+        commits.push([sessionId, shared(sessionId, structuredClone(batch))]);
         return memory.commit(sessionId, batch);
       },
     },
   });
-  const agent = stepAgent({ steps: 3, modelDelayMs: 10 });
+  const agent = stepAgent({ steps, modelDelayMs: 10 });
   const results = await Promise.all(
     Array.from(
       { length: sessions },
@@ -237,6 +271,6 @@ export async function captureCommits(sessions: number): Promise<[string, CommitB
     ),
   );
   await system.shutdown();
-  if (results.some((result) => result.text !== answerAfter(3))) throw new Error('a turn ended early');
+  if (results.some((result) => result.text !== answerAfter(steps))) throw new Error('a turn ended early');
   return commits;
 }

@@ -3,19 +3,20 @@ import type { StoredSession } from './store.ts';
 import { StoreCommitError, StoreCorruptError } from './store-errors.ts';
 
 /**
- * How a session row is written as JSON without repeating the conversation. A row holds it up to four times: the
+ * How a session row is written without repeating the conversation. A row holds it up to four times: the
  * conversation at the last turn's end, the conversation up to the agent holding the turn, that agent's input
  * history, and the agent's history in its checkpoint. They share their message objects (each is a prefix of the
- * next, or the same list), so the row is written with every distinct message once, in `messages`, and each list as
- * the positions of its messages there: `{ "$messages": [0, 1, 2, ...] }`. Reading it back rebuilds the lists.
+ * next, or the same list), so every distinct message is stored once (in the order first met, stored-messages.ts)
+ * and each list is written as the positions of its messages there, runs of consecutive positions as ranges:
+ * `{ "$ranges": [start, end, start, end, ...] }` (each end excluded). Reading it back rebuilds the lists.
  */
 
-/** A list of messages written as positions in the row's `messages`. */
-interface MessageRefs {
-  $messages: number[];
+/** A list of messages written as ranges of positions in the session's stored messages. */
+interface MessageRanges {
+  $ranges: number[];
 }
 
-/** The row as written: the session row, its message lists replaced by references, and the messages once. */
+/** The row as written: the session row, its message lists replaced by ranges, and its distinct messages. */
 export interface EncodedRow {
   row: unknown;
   messages: Message[];
@@ -24,24 +25,26 @@ export interface EncodedRow {
 export function encodeRow(session: StoredSession): EncodedRow {
   const positions = new Map<Message, number>();
   const messages: Message[] = [];
-  const refs = (list: readonly Message[], where: string): MessageRefs => {
+  const refs = (list: readonly Message[], where: string): MessageRanges => {
     if (!Array.isArray(list))
       throw new StoreCommitError(
         session.id,
         'invalid_value',
         `the session row's ${where} is not a list of messages`,
       );
-    return {
-      $messages: list.map((message) => {
-        let position = positions.get(message);
-        if (position === undefined) {
-          position = messages.length;
-          positions.set(message, position);
-          messages.push(message);
-        }
-        return position;
-      }),
-    };
+    const ranges: number[] = [];
+    for (const message of list) {
+      let position = positions.get(message);
+      if (position === undefined) {
+        position = messages.length;
+        positions.set(message, position);
+        messages.push(message);
+      }
+      if (ranges.length > 0 && ranges[ranges.length - 1] === position)
+        ranges[ranges.length - 1] = position + 1;
+      else ranges.push(position, position + 1);
+    }
+    return { $ranges: ranges };
   };
   const turn = session.turn;
   const row = {
@@ -67,31 +70,35 @@ export function encodeRow(session: StoredSession): EncodedRow {
 }
 
 /**
- * The row read back: every `{ "$messages": [...] }` where a message list stood becomes that list again. A
- * reference to a message the row does not have is a StoreCorruptError naming the session; anything else that is
- * wrong is left for validation to name.
+ * The row read back, given its stored messages: every `{ "$ranges": [...] }` where a message list stood becomes that
+ * list again. A range outside the messages is a StoreCorruptError naming the session; anything else that is wrong is
+ * left for validation to name.
  */
-export function decodeRow(sessionId: string, encoded: unknown): unknown {
-  if (typeof encoded !== 'object' || encoded === null || Array.isArray(encoded)) return encoded;
-  const { row, messages } = encoded as { row?: unknown; messages?: unknown };
-  if (!Array.isArray(messages))
-    throw new StoreCorruptError(
-      sessionId,
-      'its row has no message list (it was not written by this version)',
-    );
+export function decodeRow(sessionId: string, row: unknown, messages: readonly unknown[]): unknown {
   const list = (value: unknown, where: string): unknown => {
-    if (typeof value !== 'object' || value === null || !Object.hasOwn(value, '$messages')) return value;
-    const positions = (value as MessageRefs).$messages;
-    if (!Array.isArray(positions))
+    if (typeof value !== 'object' || value === null || !Object.hasOwn(value, '$ranges')) return value;
+    const ranges = (value as MessageRanges).$ranges;
+    if (!Array.isArray(ranges) || ranges.length % 2 !== 0)
       throw new StoreCorruptError(sessionId, `${where} refers to its messages wrongly`);
-    return positions.map((position) => {
-      if (!Number.isInteger(position) || position < 0 || position >= messages.length)
+    const out: unknown[] = [];
+    for (let index = 0; index < ranges.length; index += 2) {
+      const start = ranges[index];
+      const end = ranges[index + 1];
+      if (
+        !Number.isInteger(start) ||
+        !Number.isInteger(end) ||
+        (start as number) < 0 ||
+        (start as number) >= (end as number) ||
+        (end as number) > messages.length
+      )
         throw new StoreCorruptError(
           sessionId,
-          `${where} refers to message ${String(position)}, which the row lacks`,
+          `${where} refers to messages ${String(start)} to ${String(end)}, which the session lacks`,
         );
-      return messages[position];
-    });
+      for (let position = start as number; position < (end as number); position++)
+        out.push(messages[position]);
+    }
+    return out;
   };
   const record = (value: unknown): Record<string, unknown> | undefined =>
     typeof value === 'object' && value !== null && !Array.isArray(value)

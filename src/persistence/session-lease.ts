@@ -68,9 +68,11 @@ export interface SessionLeases {
   acquire(sessionId: string, options?: LeaseOptions): void;
   /**
    * Inside a commit's transaction: renews this holder's lease (unless it was renewed within the last third of its
-   * TTL), claims a free one, or throws SessionFencedError when another holder has it.
+   * TTL), claims a free one, or throws SessionFencedError when another holder has it. `lease`: the session's lease
+   * row (`host`, `pid`, `token`, `expires_at`, all null when it has none) when the commit already read it in
+   * the transaction, with the session's head.
    */
-  checkCommit(sessionId: string): void;
+  checkCommit(sessionId: string, lease?: Record<string, unknown>): void;
   /** Inside a commit's transaction, or alone: drops this holder's lease (another holder's is left). */
   release(sessionId: string): void;
   /** Renews every lease this connection holds (the timer's work); a lease lost meanwhile is forgotten. */
@@ -102,8 +104,11 @@ export function prepareLeases(
   /** A lease with more time left than this needs no renewal by a commit. */
   const renewAfterMs = (ttlMs * 2) / 3;
 
-  const read = (sessionId: string): (LeaseHolder & { expiresAt: number }) | undefined => {
-    const row = select.get(sessionId);
+  const read = (
+    sessionId: string,
+    given?: Record<string, unknown>,
+  ): (LeaseHolder & { expiresAt: number }) | undefined => {
+    const row = given === undefined ? select.get(sessionId) : given.host === null ? undefined : given;
     if (row === undefined) return undefined;
     return {
       host: String(row.host),
@@ -147,8 +152,8 @@ export function prepareLeases(
         write(sessionId);
       });
     },
-    checkCommit(sessionId) {
-      const current = read(sessionId);
+    checkCommit(sessionId, lease) {
+      const current = read(sessionId, lease);
       // A lease left by a process that is gone is claimed (a writer restarted after a crash); one that another live
       // process took over is not: this process no longer runs the session.
       if (

@@ -43,10 +43,17 @@ import {
 import { eventsTable, journalTable } from './stored-format/append-only-tables.ts';
 import { migrateLayout } from './stored-format/layout-migrations.ts';
 import { type RecordColumns, recordChecksum, verifyRecord } from './stored-format/record-checksum.ts';
-import { decodeSessionDoc, encodeSessionDoc } from './stored-format/session-doc.ts';
+import { decodeSessionDoc, encodeSessionDoc, sessionDocText } from './stored-format/session-doc.ts';
 import { headsTable, prepareHeads, type SessionHead } from './stored-format/session-head.ts';
 import type { StoredAgentCheckpoint } from './stored-format/stored-checkpoint.ts';
 import { storedEventTypes } from './stored-format/stored-event-types.ts';
+import {
+  createMessageLog,
+  type MessageLog,
+  type MessageRows,
+  messagesTable,
+  verifiedMessages,
+} from './stored-format/stored-messages.ts';
 import type { SyncSessionStore } from './sync-store.ts';
 import {
   parseStoredJson,
@@ -206,6 +213,8 @@ export function createSqliteStore(
     throw storeErrorOf(error, path, openAction);
   }
   let closed = false;
+  // What this store's commits wrote of each conversation: a commit writes the messages that are new since.
+  const messageLog = createMessageLog();
   // Leases of sessions that wait (for people, for a slow tool) are renewed between commits. The timer never keeps
   // the process alive; a renewal that fails (the file busy) is tried again on the next tick, and a commit checks the
   // lease anyway.
@@ -269,6 +278,8 @@ export function createSqliteStore(
         // One read transaction: another process committing in between must not give a mix of two commits.
         s.beginRead.run();
         try {
+          // The next commit of the session writes its whole conversation: what is loaded may resume elsewhere.
+          messageLog.forget(sessionId);
           const row = s.selectSession.get(sessionId);
           if (row === undefined) {
             // A head without its row: the row was lost, not deleted (a delete takes the head with it).
@@ -276,7 +287,12 @@ export function createSqliteStore(
               throw new StoreCorruptError(sessionId, 'its session row is lost (its head is still there)');
             return undefined;
           }
-          const session = sessionOf(sessionId, row);
+          const messages = verifiedMessages(
+            sessionId,
+            s.selectMessages.all(sessionId),
+            s.heads.read(sessionId),
+          ).map((doc, index) => parseStoredJson(sessionId, `message ${index}`, doc));
+          const session = sessionOf(sessionId, row, messages);
           const runs = new Map<string, StoredAgentCheckpoint>();
           for (const run of s.selectRuns.all(sessionId)) {
             const route = String(run.route);
@@ -314,7 +330,13 @@ export function createSqliteStore(
 
     commit(sessionId, batch) {
       const s = open();
-      const rows = commitRowsOf(sessionId, batch);
+      let rows: CommitRows;
+      try {
+        rows = commitRowsOf(sessionId, batch, messageLog);
+      } catch (error) {
+        messageLog.forget(sessionId);
+        throw error;
+      }
       // A relaxed commit (events only) skips the fsync a FULL store makes: WAL mode keeps it through a process crash,
       // and the next FULL commit's fsync takes it to the disk along with its own.
       const relax = rows.relaxed && synchronous === 'full';
@@ -324,6 +346,7 @@ export function createSqliteStore(
         s.beginWrite.run();
       } catch (error) {
         if (relax) db.exec('PRAGMA synchronous = FULL');
+        messageLog.forget(sessionId);
         throw storeErrorOf(error, path, `could not commit session "${sessionId}"`);
       }
       try {
@@ -331,6 +354,7 @@ export function createSqliteStore(
         s.commit.run();
       } catch (error) {
         rollback();
+        messageLog.forget(sessionId);
         throw commitErrorOf(error, path, sessionId);
       } finally {
         if (relax) db.exec('PRAGMA synchronous = FULL');
@@ -421,7 +445,8 @@ export function createSqliteStore(
     delete(sessionId) {
       const s = open();
       try {
-        // Runs, journal, events and approvals go with the row (ON DELETE CASCADE), in the same statement.
+        // Runs, journal, messages, events and approvals go with the row (ON DELETE CASCADE), in the same statement.
+        messageLog.forget(sessionId);
         s.deleteSession.run(sessionId);
         s.leases.release(sessionId);
         s.deleteLease.run(sessionId);
@@ -469,6 +494,8 @@ export function createSqliteStore(
 
     acquireLease(sessionId, leaseOptions) {
       const s = open();
+      // Another process may have written the session since this store last did.
+      messageLog.forget(sessionId);
       try {
         s.leases.acquire(sessionId, leaseOptions);
       } catch (error) {
@@ -524,11 +551,16 @@ export function createSqliteStore(
       try {
         open();
         // Made now: what is committed is the batch as it was when `commit` was called.
-        rows = commitRowsOf(sessionId, batch);
+        rows = commitRowsOf(sessionId, batch, messageLog);
       } catch (error) {
+        messageLog.forget(sessionId);
         return Promise.reject(error);
       }
-      return writer.commit(rows);
+      return writer.commit(rows).catch((error: unknown) => {
+        // Whether the session's messages were written is not known: its next commit writes them all.
+        messageLog.forget(sessionId);
+        throw error;
+      });
     },
     delete(sessionId) {
       // The commits made before the delete are written before it.
@@ -725,6 +757,7 @@ const tables = [
   'runs',
   'journal',
   'events',
+  'messages',
   'approvals',
   'audit_log',
   'heads',
@@ -751,7 +784,8 @@ CREATE TABLE IF NOT EXISTS sessions (
   doc TEXT NOT NULL,
   sum INTEGER NOT NULL
 );
-CREATE INDEX IF NOT EXISTS sessions_by_status ON sessions (status, updated_at);
+-- By status alone: an entry moves only when a session's status changes, not with every commit's updated_at.
+CREATE INDEX IF NOT EXISTS sessions_by_status ON sessions (status);
 CREATE TABLE IF NOT EXISTS runs (
   session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
   route TEXT NOT NULL,
@@ -761,6 +795,7 @@ CREATE TABLE IF NOT EXISTS runs (
 ) WITHOUT ROWID;
 ${journalTable}
 ${eventsTable}
+${messagesTable}
 CREATE TABLE IF NOT EXISTS approvals (
   session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
   call_id TEXT NOT NULL,
@@ -873,6 +908,16 @@ export function prepareStatements(db: Sqlite.DatabaseSync, leaseTtlMs: number, h
     selectJournal: db.prepare(
       'SELECT session_id, key, doc, sum FROM journal WHERE session_id = ? ORDER BY key',
     ),
+    // One statement for the two reads every commit makes: the session's head and its lease (nulls when absent).
+    selectHeadAndLease: db.prepare(
+      `SELECT h.session_id, h.last_seq, h.runs, h.journal, h.approvals, h.messages, h.messages_sum, h.sum,
+         l.host, l.pid, l.token, l.expires_at
+       FROM (SELECT ?1 AS id) k LEFT JOIN heads h ON h.session_id = k.id LEFT JOIN leases l ON l.session_id = k.id`,
+    ),
+    selectMessages: db.prepare('SELECT idx, doc, sum FROM messages WHERE session_id = ? ORDER BY idx'),
+    selectMessageSum: db.prepare('SELECT sum FROM messages WHERE session_id = ? AND idx = ?'),
+    deleteMessagesFrom: db.prepare('DELETE FROM messages WHERE session_id = ? AND idx >= ?'),
+    insertMessages: prepareRowInserts(db, 'messages', ['session_id', 'idx', 'doc', 'sum']),
     selectLastSeq: db.prepare('SELECT max(seq) AS last FROM events WHERE session_id = ?'),
     selectEvents: db.prepare(
       'SELECT session_id, seq, time, agent, route, depth, type, origin, data, sum FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?',
@@ -887,6 +932,10 @@ export function prepareStatements(db: Sqlite.DatabaseSync, leaseTtlMs: number, h
        ON CONFLICT (id) DO UPDATE SET status = excluded.status, entry = excluded.entry, agent = excluded.agent,
          turns = excluded.turns, updated_at = excluded.updated_at, doc = excluded.doc, sum = excluded.sum`,
     ),
+    updateSession: db.prepare(
+      `UPDATE sessions SET status = ?, entry = ?, agent = ?, turns = ?, updated_at = ?, doc = ?, sum = ?
+       WHERE id = ?`,
+    ),
     deleteRuns: db.prepare('DELETE FROM runs WHERE session_id = ?'),
     deleteJournal: db.prepare('DELETE FROM journal WHERE session_id = ?'),
     deleteRun: db.prepare('DELETE FROM runs WHERE session_id = ? AND route = ?'),
@@ -899,7 +948,18 @@ export function prepareStatements(db: Sqlite.DatabaseSync, leaseTtlMs: number, h
       'INSERT INTO journal (session_id, key, doc, sum) VALUES (?, ?, ?, ?) ON CONFLICT (session_id, key) DO NOTHING',
     ),
     updateJournal: db.prepare('UPDATE journal SET doc = ?, sum = ? WHERE session_id = ? AND key = ?'),
-    insertEvents: prepareEventInserts(db),
+    insertEvents: prepareRowInserts(db, 'events', [
+      'session_id',
+      'seq',
+      'time',
+      'agent',
+      'route',
+      'depth',
+      'type',
+      'origin',
+      'data',
+      'sum',
+    ]),
     insertApproval: db.prepare(
       `INSERT INTO approvals (session_id, call_id, status, requested_at, decided_at, doc, sum) VALUES (?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (session_id, call_id) DO NOTHING`,
@@ -915,37 +975,38 @@ export function prepareStatements(db: Sqlite.DatabaseSync, leaseTtlMs: number, h
   };
 }
 
-/** The columns of one event row, in the order of `events`' columns, its checksum last. */
-const eventColumnCount = 10;
-
-/** The most events one INSERT statement writes; a commit with more writes them in several. */
-const eventsPerInsert = 8;
+/** The most rows one INSERT statement writes; a commit with more writes them in several. */
+const rowsPerInsert = 8;
 
 /**
- * Inserts event rows given as their columns one after the other (`eventColumnCount` each): one statement for up to
- * `eventsPerInsert` events (SQLite's work per statement is paid once for them), each size prepared on first use.
+ * Inserts rows of an append-only table given as their columns one after the other (`columns` each, in that order):
+ * one statement for up to `rowsPerInsert` rows (SQLite's work per statement is paid once for them), each size
+ * prepared on first use.
  */
-function prepareEventInserts(db: Sqlite.DatabaseSync): (columns: Sqlite.SQLInputValue[]) => void {
+function prepareRowInserts(
+  db: Sqlite.DatabaseSync,
+  table: string,
+  columns: readonly string[],
+): (values: Sqlite.SQLInputValue[]) => void {
   const byCount: Sqlite.StatementSync[] = [];
+  const width = columns.length;
   const statementFor = (count: number): Sqlite.StatementSync => {
     let statement = byCount[count];
     if (statement === undefined) {
-      const row = `(${Array.from({ length: eventColumnCount }, () => '?').join(', ')})`;
+      const row = `(${Array.from({ length: width }, () => '?').join(', ')})`;
       statement = db.prepare(
-        `INSERT INTO events (session_id, seq, time, agent, route, depth, type, origin, data, sum) VALUES ${Array.from({ length: count }, () => row).join(', ')}`,
+        `INSERT INTO ${table} (${columns.join(', ')}) VALUES ${Array.from({ length: count }, () => row).join(', ')}`,
       );
       byCount[count] = statement;
     }
     return statement;
   };
-  return (columns) => {
-    const rows = columns.length / eventColumnCount;
-    for (let first = 0; first < rows; first += eventsPerInsert) {
-      const count = Math.min(eventsPerInsert, rows - first);
+  return (values) => {
+    const rows = values.length / width;
+    for (let first = 0; first < rows; first += rowsPerInsert) {
+      const count = Math.min(rowsPerInsert, rows - first);
       const part =
-        first === 0 && count === rows
-          ? columns
-          : columns.slice(first * eventColumnCount, (first + count) * eventColumnCount);
+        first === 0 && count === rows ? values : values.slice(first * width, (first + count) * width);
       statementFor(count).run(...part);
     }
   };
@@ -990,6 +1051,8 @@ export interface CommitRows {
   session:
     | { id: Plain; status: Plain; entry: Plain; agent: Plain; turns: Plain; updatedAt: Plain; doc: string }
     | undefined;
+  /** The conversation's messages the commit writes (with the session row). */
+  messages: MessageRows | undefined;
   runs: [route: Plain, doc: string | null][];
   journal: [key: Plain, doc: string][];
   events: {
@@ -1005,8 +1068,11 @@ export interface CommitRows {
   approvals: { callId: Plain; status: Plain; requestedAt: Plain; decidedAt: Plain; doc: string }[];
 }
 
-/** The rows of a commit (see CommitRows); throws StoreCommitError for a value that is not JSON. */
-export function commitRowsOf(sessionId: string, batch: CommitBatch): CommitRows {
+/**
+ * The rows of a commit (see CommitRows); throws StoreCommitError for a value that is not JSON. With the store's
+ * `log`, the session row's messages that its last commit wrote are not written again; without it, all of them are.
+ */
+export function commitRowsOf(sessionId: string, batch: CommitBatch, log?: MessageLog): CommitRows {
   const json = (value: unknown, what: string): string => {
     let text: string | undefined;
     try {
@@ -1020,7 +1086,8 @@ export function commitRowsOf(sessionId: string, batch: CommitBatch): CommitRows 
     return text;
   };
   const session = batch.session;
-  return {
+  const encoded = session === undefined ? undefined : encodeSessionDoc(session);
+  const rows: CommitRows = {
     sessionId,
     relaxed: batch.relaxed === true,
     runsSession: runsTheSession(batch),
@@ -1035,9 +1102,11 @@ export function commitRowsOf(sessionId: string, batch: CommitBatch): CommitRows 
             agent: plain(session?.agent),
             turns: plain(session?.turns),
             updatedAt: plain(session?.updatedAt),
-            // The conversation the row holds several times is written once (row-encoding.ts).
-            doc: json(encodeSessionDoc(session), 'the session row'),
+            // The conversation the row holds several times is stored once (row-encoding.ts); the text is made
+            // below, with the messages.
+            doc: '',
           },
+    messages: undefined,
     runs: (batch.runs ?? []).map(([route, checkpoint]) => [
       plain(route),
       checkpoint === null ? null : json(checkpoint, `the checkpoint of nested run "${route}"`),
@@ -1068,6 +1137,20 @@ export function commitRowsOf(sessionId: string, batch: CommitBatch): CommitRows 
       };
     }),
   };
+  // Last: the log remembers the messages as written once every value of the batch is known to be JSON.
+  if (encoded !== undefined && session !== undefined && rows.session !== undefined) {
+    const rowJson = json(encoded.row, 'the session row');
+    const messageLog = log ?? createMessageLog();
+    const conversation = messageLog.write(sessionId, encoded.messages, (message, index) =>
+      json(message, `message ${index} of the conversation`),
+    );
+    rows.messages = conversation.rows;
+    rows.session.doc = sessionDocText(rowJson, conversation.stored, conversation.tail);
+    // A session that stops running here is not remembered: the log holds the conversations of running sessions
+    // only (a session's next turn writes its conversation once, then what is new).
+    if (session.status !== 'running' && session.status !== 'awaiting') messageLog.forget(sessionId);
+  }
+  return rows;
 }
 
 /**
@@ -1076,23 +1159,30 @@ export function commitRowsOf(sessionId: string, batch: CommitBatch): CommitRows 
  */
 export function writeCommit(s: Statements, rows: CommitRows): void {
   const sessionId = rows.sessionId;
+  // The head says what the session holds (its last event, how many records of each kind); the commit updates
+  // it by what it writes, instead of counting the session's records again. The lease is read with it.
+  const headAndLease = s.selectHeadAndLease.get(sessionId) as Row;
   // Only the process holding the session's lease writes what it runs (a decision on an approval may come from
   // any process): a process that was taken over is fenced first, whatever its batch holds.
-  if (rows.runsSession) s.leases.checkCommit(sessionId);
-  // The head says what the session holds (its last event, how many records of each kind); the commit updates
-  // it by what it writes, instead of counting the session's records again.
-  const before = s.heads.find(sessionId);
+  if (rows.runsSession) s.leases.checkCommit(sessionId, headAndLease);
+  const before = s.heads.find(sessionId, headAndLease);
   if (before === undefined && rows.session === undefined && s.selectRowExists.get(sessionId) !== undefined)
     throw new StoreCorruptError(sessionId, 'its head (what the session holds) is missing');
-  const head: SessionHead = before ?? { lastSeq: -1, runs: 0, journal: 0, approvals: 0 };
+  const head: SessionHead = before ?? {
+    lastSeq: -1,
+    runs: 0,
+    journal: 0,
+    approvals: 0,
+    messages: 0,
+    messagesSum: 0,
+  };
   checkBatch(sessionId, rows, head.lastSeq, rows.session !== undefined || before !== undefined);
   // The rules passed: every column below has the type they require.
   const session = rows.session as
     | (Omit<StoredSession, 'id'> & { doc: string; status: StoredSession['status'] })
     | undefined;
-  if (session !== undefined)
-    s.upsertSession.run(
-      sessionId,
+  if (session !== undefined) {
+    const columns = [
       session.status,
       session.entry,
       session.agent,
@@ -1108,7 +1198,14 @@ export function writeCommit(s: Statements, rows: CommitRows): void {
         updated_at: session.updatedAt,
         doc: session.doc,
       }),
-    );
+    ] as const;
+    // A session with a head has its row: it is updated in place (cheaper than an upsert), and a row that is gone
+    // is a loss, not a new session.
+    if (before === undefined) s.upsertSession.run(sessionId, ...columns);
+    else if (Number(s.updateSession.run(...columns, sessionId).changes) === 0)
+      throw new StoreCorruptError(sessionId, 'its session row is lost (its head is still there)');
+  }
+  if (rows.messages !== undefined) writeMessages(s, sessionId, rows.messages, head);
   if (rows.clearTurn) {
     if (head.runs > 0) s.deleteRuns.run(sessionId);
     if (head.journal > 0) s.deleteJournal.run(sessionId);
@@ -1155,6 +1252,34 @@ export function writeCommit(s: Statements, rows: CommitRows): void {
   // A session that stops running here (finished, stopped, failed, suspended) lets its lease go with the commit.
   if (session !== undefined && session.status !== 'running' && session.status !== 'awaiting')
     s.leases.release(sessionId);
+}
+
+/**
+ * Writes a commit's messages after the `keep` the session still has, and updates its head. The messages kept must be
+ * the ones the commit was made against (its process's last commit of the session): otherwise (an earlier commit of
+ * the session failed, or another process wrote it) the commit is refused, and the next one writes every message.
+ */
+function writeMessages(s: Statements, sessionId: string, messages: MessageRows, head: SessionHead): void {
+  const { keep, keepSum, docs, sums } = messages;
+  const kept =
+    keep === head.messages
+      ? head.messagesSum === keepSum
+      : keep < head.messages && (keep === 0 || s.selectMessageSum.get(sessionId, keep - 1)?.sum === keepSum);
+  if (!kept)
+    throw new StoreCommitError(
+      sessionId,
+      'message_sequence',
+      `the batch continues a conversation of ${keep} messages that is not the stored one (${head.messages} messages): an earlier commit of the session failed, or another process wrote it`,
+    );
+  if (head.messages > keep) s.deleteMessagesFrom.run(sessionId, keep);
+  if (docs.length > 0) {
+    const columns: Sqlite.SQLInputValue[] = [];
+    for (const [index, doc] of docs.entries())
+      columns.push(sessionId, keep + index, doc, sums[index] as number);
+    s.insertMessages(columns);
+  }
+  head.messages = keep + docs.length;
+  head.messagesSum = docs.length > 0 ? (sums.at(-1) as number) : keepSum;
 }
 
 /** The events' rows as `prepareEventInserts` takes them: each event's columns and checksum. */
@@ -1278,11 +1403,11 @@ function approvalOf(sessionId: string, row: Row): ApprovalRecord {
 }
 
 /** The session row, verified, decoded and validated; its columns must say what its record says. */
-function sessionOf(sessionId: string, row: Row): StoredSession {
+function sessionOf(sessionId: string, row: Row, messages: readonly unknown[]): StoredSession {
   verifyRecord(sessionId, 'the session row', 'sessions', row as RecordColumns);
   const session = validateStoredSession(
     sessionId,
-    decodeSessionDoc(sessionId, parseStoredJson(sessionId, 'the session row', row.doc)),
+    decodeSessionDoc(sessionId, parseStoredJson(sessionId, 'the session row', row.doc), messages),
   );
   if (
     row.id !== sessionId ||

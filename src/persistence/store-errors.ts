@@ -57,6 +57,11 @@ export type StoreCommitRefusal =
   | 'event_sequence'
   /** The batch writes runs, journal entries, events or approvals for a session that has no row yet. */
   | 'unknown_session'
+  /**
+   * The batch's session row continues a conversation other than the stored one: an earlier commit of the session
+   * failed, or another process wrote it. The next commit writes the whole conversation.
+   */
+  | 'message_sequence'
   /** A value in the batch cannot be stored: not JSON (a cycle, a bigint), or a field of the wrong type. */
   | 'invalid_value';
 

@@ -300,10 +300,20 @@ describe('createSqliteStore: damaged records', () => {
       turn: { agent: { checkpoint: object } };
     };
     notArray.turn.agent.checkpoint = { ...notArray.turn.agent.checkpoint, history: { 0: 'hi' } };
+    // The row says how many of its messages are in rows, and holds the others (its tail): the rows below keep both.
+    const { messages: stored, tail } = JSON.parse(
+      (raw().prepare('SELECT doc FROM sessions WHERE id = ?').get('s1') as { doc: string }).doc,
+    ) as { messages: number; tail: unknown[] };
+    const all = stored + tail.length;
     raw()
       .prepare('UPDATE sessions SET doc = ? WHERE id = ?')
       .run(
-        JSON.stringify({ layout: storeLayoutVersion, row: { ...notArray, id: 's1' }, messages: [] }),
+        JSON.stringify({
+          layout: storeLayoutVersion,
+          row: { ...notArray, id: 's1' },
+          messages: stored,
+          tail,
+        }),
         's1',
       );
     resumRecords(raw());
@@ -315,20 +325,21 @@ describe('createSqliteStore: damaged records', () => {
       .run(
         JSON.stringify({
           layout: storeLayoutVersion,
-          row: { ...sessionRow('s1'), transcript: { $messages: [7] } },
-          messages: [],
+          row: { ...sessionRow('s1'), transcript: { $ranges: [all, all + 1] } },
+          messages: stored,
+          tail,
         }),
         's1',
       );
     resumRecords(raw());
     error = corruptOf(() => sessions.load('s1'));
-    expect(error.message).toContain('refers to message 7');
-    // A row written by an older version (no message list).
+    expect(error.message).toContain(`refers to messages ${all} to ${all + 1}`);
+    // A row that does not say how many messages it was written with.
     raw()
       .prepare('UPDATE sessions SET doc = ? WHERE id = ?')
-      .run(JSON.stringify({ layout: storeLayoutVersion, ...sessionRow('s1') }), 's1');
+      .run(JSON.stringify({ layout: storeLayoutVersion, row: sessionRow('s1') }), 's1');
     resumRecords(raw());
-    expect(corruptOf(() => sessions.load('s1')).message).toContain('no message list');
+    expect(corruptOf(() => sessions.load('s1')).message).toContain('expects no messages');
   });
 
   it('refuses a row with a status it does not know in list(), naming the session', () => {
@@ -423,6 +434,16 @@ describe('createSqliteStore: the head each commit writes', () => {
       'its head',
     );
   });
+
+  it('refuses a commit of the session row when the row is gone but its head is there (a loss, not a new session)', () => {
+    const sessions = store();
+    sessions.commit('s1', { session: sessionRow('s1'), events: events('s1', 0, 1) });
+    // Without foreign keys the row goes alone, as damage would take it.
+    raw().exec(`PRAGMA foreign_keys = OFF; DELETE FROM sessions WHERE id = 's1'`);
+    const error = corruptOf(() => sessions.commit('s1', { session: sessionRow('s1', { updatedAt: 2_000 }) }));
+    expect(error.sessionId).toBe('s1');
+    expect(error.message).toContain('its session row is lost');
+  });
 });
 
 describe('createSqliteStore: several connections', () => {
@@ -513,7 +534,7 @@ describe('createSqliteStore: the conversation is written once per row', () => {
     const row = sessionRow('s1');
     sessions.commit('s1', { session: row });
     const text = raw().prepare('SELECT doc FROM sessions WHERE id = ?').get('s1') as { doc: string };
-    const doc = JSON.parse(text.doc) as { messages: unknown[] };
+    const doc = JSON.parse(text.doc) as { messages: number; tail: unknown[] };
     const lists = [
       row.transcript,
       row.turn?.session.transcript,
@@ -521,7 +542,9 @@ describe('createSqliteStore: the conversation is written once per row', () => {
       row.turn?.agent?.checkpoint.history,
     ];
     const distinct = new Set(lists.flatMap((list) => list ?? []));
-    expect(doc.messages).toHaveLength(distinct.size);
+    // A short conversation stays in the row (its tail); the rows of the messages table hold none of it.
+    expect(doc.messages).toBe(0);
+    expect(doc.tail).toHaveLength(distinct.size);
     const loaded = sessions.load('s1');
     expect(loaded?.session).toEqual(row);
     // Lists that shared messages share them again (not copies of each other's text).

@@ -11,6 +11,7 @@ import {
   StoreCorruptError,
   StoreLayoutError,
 } from '../../src/persistence/store-errors.ts';
+import { recordChecksum } from '../../src/persistence/stored-format/record-checksum.ts';
 import { resumRecords } from './resum-records.ts';
 
 /**
@@ -25,7 +26,7 @@ afterAll(() => rmSync(directory, { recursive: true, force: true }));
 /** The corpus's newest store, opened once by this code (migrated to its layout), as one file. */
 function interruptedStore(): string {
   const path = join(directory, 'interrupted.db');
-  copyFileSync(new URL('./fixtures/layouts/layout-5.db', import.meta.url), path);
+  copyFileSync(new URL('./fixtures/layouts/layout-6.db', import.meta.url), path);
   createSqliteStore(path).close();
   return path;
 }
@@ -216,6 +217,145 @@ describe('damage to a stored session is a typed error, never different data', ()
       }
       expect(refused).toBeInstanceOf(StoreCorruptError);
       expect((refused as StoreCorruptError).sessionId).toBe('idle');
+      expect(store.load('approval')?.session.status).toBe('awaiting');
+    } finally {
+      store.close();
+    }
+  });
+
+  it('random damage to the bytes of appended message rows (200 seeds): refused with a typed error, or read back the same', () => {
+    // Compacted, with what SQLite frees zeroed (see the test above): every copy of a message's text is a row.
+    const original = join(directory, 'messages-compacted.db');
+    copyFileSync(interruptedStore(), original);
+    const db = new DatabaseSync(original);
+    db.exec('PRAGMA journal_mode = DELETE; PRAGMA secure_delete = ON; VACUUM;');
+    const records = db
+      .prepare('SELECT doc FROM messages')
+      .all()
+      .map((row) => Buffer.from(String(row.doc)));
+    db.close();
+    expect(records.length).toBeGreaterThanOrEqual(6);
+    const bytes = readFileSync(original);
+    const expected = readAll(original);
+    const spans = new Map<number, number>();
+    for (const record of records)
+      for (let at = bytes.indexOf(record); at >= 0; at = bytes.indexOf(record, at + 1))
+        spans.set(at, record.length);
+    const spanList = [...spans];
+    expect(spanList.length).toBeGreaterThanOrEqual(records.length);
+    const outcomes: Outcomes = { same: 0, refused: 0, different: [], untyped: [] };
+    for (let seed = 1; seed <= 200; seed += 1) {
+      const next = random(seed);
+      const damaged = Buffer.from(bytes);
+      const [start, length] = spanList[Math.floor(next() * spanList.length)] as [number, number];
+      const at = start + Math.floor(next() * length);
+      damaged[at] = ((damaged[at] as number) + 1 + Math.floor(next() * 255)) % 256;
+      readDamaged(damaged, `message-damaged-${seed}.db`, seed, expected, outcomes);
+    }
+    expect(outcomes.different).toEqual([]);
+    expect(outcomes.untyped).toEqual([]);
+    expect(outcomes.refused).toBeGreaterThan(180);
+  });
+
+  describe('a message row lost, moved or reordered is refused, naming its session', () => {
+    /** A copy of the interrupted store with `edit` (SQL) applied. */
+    const edited = (name: string, edit: string): string => {
+      const path = join(directory, `${name}.db`);
+      copyFileSync(interruptedStore(), path);
+      const db = new DatabaseSync(path);
+      db.exec(edit);
+      db.close();
+      return path;
+    };
+    const refusedFor = (path: string, sessionId: string): StoreCorruptError => {
+      const store = createSqliteStore(path);
+      try {
+        store.load(sessionId);
+      } catch (error) {
+        expect(error).toBeInstanceOf(StoreCorruptError);
+        expect((error as StoreCorruptError).sessionId).toBe(sessionId);
+        return error as StoreCorruptError;
+      } finally {
+        store.close();
+      }
+      throw new Error(`session ${sessionId} loaded`);
+    };
+    const last = "(SELECT max(idx) FROM messages WHERE session_id = 'idle')";
+
+    it('its last row lost: the head says how many there were', () => {
+      refusedFor(
+        edited('message-lost', `DELETE FROM messages WHERE session_id = 'idle' AND idx = ${last}`),
+        'idle',
+      );
+    });
+
+    it('its last row lost with the head made to agree: the session row says how many it refers to', () => {
+      // The head is rewritten as if the conversation had always been one message shorter, checksum and all.
+      const path = edited(
+        'message-lost-head',
+        `DELETE FROM messages WHERE session_id = 'idle' AND idx = ${last}`,
+      );
+      const db = new DatabaseSync(path);
+      const rows = db.prepare("SELECT sum FROM messages WHERE session_id = 'idle' ORDER BY idx").all();
+      const head = db.prepare("SELECT * FROM heads WHERE session_id = 'idle'").get() as Record<
+        string,
+        number
+      >;
+      const changed = { ...head, messages: rows.length, messages_sum: Number(rows.at(-1)?.sum ?? 0) };
+      db.prepare('UPDATE heads SET messages = ?, messages_sum = ?, sum = ? WHERE session_id = ?').run(
+        changed.messages,
+        changed.messages_sum,
+        recordChecksum('heads', changed),
+        'idle',
+      );
+      db.close();
+      expect(refusedFor(path, 'idle').message).toContain('expects');
+    });
+
+    it('a row moved to another session: both are refused', () => {
+      const path = edited(
+        'message-moved',
+        `UPDATE messages SET session_id = 'approval', idx = (SELECT max(idx) + 1 FROM messages WHERE session_id = 'approval')
+         WHERE session_id = 'idle' AND idx = ${last}`,
+      );
+      refusedFor(path, 'idle');
+      refusedFor(path, 'approval');
+    });
+
+    it('two rows swapped, or one taken out of the middle: the chain of checksums breaks', () => {
+      refusedFor(
+        edited(
+          'message-swapped',
+          `UPDATE messages SET idx = -1 WHERE session_id = 'idle' AND idx = 0;
+           UPDATE messages SET idx = 0 WHERE session_id = 'idle' AND idx = 1;
+           UPDATE messages SET idx = 1 WHERE session_id = 'idle' AND idx = -1;`,
+        ),
+        'idle',
+      );
+      refusedFor(edited('message-gap', "DELETE FROM messages WHERE session_id = 'idle' AND idx = 1"), 'idle');
+    });
+  });
+
+  it('a message damaged in a layout-6 row before its file is migrated is refused after, not checksummed again', () => {
+    const path = join(directory, 'message-damaged-before-migration.db');
+    copyFileSync(new URL('./fixtures/layouts/layout-6.db', import.meta.url), path);
+    const db = new DatabaseSync(path);
+    const changed = db
+      .prepare(`UPDATE sessions SET doc = replace(doc, 'hello back', 'hallo back') WHERE id = 'idle'`)
+      .run().changes;
+    db.close();
+    expect(changed).toBe(1);
+    const store = createSqliteStore(path);
+    try {
+      let refused: unknown;
+      try {
+        store.load('idle');
+      } catch (error) {
+        refused = error;
+      }
+      expect(refused).toBeInstanceOf(StoreCorruptError);
+      expect((refused as StoreCorruptError).sessionId).toBe('idle');
+      // The other sessions were migrated and load.
       expect(store.load('approval')?.session.status).toBe('awaiting');
     } finally {
       store.close();

@@ -14,7 +14,7 @@ import { until } from '../support/until.ts';
  * The corpus: stores written by the code of every earlier layout (fixtures/layouts/generate.ts, run at that layout's
  * commit). Each is opened by this code (migrated in place) and its interrupted sessions resumed to the end.
  */
-const corpus = [2, 3, 4, 5] as const;
+const corpus = [2, 3, 4, 5, 6] as const;
 
 const directory = mkdtempSync(join(tmpdir(), 'troupe-layouts-'));
 afterAll(() => rmSync(directory, { recursive: true, force: true }));

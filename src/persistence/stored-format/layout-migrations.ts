@@ -4,6 +4,7 @@ import { storeLayoutVersion } from '../store.ts';
 import { eventsTable, journalTable } from './append-only-tables.ts';
 import { checksummedColumns, recordChecksum } from './record-checksum.ts';
 import { headsTable, prepareHeads } from './session-head.ts';
+import { messageChecksum, messagesTable } from './stored-messages.ts';
 
 /**
  * How a SQLite store of an earlier layout is brought to this one. Each step takes a file from layout N to N + 1
@@ -54,6 +55,8 @@ export const layoutMigrations: readonly LayoutMigration[] = [
     change:
       'a checksum per record (`sum` in sessions, runs, journal, events, approvals), the layout in each session row, a head per session (`heads`: its last event seq and how many runs, journal entries and approvals it holds), and the lease of each session a process runs (`leases`)',
     migrate(db) {
+      // The heads are written in this code's form, which counts the messages of layout 7 (none yet).
+      db.exec(messagesTable);
       db.exec(headsTable);
       db.exec(leasesTable);
       for (const table of Object.keys(checksummedColumns))
@@ -113,7 +116,117 @@ export const layoutMigrations: readonly LayoutMigration[] = [
       }
     },
   },
+  {
+    from: 6,
+    to: 7,
+    change:
+      "the conversations in an append-only table (`messages`: one row per distinct message of a session, keyed by an increasing `id`, read through `messages_by_session` by session and idx, each checksum continuing the one before it) and, for the last messages of a conversation up to 2 KB of JSON, in the session row (`tail`); the session row refers to them by ranges of positions and says how many are in rows; the head keeps their count and the last one's checksum (`messages`, `messages_sum`); the index `sessions_by_status` by status alone",
+    migrate(db) {
+      db.exec(messagesTable);
+      db.exec(
+        'DROP INDEX IF EXISTS sessions_by_status; CREATE INDEX sessions_by_status ON sessions (status);',
+      );
+      const headColumns = new Set(
+        db
+          .prepare('PRAGMA table_info(heads)')
+          .all()
+          .map((column) => String(column.name)),
+      );
+      for (const column of ['messages', 'messages_sum'])
+        if (!headColumns.has(column))
+          db.exec(`ALTER TABLE heads ADD COLUMN ${column} INTEGER NOT NULL DEFAULT 0`);
+      const insert = db.prepare('INSERT INTO messages (session_id, idx, doc, sum) VALUES (?, ?, ?, ?)');
+      const update = db.prepare('UPDATE sessions SET doc = ?, sum = ? WHERE rowid = ?');
+      const selectHead = db.prepare('SELECT * FROM heads WHERE session_id = ?');
+      const updateHead = db.prepare(
+        'UPDATE heads SET messages = ?, messages_sum = ?, sum = ? WHERE session_id = ?',
+      );
+      for (const row of db.prepare('SELECT rowid, * FROM sessions ORDER BY rowid').all()) {
+        const id = String(row.id);
+        const doc = String(row.doc);
+        const head = selectHead.get(id);
+        // A row or a head that is not as layout 6 wrote it is left as it is: it is damaged, and reading the session
+        // refuses it (a new checksum would make the damage pass for a record). A head written by the 4 -> 5 step
+        // of this code already covers the new columns.
+        if (
+          !doc.startsWith(layoutSix) ||
+          row.sum !== recordChecksum('sessions', row) ||
+          head === undefined ||
+          (head.sum !== recordChecksum('heads', head, layoutSixHeadColumns) &&
+            head.sum !== recordChecksum('heads', head))
+        )
+          continue;
+        let parsed: { row?: unknown; messages?: unknown };
+        try {
+          parsed = JSON.parse(doc) as { row?: unknown; messages?: unknown };
+        } catch {
+          continue;
+        }
+        if (!Array.isArray(parsed.messages)) continue;
+        let sum = 0;
+        for (const [idx, message] of parsed.messages.entries()) {
+          const text = JSON.stringify(message);
+          sum = messageChecksum(id, idx, text, sum);
+          insert.run(id, idx, text, sum);
+        }
+        const migrated = JSON.stringify({
+          layout: 7,
+          row: withRanges(parsed.row),
+          messages: parsed.messages.length,
+          tail: [],
+        });
+        update.run(migrated, recordChecksum('sessions', { ...row, doc: migrated }), row.rowid as number);
+        const count = parsed.messages.length;
+        updateHead.run(
+          count,
+          sum,
+          recordChecksum('heads', { ...head, messages: count, messages_sum: sum }),
+          id,
+        );
+      }
+    },
+  },
 ];
+
+/** How a session row of layout 6 begins. */
+const layoutSix = '{"layout":6,';
+
+/** The columns a head's checksum covered in layouts 5 and 6. */
+const layoutSixHeadColumns = ['session_id', 'last_seq', 'runs', 'journal', 'approvals'];
+
+/**
+ * A layout-6 row with its message lists (`{ "$messages": [positions] }`) written as layout 7's ranges
+ * (`{ "$ranges": [start, end, ...] }`). Anything else is left as it is, for reading the session to refuse.
+ */
+function withRanges(row: unknown): unknown {
+  const record = (value: unknown): Record<string, unknown> | undefined =>
+    typeof value === 'object' && value !== null && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : undefined;
+  const ranges = (value: unknown): unknown => {
+    const positions = record(value)?.$messages;
+    if (!Array.isArray(positions) || !positions.every((position) => Number.isSafeInteger(position)))
+      return value;
+    const out: number[] = [];
+    for (const position of positions as number[]) {
+      if (out.length > 0 && out[out.length - 1] === position) out[out.length - 1] = position + 1;
+      else out.push(position, position + 1);
+    }
+    return { $ranges: out };
+  };
+  const session = record(row);
+  if (session === undefined) return row;
+  session.transcript = ranges(session.transcript);
+  const turn = record(session.turn);
+  const restore = record(turn?.session);
+  if (restore !== undefined) {
+    restore.transcript = ranges(restore.transcript);
+    restore.agentHistory = ranges(restore.agentHistory);
+  }
+  const checkpoint = record(record(turn?.agent)?.checkpoint);
+  if (checkpoint !== undefined) checkpoint.history = ranges(checkpoint.history);
+  return session;
+}
 
 /** How a session row of layout 5 begins (`{ layout, row, messages }`, as JSON.stringify writes it). */
 const layoutFive = '{"layout":5,';

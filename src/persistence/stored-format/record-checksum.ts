@@ -19,20 +19,24 @@ export const checksummedColumns = {
   journal: ['session_id', 'key', 'doc'],
   events: ['session_id', 'seq', 'time', 'agent', 'route', 'depth', 'type', 'origin', 'data'],
   approvals: ['session_id', 'call_id', 'status', 'requested_at', 'decided_at', 'doc'],
-  heads: ['session_id', 'last_seq', 'runs', 'journal', 'approvals'],
+  heads: ['session_id', 'last_seq', 'runs', 'journal', 'approvals', 'messages', 'messages_sum'],
 } as const;
 
 export type ChecksummedTable = keyof typeof checksummedColumns;
 
 /** The checksum of a record of `table`, from its columns (as bound when written, or as read back). */
-export function recordChecksum(table: ChecksummedTable, record: RecordColumns): number {
+export function recordChecksum(
+  table: ChecksummedTable,
+  record: RecordColumns,
+  columns: readonly string[] = checksummedColumns[table],
+): number {
   // Each column is fed as a tagged, length-prefixed piece: no two different records give the same input, and the
   // JSON text of a document is hashed as it is (escaping it again would cost more than the hash). The pieces are
   // hashed as one string (CRC-32 of the whole equals CRC-32 continued piece by piece): one call into zlib per record.
   // node:zlib loads on the first checksum, not when Troupe is imported.
   const { crc32 } = process.getBuiltinModule('node:zlib');
   let input: string = table;
-  for (const name of checksummedColumns[table]) {
+  for (const name of columns) {
     const value = record[name];
     if (typeof value === 'string') input += `|s${value.length}:${value}`;
     else if (typeof value === 'number' || typeof value === 'bigint') input += `|n${String(value)}`;

@@ -15,6 +15,8 @@ export const headsTable = `CREATE TABLE IF NOT EXISTS heads (
   runs INTEGER NOT NULL,
   journal INTEGER NOT NULL,
   approvals INTEGER NOT NULL,
+  messages INTEGER NOT NULL DEFAULT 0,
+  messages_sum INTEGER NOT NULL DEFAULT 0,
   sum INTEGER NOT NULL
 ) WITHOUT ROWID;`;
 
@@ -23,6 +25,9 @@ export interface SessionHead {
   runs: number;
   journal: number;
   approvals: number;
+  /** How many messages its conversation holds, and the checksum of the last (stored-messages.ts). */
+  messages: number;
+  messagesSum: number;
 }
 
 export type SessionHeads = ReturnType<typeof prepareHeads>;
@@ -32,14 +37,18 @@ export function prepareHeads(db: Sqlite.DatabaseSync) {
       coalesce((SELECT max(seq) FROM events WHERE session_id = ?1), -1) AS last_seq,
       (SELECT count(*) FROM runs WHERE session_id = ?1) AS runs,
       (SELECT count(*) FROM journal WHERE session_id = ?1) AS journal,
-      (SELECT count(*) FROM approvals WHERE session_id = ?1) AS approvals`);
+      (SELECT count(*) FROM approvals WHERE session_id = ?1) AS approvals,
+      (SELECT count(*) FROM messages WHERE session_id = ?1) AS messages,
+      coalesce((SELECT sum FROM messages WHERE session_id = ?1 ORDER BY idx DESC LIMIT 1), 0) AS messages_sum`);
   const upsert = db.prepare(
-    `INSERT INTO heads (session_id, last_seq, runs, journal, approvals, sum) VALUES (?, ?, ?, ?, ?, ?)
+    `INSERT INTO heads (session_id, last_seq, runs, journal, approvals, messages, messages_sum, sum)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT (session_id) DO UPDATE SET last_seq = excluded.last_seq, runs = excluded.runs,
-       journal = excluded.journal, approvals = excluded.approvals, sum = excluded.sum`,
+       journal = excluded.journal, approvals = excluded.approvals, messages = excluded.messages,
+       messages_sum = excluded.messages_sum, sum = excluded.sum`,
   );
   const select = db.prepare(
-    'SELECT session_id, last_seq, runs, journal, approvals, sum FROM heads WHERE session_id = ?',
+    'SELECT session_id, last_seq, runs, journal, approvals, messages, messages_sum, sum FROM heads WHERE session_id = ?',
   );
   const unmatched =
     db.prepare(`SELECT id AS session_id FROM sessions WHERE id NOT IN (SELECT session_id FROM heads)
@@ -53,6 +62,8 @@ export function prepareHeads(db: Sqlite.DatabaseSync) {
       runs: Number(row.runs),
       journal: Number(row.journal),
       approvals: Number(row.approvals),
+      messages: Number(row.messages),
+      messagesSum: Number(row.messages_sum),
     };
   };
 
@@ -64,6 +75,8 @@ export function prepareHeads(db: Sqlite.DatabaseSync) {
       runs: head.runs,
       journal: head.journal,
       approvals: head.approvals,
+      messages: head.messages,
+      messages_sum: head.messagesSum,
     };
     upsert.run(
       sessionId,
@@ -71,6 +84,8 @@ export function prepareHeads(db: Sqlite.DatabaseSync) {
       head.runs,
       head.journal,
       head.approvals,
+      head.messages,
+      head.messagesSum,
       recordChecksum('heads', record),
     );
   };
@@ -88,9 +103,12 @@ export function prepareHeads(db: Sqlite.DatabaseSync) {
      */
     write,
 
-    /** The session's head, verified, or undefined when it has none (a session without a row). */
-    find(sessionId: string): SessionHead | undefined {
-      const row = select.get(sessionId);
+    /**
+     * The session's head, verified, or undefined when it has none (a session without a row). `row`: its columns
+     * when the caller already read them (`session_id` null when it has none).
+     */
+    find(sessionId: string, given?: Record<string, Sqlite.SQLOutputValue>): SessionHead | undefined {
+      const row = given === undefined ? select.get(sessionId) : given.session_id === null ? undefined : given;
       if (row === undefined) return undefined;
       verifyRecord(sessionId, 'its head', 'heads', row);
       return {
@@ -98,6 +116,8 @@ export function prepareHeads(db: Sqlite.DatabaseSync) {
         runs: Number(row.runs),
         journal: Number(row.journal),
         approvals: Number(row.approvals),
+        messages: Number(row.messages),
+        messagesSum: Number(row.messages_sum),
       };
     },
 
@@ -115,7 +135,7 @@ export function prepareHeads(db: Sqlite.DatabaseSync) {
     },
 
     /** Refuses a session that lost records its head counts (or holds records it does not). */
-    check(sessionId: string, found: SessionHead): SessionHead {
+    check(sessionId: string, found: Omit<SessionHead, 'messages' | 'messagesSum'>): SessionHead {
       const head = this.read(sessionId);
       for (const key of ['lastSeq', 'runs', 'journal', 'approvals'] as const)
         if (head[key] !== found[key])
