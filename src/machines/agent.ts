@@ -438,8 +438,9 @@ function appendAssistant(context: AgentContext, response: ModelResponse, keepToo
   if (keepToolCalls && response.toolCalls.length > 0) message.toolCalls = response.toolCalls;
   if (response.reasoning && response.reasoning.length > 0) message.reasoning = response.reasoning;
   // concat makes the array at its final length; a spread grows it by push, reallocating on the way and keeping
-  // spare slots for as long as the history holds it.
-  return context.history.concat(message);
+  // spare slots for as long as the history holds it. The message goes in an array of its own: V8 copies arrays
+  // into arrays on its fast path, and takes its general (slower) one when an argument is not an array.
+  return context.history.concat([message]);
 }
 
 type ModelResponseEvent = Extract<AgentEvent, { type: 'model.response' }>;
