@@ -37,43 +37,57 @@ export interface SnapshotBuilder {
  * one of XState's own built-in resolvers needs a real snapshot to read).
  */
 export class ActionRun implements WorkingState {
-  context: Record<string, unknown>;
-  children: Children;
-  status: EngineSnapshot['status'];
-  output: unknown;
-  error: unknown;
+  // Fields are declared, not defined: each is set once in the constructor. (A defined field is set twice per
+  // object, by a field initializer and then by the constructor: this object is made for every microstep.)
+  declare context: Record<string, unknown>;
+  declare children: Children;
+  declare status: EngineSnapshot['status'];
+  declare output: unknown;
+  declare error: unknown;
   /** Whether any action replaced the snapshot (XState's microstep then returns a new snapshot object). */
-  changed = false;
-  #snapshot: EngineSnapshot | undefined;
-  #extra: { internalQueue: EngineEvent[]; deferredActorIds: string[] | undefined } | undefined;
+  declare changed: boolean;
+  declare readonly machine: EngineMachine & SnapshotBuilder;
+  declare readonly scope: EngineScope;
+  declare readonly event: EngineEvent;
+  declare readonly internalQueue: EngineEvent[];
+  /** The configuration the microstep started from: intermediate snapshots keep it, as XState's do. */
+  declare readonly configuration: Configuration;
+  declare private readonly start: EngineSnapshot;
+  /** The real snapshot of the working state, while it is one (undefined once an action changed it). */
+  declare private current: EngineSnapshot | undefined;
+  declare private extraArgument:
+    | { internalQueue: EngineEvent[]; deferredActorIds: string[] | undefined }
+    | undefined;
 
   constructor(
-    readonly machine: EngineMachine & SnapshotBuilder,
-    readonly scope: EngineScope,
-    readonly event: EngineEvent,
-    readonly internalQueue: EngineEvent[],
-    /** The configuration the microstep started from: intermediate snapshots keep it, as XState's do. */
-    readonly configuration: Configuration,
-    private readonly start: EngineSnapshot,
+    machine: EngineMachine & SnapshotBuilder,
+    scope: EngineScope,
+    event: EngineEvent,
+    internalQueue: EngineEvent[],
+    configuration: Configuration,
+    start: EngineSnapshot,
   ) {
+    this.machine = machine;
+    this.scope = scope;
+    this.event = event;
+    this.internalQueue = internalQueue;
+    this.configuration = configuration;
+    this.start = start;
     this.context = start.context;
     this.children = start.children;
     this.status = start.status;
     this.output = start.output;
     this.error = start.error;
-    this.#snapshot = start;
+    this.changed = false;
+    this.current = start;
+    this.extraArgument = undefined;
   }
 
   /** A real snapshot of the working state, for XState's own built-in action resolvers. */
   snapshot(): EngineSnapshot {
-    if (!this.#snapshot)
-      this.#snapshot = this.machine.snapshotOf(
-        this.configuration,
-        this,
-        this.start._nodes,
-        this.start.historyValue,
-      );
-    return this.#snapshot;
+    if (!this.current)
+      this.current = this.machine.snapshotOf(this.configuration, this, this.start._nodes, this.start.historyValue);
+    return this.current;
   }
 
   adopt(snapshot: EngineSnapshot): void {
@@ -83,7 +97,7 @@ export class ActionRun implements WorkingState {
     this.output = snapshot.output;
     this.error = snapshot.error;
     this.changed = true;
-    this.#snapshot = snapshot;
+    this.current = snapshot;
   }
 
   /** The `extra` argument of XState's built-in resolvers (one object per microstep: they only read it). */
@@ -91,15 +105,15 @@ export class ActionRun implements WorkingState {
     internalQueue: EngineEvent[];
     deferredActorIds: string[] | undefined;
   } {
-    this.#extra ??= { internalQueue: this.internalQueue, deferredActorIds: undefined };
-    this.#extra.deferredActorIds = deferredActorIds;
-    return this.#extra;
+    this.extraArgument ??= { internalQueue: this.internalQueue, deferredActorIds: undefined };
+    this.extraArgument.deferredActorIds = deferredActorIds;
+    return this.extraArgument;
   }
 
   /** Marks the working state as changed since the last real snapshot. */
   touch(): void {
     this.changed = true;
-    this.#snapshot = undefined;
+    this.current = undefined;
   }
 }
 
@@ -279,10 +293,12 @@ function assignContext(run: ActionRun, assignment: unknown, params: unknown): vo
  * measurable share of a step's garbage. (So `spawn` is not an own property: spreading the arguments drops it.)
  */
 class AssignArgs {
-  readonly context: Record<string, unknown>;
-  readonly event: EngineEvent;
-  readonly self: EngineScope['self'];
-  readonly system: EngineScope['system'];
+  // The public fields are declared, not defined: set once in the constructor (one of these per assign; see
+  // ActionRun). The run and the spawned children stay private: an assigner sees what XState gives it.
+  declare readonly context: Record<string, unknown>;
+  declare readonly event: EngineEvent;
+  declare readonly self: EngineScope['self'];
+  declare readonly system: EngineScope['system'];
   readonly #run: ActionRun;
   #spawned: Children | undefined;
 
