@@ -86,7 +86,12 @@ export class ActionRun implements WorkingState {
   /** A real snapshot of the working state, for XState's own built-in action resolvers. */
   snapshot(): EngineSnapshot {
     if (!this.current)
-      this.current = this.machine.snapshotOf(this.configuration, this, this.start._nodes, this.start.historyValue);
+      this.current = this.machine.snapshotOf(
+        this.configuration,
+        this,
+        this.start._nodes,
+        this.start.historyValue,
+      );
     return this.current;
   }
 
