@@ -345,8 +345,43 @@ class CompiledMachine extends Base implements SnapshotBuilder {
     nodes: readonly EngineStateNode[] | undefined,
     historyValue: Record<string, unknown>,
   ): EngineSnapshot {
-    const methods = this.methods ?? this.snapshotMethods();
     const activeNodes = nodes ?? (working.status === 'done' ? configuration.nodesDone : configuration.nodes);
+    let template: object | undefined;
+    if (activeNodes === configuration.nodes)
+      template = configuration.template ??= this.literalSnapshot(
+        configuration,
+        blank,
+        activeNodes,
+        blank.children,
+      );
+    else if (activeNodes === configuration.nodesDone)
+      template = configuration.templateDone ??= this.literalSnapshot(
+        configuration,
+        blank,
+        activeNodes,
+        blank.children,
+      );
+    else return this.literalSnapshot(configuration, working, activeNodes, historyValue);
+    // A copy of the configuration's template with the working state's parts: one copy and six stores, where a
+    // literal defines all fifteen properties one by one (two snapshots per tool step).
+    const snapshot = { ...template } as EngineSnapshot;
+    snapshot.status = working.status;
+    snapshot.output = working.output;
+    snapshot.error = working.error;
+    snapshot.context = working.context;
+    snapshot.children = working.children;
+    snapshot.historyValue = historyValue;
+    return snapshot;
+  }
+
+  /** A snapshot built property by property, in XState's order. */
+  private literalSnapshot(
+    configuration: Configuration,
+    working: WorkingState,
+    activeNodes: readonly EngineStateNode[],
+    historyValue: Record<string, unknown>,
+  ): EngineSnapshot {
+    const methods = this.methods ?? this.snapshotMethods();
     return {
       status: working.status,
       output: working.output,
@@ -433,6 +468,15 @@ class CompiledMachine extends Base implements SnapshotBuilder {
     return actions;
   }
 }
+
+/** The working state of a snapshot template: it holds no run's context or children (the template outlives runs). */
+const blank: WorkingState = Object.freeze({
+  context: {},
+  children: {},
+  status: 'active',
+  output: undefined,
+  error: undefined,
+});
 
 /** The tags of these active nodes, in their order (XState's Set of a done snapshot lists the leaf's first). */
 function tagsOf(configuration: Configuration, nodes: readonly EngineStateNode[]): Set<string> {

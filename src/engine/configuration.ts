@@ -30,6 +30,12 @@ export interface Configuration {
   /** The candidate transitions for each event type, and the eventless ones, filled on first use (select-transition.ts). */
   candidates: Map<string, readonly Candidate[]>;
   eventless: readonly Candidate[] | undefined;
+  /**
+   * A snapshot of this configuration with `nodes` (and one with `nodesDone`), whose state-dependent parts a new
+   * snapshot replaces: made on first use by the machine that owns the configuration (compiled-machine.ts).
+   */
+  template: object | undefined;
+  templateDone: object | undefined;
 }
 
 /** A state node entered by a transition; `defaultEntry` nodes also run their `initial` transition's actions. */
@@ -190,6 +196,8 @@ function createConfiguration(leaf: EngineStateNode): Configuration {
     plans: new Map(),
     candidates: new Map(),
     eventless: undefined,
+    template: undefined,
+    templateDone: undefined,
   };
 }
 
