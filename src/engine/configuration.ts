@@ -1,4 +1,5 @@
 import type { StateValue } from 'xstate';
+import type { PreparedAction } from './resolve-actions.ts';
 import type { Candidate } from './select-transition.ts';
 import {
   type EngineStateNode,
@@ -54,10 +55,10 @@ export interface TransitionPlan {
   /** Whether the active nodes differ afterwards (when they do not, XState keeps the snapshot's `_nodes`). */
   nodesChanged: boolean;
   /**
-   * The microstep's exit, transition and entry actions as one list, or null when they are resolved node by node;
-   * filled on first use (compiled-machine.ts).
+   * The microstep's exit, transition and entry actions as one list, prepared (resolve-actions.ts), or null when they
+   * are resolved node by node; filled on first use (compiled-machine.ts).
    */
-  actions?: readonly unknown[] | null | undefined;
+  actions?: readonly PreparedAction[] | null | undefined;
 }
 
 /** The configurations of one machine, by leaf. */
