@@ -1127,6 +1127,9 @@ export const agentMachine = setup({
                     target: '#agent.running.checkingOutput',
                     actions: 'recordToolUseResponse',
                   },
+                  // The usual turn, asked first: the three below need a 'terminate' decision, so the order among
+                  // these four does not change which is taken.
+                  { guard: 'decidedToRunTools', target: 'runningTools', actions: 'recordToolUseResponse' },
                   // A tool-call limit refused the calls: one last answer with tools off, unless the limits say no.
                   {
                     guard: 'answersAtToolCallLimit',
@@ -1143,7 +1146,6 @@ export const agentMachine = setup({
                     target: '#agent.failed',
                     actions: ['recordToolUseResponse', 'stopOnDecision'],
                   },
-                  { guard: 'decidedToRunTools', target: 'runningTools', actions: 'recordToolUseResponse' },
                   // Thinking only: another call, unless this response used the last step.
                   {
                     guard: and(['decidedToThink', 'stepLimitReached', 'finalAnswerOnMaxSteps']),
