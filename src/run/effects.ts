@@ -5,7 +5,8 @@ import type { ModelResponse } from '../core/model.ts';
 import { addUsage, emptyUsage, type Usage } from '../core/usage.ts';
 import type { AgentContext, AgentEvent, EffectCommand } from '../machines/agent.ts';
 import { callModelGuarded, checkGuardrailStage } from './guardrail-stage.ts';
-import { checksAnswers, emitResponse, emitUsage, modelCall } from './model-gate.ts';
+import { type CallHooks, checksAnswers, emitResponse, emitUsage, modelCall } from './model-gate.ts';
+import { HistoryIds } from './normalize-response.ts';
 import { emitFrom, type RunRuntime, runtimeOfAgent } from './run-runtime.ts';
 import { approvalRequests, runTools } from './tool-gate.ts';
 
@@ -119,6 +120,8 @@ class EffectsInstance implements EffectsHost {
   #cumulative: Usage = emptyUsage;
   /** An answer waiting for the output guardrails' verdict before its model_response leaves. */
   #held: { step: number; response: ModelResponse } | undefined;
+  /** What this run's plain model calls share: the tool-call ids of its conversation so far. */
+  readonly #callHooks: CallHooks = { historyIds: new HistoryIds() };
 
   constructor(
     agent: AnyActorRef,
@@ -266,7 +269,7 @@ class EffectsInstance implements EffectsHost {
       callModelGuarded(this, runtime, command, guardrails);
       return;
     }
-    const answered = modelCall(runtime, command, this.#controller.signal);
+    const answered = modelCall(runtime, command, this.#controller.signal, this.#callHooks);
     // A plain run answers in the same callback; a durable one commits the response first.
     if (!durable) {
       void answered.then((event) => {

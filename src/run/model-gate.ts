@@ -8,7 +8,7 @@ import { hasCounts, type PiiCounts } from '../pii/pii-masker.ts';
 import { maskMessages, type PiiRun, piiOf, revealResponse } from '../pii/pii-run.ts';
 import { denialError } from '../resources/denial-error.ts';
 import { type ModelReservation, reserveModelCall } from '../resources/model-reservation.ts';
-import { normalizeResponse } from './normalize-response.ts';
+import { type HistoryIds, normalizeResponse } from './normalize-response.ts';
 import { contextInfoOf, emitFrom, type RunRuntime } from './run-runtime.ts';
 import { secretKeysOf, streamedArgumentsGuard } from './secrets.ts';
 
@@ -25,6 +25,8 @@ type ModelCallCommand = Extract<EffectCommand, { type: 'model.call' }>;
 export interface CallHooks {
   textGate?: (delta: Extract<ModelDelta, { type: 'text' }>) => void;
   onGenerate?: () => void;
+  /** The tool-call ids of the run's conversation so far, kept from one call to the next (normalize-response.ts). */
+  historyIds?: HistoryIds;
 }
 
 /** A model call, through the run's durable executor when it has one (which records its answer). */
@@ -99,7 +101,7 @@ function callModel(
     return Promise.resolve(failed(runtime, signal, undefined, error));
   }
   return Promise.resolve(answer).then(
-    (given) => answered(runtime, command, signal, maskForModel, undefined, given),
+    (given) => answered(runtime, command, signal, maskForModel, undefined, given, hooks?.historyIds),
     (error: unknown) => failed(runtime, signal, undefined, error),
   );
 }
@@ -180,7 +182,7 @@ async function callModelWhenReady(
   } catch (error) {
     return failed(runtime, signal, reservation, error);
   }
-  return answered(runtime, command, signal, maskForModel, reservation, answer);
+  return answered(runtime, command, signal, maskForModel, reservation, answer, hooks?.historyIds);
 }
 
 /** The user's instruction function failed: the run fails with its error, before anything is spent. */
@@ -265,12 +267,14 @@ function answered(
   maskForModel: PiiRun | undefined,
   reservation: Extract<ModelReservation, { granted: true }> | undefined,
   answer: ModelResponse,
+  historyIds: HistoryIds | undefined,
 ): AgentEvent {
   try {
     const response = normalizeResponse(
       maskForModel ? revealResponse(maskForModel, answer) : answer,
       command.call,
       command.history,
+      historyIds,
     );
     reservation?.settle(response.usage);
     if (signal.aborted) return abortedEvent();

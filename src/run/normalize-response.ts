@@ -18,6 +18,7 @@ export function normalizeResponse(
   response: ModelResponse,
   call: number,
   history: readonly Message[] = [],
+  known?: HistoryIds,
 ): ModelResponse {
   const given = Array.isArray(response.toolCalls) ? response.toolCalls : [];
   // The set of ids in use is built only once an id collides: a fresh id is checked by scanning, which allocates
@@ -25,13 +26,17 @@ export function normalizeResponse(
   // length: it stays in the history for the rest of the run, and one grown by push keeps 16 slots or more.
   let used: Set<string> | undefined;
   const toolCalls = new Array<ToolCall>(given.length);
+  const inHistory = given.length > 0 && known ? known.of(history) : undefined;
   for (let k = 0; k < given.length; k++) {
     const toolCall = given[k] as ToolCall;
     const raw =
       typeof toolCall.id === 'string' && toolCall.id !== '' && toolCall.id !== '0' ? toolCall.id : '';
     let id = raw === '' ? `call_${call}_${k}` : raw;
-    if (used === undefined && (usedIn(history, id) || takenBefore(toolCalls, k, id))) {
-      used = idsIn(history);
+    if (
+      used === undefined &&
+      ((inHistory ? inHistory.has(id) : usedIn(history, id)) || takenBefore(toolCalls, k, id))
+    ) {
+      used = inHistory ? new Set(inHistory) : idsIn(history);
       for (let j = 0; j < k; j++) used.add((toolCalls[j] as ToolCall).id);
     }
     if (used !== undefined) id = uniqueId(id, used);
@@ -52,6 +57,43 @@ export function normalizeResponse(
     normalized.reasoning = response.reasoning;
   if (response.rawStopReason !== undefined) normalized.rawStopReason = response.rawStopReason;
   return normalized;
+}
+
+/**
+ * The tool-call ids of one run's conversation, kept from one model call to the next: each call adds the ids of the
+ * messages appended since the last, instead of scanning the whole conversation again (a scan per call of every step
+ * made that check grow with the run). It relies on how a run's history changes between its model calls: messages
+ * are appended, or the last one is replaced; a history that is shorter, or whose message at the last known position
+ * is another object, is read again from the start.
+ */
+export class HistoryIds {
+  #history: readonly Message[] | undefined;
+  #ids: Set<string> | undefined;
+
+  /** The ids `history` uses (the set is shared with later calls: do not change it). */
+  of(history: readonly Message[]): ReadonlySet<string> {
+    const known = this.#history;
+    let ids = this.#ids;
+    let from = 0;
+    if (known !== undefined && ids !== undefined) {
+      const length = known.length;
+      if (history.length >= length && (length === 0 || history[length - 1] === known[length - 1]))
+        from = length;
+      else ids = undefined;
+    }
+    ids ??= new Set();
+    for (let m = from; m < history.length; m++) addIds(ids, history[m] as Message);
+    this.#history = history;
+    this.#ids = ids;
+    return ids;
+  }
+}
+
+function addIds(ids: Set<string>, message: Message): void {
+  if (message.role === 'assistant') {
+    const calls = message.toolCalls;
+    if (calls) for (let c = 0; c < calls.length; c++) ids.add((calls[c] as ToolCall).id);
+  } else if (message.role === 'tool') ids.add(message.toolCallId);
 }
 
 /**
