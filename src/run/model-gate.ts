@@ -25,8 +25,6 @@ type ModelCallCommand = Extract<EffectCommand, { type: 'model.call' }>;
 export interface CallHooks {
   textGate?: (delta: Extract<ModelDelta, { type: 'text' }>) => void;
   onGenerate?: () => void;
-  /** The tool-call ids of the run's conversation so far, kept from one call to the next (normalize-response.ts). */
-  historyIds?: HistoryIds;
 }
 
 /** A model call, through the run's durable executor when it has one (which records its answer). */
@@ -35,11 +33,12 @@ export function modelCall(
   command: ModelCallCommand,
   signal: AbortSignal,
   hooks?: CallHooks,
+  historyIds?: HistoryIds,
 ): Promise<AgentEvent> {
   // Without a durable executor the call goes straight through: no key string and no closure per model call.
-  if (!runtime.runEffect) return callModel(runtime, command, signal, hooks);
+  if (!runtime.runEffect) return callModel(runtime, command, signal, hooks, historyIds);
   return journaledModelEffect(runtime, String(command.call), () =>
-    callModel(runtime, command, signal, hooks),
+    callModel(runtime, command, signal, hooks, historyIds),
   );
 }
 
@@ -75,6 +74,7 @@ function callModel(
   command: ModelCallCommand,
   signal: AbortSignal,
   hooks?: CallHooks,
+  historyIds?: HistoryIds,
 ): Promise<AgentEvent> {
   let system: Message | undefined | Promise<Message | undefined>;
   try {
@@ -83,7 +83,7 @@ function callModel(
     return Promise.resolve(instructionsFailed(runtime, error));
   }
   if (system instanceof Promise || runtime.agent.tools.sources.length > 0 || runtime.resources)
-    return callModelWhenReady(runtime, command, signal, hooks, system);
+    return callModelWhenReady(runtime, command, signal, hooks, system, historyIds);
   if (signal.aborted) return Promise.resolve(abortedEvent());
   const maskForModel = modelMaskOf(runtime);
   const request = requestOf(
@@ -101,7 +101,7 @@ function callModel(
     return Promise.resolve(failed(runtime, signal, undefined, error));
   }
   return Promise.resolve(answer).then(
-    (given) => answered(runtime, command, signal, maskForModel, undefined, given, hooks?.historyIds),
+    (given) => answered(runtime, command, signal, maskForModel, undefined, given, historyIds),
     (error: unknown) => failed(runtime, signal, undefined, error),
   );
 }
@@ -113,6 +113,7 @@ async function callModelWhenReady(
   signal: AbortSignal,
   hooks: CallHooks | undefined,
   built: Message | undefined | Promise<Message | undefined>,
+  historyIds: HistoryIds | undefined,
 ): Promise<AgentEvent> {
   const { agent, bus } = runtime;
   let system: Message | undefined;
@@ -182,7 +183,7 @@ async function callModelWhenReady(
   } catch (error) {
     return failed(runtime, signal, reservation, error);
   }
-  return answered(runtime, command, signal, maskForModel, reservation, answer, hooks?.historyIds);
+  return answered(runtime, command, signal, maskForModel, reservation, answer, historyIds);
 }
 
 /** The user's instruction function failed: the run fails with its error, before anything is spent. */

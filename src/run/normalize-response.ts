@@ -26,7 +26,6 @@ export function normalizeResponse(
   // length: it stays in the history for the rest of the run, and one grown by push keeps 16 slots or more.
   let used: Set<string> | undefined;
   const toolCalls = new Array<ToolCall>(given.length);
-  const inHistory = given.length > 0 && known ? known.of(history) : undefined;
   for (let k = 0; k < given.length; k++) {
     const toolCall = given[k] as ToolCall;
     const raw =
@@ -34,9 +33,9 @@ export function normalizeResponse(
     let id = raw === '' ? `call_${call}_${k}` : raw;
     if (
       used === undefined &&
-      ((inHistory ? inHistory.has(id) : usedIn(history, id)) || takenBefore(toolCalls, k, id))
+      ((known ? known.has(history, id) : usedIn(history, id)) || takenBefore(toolCalls, k, id))
     ) {
-      used = inHistory ? new Set(inHistory) : idsIn(history);
+      used = known ? known.setOf(history) : idsIn(history);
       for (let j = 0; j < k; j++) used.add((toolCalls[j] as ToolCall).id);
     }
     if (used !== undefined) id = uniqueId(id, used);
@@ -64,36 +63,45 @@ export function normalizeResponse(
  * messages appended since the last, instead of scanning the whole conversation again (a scan per call of every step
  * made that check grow with the run). It relies on how a run's history changes between its model calls: messages
  * are appended, or the last one is replaced; a history that is shorter, or whose message at the last known position
- * is another object, is read again from the start.
+ * is another object, is read again from the start. It keeps the ids and that one message, not the history (a run
+ * waiting for its model holds no older copy of its conversation).
  */
 export class HistoryIds {
-  #history: readonly Message[] | undefined;
-  #ids: Set<string> | undefined;
+  #length = 0;
+  #last: Message | undefined;
+  readonly #ids: string[] = [];
 
-  /** The ids `history` uses (the set is shared with later calls: do not change it). */
-  of(history: readonly Message[]): ReadonlySet<string> {
-    const known = this.#history;
-    let ids = this.#ids;
-    let from = 0;
-    if (known !== undefined && ids !== undefined) {
-      const length = known.length;
-      if (history.length >= length && (length === 0 || history[length - 1] === known[length - 1]))
-        from = length;
-      else ids = undefined;
+  /** Whether `history` uses the tool-call id `id`. */
+  has(history: readonly Message[], id: string): boolean {
+    this.#follow(history);
+    return this.#ids.includes(id);
+  }
+
+  /** The ids `history` uses, in a new set. */
+  setOf(history: readonly Message[]): Set<string> {
+    this.#follow(history);
+    return new Set(this.#ids);
+  }
+
+  #follow(history: readonly Message[]): void {
+    const length = this.#length;
+    const ids = this.#ids;
+    let from = length;
+    if (history.length < length || (length > 0 && history[length - 1] !== this.#last)) {
+      from = 0;
+      ids.length = 0;
     }
-    ids ??= new Set();
     for (let m = from; m < history.length; m++) addIds(ids, history[m] as Message);
-    this.#history = history;
-    this.#ids = ids;
-    return ids;
+    this.#length = history.length;
+    this.#last = history[history.length - 1];
   }
 }
 
-function addIds(ids: Set<string>, message: Message): void {
+function addIds(ids: string[], message: Message): void {
   if (message.role === 'assistant') {
     const calls = message.toolCalls;
-    if (calls) for (let c = 0; c < calls.length; c++) ids.add((calls[c] as ToolCall).id);
-  } else if (message.role === 'tool') ids.add(message.toolCallId);
+    if (calls) for (let c = 0; c < calls.length; c++) ids.push((calls[c] as ToolCall).id);
+  } else if (message.role === 'tool') ids.push(message.toolCallId);
 }
 
 /**
