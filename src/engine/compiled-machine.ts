@@ -10,7 +10,15 @@ import {
 import { GuardTests } from './guards.ts';
 import { inspectMicrostep } from './inspection-events.ts';
 import { chosenInterpreter, type InterpreterStatus, processInterpreter } from './interpreter-choice.ts';
-import { ActionRun, resolveActions, type SnapshotBuilder, type WorkingState } from './resolve-actions.ts';
+import {
+  ActionRun,
+  type PreparedAction,
+  prepareActions,
+  resolveActions,
+  resolvePrepared,
+  type SnapshotBuilder,
+  type WorkingState,
+} from './resolve-actions.ts';
 import { assessRuntime } from './runtime-gate.ts';
 import { CandidateTable, selectEventless, selectTransition } from './select-transition.ts';
 import { xstateDevelopmentBuild } from './xstate-build.ts';
@@ -94,8 +102,8 @@ type MachineBase = EngineMachine & {
 const Base = StateMachine as unknown as new (config: unknown, implementations: unknown) => MachineBase;
 
 interface EntryActions {
-  actions: readonly unknown[];
-  withInitial: readonly unknown[];
+  actions: readonly PreparedAction[];
+  withInitial: readonly PreparedAction[];
   invokeIds: string[] | undefined;
 }
 
@@ -109,7 +117,9 @@ class CompiledMachine extends Base implements SnapshotBuilder {
   private readonly configurations = new Configurations();
   private readonly candidates = new CandidateTable(new GuardTests(this.implementations.guards));
   /** Per state node: its exit actions plus stopping its invoked actors (XState's exitStates). */
-  private readonly exitActions = new Map<EngineStateNode, readonly unknown[]>();
+  private readonly exitActions = new Map<EngineStateNode, readonly PreparedAction[]>();
+  /** Per transition: its own actions, prepared (used when a microstep resolves node by node). */
+  private readonly transitionActions = new Map<EngineTransition, readonly PreparedAction[]>();
   /** Per state node: its entry actions plus starting its invoked actors, with or without its initial actions. */
   private readonly entryActions = new Map<EngineStateNode, EntryActions>();
   /** Built at the first start: a machine whose `initial` names no state fails its actor then, as in XState. */
@@ -284,18 +294,18 @@ class CompiledMachine extends Base implements SnapshotBuilder {
     const plan = this.configurations.plan(from, transition, initial);
     const run = new ActionRun(this, scope, event, internalQueue, from, current);
     const flat = this.actionsOf(plan, transition);
-    if (flat) resolveActions(run, flat);
+    if (flat) resolvePrepared(run, flat);
     else {
       // Indexed loops: the microstep runs in V8's baseline tiers for a while, where `for...of` allocates.
       const { exit, enter } = plan;
       for (let index = 0; index < exit.length; index++)
-        resolveActions(run, this.exitActionsOf(exit[index] as EngineStateNode));
-      resolveActions(run, transition.actions);
+        resolvePrepared(run, this.exitActionsOf(exit[index] as EngineStateNode));
+      resolvePrepared(run, this.transitionActionsOf(transition));
       for (let index = 0; index < enter.length; index++) {
         const entered = enter[index] as EnteredNode;
         const node = entered.node;
         const entry = this.entryActionsOf(node);
-        resolveActions(run, entered.defaultEntry ? entry.withInitial : entry.actions, entry.invokeIds);
+        resolvePrepared(run, entered.defaultEntry ? entry.withInitial : entry.actions, entry.invokeIds);
         if (node.type === 'final') this.enterFinal(node, run);
       }
     }
@@ -345,8 +355,43 @@ class CompiledMachine extends Base implements SnapshotBuilder {
     nodes: readonly EngineStateNode[] | undefined,
     historyValue: Record<string, unknown>,
   ): EngineSnapshot {
-    const methods = this.methods ?? this.snapshotMethods();
     const activeNodes = nodes ?? (working.status === 'done' ? configuration.nodesDone : configuration.nodes);
+    let template: object | undefined;
+    if (activeNodes === configuration.nodes)
+      template = configuration.template ??= this.literalSnapshot(
+        configuration,
+        blank,
+        activeNodes,
+        blank.children,
+      );
+    else if (activeNodes === configuration.nodesDone)
+      template = configuration.templateDone ??= this.literalSnapshot(
+        configuration,
+        blank,
+        activeNodes,
+        blank.children,
+      );
+    else return this.literalSnapshot(configuration, working, activeNodes, historyValue);
+    // A copy of the configuration's template with the working state's parts: one copy and six stores, where a
+    // literal defines all fifteen properties one by one (two snapshots per tool step).
+    const snapshot = { ...template } as EngineSnapshot;
+    snapshot.status = working.status;
+    snapshot.output = working.output;
+    snapshot.error = working.error;
+    snapshot.context = working.context;
+    snapshot.children = working.children;
+    snapshot.historyValue = historyValue;
+    return snapshot;
+  }
+
+  /** A snapshot built property by property, in XState's order. */
+  private literalSnapshot(
+    configuration: Configuration,
+    working: WorkingState,
+    activeNodes: readonly EngineStateNode[],
+    historyValue: Record<string, unknown>,
+  ): EngineSnapshot {
+    const methods = this.methods ?? this.snapshotMethods();
     return {
       status: working.status,
       output: working.output,
@@ -384,14 +429,14 @@ class CompiledMachine extends Base implements SnapshotBuilder {
    * invoked actors (a `sendTo` must wait for those) or is final (its done event and output come between lists);
    * null otherwise, and the step resolves node by node.
    */
-  private actionsOf(plan: TransitionPlan, transition: EngineTransition): readonly unknown[] | null {
+  private actionsOf(plan: TransitionPlan, transition: EngineTransition): readonly PreparedAction[] | null {
     let flat = plan.actions;
     if (flat === undefined) {
       const simple = plan.enter.every(({ node }) => node.type !== 'final' && node.invoke.length === 0);
       flat = simple
         ? [
             ...plan.exit.flatMap((node) => this.exitActionsOf(node)),
-            ...transition.actions,
+            ...this.transitionActionsOf(transition),
             ...plan.enter.flatMap(({ node, defaultEntry }) => {
               const entry = this.entryActionsOf(node);
               return defaultEntry ? entry.withInitial : entry.actions;
@@ -400,14 +445,23 @@ class CompiledMachine extends Base implements SnapshotBuilder {
         : null;
       plan.actions = flat;
     }
-    return flat;
+    return flat as readonly PreparedAction[] | null;
   }
 
-  private exitActionsOf(node: EngineStateNode): readonly unknown[] {
+  private exitActionsOf(node: EngineStateNode): readonly PreparedAction[] {
     let actions = this.exitActions.get(node);
     if (!actions) {
-      actions = [...node.exit, ...node.invoke.map((invoke) => stopChild(invoke.id))];
+      actions = prepareActions(this, [...node.exit, ...node.invoke.map((invoke) => stopChild(invoke.id))]);
       this.exitActions.set(node, actions);
+    }
+    return actions;
+  }
+
+  private transitionActionsOf(transition: EngineTransition): readonly PreparedAction[] {
+    let actions = this.transitionActions.get(transition);
+    if (!actions) {
+      actions = prepareActions(this, transition.actions);
+      this.transitionActions.set(transition, actions);
     }
     return actions;
   }
@@ -422,8 +476,8 @@ class CompiledMachine extends Base implements SnapshotBuilder {
         ),
       ];
       actions = {
-        actions: entry,
-        withInitial: [...entry, ...node.initial.actions],
+        actions: prepareActions(this, entry),
+        withInitial: prepareActions(this, [...entry, ...node.initial.actions]),
         // XState passes the ids of the actors this entry spawns, so a sendTo to one of them waits for it. Without
         // invokes that list is empty and changes nothing: no list is passed.
         invokeIds: node.invoke.length > 0 ? node.invoke.map((invoke) => invoke.id) : undefined,
@@ -433,6 +487,15 @@ class CompiledMachine extends Base implements SnapshotBuilder {
     return actions;
   }
 }
+
+/** The working state of a snapshot template: it holds no run's context or children (the template outlives runs). */
+const blank: WorkingState = Object.freeze({
+  context: {},
+  children: {},
+  status: 'active',
+  output: undefined,
+  error: undefined,
+});
 
 /** The tags of these active nodes, in their order (XState's Set of a done snapshot lists the leaf's first). */
 function tagsOf(configuration: Configuration, nodes: readonly EngineStateNode[]): Set<string> {

@@ -1,4 +1,5 @@
 import type { StateValue } from 'xstate';
+import type { PreparedAction } from './resolve-actions.ts';
 import type { Candidate } from './select-transition.ts';
 import {
   type EngineStateNode,
@@ -30,6 +31,12 @@ export interface Configuration {
   /** The candidate transitions for each event type, and the eventless ones, filled on first use (select-transition.ts). */
   candidates: Map<string, readonly Candidate[]>;
   eventless: readonly Candidate[] | undefined;
+  /**
+   * A snapshot of this configuration with `nodes` (and one with `nodesDone`), whose state-dependent parts a new
+   * snapshot replaces: made on first use by the machine that owns the configuration (compiled-machine.ts).
+   */
+  template: object | undefined;
+  templateDone: object | undefined;
 }
 
 /** A state node entered by a transition; `defaultEntry` nodes also run their `initial` transition's actions. */
@@ -48,10 +55,10 @@ export interface TransitionPlan {
   /** Whether the active nodes differ afterwards (when they do not, XState keeps the snapshot's `_nodes`). */
   nodesChanged: boolean;
   /**
-   * The microstep's exit, transition and entry actions as one list, or null when they are resolved node by node;
-   * filled on first use (compiled-machine.ts).
+   * The microstep's exit, transition and entry actions as one list, prepared (resolve-actions.ts), or null when they
+   * are resolved node by node; filled on first use (compiled-machine.ts).
    */
-  actions?: readonly unknown[] | null | undefined;
+  actions?: readonly PreparedAction[] | null | undefined;
 }
 
 /** The configurations of one machine, by leaf. */
@@ -190,6 +197,8 @@ function createConfiguration(leaf: EngineStateNode): Configuration {
     plans: new Map(),
     candidates: new Map(),
     eventless: undefined,
+    template: undefined,
+    templateDone: undefined,
   };
 }
 

@@ -37,43 +37,62 @@ export interface SnapshotBuilder {
  * one of XState's own built-in resolvers needs a real snapshot to read).
  */
 export class ActionRun implements WorkingState {
-  context: Record<string, unknown>;
-  children: Children;
-  status: EngineSnapshot['status'];
-  output: unknown;
-  error: unknown;
+  // Fields are declared, not defined: each is set once in the constructor. (A defined field is set twice per
+  // object, by a field initializer and then by the constructor: this object is made for every microstep.)
+  declare context: Record<string, unknown>;
+  declare children: Children;
+  declare status: EngineSnapshot['status'];
+  declare output: unknown;
+  declare error: unknown;
   /** Whether any action replaced the snapshot (XState's microstep then returns a new snapshot object). */
-  changed = false;
-  #snapshot: EngineSnapshot | undefined;
-  #extra: { internalQueue: EngineEvent[]; deferredActorIds: string[] | undefined } | undefined;
+  declare changed: boolean;
+  declare readonly machine: EngineMachine & SnapshotBuilder;
+  declare readonly scope: EngineScope;
+  declare readonly event: EngineEvent;
+  declare readonly internalQueue: EngineEvent[];
+  /** The configuration the microstep started from: intermediate snapshots keep it, as XState's do. */
+  declare readonly configuration: Configuration;
+  declare private readonly start: EngineSnapshot;
+  /** The real snapshot of the working state, while it is one (undefined once an action changed it). */
+  declare private current: EngineSnapshot | undefined;
+  declare private extraArgument:
+    | { internalQueue: EngineEvent[]; deferredActorIds: string[] | undefined }
+    | undefined;
 
   constructor(
-    readonly machine: EngineMachine & SnapshotBuilder,
-    readonly scope: EngineScope,
-    readonly event: EngineEvent,
-    readonly internalQueue: EngineEvent[],
-    /** The configuration the microstep started from: intermediate snapshots keep it, as XState's do. */
-    readonly configuration: Configuration,
-    private readonly start: EngineSnapshot,
+    machine: EngineMachine & SnapshotBuilder,
+    scope: EngineScope,
+    event: EngineEvent,
+    internalQueue: EngineEvent[],
+    configuration: Configuration,
+    start: EngineSnapshot,
   ) {
+    this.machine = machine;
+    this.scope = scope;
+    this.event = event;
+    this.internalQueue = internalQueue;
+    this.configuration = configuration;
+    this.start = start;
     this.context = start.context;
     this.children = start.children;
     this.status = start.status;
     this.output = start.output;
     this.error = start.error;
-    this.#snapshot = start;
+    this.changed = false;
+    this.current = start;
+    this.extraArgument = undefined;
   }
 
   /** A real snapshot of the working state, for XState's own built-in action resolvers. */
   snapshot(): EngineSnapshot {
-    if (!this.#snapshot)
-      this.#snapshot = this.machine.snapshotOf(
+    if (!this.current)
+      this.current = this.machine.snapshotOf(
         this.configuration,
         this,
         this.start._nodes,
         this.start.historyValue,
       );
-    return this.#snapshot;
+    return this.current;
   }
 
   adopt(snapshot: EngineSnapshot): void {
@@ -83,7 +102,7 @@ export class ActionRun implements WorkingState {
     this.output = snapshot.output;
     this.error = snapshot.error;
     this.changed = true;
-    this.#snapshot = snapshot;
+    this.current = snapshot;
   }
 
   /** The `extra` argument of XState's built-in resolvers (one object per microstep: they only read it). */
@@ -91,15 +110,15 @@ export class ActionRun implements WorkingState {
     internalQueue: EngineEvent[];
     deferredActorIds: string[] | undefined;
   } {
-    this.#extra ??= { internalQueue: this.internalQueue, deferredActorIds: undefined };
-    this.#extra.deferredActorIds = deferredActorIds;
-    return this.#extra;
+    this.extraArgument ??= { internalQueue: this.internalQueue, deferredActorIds: undefined };
+    this.extraArgument.deferredActorIds = deferredActorIds;
+    return this.extraArgument;
   }
 
   /** Marks the working state as changed since the last real snapshot. */
   touch(): void {
     this.changed = true;
-    this.#snapshot = undefined;
+    this.current = undefined;
   }
 }
 
@@ -122,6 +141,77 @@ interface BuiltinAction {
 
 type Assigner = (args: AssignArgs, params: unknown) => Record<string, unknown>;
 
+/** What resolveList does with an action, decided once per action of a machine's config (module constants). */
+type ActionKind = 0 | 1 | 2 | 3 | 4 | 5;
+/** A custom action (or one not found): the actor's executor runs it. */
+const customAction = 0;
+const assignAction = 1;
+const spawnOrStopAction = 2;
+const sendToAction = 3;
+const emitAction = 4;
+/** Any other built-in: XState's own resolver. */
+const builtinAction = 5;
+
+/**
+ * An action of a machine's config with what running it needs looked up: its implementation, its kind and its
+ * parameters (a value, or the function that makes them at each run). The lookups (the implementation by name, the
+ * `params` and `resolve` members, the built-in's type) are made once, not at every microstep.
+ */
+export interface PreparedAction {
+  readonly kind: ActionKind;
+  /** The implementation: the inline function, the named one, or undefined when the name is not implemented. */
+  readonly resolved: (((info: unknown, params: unknown) => void) & Partial<BuiltinAction>) | undefined;
+  /** The action's `params` member, when it has one (a function makes the parameters at each run). */
+  readonly params: unknown;
+  readonly hasParams: boolean;
+  /** The name the actor's executor reports a custom action under. */
+  readonly name: string;
+}
+
+/** Looks up what running `action` needs (see PreparedAction). */
+function prepareAction(machine: EngineMachine, action: unknown): PreparedAction {
+  const isInline = typeof action === 'function';
+  const resolved = (
+    isInline
+      ? action
+      : machine.implementations.actions[
+          typeof action === 'string' ? action : (action as { type: string }).type
+        ]
+  ) as PreparedAction['resolved'];
+  const hasParams =
+    !isInline && typeof action !== 'string' && !!action && typeof action === 'object' && 'params' in action;
+  const params = hasParams ? (action as { params: unknown }).params : undefined;
+  const name =
+    typeof action === 'string'
+      ? action
+      : typeof action === 'object'
+        ? (action as { type: string }).type
+        : (action as { name?: string }).name || '(anonymous)';
+  let kind: ActionKind = customAction;
+  if (resolved && 'resolve' in resolved) {
+    const type = (resolved as BuiltinAction).type;
+    kind =
+      type === 'xstate.assign'
+        ? assignAction
+        : type === 'xstate.spawnChild' || type === 'xstate.stopChild'
+          ? spawnOrStopAction
+          : type === 'xstate.sendTo'
+            ? sendToAction
+            : type === 'xstate.emit' && resolved.execute
+              ? emitAction
+              : builtinAction;
+  }
+  return { kind, resolved, params, hasParams, name };
+}
+
+/** The actions of a list, prepared (see PreparedAction): once per list of a machine's config. */
+export function prepareActions(
+  machine: EngineMachine,
+  actions: readonly unknown[],
+): readonly PreparedAction[] {
+  return actions.map((action) => prepareAction(machine, action));
+}
+
 /**
  * XState's resolveActionsAndContext: runs a list of actions in order against the working state. `assign` is done
  * here directly (the same partial update and `Object.assign` copy of the context, without a snapshot copy), and so
@@ -134,6 +224,15 @@ export function resolveActions(
   actions: readonly unknown[],
   deferredActorIds?: string[],
 ): void {
+  resolvePrepared(run, prepareActions(run.machine, actions), deferredActorIds);
+}
+
+/** resolveActions for a list prepared beforehand (a microstep's cached list of actions). */
+export function resolvePrepared(
+  run: ActionRun,
+  actions: readonly PreparedAction[],
+  deferredActorIds?: string[],
+): void {
   const retries: [BuiltinAction, unknown][] | undefined = deferredActorIds ? [] : undefined;
   resolveList(run, actions, deferredActorIds, retries);
   if (retries && retries.length > 0) {
@@ -144,55 +243,33 @@ export function resolveActions(
 
 function resolveList(
   run: ActionRun,
-  actions: readonly unknown[],
+  actions: readonly PreparedAction[],
   deferredActorIds: string[] | undefined,
   retries: [BuiltinAction, unknown][] | undefined,
 ): void {
-  const { scope, event, machine } = run;
+  const { scope, event } = run;
   // An indexed loop: a microstep runs in V8's baseline tiers for a while, where `for...of` allocates.
   for (let index = 0; index < actions.length; index++) {
-    const action = actions[index];
-    const isInline = typeof action === 'function';
-    const resolved = (
-      isInline
-        ? action
-        : machine.implementations.actions[
-            typeof action === 'string' ? action : (action as { type: string }).type
-          ]
-    ) as (((info: unknown, params: unknown) => void) & Partial<BuiltinAction>) | undefined;
+    const prepared = actions[index] as PreparedAction;
+    const resolved = prepared.resolved;
     let params: unknown;
-    if (
-      !isInline &&
-      typeof action !== 'string' &&
-      action &&
-      typeof action === 'object' &&
-      'params' in action
-    ) {
-      const raw = (action as { params: unknown }).params;
+    if (prepared.hasParams) {
+      const raw = prepared.params;
       params = typeof raw === 'function' ? raw({ context: run.context, event }) : raw;
     }
-    if (!resolved || !('resolve' in resolved)) {
+    const kind = prepared.kind;
+    if (kind === customAction) {
       const args = { context: run.context, event, self: scope.self, system: scope.system };
-      scope.actionExecutor({
-        type:
-          typeof action === 'string'
-            ? action
-            : typeof action === 'object'
-              ? (action as { type: string }).type
-              : (action as { name?: string }).name || '(anonymous)',
-        info: args,
-        params,
-        exec: resolved,
-      });
+      scope.actionExecutor({ type: prepared.name, info: args, params, exec: resolved });
       continue;
     }
     const builtin = resolved as BuiltinAction;
-    if (builtin.type === 'xstate.assign') {
+    if (kind === assignAction) {
       assignContext(run, builtin.assignment, params);
       continue;
     }
     const args = { context: run.context, event, self: scope.self, system: scope.system };
-    if (builtin.type === 'xstate.spawnChild' || builtin.type === 'xstate.stopChild') {
+    if (kind === spawnOrStopAction) {
       // Done here as XState's resolvers do it, minus their full snapshot copy (every run spawns and stops one).
       const resolvedParams =
         builtin.type === 'xstate.spawnChild'
@@ -202,7 +279,7 @@ function resolveList(
       executeResolved(scope, builtin, args, resolvedParams);
       continue;
     }
-    if (builtin.type === 'xstate.sendTo') {
+    if (kind === sendToAction) {
       // The usual send (to a child by its id, without a delay): resolved from the working state, no real snapshot.
       const resolvedParams = sendToChild(
         run,
@@ -216,7 +293,7 @@ function resolveList(
         continue;
       }
     }
-    if (builtin.type === 'xstate.emit' && builtin.execute) {
+    if (kind === emitAction) {
       // XState's resolveEmit reads nothing of the snapshot: the event (or what builds it), emitted after the step.
       const emitted = (builtin as unknown as EmitAction).event;
       const event = typeof emitted === 'function' ? (emitted as EventBuilder)(args, params) : emitted;
@@ -238,7 +315,7 @@ function resolveList(
     if (resolution[0] !== before) run.adopt(resolution[0]);
     if (builtin.retryResolve) retries?.push([builtin, resolvedParams]);
     if (builtin.execute) executeResolved(scope, builtin, args, resolvedParams);
-    if (nested) resolveList(run, nested, deferredActorIds, retries);
+    if (nested) resolveList(run, prepareActions(run.machine, nested), deferredActorIds, retries);
   }
 }
 
@@ -279,10 +356,12 @@ function assignContext(run: ActionRun, assignment: unknown, params: unknown): vo
  * measurable share of a step's garbage. (So `spawn` is not an own property: spreading the arguments drops it.)
  */
 class AssignArgs {
-  readonly context: Record<string, unknown>;
-  readonly event: EngineEvent;
-  readonly self: EngineScope['self'];
-  readonly system: EngineScope['system'];
+  // The public fields are declared, not defined: set once in the constructor (one of these per assign; see
+  // ActionRun). The run and the spawned children stay private: an assigner sees what XState gives it.
+  declare readonly context: Record<string, unknown>;
+  declare readonly event: EngineEvent;
+  declare readonly self: EngineScope['self'];
+  declare readonly system: EngineScope['system'];
   readonly #run: ActionRun;
   #spawned: Children | undefined;
 

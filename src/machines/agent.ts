@@ -438,8 +438,9 @@ function appendAssistant(context: AgentContext, response: ModelResponse, keepToo
   if (keepToolCalls && response.toolCalls.length > 0) message.toolCalls = response.toolCalls;
   if (response.reasoning && response.reasoning.length > 0) message.reasoning = response.reasoning;
   // concat makes the array at its final length; a spread grows it by push, reallocating on the way and keeping
-  // spare slots for as long as the history holds it.
-  return context.history.concat(message);
+  // spare slots for as long as the history holds it. The message goes in an array of its own: V8 copies arrays
+  // into arrays on its fast path, and takes its general (slower) one when an argument is not an array.
+  return context.history.concat([message]);
 }
 
 type ModelResponseEvent = Extract<AgentEvent, { type: 'model.response' }>;
@@ -1126,6 +1127,9 @@ export const agentMachine = setup({
                     target: '#agent.running.checkingOutput',
                     actions: 'recordToolUseResponse',
                   },
+                  // The usual turn, asked first: the three below need a 'terminate' decision, so the order among
+                  // these four does not change which is taken.
+                  { guard: 'decidedToRunTools', target: 'runningTools', actions: 'recordToolUseResponse' },
                   // A tool-call limit refused the calls: one last answer with tools off, unless the limits say no.
                   {
                     guard: 'answersAtToolCallLimit',
@@ -1142,7 +1146,6 @@ export const agentMachine = setup({
                     target: '#agent.failed',
                     actions: ['recordToolUseResponse', 'stopOnDecision'],
                   },
-                  { guard: 'decidedToRunTools', target: 'runningTools', actions: 'recordToolUseResponse' },
                   // Thinking only: another call, unless this response used the last step.
                   {
                     guard: and(['decidedToThink', 'stepLimitReached', 'finalAnswerOnMaxSteps']),

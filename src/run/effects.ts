@@ -6,6 +6,7 @@ import { addUsage, emptyUsage, type Usage } from '../core/usage.ts';
 import type { AgentContext, AgentEvent, EffectCommand } from '../machines/agent.ts';
 import { callModelGuarded, checkGuardrailStage } from './guardrail-stage.ts';
 import { checksAnswers, emitResponse, emitUsage, modelCall } from './model-gate.ts';
+import { HistoryIds } from './normalize-response.ts';
 import { emitFrom, type RunRuntime, runtimeOfAgent } from './run-runtime.ts';
 import { approvalRequests, runTools } from './tool-gate.ts';
 
@@ -108,6 +109,9 @@ export interface EffectsHost {
   releaseHeld(runtime: RunRuntime, passed: boolean): void;
 }
 
+/** The conversation length from which a run keeps its tool-call ids instead of scanning its history per call. */
+const followedHistoryLength = 8;
+
 /** One running agent's effects: its calls' abort controller, and the usage so far (for usage events). */
 class EffectsInstance implements EffectsHost {
   readonly #controller = new AbortController();
@@ -119,6 +123,11 @@ class EffectsInstance implements EffectsHost {
   #cumulative: Usage = emptyUsage;
   /** An answer waiting for the output guardrails' verdict before its model_response leaves. */
   #held: { step: number; response: ModelResponse } | undefined;
+  /**
+   * The tool-call ids of the run's conversation so far, for its plain model calls: made once the conversation is
+   * long enough for a scan to cost more than what this keeps (a run waiting for its model holds it).
+   */
+  #historyIds: HistoryIds | undefined;
 
   constructor(
     agent: AnyActorRef,
@@ -266,7 +275,9 @@ class EffectsInstance implements EffectsHost {
       callModelGuarded(this, runtime, command, guardrails);
       return;
     }
-    const answered = modelCall(runtime, command, this.#controller.signal);
+    if (this.#historyIds === undefined && command.history.length >= followedHistoryLength)
+      this.#historyIds = new HistoryIds();
+    const answered = modelCall(runtime, command, this.#controller.signal, undefined, this.#historyIds);
     // A plain run answers in the same callback; a durable one commits the response first.
     if (!durable) {
       void answered.then((event) => {

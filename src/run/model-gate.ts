@@ -8,7 +8,7 @@ import { hasCounts, type PiiCounts } from '../pii/pii-masker.ts';
 import { maskMessages, type PiiRun, piiOf, revealResponse } from '../pii/pii-run.ts';
 import { denialError } from '../resources/denial-error.ts';
 import { type ModelReservation, reserveModelCall } from '../resources/model-reservation.ts';
-import { normalizeResponse } from './normalize-response.ts';
+import { type HistoryIds, normalizeResponse } from './normalize-response.ts';
 import { contextInfoOf, emitFrom, type RunRuntime } from './run-runtime.ts';
 import { secretKeysOf, streamedArgumentsGuard } from './secrets.ts';
 
@@ -33,11 +33,12 @@ export function modelCall(
   command: ModelCallCommand,
   signal: AbortSignal,
   hooks?: CallHooks,
+  historyIds?: HistoryIds,
 ): Promise<AgentEvent> {
   // Without a durable executor the call goes straight through: no key string and no closure per model call.
-  if (!runtime.runEffect) return callModel(runtime, command, signal, hooks);
+  if (!runtime.runEffect) return callModel(runtime, command, signal, hooks, historyIds);
   return journaledModelEffect(runtime, String(command.call), () =>
-    callModel(runtime, command, signal, hooks),
+    callModel(runtime, command, signal, hooks, historyIds),
   );
 }
 
@@ -73,6 +74,7 @@ function callModel(
   command: ModelCallCommand,
   signal: AbortSignal,
   hooks?: CallHooks,
+  historyIds?: HistoryIds,
 ): Promise<AgentEvent> {
   let system: Message | undefined | Promise<Message | undefined>;
   try {
@@ -81,7 +83,7 @@ function callModel(
     return Promise.resolve(instructionsFailed(runtime, error));
   }
   if (system instanceof Promise || runtime.agent.tools.sources.length > 0 || runtime.resources)
-    return callModelWhenReady(runtime, command, signal, hooks, system);
+    return callModelWhenReady(runtime, command, signal, hooks, system, historyIds);
   if (signal.aborted) return Promise.resolve(abortedEvent());
   const maskForModel = modelMaskOf(runtime);
   const request = requestOf(
@@ -99,7 +101,7 @@ function callModel(
     return Promise.resolve(failed(runtime, signal, undefined, error));
   }
   return Promise.resolve(answer).then(
-    (given) => answered(runtime, command, signal, maskForModel, undefined, given),
+    (given) => answered(runtime, command, signal, maskForModel, undefined, given, historyIds),
     (error: unknown) => failed(runtime, signal, undefined, error),
   );
 }
@@ -111,6 +113,7 @@ async function callModelWhenReady(
   signal: AbortSignal,
   hooks: CallHooks | undefined,
   built: Message | undefined | Promise<Message | undefined>,
+  historyIds: HistoryIds | undefined,
 ): Promise<AgentEvent> {
   const { agent, bus } = runtime;
   let system: Message | undefined;
@@ -180,7 +183,7 @@ async function callModelWhenReady(
   } catch (error) {
     return failed(runtime, signal, reservation, error);
   }
-  return answered(runtime, command, signal, maskForModel, reservation, answer);
+  return answered(runtime, command, signal, maskForModel, reservation, answer, historyIds);
 }
 
 /** The user's instruction function failed: the run fails with its error, before anything is spent. */
@@ -265,12 +268,14 @@ function answered(
   maskForModel: PiiRun | undefined,
   reservation: Extract<ModelReservation, { granted: true }> | undefined,
   answer: ModelResponse,
+  historyIds: HistoryIds | undefined,
 ): AgentEvent {
   try {
     const response = normalizeResponse(
       maskForModel ? revealResponse(maskForModel, answer) : answer,
       command.call,
       command.history,
+      historyIds,
     );
     reservation?.settle(response.usage);
     if (signal.aborted) return abortedEvent();

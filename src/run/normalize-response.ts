@@ -18,6 +18,7 @@ export function normalizeResponse(
   response: ModelResponse,
   call: number,
   history: readonly Message[] = [],
+  known?: HistoryIds,
 ): ModelResponse {
   const given = Array.isArray(response.toolCalls) ? response.toolCalls : [];
   // The set of ids in use is built only once an id collides: a fresh id is checked by scanning, which allocates
@@ -30,8 +31,11 @@ export function normalizeResponse(
     const raw =
       typeof toolCall.id === 'string' && toolCall.id !== '' && toolCall.id !== '0' ? toolCall.id : '';
     let id = raw === '' ? `call_${call}_${k}` : raw;
-    if (used === undefined && (usedIn(history, id) || takenBefore(toolCalls, k, id))) {
-      used = idsIn(history);
+    if (
+      used === undefined &&
+      ((known ? known.has(history, id) : usedIn(history, id)) || takenBefore(toolCalls, k, id))
+    ) {
+      used = known ? known.setOf(history) : idsIn(history);
       for (let j = 0; j < k; j++) used.add((toolCalls[j] as ToolCall).id);
     }
     if (used !== undefined) id = uniqueId(id, used);
@@ -52,6 +56,52 @@ export function normalizeResponse(
     normalized.reasoning = response.reasoning;
   if (response.rawStopReason !== undefined) normalized.rawStopReason = response.rawStopReason;
   return normalized;
+}
+
+/**
+ * The tool-call ids of one run's conversation, kept from one model call to the next: each call adds the ids of the
+ * messages appended since the last, instead of scanning the whole conversation again (a scan per call of every step
+ * made that check grow with the run). It relies on how a run's history changes between its model calls: messages
+ * are appended, or the last one is replaced; a history that is shorter, or whose message at the last known position
+ * is another object, is read again from the start. It keeps the ids and that one message, not the history (a run
+ * waiting for its model holds no older copy of its conversation).
+ */
+export class HistoryIds {
+  #length = 0;
+  #last: Message | undefined;
+  readonly #ids: string[] = [];
+
+  /** Whether `history` uses the tool-call id `id`. */
+  has(history: readonly Message[], id: string): boolean {
+    this.#follow(history);
+    return this.#ids.includes(id);
+  }
+
+  /** The ids `history` uses, in a new set. */
+  setOf(history: readonly Message[]): Set<string> {
+    this.#follow(history);
+    return new Set(this.#ids);
+  }
+
+  #follow(history: readonly Message[]): void {
+    const length = this.#length;
+    const ids = this.#ids;
+    let from = length;
+    if (history.length < length || (length > 0 && history[length - 1] !== this.#last)) {
+      from = 0;
+      ids.length = 0;
+    }
+    for (let m = from; m < history.length; m++) addIds(ids, history[m] as Message);
+    this.#length = history.length;
+    this.#last = history[history.length - 1];
+  }
+}
+
+function addIds(ids: string[], message: Message): void {
+  if (message.role === 'assistant') {
+    const calls = message.toolCalls;
+    if (calls) for (let c = 0; c < calls.length; c++) ids.push((calls[c] as ToolCall).id);
+  } else if (message.role === 'tool') ids.push(message.toolCallId);
 }
 
 /**

@@ -8,16 +8,18 @@ import type { RunRuntime } from './run-runtime.ts';
  * rest of the object).
  */
 export class ToolCallContext implements ToolContext {
-  readonly context: unknown;
-  signal: AbortSignal;
-  readonly sessionId: string;
-  readonly route: string;
-  readonly turn: number;
-  readonly agent: string;
-  readonly callId: string;
-  readonly step: number;
-  readonly attempt: number;
-  readonly idempotencyKey: string;
+  // The public fields are declared, not defined: the constructor sets each once, in this order (a defined field is
+  // set twice per object: by a field initializer, then by the constructor; one of these is made per call).
+  declare readonly context: unknown;
+  declare signal: AbortSignal;
+  declare readonly sessionId: string;
+  declare readonly route: string;
+  declare readonly turn: number;
+  declare readonly agent: string;
+  declare readonly callId: string;
+  declare readonly step: number;
+  declare readonly attempt: number;
+  declare readonly idempotencyKey: string;
   readonly #caller: RunRuntime | undefined;
 
   constructor(

@@ -102,30 +102,32 @@ function runBatch(
  */
 class GatedBatch implements ToolBatch, BatchListener {
   // Plain fields, read on every call of the batch: getters would cost a call each in the early, unoptimized runs.
-  readonly calls: readonly ToolCall[];
-  readonly checked: ClassifiedCalls['checked'] | undefined;
-  readonly registry: ToolBatch['registry'];
-  readonly disabled: readonly string[];
-  readonly concurrency: number;
-  readonly timeoutMs: number | null;
-  readonly maxRetries: number;
+  // Declared, not defined: the constructor sets each once (a defined field is set twice, by a field initializer
+  // and then by the constructor; one batch is made per tool step).
+  declare readonly calls: readonly ToolCall[];
+  declare readonly checked: ClassifiedCalls['checked'] | undefined;
+  declare readonly registry: ToolBatch['registry'];
+  declare readonly disabled: readonly string[];
+  declare readonly concurrency: number;
+  declare readonly timeoutMs: number | null;
+  declare readonly maxRetries: number;
   // Where the batch sits, as it was when it started: a session's next turn may change what its runtime says.
-  readonly sessionId: string;
-  readonly route: string;
-  readonly turn: number;
-  readonly step: number;
-  readonly callPath: string;
-  readonly caller: RunRuntime;
-  readonly agent: string;
-  readonly context: unknown;
-  readonly signal: AbortSignal;
-  readonly whenAborted: (callback: () => void) => () => void;
-  readonly clock: ToolBatch['clock'];
-  readonly executor: ToolBatch['executor'];
-  readonly guardrails: ToolGuardrails | undefined;
-  readonly #host: EffectsHost;
-  readonly #classified: ClassifiedCalls | undefined;
-  #onBreaker: ToolBatch['onBreaker'];
+  declare readonly sessionId: string;
+  declare readonly route: string;
+  declare readonly turn: number;
+  declare readonly step: number;
+  declare readonly callPath: string;
+  declare readonly caller: RunRuntime;
+  declare readonly agent: string;
+  declare readonly context: unknown;
+  declare readonly signal: AbortSignal;
+  declare readonly whenAborted: (callback: () => void) => () => void;
+  declare readonly clock: ToolBatch['clock'];
+  declare readonly executor: ToolBatch['executor'];
+  declare readonly guardrails: ToolGuardrails | undefined;
+  declare private readonly host: EffectsHost;
+  declare private readonly classified: ClassifiedCalls | undefined;
+  declare private breakerReport: ToolBatch['onBreaker'];
 
   constructor(
     host: EffectsHost,
@@ -155,8 +157,9 @@ class GatedBatch implements ToolBatch, BatchListener {
     this.clock = runtime.clock;
     this.executor = runtime.runEffect;
     this.guardrails = toolGuardrailsOf(runtime, host.signal);
-    this.#host = host;
-    this.#classified = classified;
+    this.host = host;
+    this.classified = classified;
+    this.breakerReport = undefined;
   }
 
   /** The batch is over: the machine gets its results in one `tools.done`. */
@@ -168,14 +171,14 @@ class GatedBatch implements ToolBatch, BatchListener {
     runtime.spentByCall?.clear();
     const event: Extract<AgentEvent, { type: 'tools.done' }> = { type: 'tools.done', results };
     if (nestedSteps > 0) event.nestedSteps = nestedSteps;
-    const pending = this.#classified?.pending;
+    const pending = this.classified?.pending;
     if (pending !== undefined && pending.length > 0) event.pending = pending;
-    this.#host.answer(event);
+    this.host.answer(event);
   }
 
   /** Calls people decided on, and (in a durable run) calls that finished before a restart. */
   known(call: ToolCall): ToolOutcome | undefined {
-    return this.#classified?.decided.get(call.id) ?? this.caller.durable?.replayTool(this.step, call.id);
+    return this.classified?.decided.get(call.id) ?? this.caller.durable?.replayTool(this.step, call.id);
   }
 
   onStart(call: ToolCall): void {
@@ -197,17 +200,17 @@ class GatedBatch implements ToolBatch, BatchListener {
     try {
       return durable.recordTool(this.step, call.id, outcome, last);
     } catch (error) {
-      this.#host.fail(error);
+      this.host.fail(error);
     }
   }
 
   /** Made when a breaker first reports (the runner hands it to the breaker as a function). */
   get onBreaker(): ToolBatch['onBreaker'] {
     const runtime = this.caller;
-    this.#onBreaker ??= (change) => {
+    this.breakerReport ??= (change) => {
       if (runtime.bus.listening) emitFrom(runtime, 'breaker', change);
     };
-    return this.#onBreaker;
+    return this.breakerReport;
   }
 
   onRetry(call: ToolCall, attempt: number, error: string): void {

@@ -158,58 +158,65 @@ export function startToolBatch(batch: ToolBatch, listener: BatchListener): void 
  * async frames and promises per call.
  */
 class BatchRun {
-  readonly batch: ToolBatch;
-  readonly #listener: BatchListener;
-  readonly #outcomes: (ToolOutcome | undefined)[];
-  #next = 0;
-  #settled = 0;
-  #over = false;
-  #starting = true;
-  #stopWaiting: (() => void) | undefined;
+  // Declared, not defined: the constructor sets each field once (defined fields and private names are set by a
+  // field initializer first, and a private name is read through a keyed load; one batch is made per tool step).
+  declare readonly batch: ToolBatch;
+  declare private readonly listener: BatchListener;
+  declare private readonly outcomes: (ToolOutcome | undefined)[];
+  declare private nextIndex: number;
+  declare private settledCount: number;
+  declare private over: boolean;
+  declare private starting: boolean;
+  declare private stopWaiting: (() => void) | undefined;
 
   constructor(batch: ToolBatch, listener: BatchListener) {
     this.batch = batch;
-    this.#listener = listener;
-    this.#outcomes = new Array(batch.calls.length);
+    this.listener = listener;
+    this.outcomes = new Array(batch.calls.length);
+    this.nextIndex = 0;
+    this.settledCount = 0;
+    this.over = false;
+    this.starting = true;
+    this.stopWaiting = undefined;
   }
 
   start(): void {
     const batch = this.batch;
     const count = batch.calls.length;
     // An already aborted signal never fires: the batch is over at once instead of waiting forever.
-    if (count === 0 || batch.signal.aborted) this.#finish();
+    if (count === 0 || batch.signal.aborted) this.finish();
     else {
-      const onAbort = () => this.#finish();
-      this.#stopWaiting = batch.whenAborted ? batch.whenAborted(onAbort) : whenAborted(batch.signal, onAbort);
+      const onAbort = () => this.finish();
+      this.stopWaiting = batch.whenAborted ? batch.whenAborted(onAbort) : whenAborted(batch.signal, onAbort);
       const starting = Math.min(batch.concurrency, count);
-      for (let i = 0; i < starting; i++) this.#startNext();
+      for (let i = 0; i < starting; i++) this.startNext();
     }
-    this.#starting = false;
+    this.starting = false;
   }
 
   /** Every call answered: the outcomes are the array itself; after an abort, only the ones that came. */
-  #finish(): void {
-    if (this.#over) return;
-    this.#over = true;
+  private finish(): void {
+    if (this.over) return;
+    this.over = true;
     const outcomes =
-      this.#settled === this.batch.calls.length
-        ? (this.#outcomes as ToolOutcome[])
-        : this.#outcomes.filter((o): o is ToolOutcome => o !== undefined);
+      this.settledCount === this.batch.calls.length
+        ? (this.outcomes as ToolOutcome[])
+        : this.outcomes.filter((o): o is ToolOutcome => o !== undefined);
     // The listener hears of the batch from a later job than the one that started it or aborted the run, as it
     // would from a promise.
-    const listener = this.#listener;
-    if (this.#starting || this.batch.signal.aborted) queueMicrotask(() => listener.batchDone(outcomes));
+    const listener = this.listener;
+    if (this.starting || this.batch.signal.aborted) queueMicrotask(() => listener.batchDone(outcomes));
     else listener.batchDone(outcomes);
   }
 
-  #callDone(index: number, outcome: ToolOutcome): void {
-    this.#outcomes[index] = outcome;
-    this.#settled++;
+  private callDone(index: number, outcome: ToolOutcome): void {
+    this.outcomes[index] = outcome;
+    this.settledCount++;
     if (this.batch.signal.aborted) return;
-    if (this.#settled === this.batch.calls.length) {
-      this.#stopWaiting?.();
-      this.#finish();
-    } else this.#startNext();
+    if (this.settledCount === this.batch.calls.length) {
+      this.stopWaiting?.();
+      this.finish();
+    } else this.startNext();
   }
 
   /** A call's outcome is known: the batch's owner hears of it (a durable run commits it) before it counts. */
@@ -223,35 +230,35 @@ class BatchRun {
         call,
         outcome,
         batch.clock.now() - started,
-        this.#settled + 1 === batch.calls.length,
+        this.settledCount + 1 === batch.calls.length,
       );
     } catch {
       // onSettled reports its own failures; the outcome still answers the call.
     }
     if (settling instanceof Promise)
       settling.then(
-        () => this.#callDone(index, outcome),
-        () => this.#callDone(index, outcome),
+        () => this.callDone(index, outcome),
+        () => this.callDone(index, outcome),
       );
-    else this.#callDone(index, outcome);
+    else this.callDone(index, outcome);
   }
 
   /** Settles from a later job: an outcome known at once keeps its place among the others' (a tool answers later). */
-  #settleSoon(index: number, call: ToolCall, started: number, outcome: ToolOutcome): void {
+  private settleSoon(index: number, call: ToolCall, started: number, outcome: ToolOutcome): void {
     void Promise.resolve(withSpend(outcome, this.batch.caller)).then((known) =>
       this.settle(index, call, started, known),
     );
   }
 
-  #startNext(): void {
+  private startNext(): void {
     const batch = this.batch;
     const calls = batch.calls;
-    if (this.#next >= calls.length || batch.signal.aborted) return;
-    const index = this.#next++;
+    if (this.nextIndex >= calls.length || batch.signal.aborted) return;
+    const index = this.nextIndex++;
     const call = calls[index] as ToolCall;
     const known = batch.known?.(call);
     if (known) {
-      this.#callDone(index, known);
+      this.callDone(index, known);
       return;
     }
     const started = batch.clock.now();
@@ -261,7 +268,7 @@ class BatchRun {
     // What the call spent outside the run's model calls goes with its outcome (a durable executor records both).
     if (isHandoffTool(found)) {
       void runCallWithSpend(call, batch).then((outcome) => {
-        if (outcome.handoff) return this.#callDone(index, outcome);
+        if (outcome.handoff) return this.callDone(index, outcome);
         batch.onStart(call);
         this.settle(index, call, started, outcome);
       });
@@ -283,10 +290,10 @@ class BatchRun {
       try {
         checked = batch.checked?.get(call.id) ?? checkArguments(found, call);
       } catch (error) {
-        this.#settleSoon(index, call, started, unexpected(call, error));
+        this.settleSoon(index, call, started, unexpected(call, error));
         return;
       }
-      if (!checked.ok) this.#settleSoon(index, call, started, refused(call, checked.content));
+      if (!checked.ok) this.settleSoon(index, call, started, refused(call, checked.content));
       else new PlainCall(this, index, call, found, checked.value, started).attempt();
       return;
     }

@@ -2,7 +2,8 @@ import { ConfigError, defineAgent, type ModelProvider, run, tool, validateHistor
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { plainJsonProblem } from '../../src/core/json.ts';
-import { normalizeResponse } from '../../src/run/normalize-response.ts';
+import type { Message } from '../../src/core/messages.ts';
+import { HistoryIds, normalizeResponse } from '../../src/run/normalize-response.ts';
 
 const echo = tool({
   name: 'echo',
@@ -66,6 +67,56 @@ describe('normalizeResponse: loose responses from a user-written provider', () =
       { role: 'tool' as const, toolCallId: 'b', content: 'ok' },
     ];
     expect(ids(['c', 'a', 'b', 'a'], history)).toEqual(['c', 'a_2', 'b_2', 'a_3']);
+  });
+
+  it("with a run's known ids, renames exactly as a scan of the whole history does", () => {
+    // A run's histories between model calls: messages appended, the last one replaced, and (as a history the memo
+    // must not trust) one that is shorter or another conversation altogether.
+    const usage = { input: 0, output: 0, cached: 0, reasoning: 0 };
+    const respond = (calls: string[], call: number, history: Message[], known?: HistoryIds) =>
+      normalizeResponse(
+        {
+          text: '',
+          toolCalls: calls.map((id) => ({ id, name: 'echo', args: {} })),
+          stopReason: 'tool_use',
+          usage,
+        },
+        call,
+        history,
+        known,
+      ).toolCalls.map((toolCall) => toolCall.id);
+    const assistant = (ids: string[]): Message => ({
+      role: 'assistant',
+      content: '',
+      toolCalls: ids.map((id) => ({ id, name: 'echo', args: {} })),
+    });
+    const answer = (id: string): Message => ({ role: 'tool', toolCallId: id, name: 'echo', content: 'ok' });
+    const known = new HistoryIds();
+    let history: Message[] = [{ role: 'user', content: 'hi' }];
+    const seen: string[][] = [];
+    const step = (calls: string[], call: number) => {
+      const withMemo = respond(calls, call, history, known);
+      expect(withMemo).toEqual(respond(calls, call, history));
+      seen.push(withMemo);
+      return withMemo;
+    };
+    // Appended turns: an id the model repeats is renamed against what came before.
+    let ids = step(['a', 'b'], 1);
+    history = history.concat([assistant(ids), answer(ids[0] as string), answer(ids[1] as string)]);
+    ids = step(['a', 'c'], 2);
+    expect(ids).toEqual(['a_2', 'c']);
+    history = history.concat([assistant(ids)], ids.map(answer));
+    // The last message replaced (as an output guardrail's block does), then the last two by one: read again.
+    history = [...history.slice(0, -1), { role: 'user', content: 'again' }];
+    expect(step(['c'], 3)).toEqual(['c_2']);
+    history = [...history.slice(0, -2), { role: 'user', content: 'replaced' }];
+    expect(step(['c', 'a_2'], 4)).toEqual(['c_2', 'a_2_2']);
+    // A shorter history, then another conversation that happens to be as long: read from the start.
+    history = history.slice(0, 2);
+    expect(step(['a', 'c'], 5)).toEqual(['a_2', 'c']);
+    history = [{ role: 'user', content: 'other' }, assistant(['z']), answer('z')];
+    expect(step(['a', 'z'], 6)).toEqual(['a', 'z_2']);
+    expect(seen).toHaveLength(6);
   });
 
   it('a run survives cyclic tool arguments: the model is told and answers', async () => {
