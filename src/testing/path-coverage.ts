@@ -11,7 +11,7 @@ export interface CoverageReport {
   states: { total: number; reached: string[]; missed: string[] };
   /**
    * Transitions in words (`toolUse.callingModel → runningTools on model response with tool calls`), and
-   * the same transitions by stable id (`agent.running.toolUse.callingModel --model.response[4]`: source state,
+   * the same transitions by stable id (`agent.running.toolUse.callingModel --model.response[1]`: source state,
    * event, position among its siblings) in `takenIds` and `missedIds`, in the same order.
    */
   transitions: { total: number; taken: string[]; missed: string[]; takenIds: string[]; missedIds: string[] };

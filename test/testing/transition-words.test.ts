@@ -7,7 +7,7 @@ describe('transitionWords', () => {
   const ids = [...allTransitions(agentMachine.root, 'run'), ...allTransitions(agentMachine.root, 'session')];
 
   it('names a transition by its states, event and guards', () => {
-    expect(transitionWords('agent.running.toolUse.callingModel --model.response[4]')).toBe(
+    expect(transitionWords('agent.running.toolUse.callingModel --model.response[1]')).toBe(
       'toolUse.callingModel → runningTools on model response with tool calls',
     );
     expect(transitionWords('agent.running.finalOutput.decoding --[4]')).toBe(
