@@ -83,6 +83,11 @@ export interface SessionLeases {
   readonly held: ReadonlySet<string>;
 }
 
+/** A lease with more time left than this (of a TTL of `ttlMs`) needs no renewal by a commit. */
+export function leaseRenewalAfterMs(ttlMs: number): number {
+  return (ttlMs * 2) / 3;
+}
+
 export function prepareLeases(
   db: Sqlite.DatabaseSync,
   options: { ttlMs: number; holder?: LeaseHolder; now?: () => number },
@@ -102,7 +107,7 @@ export function prepareLeases(
   const remove = db.prepare('DELETE FROM leases WHERE session_id = ? AND host = ? AND pid = ? AND token = ?');
   const held = new Set<string>();
   /** A lease with more time left than this needs no renewal by a commit. */
-  const renewAfterMs = (ttlMs * 2) / 3;
+  const renewAfterMs = leaseRenewalAfterMs(ttlMs);
 
   const read = (
     sessionId: string,

@@ -61,6 +61,7 @@ import {
   validateApprovalRecord,
   validateStoredSession,
 } from './validate-stored.ts';
+import { prepareWrittenHeads, type SessionColumns } from './written-heads.ts';
 
 /** Options of `createSqliteStore`. */
 export interface SqliteStoreOptions {
@@ -448,6 +449,7 @@ export function createSqliteStore(
         // Runs, journal, messages, events and approvals go with the row (ON DELETE CASCADE), in the same statement.
         messageLog.forget(sessionId);
         s.deleteSession.run(sessionId);
+        s.written.forget(sessionId);
         s.leases.release(sessionId);
         s.deleteLease.run(sessionId);
       } catch (error) {
@@ -971,6 +973,10 @@ export function prepareStatements(db: Sqlite.DatabaseSync, leaseTtlMs: number, h
     deleteSession: db.prepare('DELETE FROM sessions WHERE id = ?'),
     deleteLease: db.prepare('DELETE FROM leases WHERE session_id = ?'),
     heads: prepareHeads(db),
+    written: prepareWrittenHeads(
+      db,
+      holder === undefined ? { ttlMs: leaseTtlMs } : { ttlMs: leaseTtlMs, holder },
+    ),
     leases: prepareLeases(db, holder === undefined ? { ttlMs: leaseTtlMs } : { ttlMs: leaseTtlMs, holder }),
   };
 }
@@ -1159,15 +1165,44 @@ export function commitRowsOf(sessionId: string, batch: CommitBatch, log?: Messag
  */
 export function writeCommit(s: Statements, rows: CommitRows): void {
   const sessionId = rows.sessionId;
-  // The head says what the session holds (its last event, how many records of each kind); the commit updates
-  // it by what it writes, instead of counting the session's records again. The lease is read with it.
-  const headAndLease = s.selectHeadAndLease.get(sessionId) as Row;
-  // Only the process holding the session's lease writes what it runs (a decision on an approval may come from
-  // any process): a process that was taken over is fenced first, whatever its batch holds.
-  if (rows.runsSession) s.leases.checkCommit(sessionId, headAndLease);
-  const before = s.heads.find(sessionId, headAndLease);
-  if (before === undefined && rows.session === undefined && s.selectRowExists.get(sessionId) !== undefined)
-    throw new StoreCorruptError(sessionId, 'its head (what the session holds) is missing');
+  // The rules passed (checkBatch, below, before anything is written): every column has the type they require.
+  const session = rows.session as
+    | (Omit<StoredSession, 'id'> & { doc: string; status: StoredSession['status'] })
+    | undefined;
+  const columns: SessionColumns | undefined =
+    session === undefined
+      ? undefined
+      : [
+          session.status,
+          session.entry,
+          session.agent,
+          session.turns,
+          session.updatedAt,
+          session.doc,
+          recordChecksum('sessions', {
+            id: sessionId,
+            status: session.status,
+            entry: session.entry,
+            agent: session.agent,
+            turns: session.turns,
+            updated_at: session.updatedAt,
+            doc: session.doc,
+          }),
+        ];
+  // A session this connection runs: its row is written where its head and lease are as this connection left them
+  // (written-heads.ts), without reading them first.
+  let before = columns !== undefined ? s.written.remembered(sessionId) : undefined;
+  if (before !== undefined && columns !== undefined) {
+    let passes = true;
+    try {
+      checkBatch(sessionId, rows, before.lastSeq, true);
+    } catch {
+      // Refused against the remembered head: the stored one decides (below).
+      passes = false;
+    }
+    if (!passes || !s.written.updateIfUnchanged(sessionId, columns)) before = undefined;
+  }
+  if (before === undefined) before = readHeadAndCheck(s, rows, columns);
   const head: SessionHead = before ?? {
     lastSeq: -1,
     runs: 0,
@@ -1176,35 +1211,6 @@ export function writeCommit(s: Statements, rows: CommitRows): void {
     messages: 0,
     messagesSum: 0,
   };
-  checkBatch(sessionId, rows, head.lastSeq, rows.session !== undefined || before !== undefined);
-  // The rules passed: every column below has the type they require.
-  const session = rows.session as
-    | (Omit<StoredSession, 'id'> & { doc: string; status: StoredSession['status'] })
-    | undefined;
-  if (session !== undefined) {
-    const columns = [
-      session.status,
-      session.entry,
-      session.agent,
-      session.turns,
-      session.updatedAt,
-      session.doc,
-      recordChecksum('sessions', {
-        id: sessionId,
-        status: session.status,
-        entry: session.entry,
-        agent: session.agent,
-        turns: session.turns,
-        updated_at: session.updatedAt,
-        doc: session.doc,
-      }),
-    ] as const;
-    // A session with a head has its row: it is updated in place (cheaper than an upsert), and a row that is gone
-    // is a loss, not a new session.
-    if (before === undefined) s.upsertSession.run(sessionId, ...columns);
-    else if (Number(s.updateSession.run(...columns, sessionId).changes) === 0)
-      throw new StoreCorruptError(sessionId, 'its session row is lost (its head is still there)');
-  }
   if (rows.messages !== undefined) writeMessages(s, sessionId, rows.messages, head);
   if (rows.clearTurn) {
     if (head.runs > 0) s.deleteRuns.run(sessionId);
@@ -1248,10 +1254,44 @@ export function writeCommit(s: Statements, rows: CommitRows): void {
     if (inserted(s.insertApproval.run(sessionId, record.callId, ...columns))) head.approvals++;
     else s.updateApproval.run(...columns, sessionId, record.callId);
   }
-  s.heads.write(sessionId, head);
-  // A session that stops running here (finished, stopped, failed, suspended) lets its lease go with the commit.
-  if (session !== undefined && session.status !== 'running' && session.status !== 'awaiting')
+  const sum = s.heads.write(sessionId, head, before !== undefined);
+  // A session that stops running here (finished, stopped, failed, suspended) lets its lease go with the commit and
+  // is forgotten; one this process runs is remembered with the head it now has.
+  if (session !== undefined && session.status !== 'running' && session.status !== 'awaiting') {
+    s.written.forget(sessionId);
     s.leases.release(sessionId);
+  } else if (rows.runsSession) s.written.remember(sessionId, head, sum);
+}
+
+/**
+ * The head and lease read and checked as a commit of a session this connection does not remember needs them: the
+ * lease (fencing), the head (verified), the rules; then the session row written. Returns the head before the commit.
+ */
+function readHeadAndCheck(
+  s: Statements,
+  rows: CommitRows,
+  columns: SessionColumns | undefined,
+): SessionHead | undefined {
+  const sessionId = rows.sessionId;
+  s.written.forget(sessionId);
+  // The head says what the session holds (its last event, how many records of each kind); the commit updates
+  // it by what it writes, instead of counting the session's records again. The lease is read with it.
+  const headAndLease = s.selectHeadAndLease.get(sessionId) as Row;
+  // Only the process holding the session's lease writes what it runs (a decision on an approval may come from
+  // any process): a process that was taken over is fenced first, whatever its batch holds.
+  if (rows.runsSession) s.leases.checkCommit(sessionId, headAndLease);
+  const before = s.heads.find(sessionId, headAndLease);
+  if (before === undefined && rows.session === undefined && s.selectRowExists.get(sessionId) !== undefined)
+    throw new StoreCorruptError(sessionId, 'its head (what the session holds) is missing');
+  checkBatch(sessionId, rows, before?.lastSeq ?? -1, rows.session !== undefined || before !== undefined);
+  if (columns !== undefined) {
+    // A session with a head has its row: it is updated in place (cheaper than an upsert), and a row that is gone
+    // is a loss, not a new session.
+    if (before === undefined) s.upsertSession.run(sessionId, ...columns);
+    else if (Number(s.updateSession.run(...columns, sessionId).changes) === 0)
+      throw new StoreCorruptError(sessionId, 'its session row is lost (its head is still there)');
+  }
+  return before;
 }
 
 /**

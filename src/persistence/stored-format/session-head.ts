@@ -47,6 +47,10 @@ export function prepareHeads(db: Sqlite.DatabaseSync) {
        journal = excluded.journal, approvals = excluded.approvals, messages = excluded.messages,
        messages_sum = excluded.messages_sum, sum = excluded.sum`,
   );
+  const update = db.prepare(
+    `UPDATE heads SET last_seq = ?, runs = ?, journal = ?, approvals = ?, messages = ?, messages_sum = ?, sum = ?
+     WHERE session_id = ?`,
+  );
   const select = db.prepare(
     'SELECT session_id, last_seq, runs, journal, approvals, messages, messages_sum, sum FROM heads WHERE session_id = ?',
   );
@@ -67,8 +71,11 @@ export function prepareHeads(db: Sqlite.DatabaseSync) {
     };
   };
 
-  /** Writes `head` as the session's head, inside the caller's transaction. */
-  const write = (sessionId: string, head: SessionHead): void => {
+  /**
+   * Writes `head` as the session's head, inside the caller's transaction, and returns its checksum. `exists`: the
+   * session has a head already (it is updated in place, cheaper than an upsert; a head that is gone is a loss).
+   */
+  const write = (sessionId: string, head: SessionHead, exists = false): number => {
     const record = {
       session_id: sessionId,
       last_seq: head.lastSeq,
@@ -78,16 +85,34 @@ export function prepareHeads(db: Sqlite.DatabaseSync) {
       messages: head.messages,
       messages_sum: head.messagesSum,
     };
-    upsert.run(
-      sessionId,
-      head.lastSeq,
-      head.runs,
-      head.journal,
-      head.approvals,
-      head.messages,
-      head.messagesSum,
-      recordChecksum('heads', record),
-    );
+    const sum = recordChecksum('heads', record);
+    if (!exists)
+      upsert.run(
+        sessionId,
+        head.lastSeq,
+        head.runs,
+        head.journal,
+        head.approvals,
+        head.messages,
+        head.messagesSum,
+        sum,
+      );
+    else if (
+      Number(
+        update.run(
+          head.lastSeq,
+          head.runs,
+          head.journal,
+          head.approvals,
+          head.messages,
+          head.messagesSum,
+          sum,
+          sessionId,
+        ).changes,
+      ) === 0
+    )
+      throw new StoreCorruptError(sessionId, 'its head (what the session holds) is missing');
+    return sum;
   };
 
   return {
