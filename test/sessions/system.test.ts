@@ -17,6 +17,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { type InspectionEvent, SimulatedClock } from 'xstate';
 import { z } from 'zod';
 import { dyingStore } from '../support/dying-store.ts';
+import { trackLiveTimers } from '../support/live-timers.ts';
 import { until } from '../support/until.ts';
 
 /**
@@ -113,49 +114,55 @@ describe('createAgentSystem: sessions', () => {
   });
 
   it('shutdown leaves no timer behind (agent timeouts, back-off, sub-agent timeouts on the real clock)', async () => {
-    const timers = () => process.getActiveResourcesInfo().filter((kind) => kind === 'Timeout').length;
-    const before = timers();
-    const slow = scriptedModel(() => ({ delayMs: 60_000, text: 'late' }));
-    const sub = defineAgent({
-      name: 'sub',
-      instructions: '',
-      description: 'slow',
-      model: slow,
-      limits: { timeoutMs: 60_000 },
-    });
-    const caller = defineAgent({
-      name: 'caller',
-      instructions: '',
-      model: scriptedModel([{ toolCalls: [{ name: 'sub', args: { input: 'x' } }], stopReason: 'tool_use' }]),
-      tools: [agentTool(sub)],
-      limits: { timeoutMs: 60_000 },
-    });
-    const crashing = tool({
-      name: 'crash',
-      description: 'x',
-      input: z.object({}),
-      fatal: true,
-      execute: () => {
-        throw new Error('x');
-      },
-    });
-    const backingOff = defineAgent({
-      name: 'b',
-      instructions: '',
-      model: scriptedModel([{ toolCalls: [{ name: 'crash', args: {} }], stopReason: 'tool_use' }]),
-      tools: [crashing],
-    });
-    const system = createAgentSystem({ supervision: { backoffMs: 60_000 } });
-    system.spawn(caller, 'go');
-    const restarting = system.spawn(backingOff, 'go');
-    const restartSeen: RunEvent[] = [];
-    void (async () => {
-      for await (const event of restarting.events()) restartSeen.push(event);
-    })();
-    await until(() => slow.calls === 1 && restartSeen.some((e) => e.type === 'supervisor'));
-    expect(timers()).toBeGreaterThan(before);
-    await system.shutdown();
-    expect(timers()).toBe(before);
+    // Only this test's timers: a count of the process's would move when an earlier test's timer fires meanwhile.
+    const timers = trackLiveTimers();
+    try {
+      const slow = scriptedModel(() => ({ delayMs: 60_000, text: 'late' }));
+      const sub = defineAgent({
+        name: 'sub',
+        instructions: '',
+        description: 'slow',
+        model: slow,
+        limits: { timeoutMs: 60_000 },
+      });
+      const caller = defineAgent({
+        name: 'caller',
+        instructions: '',
+        model: scriptedModel([
+          { toolCalls: [{ name: 'sub', args: { input: 'x' } }], stopReason: 'tool_use' },
+        ]),
+        tools: [agentTool(sub)],
+        limits: { timeoutMs: 60_000 },
+      });
+      const crashing = tool({
+        name: 'crash',
+        description: 'x',
+        input: z.object({}),
+        fatal: true,
+        execute: () => {
+          throw new Error('x');
+        },
+      });
+      const backingOff = defineAgent({
+        name: 'b',
+        instructions: '',
+        model: scriptedModel([{ toolCalls: [{ name: 'crash', args: {} }], stopReason: 'tool_use' }]),
+        tools: [crashing],
+      });
+      const system = createAgentSystem({ supervision: { backoffMs: 60_000 } });
+      system.spawn(caller, 'go');
+      const restarting = system.spawn(backingOff, 'go');
+      const restartSeen: RunEvent[] = [];
+      void (async () => {
+        for await (const event of restarting.events()) restartSeen.push(event);
+      })();
+      await until(() => slow.calls === 1 && restartSeen.some((e) => e.type === 'supervisor'));
+      expect(timers.pending).toBeGreaterThan(0);
+      await system.shutdown();
+      expect(timers.pending).toBe(0);
+    } finally {
+      timers.restore();
+    }
   });
 
   it('queues a follow-up sent while a turn runs; refuses bad input and work after shutdown', async () => {
