@@ -1,4 +1,4 @@
-import type { AnyActorRef, EventObject, Observer, Subscription } from 'xstate';
+import type { AnyActorRef, EventObject, Subscription } from 'xstate';
 import { isCompiledMachine } from './compiled-machine.ts';
 import { xstateDevelopmentBuild } from './xstate-build.ts';
 import { processingRunning, processingStopped } from './xstate-shapes.ts';
@@ -45,6 +45,13 @@ interface ExecutableAction {
 
 type Handler = (event: EventObject) => void;
 
+/** An observer of the actor's snapshots: any of its three callbacks, called on it. */
+interface ActorObserver {
+  next?: ((snapshot: unknown) => void) | undefined;
+  error?: ((error: unknown) => void) | undefined;
+  complete?: (() => void) | undefined;
+}
+
 const processingNotStarted = 0;
 const stopEventType = 'xstate.stop';
 
@@ -81,7 +88,6 @@ const detachedSystem = Object.freeze({
 });
 
 let bookedIds = 0;
-
 
 /** XState's unhandled error report: thrown outside the current call stack, so the caller's step completes. */
 function reportUnhandledError(error: unknown): void {
@@ -166,7 +172,7 @@ export class CompiledActor {
   /** Actions and emissions a step defers to its end (run when its snapshot is taken). */
   declare readonly _deferred: (() => void)[];
   declare private readonly input: unknown;
-  declare private readonly observers: Set<Partial<Observer<unknown>>>;
+  declare private readonly observers: Set<ActorObserver>;
   declare private listeners: Map<string, Set<Handler>> | undefined;
   /** The event in progress (or the first waiting for the start) and the last queued; null when idle. */
   declare private current: Letter | null;
@@ -214,12 +220,11 @@ export class CompiledActor {
   }
 
   subscribe(
-    next: Partial<Observer<unknown>> | ((snapshot: unknown) => void),
+    next: ActorObserver | ((snapshot: unknown) => void),
     error?: (error: unknown) => void,
     complete?: () => void,
   ): Subscription {
-    const observer: Partial<Observer<unknown>> =
-      typeof next === 'object' ? next : { next, error, complete };
+    const observer: ActorObserver = typeof next === 'object' ? next : { next, error, complete };
     if (this._processingStatus !== processingStopped) this.observers.add(observer);
     else if (this._snapshot.status === 'done') {
       try {
@@ -448,11 +453,15 @@ export class CompiledActor {
 }
 
 // Interop with observable libraries, under the key XState's actor uses (`Symbol.observable` where it exists).
-Object.defineProperty(CompiledActor.prototype, (Symbol as { observable?: symbol }).observable ?? '@@observable', {
-  value(this: CompiledActor) {
-    return this;
+Object.defineProperty(
+  CompiledActor.prototype,
+  (Symbol as { observable?: symbol }).observable ?? '@@observable',
+  {
+    value(this: CompiledActor) {
+      return this;
+    },
   },
-});
+);
 
 /** Whether runs that nothing inspects get a CompiledActor (on by default; tests and benchmarks turn it off). */
 export const ownActorSwitch = { enabled: true };

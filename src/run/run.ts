@@ -207,7 +207,11 @@ export function startRun<TOutput>(
       (options.inspect
         ? {
             input: machineInput,
-            inspect: redactingInspector(options.inspect, secretArguments(agent), inspectorMasking(piiOf(bus))),
+            inspect: redactingInspector(
+              options.inspect,
+              secretArguments(agent),
+              inspectorMasking(piiOf(bus)),
+            ),
           }
         : { input: machineInput, parent: runHost() }) as Parameters<typeof createActor<AgentMachine>>[1],
     );

@@ -170,7 +170,7 @@ describe('CompiledActor and XState’s Actor: the agent machine', () => {
     for (const config of pathConfigs) {
       const replays = agentReplays(config);
       const alphabet: AgentEvent[] = [
-        ...modelEvents(config.hasOutputSchema),
+        ...modelEvents(config.schema),
         ...toolEvents,
         ...controlEvents,
         { type: 'unknown.event' } as unknown as AgentEvent,
@@ -203,6 +203,8 @@ describe('CompiledActor and XState’s Actor: the agent machine', () => {
   });
 });
 
+type Counted = { context: { count: number } };
+
 /** A small machine of every feature a childless machine's actor deals with. */
 function featureMachine(fail: { at?: string } = {}): AnyStateMachine {
   const maybeThrow = (where: string) => () => {
@@ -218,16 +220,19 @@ function featureMachine(fail: { at?: string } = {}): AnyStateMachine {
         states: {
           idle: {
             on: {
-              go: { target: 'busy', actions: [emit(({ context }) => ({ type: 'going', count: context.count }))] },
+              go: {
+                target: 'busy',
+                actions: [emit(({ context }: Counted) => ({ type: 'going', count: context.count }))],
+              },
               fail: { actions: 'failing' },
             },
           },
           busy: {
             entry: ['busyEntry', emit({ type: 'busy' })],
             exit: 'busyExit',
-            always: { guard: ({ context }) => context.count >= 3, target: 'finished' },
+            always: { guard: ({ context }: Counted) => context.count >= 3, target: 'finished' },
             on: {
-              bump: { actions: [assign({ count: ({ context }) => context.count + 1 }), 'bumped'] },
+              bump: { actions: [assign({ count: ({ context }: Counted) => context.count + 1 }), 'bumped'] },
               back: 'idle',
               fail: { actions: 'failing' },
               failAssign: {
@@ -239,7 +244,7 @@ function featureMachine(fail: { at?: string } = {}): AnyStateMachine {
           },
           finished: { type: 'final', entry: emit({ type: 'finishing' }) },
         },
-        output: ({ context }) => ({ total: context.count }),
+        output: ({ context }: Counted) => ({ total: context.count }),
       } as never,
       {
         actions: {
@@ -334,8 +339,16 @@ describe('CompiledActor and XState’s Actor: the actor’s own semantics', () =
     const throwing = (where: 'observer' | 'listener'): Act => ({
       label: `throwing ${where}`,
       act: (actor) => {
-        if (where === 'observer') actor.subscribe({ next: () => { throw new Error('observer threw'); } });
-        else actor.on('going', () => { throw new Error('listener threw'); });
+        if (where === 'observer')
+          actor.subscribe({
+            next: () => {
+              throw new Error('observer threw');
+            },
+          });
+        else
+          actor.on('going', () => {
+            throw new Error('listener threw');
+          });
         actor.send(go);
       },
     });
