@@ -364,3 +364,14 @@ describe('CompiledActor and XState’s Actor: the actor’s own semantics', () =
     expectSameOnBoth(featureMachine(), undefined, [{ type: 'fail' }], false);
   });
 });
+
+describe('CompiledActor’s scope', () => {
+  it('has the members of XState’s actor scope, no fewer (the runtime check requires XState’s to be these)', () => {
+    const machine = featureMachine();
+    const own = new CompiledActor(machine as unknown as OwnActorLogic)._actorScope;
+    const members = new Set([...Object.keys(own), ...Object.getOwnPropertyNames(Object.getPrototypeOf(own))]);
+    members.delete('constructor');
+    const xstates = (createActor(machine) as unknown as { _actorScope: object })._actorScope;
+    expect([...members].sort()).toEqual(Object.keys(xstates).sort());
+  });
+});
