@@ -463,8 +463,12 @@ Object.defineProperty(
   },
 );
 
-/** Whether runs that nothing inspects get a CompiledActor (on by default; tests and benchmarks turn it off). */
-export const ownActorSwitch = { enabled: true };
+/**
+ * Whether runs that nothing inspects get a CompiledActor. Off: it holds less per run in flight and costs less CPU
+ * for many runs at once, but a warm tool step took longer on it (BENCHMARKS.md, "The engine's own actor"); tests
+ * turn it on.
+ */
+export const ownActorSwitch = { enabled: false };
 
 /**
  * A CompiledActor for `logic` when it may have one: the switch is on and the logic is a compiled machine (on
