@@ -194,8 +194,8 @@ export function startRun<TOutput>(
     callerHistory.length,
   );
   const logic = runtimeAgentMachine();
-  // A run that nothing inspects, on the compiled interpreter, gets the engine's own actor (no actor system, mailbox
-  // object or inspection events). Otherwise XState's: secrets (tool arguments marked secret, API-key-like fields)
+  // A run that nothing inspects, on the compiled interpreter, may get the engine's own actor (no actor system,
+  // mailbox object or inspection events; behind a switch, see ownActorFor). Otherwise XState's: secrets (tool arguments marked secret, API-key-like fields)
   // are redacted before an inspector sees anything; an inspected run is a root actor (inspection is per actor
   // system); the others share the run host's system.
   const actor =
