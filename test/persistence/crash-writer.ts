@@ -6,9 +6,10 @@
  * `group-thread` is the same with the groups written by the store's writer thread.
  *   node --import tsx test/persistence/crash-writer.ts <file> <full|normal> <selfKillAfter, 0 for never> <single|group|group-thread>
  */
-import { writeSync } from 'node:fs';
+
 import type { RunEvent } from '../../src/core/events.ts';
 import { createSqliteStore } from '../../src/persistence/sqlite-store.ts';
+import { writeLine } from '../support/write-line.ts';
 import { approval, checkpoint, sessionRow } from './fixtures.ts';
 
 export const crashSession = 'crash';
@@ -47,7 +48,7 @@ async function main(): Promise<void> {
     return { sessionId, batch: state?.session.turns ?? 0, nextSeq: (state?.lastSeq ?? -1) + 1 };
   });
   let done = 0;
-  writeSync(1, 'ready\n');
+  writeLine('ready');
   await Promise.all(
     starts.map(async (start) => {
       const { sessionId } = start;
@@ -76,7 +77,7 @@ async function main(): Promise<void> {
         });
         nextSeq += events.length;
         // Written once the commit is done: whatever the parent reads here must survive the kill.
-        writeSync(1, `committed ${sessionId} ${batch}\n`);
+        writeLine(`committed ${sessionId} ${batch}`);
         done++;
         if (done === killAfter) process.kill(process.pid, 'SIGKILL');
       }

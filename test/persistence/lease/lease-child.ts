@@ -8,7 +8,7 @@
  *   it resumes runs `slow` as above (prints `tool-started`, waits for `release`), then its result is printed.
  *   node --import tsx test/persistence/lease/lease-child.ts   (the plan comes in TROUPE_LEASE_PLAN, as JSON)
  */
-import { writeSync } from 'node:fs';
+
 import { createInterface } from 'node:readline';
 import { z } from 'zod';
 import {
@@ -19,6 +19,7 @@ import {
   tool,
 } from '../../../src/index.ts';
 import { scriptedModel } from '../../../src/testing/index.ts';
+import { writeLine } from '../../support/write-line.ts';
 
 export interface LeasePlan {
   store: string;
@@ -38,7 +39,7 @@ export interface ResultReport {
 }
 
 const plan = JSON.parse(process.env.TROUPE_LEASE_PLAN ?? 'null') as LeasePlan;
-const say = (line: string) => writeSync(1, `${line}\n`);
+const say = writeLine;
 
 let release: (() => void) | undefined;
 let released = false;

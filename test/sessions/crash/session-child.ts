@@ -17,6 +17,7 @@ import { writeSync } from 'node:fs';
 import { validateHistory } from '../../../src/core/history.ts';
 import { createAgentSystem, createSqliteStore, type RunResult, type Session } from '../../../src/index.ts';
 import type { StoredSessionState } from '../../../src/persistence/store.ts';
+import { writeLine } from '../../support/write-line.ts';
 import { appendLine, type LogLine, readLog, type UnplacedLine } from './effect-log.ts';
 import { type KillKind, type ScriptedInput, scenarioAgents, sessionsScript } from './scenario.ts';
 
@@ -224,7 +225,7 @@ async function runMode(): Promise<void> {
     for await (const event of system.events())
       if (event.type === 'run_end' && event.depth === 0) point('turn-end');
   })();
-  writeSync(1, 'ready\n');
+  writeLine('ready');
   const interrupted = (await system.interrupted()).map((summary) => summary.sessionId).sort();
   const recovered = await system.recover();
   const interruptedAfter = (await system.interrupted()).map((summary) => summary.sessionId);
@@ -284,11 +285,11 @@ async function runMode(): Promise<void> {
   }
   await system.shutdown();
   store.close();
-  writeSync(1, `summary ${JSON.stringify(summary)}\n`);
+  writeLine(`summary ${JSON.stringify(summary)}`);
 }
 
 async function decideMode(): Promise<void> {
-  writeSync(1, 'ready\n');
+  writeLine('ready');
   const decided: string[] = [];
   for (const record of await system.approvals()) {
     if (plan.decision === 'reject')
@@ -305,12 +306,12 @@ async function decideMode(): Promise<void> {
   }
   await system.shutdown();
   store.close();
-  writeSync(1, `decided ${JSON.stringify(decided)}\n`);
+  writeLine(`decided ${JSON.stringify(decided)}`);
 }
 
 /** Approves, from this process, every call that waits in the store, until it is killed. */
 async function approveLoop(): Promise<void> {
-  writeSync(1, 'ready\n');
+  writeLine('ready');
   // With kills, only the top agents' calls: a decision stored for a nested agent's call while its session is down
   // is not applied on recovery.
   startApprover(new Set(), plan.approver === 'other-all' ? 'all' : 'top');
