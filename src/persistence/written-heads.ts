@@ -1,6 +1,6 @@
 import type * as Sqlite from 'node:sqlite';
 import { type LeaseHolder, leaseRenewalAfterMs, thisProcess } from './session-lease.ts';
-import type { SessionHead } from './stored-format/session-head.ts';
+import { headValues, type SessionHead } from './stored-format/session-head.ts';
 
 /** A head as this connection last wrote it, with its checksum. */
 interface WrittenHead extends SessionHead {
@@ -69,12 +69,7 @@ export function prepareWrittenHeads(
       const changed = update.run(
         ...columns,
         sessionId,
-        head.lastSeq,
-        head.runs,
-        head.journal,
-        head.approvals,
-        head.messages,
-        head.messagesSum,
+        ...headValues(head),
         head.sum,
         holder.host,
         holder.pid,

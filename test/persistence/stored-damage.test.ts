@@ -198,9 +198,13 @@ describe('damage to a stored session is a typed error, never different data', ()
     }
   });
 
-  it('a session row damaged before its file is migrated is refused after, not checksummed again', () => {
-    const path = join(directory, 'damaged-before-migration.db');
-    copyFileSync(new URL('./fixtures/layouts/layout-5.db', import.meta.url), path);
+  /**
+   * Damages the session `idle` of a copy of the fixture `fixture` (a store of an older layout) before it is opened:
+   * the migration must leave the damage to be refused (the session named), and migrate the other sessions.
+   */
+  const expectRefusedAfterMigration = (fixture: string, file: string) => {
+    const path = join(directory, file);
+    copyFileSync(new URL(`./fixtures/layouts/${fixture}`, import.meta.url), path);
     const db = new DatabaseSync(path);
     const changed = db
       .prepare(`UPDATE sessions SET doc = replace(doc, 'hello back', 'hallo back') WHERE id = 'idle'`)
@@ -217,10 +221,15 @@ describe('damage to a stored session is a typed error, never different data', ()
       }
       expect(refused).toBeInstanceOf(StoreCorruptError);
       expect((refused as StoreCorruptError).sessionId).toBe('idle');
+      // The other sessions were migrated and load.
       expect(store.load('approval')?.session.status).toBe('awaiting');
     } finally {
       store.close();
     }
+  };
+
+  it('a session row damaged before its file is migrated is refused after, not checksummed again', () => {
+    expectRefusedAfterMigration('layout-5.db', 'damaged-before-migration.db');
   });
 
   it('random damage to the bytes of appended message rows (200 seeds): refused with a typed error, or read back the same', () => {
@@ -337,29 +346,7 @@ describe('damage to a stored session is a typed error, never different data', ()
   });
 
   it('a message damaged in a layout-6 row before its file is migrated is refused after, not checksummed again', () => {
-    const path = join(directory, 'message-damaged-before-migration.db');
-    copyFileSync(new URL('./fixtures/layouts/layout-6.db', import.meta.url), path);
-    const db = new DatabaseSync(path);
-    const changed = db
-      .prepare(`UPDATE sessions SET doc = replace(doc, 'hello back', 'hallo back') WHERE id = 'idle'`)
-      .run().changes;
-    db.close();
-    expect(changed).toBe(1);
-    const store = createSqliteStore(path);
-    try {
-      let refused: unknown;
-      try {
-        store.load('idle');
-      } catch (error) {
-        refused = error;
-      }
-      expect(refused).toBeInstanceOf(StoreCorruptError);
-      expect((refused as StoreCorruptError).sessionId).toBe('idle');
-      // The other sessions were migrated and load.
-      expect(store.load('approval')?.session.status).toBe('awaiting');
-    } finally {
-      store.close();
-    }
+    expectRefusedAfterMigration('layout-6.db', 'message-damaged-before-migration.db');
   });
 
   describe('named damage: refused by checksum as it is, and by validation when its checksums are made to match', () => {

@@ -30,6 +30,11 @@ export interface SessionHead {
   messagesSum: number;
 }
 
+/** A head's columns after its session id and before its checksum, in the order of the table. */
+export function headValues(head: SessionHead): [number, number, number, number, number, number] {
+  return [head.lastSeq, head.runs, head.journal, head.approvals, head.messages, head.messagesSum];
+}
+
 export type SessionHeads = ReturnType<typeof prepareHeads>;
 
 export function prepareHeads(db: Sqlite.DatabaseSync) {
@@ -86,31 +91,8 @@ export function prepareHeads(db: Sqlite.DatabaseSync) {
       messages_sum: head.messagesSum,
     };
     const sum = recordChecksum('heads', record);
-    if (!exists)
-      upsert.run(
-        sessionId,
-        head.lastSeq,
-        head.runs,
-        head.journal,
-        head.approvals,
-        head.messages,
-        head.messagesSum,
-        sum,
-      );
-    else if (
-      Number(
-        update.run(
-          head.lastSeq,
-          head.runs,
-          head.journal,
-          head.approvals,
-          head.messages,
-          head.messagesSum,
-          sum,
-          sessionId,
-        ).changes,
-      ) === 0
-    )
+    if (!exists) upsert.run(sessionId, ...headValues(head), sum);
+    else if (Number(update.run(...headValues(head), sum, sessionId).changes) === 0)
       throw new StoreCorruptError(sessionId, 'its head (what the session holds) is missing');
     return sum;
   };
