@@ -95,6 +95,34 @@ function readDamaged(
   }
 }
 
+/**
+ * Damages one byte of one of `records` as they lie in the file `original` (every copy of a record is a row), over
+ * 200 seeds, and reads each damaged copy back. Returns what that gave and how many places the records were found at.
+ */
+function damageRecords(
+  original: string,
+  records: readonly Buffer[],
+  name: string,
+): Outcomes & { places: number } {
+  const bytes = readFileSync(original);
+  const expected = readAll(original);
+  const spans = new Map<number, number>();
+  for (const record of records)
+    for (let at = bytes.indexOf(record); at >= 0; at = bytes.indexOf(record, at + 1))
+      spans.set(at, record.length);
+  const spanList = [...spans];
+  const outcomes: Outcomes = { same: 0, refused: 0, different: [], untyped: [] };
+  for (let seed = 1; seed <= 200; seed += 1) {
+    const next = random(seed);
+    const damaged = Buffer.from(bytes);
+    const [start, length] = spanList[Math.floor(next() * spanList.length)] as [number, number];
+    const at = start + Math.floor(next() * length);
+    damaged[at] = ((damaged[at] as number) + 1 + Math.floor(next() * 255)) % 256;
+    readDamaged(damaged, `${name}-${seed}.db`, seed, expected, outcomes);
+  }
+  return { ...outcomes, places: spanList.length };
+}
+
 describe('damage to a stored session is a typed error, never different data', () => {
   it('random byte damage over 400 seeds (DAMAGE_SEEDS for more): refused with a typed error, or read back exactly the same', () => {
     const original = interruptedStore();
@@ -136,23 +164,8 @@ describe('damage to a stored session is a typed error, never different data', ()
     ].map((row) => Buffer.from(String(row.bytes)));
     expect(db.prepare('SELECT count(*) AS n FROM journal').get()?.n).toBeGreaterThan(0);
     db.close();
-    const bytes = readFileSync(original);
-    const expected = readAll(original);
-    const spans = new Map<number, number>();
-    for (const record of records)
-      for (let at = bytes.indexOf(record); at >= 0; at = bytes.indexOf(record, at + 1))
-        spans.set(at, record.length);
-    const spanList = [...spans];
-    expect(spanList.length).toBeGreaterThan(20);
-    const outcomes: Outcomes = { same: 0, refused: 0, different: [], untyped: [] };
-    for (let seed = 1; seed <= 200; seed += 1) {
-      const next = random(seed);
-      const damaged = Buffer.from(bytes);
-      const [start, length] = spanList[Math.floor(next() * spanList.length)] as [number, number];
-      const at = start + Math.floor(next() * length);
-      damaged[at] = ((damaged[at] as number) + 1 + Math.floor(next() * 255)) % 256;
-      readDamaged(damaged, `event-damaged-${seed}.db`, seed, expected, outcomes);
-    }
+    const outcomes = damageRecords(original, records, 'event-damaged');
+    expect(outcomes.places).toBeGreaterThan(20);
     expect(outcomes.different).toEqual([]);
     expect(outcomes.untyped).toEqual([]);
     // Nearly all of them reach a record (a few land on bytes no read uses, such as a copy the file no longer reads).
@@ -244,23 +257,8 @@ describe('damage to a stored session is a typed error, never different data', ()
       .map((row) => Buffer.from(String(row.doc)));
     db.close();
     expect(records.length).toBeGreaterThanOrEqual(6);
-    const bytes = readFileSync(original);
-    const expected = readAll(original);
-    const spans = new Map<number, number>();
-    for (const record of records)
-      for (let at = bytes.indexOf(record); at >= 0; at = bytes.indexOf(record, at + 1))
-        spans.set(at, record.length);
-    const spanList = [...spans];
-    expect(spanList.length).toBeGreaterThanOrEqual(records.length);
-    const outcomes: Outcomes = { same: 0, refused: 0, different: [], untyped: [] };
-    for (let seed = 1; seed <= 200; seed += 1) {
-      const next = random(seed);
-      const damaged = Buffer.from(bytes);
-      const [start, length] = spanList[Math.floor(next() * spanList.length)] as [number, number];
-      const at = start + Math.floor(next() * length);
-      damaged[at] = ((damaged[at] as number) + 1 + Math.floor(next() * 255)) % 256;
-      readDamaged(damaged, `message-damaged-${seed}.db`, seed, expected, outcomes);
-    }
+    const outcomes = damageRecords(original, records, 'message-damaged');
+    expect(outcomes.places).toBeGreaterThanOrEqual(records.length);
     expect(outcomes.different).toEqual([]);
     expect(outcomes.untyped).toEqual([]);
     expect(outcomes.refused).toBeGreaterThan(180);
