@@ -8,7 +8,8 @@ import type { JsonValue } from '../../src/core/json.ts';
 import { createMemoryStore } from '../../src/persistence/memory-store.ts';
 import { createSqliteStore } from '../../src/persistence/sqlite-store.ts';
 import type { CommitBatch, SessionStore } from '../../src/persistence/store.ts';
-import { StoreClosedError, StoreCommitError } from '../../src/persistence/store-errors.ts';
+import { StoreClosedError } from '../../src/persistence/store-errors.ts';
+import { commitRefusal } from '../support/commit-refusal.ts';
 import { approval, checkpoint, events, idleRow, sessionRow } from './fixtures.ts';
 
 /** One contract, every store: what the runtime may rely on whichever store it is given. */
@@ -50,16 +51,6 @@ describe.each(harnesses)('$name store', (harness) => {
     for (const each of opened.splice(0)) each.close();
     rmSync(directory, { recursive: true, force: true });
   });
-
-  const refusal = (run: () => unknown): StoreCommitError => {
-    try {
-      run();
-    } catch (error) {
-      expect(error).toBeInstanceOf(StoreCommitError);
-      return error as StoreCommitError;
-    }
-    throw new Error('the commit was not refused');
-  };
 
   it('holds the lease of every session it runs in this process: taken, kept through commits, given back, taken again', async () => {
     expect(store.acquireLease).toBeTypeOf('function');
@@ -182,7 +173,7 @@ describe.each(harnesses)('$name store', (harness) => {
         approval('s1', 'call_2', { status: 'approved', decision: { type: 'approve' }, decidedAt: 3 }),
       ],
     };
-    const error = refusal(() => store.commit('s1', bad));
+    const error = commitRefusal(() => store.commit('s1', bad));
     expect(error.reason).toBe('event_sequence');
     expect(error.sessionId).toBe('s1');
     expect(error.message).toContain('Commit to session "s1" refused, nothing was written');
@@ -205,12 +196,16 @@ describe.each(harnesses)('$name store', (harness) => {
 
   it('refuses events that do not start at lastSeq + 1: a fresh log starts at 0, a repeated seq is refused', async () => {
     expect(
-      refusal(() => store.commit('s1', { session: idleRow('s1'), events: events('s1', 1, 1) })).reason,
+      commitRefusal(() => store.commit('s1', { session: idleRow('s1'), events: events('s1', 1, 1) })).reason,
     ).toBe('event_sequence');
     expect(await store.load('s1')).toBeUndefined();
     await store.commit('s1', { session: idleRow('s1'), events: events('s1', 0, 3) });
-    expect(refusal(() => store.commit('s1', { events: events('s1', 2, 1) })).reason).toBe('event_sequence');
-    expect(refusal(() => store.commit('s1', { events: events('s1', 4, 1) })).reason).toBe('event_sequence');
+    expect(commitRefusal(() => store.commit('s1', { events: events('s1', 2, 1) })).reason).toBe(
+      'event_sequence',
+    );
+    expect(commitRefusal(() => store.commit('s1', { events: events('s1', 4, 1) })).reason).toBe(
+      'event_sequence',
+    );
     await store.commit('s1', { events: events('s1', 3, 1) });
     expect((await store.readEvents('s1', -1)).map((event) => event.seq)).toEqual([0, 1, 2, 3]);
   });
@@ -222,12 +217,12 @@ describe.each(harnesses)('$name store', (harness) => {
       { approvals: [approval('s1', 'c')] },
       { runs: [['r', checkpoint()]] },
     ] as CommitBatch[])
-      expect(refusal(() => store.commit('s1', batch)).reason).toBe('unknown_session');
+      expect(commitRefusal(() => store.commit('s1', batch)).reason).toBe('unknown_session');
     expect(await store.load('s1')).toBeUndefined();
     expect(await store.list()).toEqual([]);
     expect(await store.approvals()).toEqual([]);
 
-    expect(refusal(() => store.commit('s1', { session: idleRow('s2') })).reason).toBe('invalid_value');
+    expect(commitRefusal(() => store.commit('s1', { session: idleRow('s2') })).reason).toBe('invalid_value');
     expect(await store.load('s1')).toBeUndefined();
   });
 
@@ -473,7 +468,7 @@ describe.each(harnesses)('$name store', (harness) => {
       const state = await reopened.load('s1');
       expect(state?.lastSeq).toBe(2);
       expect(state?.session).toEqual(sessionRow('s1'));
-      expect(refusal(() => reopened.commit('s1', { events: events('s1', 0, 1) })).reason).toBe(
+      expect(commitRefusal(() => reopened.commit('s1', { events: events('s1', 0, 1) })).reason).toBe(
         'event_sequence',
       );
       await reopened.commit('s1', { events: events('s1', 3, 2) });

@@ -95,6 +95,21 @@ function readDamaged(
   }
 }
 
+/** Loads `sessionId` from the store at `path`: the load must be refused with a StoreCorruptError naming it. */
+function refusedLoading(path: string, sessionId: string): StoreCorruptError {
+  const store = createSqliteStore(path);
+  try {
+    store.load(sessionId);
+  } catch (error) {
+    expect(error).toBeInstanceOf(StoreCorruptError);
+    expect((error as StoreCorruptError).sessionId).toBe(sessionId);
+    return error as StoreCorruptError;
+  } finally {
+    store.close();
+  }
+  throw new Error(`session ${sessionId} loaded`);
+}
+
 /**
  * Damages one byte of one of `records` as they lie in the file `original` (every copy of a record is a row), over
  * 200 seeds, and reads each damaged copy back. Returns what that gave and how many places the records were found at.
@@ -274,23 +289,10 @@ describe('damage to a stored session is a typed error, never different data', ()
       db.close();
       return path;
     };
-    const refusedFor = (path: string, sessionId: string): StoreCorruptError => {
-      const store = createSqliteStore(path);
-      try {
-        store.load(sessionId);
-      } catch (error) {
-        expect(error).toBeInstanceOf(StoreCorruptError);
-        expect((error as StoreCorruptError).sessionId).toBe(sessionId);
-        return error as StoreCorruptError;
-      } finally {
-        store.close();
-      }
-      throw new Error(`session ${sessionId} loaded`);
-    };
     const last = "(SELECT max(idx) FROM messages WHERE session_id = 'idle')";
 
     it('its last row lost: the head says how many there were', () => {
-      refusedFor(
+      refusedLoading(
         edited('message-lost', `DELETE FROM messages WHERE session_id = 'idle' AND idx = ${last}`),
         'idle',
       );
@@ -316,7 +318,7 @@ describe('damage to a stored session is a typed error, never different data', ()
         'idle',
       );
       db.close();
-      expect(refusedFor(path, 'idle').message).toContain('expects');
+      expect(refusedLoading(path, 'idle').message).toContain('expects');
     });
 
     it('a row moved to another session: both are refused', () => {
@@ -325,12 +327,12 @@ describe('damage to a stored session is a typed error, never different data', ()
         `UPDATE messages SET session_id = 'approval', idx = (SELECT max(idx) + 1 FROM messages WHERE session_id = 'approval')
          WHERE session_id = 'idle' AND idx = ${last}`,
       );
-      refusedFor(path, 'idle');
-      refusedFor(path, 'approval');
+      refusedLoading(path, 'idle');
+      refusedLoading(path, 'approval');
     });
 
     it('two rows swapped, or one taken out of the middle: the chain of checksums breaks', () => {
-      refusedFor(
+      refusedLoading(
         edited(
           'message-swapped',
           `UPDATE messages SET idx = -1 WHERE session_id = 'idle' AND idx = 0;
@@ -339,7 +341,10 @@ describe('damage to a stored session is a typed error, never different data', ()
         ),
         'idle',
       );
-      refusedFor(edited('message-gap', "DELETE FROM messages WHERE session_id = 'idle' AND idx = 1"), 'idle');
+      refusedLoading(
+        edited('message-gap', "DELETE FROM messages WHERE session_id = 'idle' AND idx = 1"),
+        'idle',
+      );
     });
   });
 
@@ -367,19 +372,6 @@ describe('damage to a stored session is a typed error, never different data', ()
       db.close();
       return path;
     };
-    const refusal = (path: string, sessionId: string): StoreCorruptError => {
-      const store = createSqliteStore(path);
-      try {
-        store.load(sessionId);
-      } catch (error) {
-        expect(error).toBeInstanceOf(StoreCorruptError);
-        expect((error as StoreCorruptError).sessionId).toBe(sessionId);
-        return error as StoreCorruptError;
-      } finally {
-        store.close();
-      }
-      throw new Error(`session ${sessionId} loaded`);
-    };
 
     it('an edited tool result (in the journal or in the checkpoint) is refused, and recover() does not resume it', async () => {
       const journal = damaged(
@@ -387,13 +379,15 @@ describe('damage to a stored session is a typed error, never different data', ()
         `UPDATE journal SET doc = replace(doc, 'found x', 'found y') WHERE session_id = 'nested'`,
         false,
       );
-      expect(refusal(journal, 'nested').message).toMatch(/journal entry .* does not match its checksum/);
+      expect(refusedLoading(journal, 'nested').message).toMatch(
+        /journal entry .* does not match its checksum/,
+      );
       const row = damaged(
         'tool-result-row',
         `UPDATE runs SET doc = replace(doc, 'found x', 'found y') WHERE session_id = 'nested'`,
         false,
       );
-      expect(refusal(row, 'nested').message).toContain(
+      expect(refusedLoading(row, 'nested').message).toContain(
         'nested run "lead>r1/researcher" does not match its checksum',
       );
       const store = createSqliteStore(journal);
@@ -425,21 +419,23 @@ describe('damage to a stored session is a typed error, never different data', ()
 
     it('an idle row that kept its turn is refused', () => {
       const edit = `UPDATE sessions SET status = 'idle', doc = replace(doc, '"status":"running"', '"status":"idle"') WHERE id = 'nested'`;
-      expect(refusal(damaged('idle-with-turn', edit, false), 'nested').message).toContain('checksum');
-      expect(refusal(damaged('idle-with-turn', edit, true), 'nested').message).toContain(
+      expect(refusedLoading(damaged('idle-with-turn', edit, false), 'nested').message).toContain('checksum');
+      expect(refusedLoading(damaged('idle-with-turn', edit, true), 'nested').message).toContain(
         'session.turn is set, but a idle session holds no turn in progress',
       );
     });
 
     it('an altered agent name is refused', () => {
       const edit = `UPDATE sessions SET doc = replace(doc, '"current":"lead"', '"current":"leaf"') WHERE id = 'nested'`;
-      expect(refusal(damaged('agent-name', edit, false), 'nested').message).toContain('checksum');
-      expect(refusal(damaged('agent-name', edit, true), 'nested').message).toContain(
+      expect(refusedLoading(damaged('agent-name', edit, false), 'nested').message).toContain('checksum');
+      expect(refusedLoading(damaged('agent-name', edit, true), 'nested').message).toContain(
         'session.turn.session.current is "leaf", but the session\'s agent is "lead"',
       );
       const column = `UPDATE sessions SET agent = 'clerx' WHERE id = 'approval'`;
-      expect(refusal(damaged('agent-column', column, false), 'approval').message).toContain('checksum');
-      expect(refusal(damaged('agent-column', column, true), 'approval').message).toContain(
+      expect(refusedLoading(damaged('agent-column', column, false), 'approval').message).toContain(
+        'checksum',
+      );
+      expect(refusedLoading(damaged('agent-column', column, true), 'approval').message).toContain(
         'its columns and its record disagree',
       );
     });

@@ -8,6 +8,7 @@ import { createSqliteStore } from '../../src/persistence/sqlite-store.ts';
 import type { StoredSession } from '../../src/persistence/store.ts';
 import { StoreCommitError } from '../../src/persistence/store-errors.ts';
 import { tailLimit } from '../../src/persistence/stored-format/stored-messages.ts';
+import { commitRefusal } from '../support/commit-refusal.ts';
 import { sessionRow, transcript } from './fixtures.ts';
 
 /**
@@ -174,15 +175,6 @@ describe('the conversation written as what changed', () => {
   it('refuses a commit made against a conversation that is not the stored one, writes nothing, and writes the next one whole', () => {
     const mine = createSqliteStore(file);
     const other = createSqliteStore(file);
-    const refusal = (run: () => void): StoreCommitError => {
-      try {
-        run();
-      } catch (error) {
-        expect(error).toBeInstanceOf(StoreCommitError);
-        return error as StoreCommitError;
-      }
-      throw new Error('the commit was not refused');
-    };
     try {
       const a = say('a');
       const mineFirst = [a, big('b1'), big('b2'), big('b3')];
@@ -190,7 +182,9 @@ describe('the conversation written as what changed', () => {
       // The same count of messages in rows, other ones: only the chain of checksums in the head tells.
       const theirs = running([a, big('x1'), big('x2'), big('x3')], 2_000);
       other.commit('s1', { session: theirs });
-      const error = refusal(() => mine.commit('s1', { session: running([...mineFirst, say('d')], 3_000) }));
+      const error = commitRefusal(() =>
+        mine.commit('s1', { session: running([...mineFirst, say('d')], 3_000) }),
+      );
       expect(error.reason).toBe('message_sequence');
       expect(other.load('s1')?.session).toEqual(theirs);
       // Refused once: the store forgot what it knew of the session, and writes its conversation whole.
@@ -201,7 +195,9 @@ describe('the conversation written as what changed', () => {
       // More messages in rows than the commit keeps: the kept one's checksum is read from its row.
       const longer = running([a, big('p1'), big('p2'), big('p3'), big('p4'), big('p5')], 4_000);
       other.commit('s1', { session: longer });
-      const shorter = refusal(() => mine.commit('s1', { session: running([...mineNext, say('e')], 5_000) }));
+      const shorter = commitRefusal(() =>
+        mine.commit('s1', { session: running([...mineNext, say('e')], 5_000) }),
+      );
       expect(shorter.reason).toBe('message_sequence');
       expect(mine.load('s1')?.session).toEqual(longer);
     } finally {
