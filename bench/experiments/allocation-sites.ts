@@ -13,12 +13,7 @@ import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { prepareTroupeWith, type TroupeModule } from '../frameworks/troupe-adapter.ts';
 import type { Scenario } from '../scenario.ts';
-
-interface ProfileNode {
-  callFrame: { functionName: string; url: string; lineNumber: number };
-  selfSize: number;
-  children: ProfileNode[];
-}
+import { type AllocationNode, allocationBySite } from './allocation-by-site.ts';
 
 const early = process.argv.includes('--after50');
 const [distArg, rowsArg] = process.argv.slice(2).filter((arg) => arg !== '--after50');
@@ -42,20 +37,13 @@ await session.post('HeapProfiler.startSampling', {
 });
 const runs = early ? 100 : 300;
 for (let i = 0; i < runs; i++) await runner.run(`task ${i}`);
-const { profile } = (await session.post('HeapProfiler.stopSampling')) as { profile: { head: ProfileNode } };
+const { profile } = (await session.post('HeapProfiler.stopSampling')) as {
+  profile: { head: AllocationNode };
+};
 session.disconnect();
 
 const steps = runs * scenario.toolSteps;
-const bySite = new Map<string, number>();
-let total = 0;
-const walk = (node: ProfileNode): void => {
-  const frame = node.callFrame;
-  const site = `${frame.functionName || '(anonymous)'} ${frame.url.replace(/.*\//, '')}:${frame.lineNumber + 1}`;
-  bySite.set(site, (bySite.get(site) ?? 0) + node.selfSize);
-  total += node.selfSize;
-  for (const child of node.children) walk(child);
-};
-walk(profile.head);
+const { total, sites } = allocationBySite(profile.head);
 console.log(`${(total / steps).toFixed(0)} bytes allocated per tool step (${dist})`);
-for (const [site, bytes] of [...bySite].sort((a, b) => b[1] - a[1]).slice(0, rows))
+for (const [site, bytes] of sites.slice(0, rows))
   console.log(`${(bytes / steps).toFixed(0).padStart(7)}  ${site}`);

@@ -14,12 +14,7 @@ import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { type TroupeModule, troupeFramework } from '../frameworks/troupe-adapter.ts';
 import { check, type Scenario } from '../scenario.ts';
-
-interface AllocationNode {
-  callFrame: { functionName: string; url: string; lineNumber: number };
-  selfSize: number;
-  children: AllocationNode[];
-}
+import { type AllocationNode, allocationBySite } from './allocation-by-site.ts';
 
 interface ProfileNode {
   id: number;
@@ -59,18 +54,9 @@ if (allocations) {
     profile: { head: AllocationNode };
   };
   session.disconnect();
-  const bySite = new Map<string, number>();
-  let total = 0;
-  const walk = (node: AllocationNode): void => {
-    const frame = node.callFrame;
-    const site = `${frame.functionName || '(anonymous)'} ${frame.url.replace(/.*\//, '')}:${frame.lineNumber + 1}`;
-    bySite.set(site, (bySite.get(site) ?? 0) + node.selfSize);
-    total += node.selfSize;
-    for (const child of node.children) walk(child);
-  };
-  walk(profile.head);
+  const { total, sites } = allocationBySite(profile.head);
   console.log(`${n} runs: ${(total / n).toFixed(0)} bytes allocated per run (${dist})`);
-  for (const [site, bytes] of [...bySite].sort((a, b) => b[1] - a[1]).slice(0, top))
+  for (const [site, bytes] of sites.slice(0, top))
     console.log(`${(bytes / n).toFixed(0).padStart(7)}  ${site}`);
   process.exit(0);
 }
