@@ -42,7 +42,12 @@ import {
 } from './store-errors.ts';
 import { eventsTable, journalTable } from './stored-format/append-only-tables.ts';
 import { migrateLayout } from './stored-format/layout-migrations.ts';
-import { type RecordColumns, recordChecksum, verifyRecord } from './stored-format/record-checksum.ts';
+import {
+  checksumOfValues,
+  type RecordColumns,
+  recordChecksum,
+  verifyRecord,
+} from './stored-format/record-checksum.ts';
 import { decodeSessionDoc, encodeSessionDoc, sessionDocText } from './stored-format/session-doc.ts';
 import { headsTable, prepareHeads, type SessionHead } from './stored-format/session-head.ts';
 import type { StoredAgentCheckpoint } from './stored-format/stored-checkpoint.ts';
@@ -1179,15 +1184,15 @@ export function writeCommit(s: Statements, rows: CommitRows): void {
           session.turns,
           session.updatedAt,
           session.doc,
-          recordChecksum('sessions', {
-            id: sessionId,
-            status: session.status,
-            entry: session.entry,
-            agent: session.agent,
-            turns: session.turns,
-            updated_at: session.updatedAt,
-            doc: session.doc,
-          }),
+          checksumOfValues('sessions', [
+            sessionId,
+            session.status,
+            session.entry,
+            session.agent,
+            session.turns,
+            session.updatedAt,
+            session.doc,
+          ]),
         ];
   // A session this connection runs: its row is written where its head and lease are as this connection left them
   // (written-heads.ts), without reading them first.
@@ -1322,33 +1327,23 @@ function writeMessages(s: Statements, sessionId: string, messages: MessageRows, 
   head.messagesSum = docs.length > 0 ? (sums.at(-1) as number) : keepSum;
 }
 
-/** The events' rows as `prepareEventInserts` takes them: each event's columns and checksum. */
+/** The events' rows as `insertEvents` takes them: each event's columns and checksum (the columns in its order). */
 function eventColumns(sessionId: string, events: CommitRows['events']): Sqlite.SQLInputValue[] {
   const columns: Sqlite.SQLInputValue[] = [];
   for (const event of events) {
-    const record = {
-      session_id: sessionId,
-      seq: event.seq as number,
-      time: event.time as number,
-      agent: event.agent as string,
-      route: event.route as string,
-      depth: event.depth as number,
-      type: event.type as string,
-      origin: event.origin as string | null,
-      data: event.data,
-    };
+    const start = columns.length;
     columns.push(
       sessionId,
-      record.seq,
-      record.time,
-      record.agent,
-      record.route,
-      record.depth,
-      record.type,
-      record.origin,
-      record.data,
-      recordChecksum('events', record),
+      event.seq as number,
+      event.time as number,
+      event.agent as string,
+      event.route as string,
+      event.depth as number,
+      event.type as string,
+      event.origin as string | null,
+      event.data,
     );
+    columns.push(checksumOfValues('events', columns, start));
   }
   return columns;
 }

@@ -30,21 +30,65 @@ export function recordChecksum(
   record: RecordColumns,
   columns: readonly string[] = checksummedColumns[table],
 ): number {
-  // Each column is fed as a tagged, length-prefixed piece: no two different records give the same input, and the
-  // JSON text of a document is hashed as it is (escaping it again would cost more than the hash). The pieces are
-  // hashed as one string (CRC-32 of the whole equals CRC-32 continued piece by piece): one call into zlib per record.
-  // node:zlib loads on the first checksum, not when Troupe is imported.
-  const { crc32 } = process.getBuiltinModule('node:zlib');
-  let input: string = table;
-  for (const name of columns) {
-    const value = record[name];
-    if (typeof value === 'string') input += `|s${value.length}:${value}`;
-    else if (typeof value === 'number' || typeof value === 'bigint') input += `|n${String(value)}`;
-    else if (value === undefined || value === null) input += '|z';
-    // A blob where text belongs: damage, which the checksum must not match.
-    else input += `|b${String(value)}`;
+  const input = new ChecksumInput(table);
+  for (const name of columns) input.add(record[name]);
+  return input.sum();
+}
+
+/**
+ * The checksum of a record of `table` from the values of its checksummed columns in their order, read from `values`
+ * at `start`: the same as `recordChecksum`, without a record object (a commit's rows are bound as such lists).
+ */
+export function checksumOfValues(table: ChecksummedTable, values: readonly unknown[], start = 0): number {
+  const input = new ChecksumInput(table);
+  const end = start + checksummedColumns[table].length;
+  for (let index = start; index < end; index++) input.add(values[index]);
+  return input.sum();
+}
+
+/** A text longer than this is hashed on its own, continuing the checksum, instead of copied into the input. */
+const longText = 256;
+
+/** zlib's CRC-32, loaded on the first checksum (node:zlib is not loaded when Troupe is imported). */
+let zlibCrc32: ((data: string, value?: number) => number) | undefined;
+
+/**
+ * A record's checksum input. Each column is fed as a tagged, length-prefixed piece: no two different records give
+ * the same input, and the JSON text of a document is hashed as it is (escaping it again would cost more than the
+ * hash). Short pieces are joined into one string and hashed in one call into zlib; a long text is hashed where it
+ * is, continuing the checksum (CRC-32 of the whole equals CRC-32 continued piece by piece), so it is never copied.
+ */
+class ChecksumInput {
+  #text: string;
+  #sum = 0;
+
+  constructor(table: string) {
+    this.#text = table;
   }
-  return crc32(input);
+
+  add(value: unknown): void {
+    if (typeof value === 'string') {
+      this.#text += `|s${value.length}:`;
+      if (value.length <= longText) this.#text += value;
+      else {
+        this.#sum = crc32(this.#text, this.#sum);
+        this.#sum = crc32(value, this.#sum);
+        this.#text = '';
+      }
+    } else if (typeof value === 'number' || typeof value === 'bigint') this.#text += `|n${String(value)}`;
+    else if (value === undefined || value === null) this.#text += '|z';
+    // A blob where text belongs: damage, which the checksum must not match.
+    else this.#text += `|b${String(value)}`;
+  }
+
+  sum(): number {
+    return this.#text.length === 0 ? this.#sum : crc32(this.#text, this.#sum);
+  }
+}
+
+function crc32(data: string, value: number): number {
+  zlibCrc32 ??= process.getBuiltinModule('node:zlib').crc32;
+  return zlibCrc32(data, value);
 }
 
 /** Refuses a record whose stored checksum is not the one its columns give. */

@@ -1,6 +1,6 @@
 import type * as Sqlite from 'node:sqlite';
 import { StoreCorruptError } from '../store-errors.ts';
-import { recordChecksum, verifyRecord } from './record-checksum.ts';
+import { checksumOfValues, verifyRecord } from './record-checksum.ts';
 
 /**
  * A checksum finds a record that was changed, not one that is gone: damage to a page of the file can drop a session
@@ -81,18 +81,10 @@ export function prepareHeads(db: Sqlite.DatabaseSync) {
    * session has a head already (it is updated in place, cheaper than an upsert; a head that is gone is a loss).
    */
   const write = (sessionId: string, head: SessionHead, exists = false): number => {
-    const record = {
-      session_id: sessionId,
-      last_seq: head.lastSeq,
-      runs: head.runs,
-      journal: head.journal,
-      approvals: head.approvals,
-      messages: head.messages,
-      messages_sum: head.messagesSum,
-    };
-    const sum = recordChecksum('heads', record);
-    if (!exists) upsert.run(sessionId, ...headValues(head), sum);
-    else if (Number(update.run(...headValues(head), sum, sessionId).changes) === 0)
+    const values = headValues(head);
+    const sum = checksumOfValues('heads', [sessionId, ...values]);
+    if (!exists) upsert.run(sessionId, ...values, sum);
+    else if (Number(update.run(...values, sum, sessionId).changes) === 0)
       throw new StoreCorruptError(sessionId, 'its head (what the session holds) is missing');
     return sum;
   };
