@@ -30,10 +30,9 @@ export function recordChecksum(
   record: RecordColumns,
   columns: readonly string[] = checksummedColumns[table],
 ): number {
-  crc[0] = -1;
-  addText(table);
-  for (const name of columns) addPiece(record[name]);
-  return ~(crc[0] as number) >>> 0;
+  beginChecksum(table);
+  for (const name of columns) addToChecksum(record[name]);
+  return endChecksum();
 }
 
 /**
@@ -41,10 +40,45 @@ export function recordChecksum(
  * at `start`: the same as `recordChecksum`, without a record object (a commit's rows are bound as such lists).
  */
 export function checksumOfValues(table: ChecksummedTable, values: readonly unknown[], start = 0): number {
+  beginChecksum(table);
+  const end = start + checksummedColumns[table].length;
+  for (let index = start; index < end; index++) addToChecksum(values[index]);
+  return endChecksum();
+}
+
+/**
+ * A record's checksum column by column, without a record or a list of its values: `beginChecksum(table)`, then
+ * `addToChecksum` for each of its checksummed columns in their order, then `endChecksum()` gives what
+ * `recordChecksum` gives. One checksum at a time (nothing else may be checksummed in between).
+ */
+export function beginChecksum(table: ChecksummedTable): void {
   crc[0] = -1;
   addText(table);
-  const end = start + checksummedColumns[table].length;
-  for (let index = start; index < end; index++) addPiece(values[index]);
+}
+
+/** Adds the next column's value to the checksum begun by `beginChecksum`. */
+export function addToChecksum(value: unknown): void {
+  if (typeof value === 'string') {
+    addText('|s');
+    addInteger(value.length);
+    addText(':');
+    addText(value);
+  } else if (typeof value === 'number' && Number.isSafeInteger(value) && !Object.is(value, -0)) {
+    addText('|n');
+    addInteger(value);
+  } else if (typeof value === 'number' || typeof value === 'bigint') {
+    addText('|n');
+    addText(String(value));
+  } else if (value === undefined || value === null) addText('|z');
+  else {
+    // A blob where text belongs: damage, which the checksum must not match.
+    addText('|b');
+    addText(String(value));
+  }
+}
+
+/** The checksum begun by `beginChecksum`. */
+export function endChecksum(): number {
   return ~(crc[0] as number) >>> 0;
 }
 
@@ -65,21 +99,28 @@ const crc = new Int32Array(1);
 /** A text longer than this is hashed by zlib (faster per byte than the loop here, once the call is paid for). */
 const longText = 128;
 
-function addPiece(value: unknown): void {
-  if (typeof value === 'string') {
-    addText('|s');
-    addText(String(value.length));
-    addText(':');
-    addText(value);
-  } else if (typeof value === 'number' || typeof value === 'bigint') {
-    addText('|n');
-    addText(String(value));
-  } else if (value === undefined || value === null) addText('|z');
-  else {
-    // A blob where text belongs: damage, which the checksum must not match.
-    addText('|b');
-    addText(String(value));
+/** The decimal digits of a number being added, last first. */
+const digits = new Uint8Array(16);
+
+/** Adds `String(value)` of a safe integer, digit by digit (no string made). */
+function addInteger(value: number): void {
+  let rest = value;
+  if (rest < 0) {
+    addByte(0x2d);
+    rest = -rest;
   }
+  let count = 0;
+  do {
+    const next = Math.floor(rest / 10);
+    digits[count++] = rest - next * 10;
+    rest = next;
+  } while (rest > 0);
+  while (count > 0) addByte(0x30 + (digits[--count] as number));
+}
+
+function addByte(byte: number): void {
+  const sum = crc[0] as number;
+  crc[0] = (crcTable[(sum ^ byte) & 0xff] as number) ^ (sum >>> 8);
 }
 
 /** zlib's CRC-32, loaded on the first long text (node:zlib is not loaded when Troupe is imported). */
