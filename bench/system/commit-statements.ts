@@ -8,13 +8,17 @@
  *
  * With TROUPE_STATEMENTS_BASE=<another tree's src/persistence/sqlite-store.ts>, that tree's store is replayed too,
  * interleaved, and the figures are given side by side (medians of the repetitions). TROUPE_BENCH_STEPS=<n> makes
- * each turn n tool steps instead of W2's 3 (a longer conversation).
+ * each turn n tool steps instead of W2's 3 (a longer conversation). TROUPE_STATEMENTS_ALLOCATION=1 adds, after the
+ * timed repetitions, one replay per tree (untimed) under V8's sampling heap profiler: the bytes the store allocates
+ * per commit (garbage included) and the sites that allocate most.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as thisTree from '../../src/persistence/sqlite-store.ts';
 import { createMessageLog } from '../../src/persistence/stored-format/stored-messages.ts';
+import { type AllocationNode, allocationBySite } from '../experiments/allocation-by-site.ts';
 import { captureCommits, spread } from './durable-workload.ts';
 
 const sessions = Number(process.argv[2] ?? 2000);
@@ -106,6 +110,45 @@ try {
         })
         .join(' ')}`,
     );
+  if (process.env.TROUPE_STATEMENTS_ALLOCATION === '1')
+    for (const [name, lib] of variants) {
+      const db = lib.openDatabase(join(directory, `allocation-${name}.db`), 'full', 5_000, false);
+      const statements = lib.prepareStatements(db, 30_000);
+      const log = createMessageLog();
+      const replay = (part: typeof commits) => {
+        for (let first = 0; first < part.length; first += group) {
+          statements.beginWrite.run();
+          for (const [sessionId, batch] of part.slice(first, first + group)) {
+            const rows = lib.commitRowsOf(sessionId, batch, log);
+            statements.savepoint.run();
+            lib.writeCommit(statements, rows);
+            statements.release.run();
+          }
+          statements.commit.run();
+        }
+      };
+      // The first third warms the code up; the rest is sampled.
+      const warm = Math.floor(commits.length / 3);
+      replay(commits.slice(0, warm));
+      const inspector = new Session();
+      inspector.connect();
+      await inspector.post('HeapProfiler.startSampling', {
+        samplingInterval: 128,
+        includeObjectsCollectedByMajorGC: true,
+        includeObjectsCollectedByMinorGC: true,
+      });
+      replay(commits.slice(warm));
+      const { profile } = (await inspector.post('HeapProfiler.stopSampling')) as {
+        profile: { head: AllocationNode };
+      };
+      inspector.disconnect();
+      db.close();
+      const sampled = commits.length - warm;
+      const { total, sites } = allocationBySite(profile.head);
+      console.log(`${name}: ${(total / sampled).toFixed(0)} bytes allocated per commit; the largest sites:`);
+      for (const [site, bytes] of sites.slice(0, 8))
+        console.log(`  ${(bytes / sampled).toFixed(0).padStart(6)}  ${site}`);
+    }
 } finally {
   rmSync(directory, { recursive: true, force: true });
 }

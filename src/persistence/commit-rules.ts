@@ -10,64 +10,94 @@ import { approvalStatuses as knownApprovalStatuses } from './validate-stored.ts'
  * (or gets one in the same batch). Cheap checks only: a commit is on the path of every model and tool call.
  */
 export function checkBatch(sessionId: string, batch: CheckedBatch, lastSeq: number, hasRow: boolean): void {
-  const refuse = (reason: 'event_sequence' | 'unknown_session' | 'invalid_value', message: string): never => {
-    throw new StoreCommitError(sessionId, reason, message);
-  };
+  // Every commit passes here: a batch that passes allocates nothing (no closure, no iterator).
   const session = batch.session;
   if (session !== undefined) {
     if (typeof session !== 'object' || session === null)
-      refuse('invalid_value', 'the session row is not an object');
+      refuse(sessionId, 'invalid_value', 'the session row is not an object');
     if (session.id !== sessionId)
-      refuse('invalid_value', `the session row's id is ${JSON.stringify(session.id)}, not "${sessionId}"`);
+      refuse(
+        sessionId,
+        'invalid_value',
+        `the session row's id is ${JSON.stringify(session.id)}, not "${sessionId}"`,
+      );
     if (!statuses.has(session.status))
       refuse(
+        sessionId,
         'invalid_value',
         `the session status ${JSON.stringify(session.status)} is not one of ${storedSessionStatuses.join(', ')}`,
       );
     if (typeof session.entry !== 'string' || typeof session.agent !== 'string')
-      refuse('invalid_value', 'the session row needs string `entry` and `agent`');
+      refuse(sessionId, 'invalid_value', 'the session row needs string `entry` and `agent`');
     if (!Number.isSafeInteger(session.turns) || (session.turns as number) < 0)
       refuse(
+        sessionId,
         'invalid_value',
         `the session's turns must be a non-negative integer; got ${String(session.turns)}`,
       );
     if (!Number.isFinite(session.updatedAt))
       refuse(
+        sessionId,
         'invalid_value',
         `the session's updatedAt must be a finite number; got ${String(session.updatedAt)}`,
       );
   }
   const events = batch.events;
-  if (events !== undefined && events.length > 0) {
-    let expected = lastSeq + 1;
-    for (const event of events) {
-      if (event.seq !== expected)
+  if (events !== undefined)
+    for (let index = 0; index < events.length; index++) {
+      const event = events[index] as NonNullable<CheckedBatch['events']>[number];
+      if (event.seq !== lastSeq + 1 + index)
         refuse(
+          sessionId,
           'event_sequence',
-          `event ${events.indexOf(event)} of the batch has seq ${String(event.seq)}; the log continues at ${expected}`,
+          `event ${index} of the batch has seq ${String(event.seq)}; the log continues at ${lastSeq + 1 + index}`,
         );
       if (typeof event.type !== 'string' || typeof event.agent !== 'string' || !Number.isFinite(event.time))
-        refuse('invalid_value', `event ${String(event.seq)} needs a string type and agent and a finite time`);
-      expected++;
+        refuse(
+          sessionId,
+          'invalid_value',
+          `event ${String(event.seq)} needs a string type and agent and a finite time`,
+        );
     }
-  }
-  for (const [route] of batch.runs ?? [])
-    if (typeof route !== 'string') refuse('invalid_value', 'a nested-run route must be a string');
-  for (const [key] of batch.journal ?? [])
-    if (typeof key !== 'string') refuse('invalid_value', 'a journal key must be a string');
-  for (const record of batch.approvals ?? []) {
-    if (typeof record.callId !== 'string' || record.callId.length === 0)
-      refuse('invalid_value', 'an approval record needs a non-empty callId');
-    if (!approvalStatuses.has(record.status))
-      refuse(
-        'invalid_value',
-        `approval ${record.callId} has the unknown status ${JSON.stringify(record.status)}`,
-      );
-    if (!Number.isFinite(record.requestedAt))
-      refuse('invalid_value', `approval ${record.callId} needs a finite requestedAt`);
-  }
+  const runs = batch.runs;
+  if (runs !== undefined)
+    for (let index = 0; index < runs.length; index++)
+      if (typeof runs[index]?.[0] !== 'string')
+        refuse(sessionId, 'invalid_value', 'a nested-run route must be a string');
+  const journal = batch.journal;
+  if (journal !== undefined)
+    for (let index = 0; index < journal.length; index++)
+      if (typeof journal[index]?.[0] !== 'string')
+        refuse(sessionId, 'invalid_value', 'a journal key must be a string');
+  const approvals = batch.approvals;
+  if (approvals !== undefined)
+    for (let index = 0; index < approvals.length; index++) {
+      const record = approvals[index] as NonNullable<CheckedBatch['approvals']>[number];
+      if (typeof record.callId !== 'string' || record.callId.length === 0)
+        refuse(sessionId, 'invalid_value', 'an approval record needs a non-empty callId');
+      if (!approvalStatuses.has(record.status))
+        refuse(
+          sessionId,
+          'invalid_value',
+          `approval ${record.callId} has the unknown status ${JSON.stringify(record.status)}`,
+        );
+      if (!Number.isFinite(record.requestedAt))
+        refuse(sessionId, 'invalid_value', `approval ${record.callId} needs a finite requestedAt`);
+    }
   if (session === undefined && !hasRow && writesRowData(batch))
-    refuse('unknown_session', 'the session has no row; commit the session row first (or in the same batch)');
+    refuse(
+      sessionId,
+      'unknown_session',
+      'the session has no row; commit the session row first (or in the same batch)',
+    );
+}
+
+function refuse(
+  sessionId: string,
+  reason: 'event_sequence' | 'unknown_session' | 'invalid_value',
+  message: string,
+): never {
+  throw new StoreCommitError(sessionId, reason, message);
 }
 
 /**

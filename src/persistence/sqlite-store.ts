@@ -42,7 +42,15 @@ import {
 } from './store-errors.ts';
 import { eventsTable, journalTable } from './stored-format/append-only-tables.ts';
 import { migrateLayout } from './stored-format/layout-migrations.ts';
-import { type RecordColumns, recordChecksum, verifyRecord } from './stored-format/record-checksum.ts';
+import {
+  addToChecksum,
+  beginChecksum,
+  checksumOfValues,
+  endChecksum,
+  type RecordColumns,
+  recordChecksum,
+  verifyRecord,
+} from './stored-format/record-checksum.ts';
 import { decodeSessionDoc, encodeSessionDoc, sessionDocText } from './stored-format/session-doc.ts';
 import { headsTable, prepareHeads, type SessionHead } from './stored-format/session-head.ts';
 import type { StoredAgentCheckpoint } from './stored-format/stored-checkpoint.ts';
@@ -1113,11 +1121,15 @@ export function commitRowsOf(sessionId: string, batch: CommitBatch, log?: Messag
             doc: '',
           },
     messages: undefined,
-    runs: (batch.runs ?? []).map(([route, checkpoint]) => [
-      plain(route),
-      checkpoint === null ? null : json(checkpoint, `the checkpoint of nested run "${route}"`),
+    // Entries read by index: destructuring them would go through an iterator.
+    runs: (batch.runs ?? []).map((entry) => [
+      plain(entry[0]),
+      entry[1] === null ? null : json(entry[1], `the checkpoint of nested run "${entry[0]}"`),
     ]),
-    journal: (batch.journal ?? []).map(([key, value]) => [plain(key), json(value, `journal entry "${key}"`)]),
+    journal: (batch.journal ?? []).map((entry) => [
+      plain(entry[0]),
+      json(entry[1], `journal entry "${entry[0]}"`),
+    ]),
     events: (batch.events ?? []).map((event) => {
       const data = json(event.data, `the data of event ${String(event.seq)}`);
       const agent = plain(event.agent);
@@ -1169,26 +1181,27 @@ export function writeCommit(s: Statements, rows: CommitRows): void {
   const session = rows.session as
     | (Omit<StoredSession, 'id'> & { doc: string; status: StoredSession['status'] })
     | undefined;
-  const columns: SessionColumns | undefined =
-    session === undefined
-      ? undefined
-      : [
-          session.status,
-          session.entry,
-          session.agent,
-          session.turns,
-          session.updatedAt,
-          session.doc,
-          recordChecksum('sessions', {
-            id: sessionId,
-            status: session.status,
-            entry: session.entry,
-            agent: session.agent,
-            turns: session.turns,
-            updated_at: session.updatedAt,
-            doc: session.doc,
-          }),
-        ];
+  let columns: SessionColumns | undefined;
+  if (session !== undefined) {
+    beginChecksum('sessions');
+    addToChecksum(sessionId);
+    addToChecksum(session.status);
+    addToChecksum(session.entry);
+    addToChecksum(session.agent);
+    addToChecksum(session.turns);
+    addToChecksum(session.updatedAt);
+    addToChecksum(session.doc);
+    const sum = endChecksum();
+    columns = [
+      session.status,
+      session.entry,
+      session.agent,
+      session.turns,
+      session.updatedAt,
+      session.doc,
+      sum,
+    ];
+  }
   // A session this connection runs: its row is written where its head and lease are as this connection left them
   // (written-heads.ts), without reading them first.
   let before = columns !== undefined ? s.written.remembered(sessionId) : undefined;
@@ -1218,7 +1231,10 @@ export function writeCommit(s: Statements, rows: CommitRows): void {
     head.runs = 0;
     head.journal = 0;
   }
-  for (const [route, doc] of rows.runs as [string, string | null][]) {
+  // Indexed loops: destructuring an entry would go through an iterator (garbage on every commit).
+  for (let index = 0; index < rows.runs.length; index++) {
+    const route = (rows.runs[index] as [string, string | null])[0];
+    const doc = (rows.runs[index] as [string, string | null])[1];
     if (doc === null) head.runs -= Number(s.deleteRun.run(sessionId, route).changes);
     else {
       const sum = recordChecksum('runs', { session_id: sessionId, route, doc });
@@ -1226,8 +1242,14 @@ export function writeCommit(s: Statements, rows: CommitRows): void {
       else s.updateRun.run(doc, sum, sessionId, route);
     }
   }
-  for (const [key, doc] of rows.journal as [string, string][]) {
-    const sum = recordChecksum('journal', { session_id: sessionId, key, doc });
+  for (let index = 0; index < rows.journal.length; index++) {
+    const key = (rows.journal[index] as [string, string])[0];
+    const doc = (rows.journal[index] as [string, string])[1];
+    beginChecksum('journal');
+    addToChecksum(sessionId);
+    addToChecksum(key);
+    addToChecksum(doc);
+    const sum = endChecksum();
     if (inserted(s.insertJournal.run(sessionId, key, doc, sum))) head.journal++;
     else s.updateJournal.run(doc, sum, sessionId, key);
   }
@@ -1322,36 +1344,29 @@ function writeMessages(s: Statements, sessionId: string, messages: MessageRows, 
   head.messagesSum = docs.length > 0 ? (sums.at(-1) as number) : keepSum;
 }
 
-/** The events' rows as `prepareEventInserts` takes them: each event's columns and checksum. */
+/** The events' rows as `insertEvents` takes them: each event's columns and checksum (the columns in its order). */
 function eventColumns(sessionId: string, events: CommitRows['events']): Sqlite.SQLInputValue[] {
-  const columns: Sqlite.SQLInputValue[] = [];
-  for (const event of events) {
-    const record = {
-      session_id: sessionId,
-      seq: event.seq as number,
-      time: event.time as number,
-      agent: event.agent as string,
-      route: event.route as string,
-      depth: event.depth as number,
-      type: event.type as string,
-      origin: event.origin as string | null,
-      data: event.data,
-    };
-    columns.push(
-      sessionId,
-      record.seq,
-      record.time,
-      record.agent,
-      record.route,
-      record.depth,
-      record.type,
-      record.origin,
-      record.data,
-      recordChecksum('events', record),
-    );
+  // Made at its length (pushing would grow it, a copy each time).
+  const columns = new Array<Sqlite.SQLInputValue>(events.length * eventWidth);
+  for (let index = 0; index < events.length; index++) {
+    const event = events[index] as CommitRows['events'][number];
+    const start = index * eventWidth;
+    columns[start] = sessionId;
+    columns[start + 1] = event.seq as number;
+    columns[start + 2] = event.time as number;
+    columns[start + 3] = event.agent as string;
+    columns[start + 4] = event.route as string;
+    columns[start + 5] = event.depth as number;
+    columns[start + 6] = event.type as string;
+    columns[start + 7] = event.origin as string | null;
+    columns[start + 8] = event.data;
+    columns[start + 9] = checksumOfValues('events', columns, start);
   }
   return columns;
 }
+
+/** The columns of an event row as inserted: the checksummed ones and the checksum. */
+const eventWidth = 10;
 
 /** Whether a batch is the running session's own (fenced by its lease), not a decision on one of its approvals. */
 function runsTheSession(batch: CommitBatch): boolean {

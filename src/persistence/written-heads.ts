@@ -1,6 +1,6 @@
 import type * as Sqlite from 'node:sqlite';
 import { type LeaseHolder, leaseRenewalAfterMs, thisProcess } from './session-lease.ts';
-import { headValues, type SessionHead } from './stored-format/session-head.ts';
+import type { SessionHead } from './stored-format/session-head.ts';
 
 /** A head as this connection last wrote it, with its checksum. */
 interface WrittenHead extends SessionHead {
@@ -66,10 +66,22 @@ export function prepareWrittenHeads(
     updateIfUnchanged(sessionId: string, columns: SessionColumns): boolean {
       const head = written.get(sessionId);
       if (head === undefined) return false;
+      // Every value by itself (a spread would build lists on every commit).
       const changed = update.run(
-        ...columns,
+        columns[0],
+        columns[1],
+        columns[2],
+        columns[3],
+        columns[4],
+        columns[5],
+        columns[6],
         sessionId,
-        ...headValues(head),
+        head.lastSeq,
+        head.runs,
+        head.journal,
+        head.approvals,
+        head.messages,
+        head.messagesSum,
         head.sum,
         holder.host,
         holder.pid,

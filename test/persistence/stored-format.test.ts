@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { AgentCheckpoint } from '../../src/machines/agent.ts';
 import {
   checksummedColumns,
+  checksumOfValues,
   type RecordColumns,
   recordChecksum,
 } from '../../src/persistence/stored-format/record-checksum.ts';
@@ -63,6 +64,10 @@ describe('record checksums', () => {
       '😀 ünïcødé 漢字',
       '{"a":[1,2]}',
       '|s3:',
+      // Texts long enough to be hashed where they are, not copied into the input.
+      `${'x'.repeat(400)}\ud800`,
+      `\udc00${'😀 ü'.repeat(120)}`,
+      '{"a":1}'.repeat(300),
     ];
     for (const data of texts)
       for (const agent of texts) {
@@ -78,7 +83,40 @@ describe('record checksums', () => {
           data,
         };
         expect(recordChecksum('events', record)).toBe(piecewise('events', record));
+        expect(
+          checksumOfValues('events', ['before', ...checksummedColumns.events.map((name) => record[name])], 1),
+        ).toBe(piecewise('events', record));
       }
+    // Numbers as String() writes them: integers up to the largest safe one, negative ones, -0, fractions, huge ones.
+    for (const seq of [
+      0,
+      7,
+      10,
+      -1,
+      -0,
+      2 ** 31,
+      1795779212626,
+      Number.MAX_SAFE_INTEGER,
+      -Number.MAX_SAFE_INTEGER,
+      1.5,
+      1e21,
+      2 ** 60,
+      Number.NaN,
+      12n,
+    ]) {
+      const record = {
+        session_id: 's',
+        seq,
+        time: seq,
+        agent: 'a',
+        route: 'r',
+        depth: seq,
+        type: 't',
+        origin: null,
+        data: '',
+      };
+      expect(recordChecksum('events', record)).toBe(piecewise('events', record));
+    }
     const blob = { session_id: 's', route: 'r', doc: new Uint8Array([1, 2]) };
     expect(recordChecksum('runs', blob)).toBe(piecewise('runs', blob));
   });

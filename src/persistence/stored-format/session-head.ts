@@ -1,6 +1,6 @@
 import type * as Sqlite from 'node:sqlite';
 import { StoreCorruptError } from '../store-errors.ts';
-import { recordChecksum, verifyRecord } from './record-checksum.ts';
+import { addToChecksum, beginChecksum, endChecksum, verifyRecord } from './record-checksum.ts';
 
 /**
  * A checksum finds a record that was changed, not one that is gone: damage to a page of the file can drop a session
@@ -28,11 +28,6 @@ export interface SessionHead {
   /** How many messages its conversation holds, and the checksum of the last (stored-messages.ts). */
   messages: number;
   messagesSum: number;
-}
-
-/** A head's columns after its session id and before its checksum, in the order of the table. */
-export function headValues(head: SessionHead): [number, number, number, number, number, number] {
-  return [head.lastSeq, head.runs, head.journal, head.approvals, head.messages, head.messagesSum];
 }
 
 export type SessionHeads = ReturnType<typeof prepareHeads>;
@@ -81,18 +76,22 @@ export function prepareHeads(db: Sqlite.DatabaseSync) {
    * session has a head already (it is updated in place, cheaper than an upsert; a head that is gone is a loss).
    */
   const write = (sessionId: string, head: SessionHead, exists = false): number => {
-    const record = {
-      session_id: sessionId,
-      last_seq: head.lastSeq,
-      runs: head.runs,
-      journal: head.journal,
-      approvals: head.approvals,
-      messages: head.messages,
-      messages_sum: head.messagesSum,
-    };
-    const sum = recordChecksum('heads', record);
-    if (!exists) upsert.run(sessionId, ...headValues(head), sum);
-    else if (Number(update.run(...headValues(head), sum, sessionId).changes) === 0)
+    // The columns one by one, in the table's order (no list of them: a commit writes a head every time).
+    const { lastSeq, runs, journal, approvals, messages, messagesSum } = head;
+    beginChecksum('heads');
+    addToChecksum(sessionId);
+    addToChecksum(lastSeq);
+    addToChecksum(runs);
+    addToChecksum(journal);
+    addToChecksum(approvals);
+    addToChecksum(messages);
+    addToChecksum(messagesSum);
+    const sum = endChecksum();
+    if (!exists) upsert.run(sessionId, lastSeq, runs, journal, approvals, messages, messagesSum, sum);
+    else if (
+      Number(update.run(lastSeq, runs, journal, approvals, messages, messagesSum, sum, sessionId).changes) ===
+      0
+    )
       throw new StoreCorruptError(sessionId, 'its head (what the session holds) is missing');
     return sum;
   };
