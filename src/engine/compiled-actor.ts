@@ -97,11 +97,11 @@ function reportUnhandledError(error: unknown): void {
 }
 
 /**
- * The scope's own emit for `actor`. Made here, not by a closure in the scope's constructor: with that closure every
- * finished run stayed reachable to V8's young-generation collections until the next full collection (each run's
- * whole final state was promoted to the old generation: about 100 times XState's promoted bytes, and a warm W1
- * step 1.4 times as slow), while a closure made by a plain function is collected with its run (BENCHMARKS.md, "The
- * engine's own actor, round 8").
+ * The scope's own emit for `actor`, made by a function of its own. V8 allocates a function literal assigned straight
+ * to a property (`this.emit = (event) => ...`) in the old generation, as it expects a method; such a closure, dead
+ * once its run ends, still points at its run (through its context) until the next full collection, and so every
+ * young-generation collection kept each finished run alive and promoted it. A closure returned by a function is
+ * allocated young and goes with its run (BENCHMARKS.md, "The engine's own actor, round 8").
  */
 function emitterOf(actor: CompiledActor): (event: EventObject) => void {
   return (event) => actor._emit(event);
