@@ -1,4 +1,6 @@
-import { defineAgent, type RunEvent, type RunResult, run, stream, tool } from 'troupe';
+import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { defineAgent, type ModelProvider, type RunEvent, type RunResult, run, stream, tool } from 'troupe';
 import { scriptedModel } from 'troupe/testing';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
@@ -140,5 +142,47 @@ describe('run() and stream() on the engine’s own actor', () => {
     expect(result.text).toBe('hi');
     expect(started).not.toHaveBeenCalled();
     expect(seen).toContain('@xstate.snapshot');
+  });
+});
+
+/** V8's collector, made callable in this process. */
+function collector(): (options?: { type: 'major' | 'minor' }) => void {
+  setFlagsFromString('--expose-gc');
+  return runInNewContext('gc') as (options?: { type: 'major' | 'minor' }) => void;
+}
+
+function oldSpaceUsed(): number {
+  return getHeapSpaceStatistics().find((space) => space.space_name === 'old_space')?.space_used_size ?? 0;
+}
+
+// On XState's interpreter a finished run stays reachable to the young generation (its microstep assigns a closure
+// to the actor scope's actionExecutor, which V8 allocates old): this holds on the compiled interpreter.
+describe.skipIf(!isCompiledMachine(runtimeAgentMachine()))('a finished run on the engine’s own actor', () => {
+  it('is left to the young generation: collections after it promote nothing of it', async () => {
+    const gc = collector();
+    // A model that keeps nothing of its calls (the scripted model records them).
+    const text = 'an answer of some length '.repeat(40);
+    const usage = { input: 1, output: 1, cached: 0, reasoning: 0 };
+    const model: ModelProvider = {
+      provider: 'test',
+      model: 'test',
+      generate: async () => ({ text, toolCalls: [], stopReason: 'end_turn', usage }),
+    };
+    const agent = defineAgent({ name: 'a', instructions: '', model });
+    for (let i = 0; i < 100; i++) await run(agent, 'go');
+    gc();
+    const before = oldSpaceUsed();
+    const runs = 200;
+    for (let i = 0; i < runs; i++) {
+      await run(agent, 'go');
+      // Two young-generation collections: what survives both is promoted to the old generation.
+      if (i % 10 === 9) {
+        gc({ type: 'minor' });
+        gc({ type: 'minor' });
+      }
+    }
+    // A finished run kept alive until the next full collection promotes its whole final state: several KB each
+    // (its history holds a 1 KB answer). What the process itself adds meanwhile (compiled code, feedback) is less.
+    expect((oldSpaceUsed() - before) / runs).toBeLessThan(1024);
   });
 });
