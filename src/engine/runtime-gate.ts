@@ -40,6 +40,7 @@ export interface RuntimeVerdict {
  * guards.ts (the `guards` and `check` an `and`, `or` or `not` guard carries),
  * compiled-machine.ts
  * (the system's `_sendInspectionEvent`, a snapshot's `_nodes`, state nodes' `transitions` and `order`),
+ * compiled-actor.ts (the members of an actor's scope, which its own scope gives a machine),
  * inspection-events.ts (observers get a copy of each inspection event, made when it is sent) and
  * xstate-build.ts (`Actor.prototype._send`).
  */
@@ -91,6 +92,11 @@ function structuralProblems(xstate: XStateRuntime): string[] {
     require(actor._processingStatus === 1, 'an actor’s _processingStatus (a number, 1 when running)');
     require(typeof actor._actorScope === 'object' &&
       actor._actorScope !== null, 'an actor’s _actorScope (an object)');
+    // The engine's own actor (compiled-actor.ts) gives a machine a scope of these members: one that XState's logic
+    // would also use must be there too.
+    if (typeof actor._actorScope === 'object' && actor._actorScope !== null)
+      require(Object.keys(actor._actorScope).sort().join(', ') ===
+        ownActorScopeMembers, `an actor’s _actorScope of members ${ownActorScopeMembers}`);
     if (typeof system?._sendInspectionEvent === 'function' && typeof system.inspect === 'function')
       problems.push(...inspectionCopyProblems(system));
     require('_parent' in actor && actor._parent === undefined, 'a root actor’s _parent (undefined)');
@@ -111,6 +117,9 @@ function structuralProblems(xstate: XStateRuntime): string[] {
   }
   return problems;
 }
+
+/** The members of XState's actor scope, which the engine's own actor's scope has too (sorted). */
+const ownActorScopeMembers = 'actionExecutor, defer, emit, id, logger, self, sessionId, stopChild, system';
 
 /** The interpreter's own inspection events are reused objects: observers must get a copy, made at once. */
 function inspectionCopyProblems(system: Record<string, unknown>): string[] {

@@ -130,6 +130,14 @@ describe('assessRuntime(xstate, compile)', () => {
       };
     });
     cases.push([sharing, 'system._sendInspectionEvent that gives observers a copy of the event']);
+    // An actor scope with a member the engine's own actor does not give: XState's logic might use it.
+    const widerScope = withActors((actor) => {
+      (actor as unknown as { _actorScope: Record<string, unknown> })._actorScope.schedule = () => {};
+    });
+    cases.push([
+      widerScope,
+      'an actor’s _actorScope of members actionExecutor, defer, emit, id, logger, self, sessionId, stopChild, system',
+    ]);
     for (const [runtime, member] of cases) {
       const verdict = assessRuntime(runtime, compiled);
       expect(verdict.accepted, member).toBe(false);
