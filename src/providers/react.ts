@@ -259,15 +259,19 @@ export function react(model: ModelProvider, options: ReactOptions = {}): ModelPr
     const inner: ModelRequest = { ...request, messages, tools: [] };
     const onDelta = request.onDelta;
     let splitter: ReactDeltaSplitter | undefined;
+    // Each forwarder is made in a local first: V8 allocates a function literal stored straight into a property in
+    // the old generation, where it would keep the call's deltas alive until a full collection.
+    let forward: ModelRequest['onDelta'];
     if (onDelta && acting) {
       const split = new ReactDeltaSplitter(onDelta);
       splitter = split;
-      inner.onDelta = (delta) => split.push(delta);
+      forward = (delta) => split.push(delta);
     } else if (onDelta) {
-      inner.onDelta = (delta) => {
+      forward = (delta) => {
         if (delta.type !== 'tool_call') onDelta(delta);
       };
     }
+    if (forward) inner.onDelta = forward;
     const response = await model.generate(inner);
     splitter?.finish();
     if (!acting) return { ...response, toolCalls: [] };

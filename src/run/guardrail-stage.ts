@@ -115,7 +115,12 @@ export function callModelGuarded(
     );
   }
   const hooks: CallHooks = { onGenerate: () => (modelCalled = true) };
-  if (gate) hooks.textGate = (delta) => gate.push(delta);
+  if (gate) {
+    // Made in a local first: V8 allocates a function literal stored straight into a property in the old generation,
+    // where it would keep the run's gate alive until a full collection.
+    const textGate: CallHooks['textGate'] = (delta) => gate.push(delta);
+    hooks.textGate = textGate;
+  }
   void modelCall(runtime, command, signal, hooks).then(async (event) => {
     if (settled || host.closed) return;
     const usage = event.type === 'model.response' ? event.response.usage : undefined;

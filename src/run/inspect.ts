@@ -150,10 +150,17 @@ export function redactingInspector(
     };
     const data = copyFields(snapshot, 0, machineStructureFields);
     data.historyValue = {};
+    // Both functions are made in locals first: V8 allocates a function literal stored straight into a property in
+    // the old generation, where it would keep the inspected snapshot alive until a full collection.
     const { matches, hasTag } = machine;
-    if (typeof matches === 'function')
-      data.matches = (value: never) => matches.call(snapshot, value) === true;
-    if (typeof hasTag === 'function') data.hasTag = (tag: string) => hasTag.call(snapshot, tag) === true;
+    if (typeof matches === 'function') {
+      const matchesValue = (value: never) => matches.call(snapshot, value) === true;
+      data.matches = matchesValue;
+    }
+    if (typeof hasTag === 'function') {
+      const hasTagged = (tag: string) => hasTag.call(snapshot, tag) === true;
+      data.hasTag = hasTagged;
+    }
     return data;
   };
 

@@ -155,7 +155,11 @@ export function delegatorFor(host: DelegationHost, caller: RunRuntime): Delegato
       // Decisions stored while the session was down (or by another process) reach it once it waits.
       if (now.context.approvals) host.applyStoredDecisions();
       // A fatal tool of the sub-agent fails the sub-run: the caller's model gets the error.
-      runtime.onFatal = (error) => settle(undefined, `the sub-agent failed: ${error.message}`);
+      // Made in a local first: V8 allocates a function literal stored straight into a property in the old
+      // generation, where it would keep the finished sub-run alive until a full collection.
+      const onFatal: typeof runtime.onFatal = (error) =>
+        settle(undefined, `the sub-agent failed: ${error.message}`);
+      runtime.onFatal = onFatal;
       if (timeoutMs !== null) timer = clock.setTimeout(() => started.send({ type: 'timeout' }), timeoutMs);
       request.signal.addEventListener('abort', onAbort, { once: true });
       if (request.signal.aborted) onAbort();

@@ -104,7 +104,10 @@ export function runInSession<TOutput>(
   // A nested run whose events its caller forwards is audited there, once.
   const audit = options.audit ?? (placement ? undefined : caller?.audit);
   if (audit) {
-    environment.onEvent = (event) => audit.observe(event);
+    // Made in a local first: V8 allocates a function literal stored straight into a property in the old generation,
+    // where it would keep this run's scope alive until a full collection.
+    const observe: typeof environment.onEvent = (event) => audit.observe(event);
+    environment.onEvent = observe;
     environment.audit = audit;
   }
   const inspect = options.inspect ?? caller?.inspect;

