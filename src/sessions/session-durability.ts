@@ -25,6 +25,9 @@ import type { SessionLog } from './session-log.ts';
 /** The shortest time between two events-only commits of a session: a streaming session commits its deltas in batches. */
 const minFlushIntervalMs = 5;
 
+/** The batch of a relaxed flush: the pending events and results, nothing else. */
+const relaxedFlush: CommitBatch = Object.freeze({ relaxed: true });
+
 /** Where an agent of the session runs, for its checkpoints and journal keys. */
 export interface RunPlace {
   /** `name` for the agent holding the conversation, `parent>callId/name` for a nested one. */
@@ -117,18 +120,18 @@ export class SessionDurability {
     return result;
   }
 
+  /** The next commit waits for `commit`, failed or not; once it is settled and nothing followed it, none waits. */
   #track(commit: Promise<void>): void {
-    const settled = commit.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.#inFlight = settled;
-    void settled.then(() => {
+    const done = (): void => {
       if (this.#inFlight === settled) this.#inFlight = undefined;
-    });
+    };
+    const settled = commit.then(done, done);
+    this.#inFlight = settled;
   }
 
   #commitNow(batch: CommitBatch): MaybePromise<void> {
+    // A relaxed flush whose events and results went with an earlier commit has nothing left to write.
+    if (batch === relaxedFlush && !this.#log.hasPending && this.#pendingJournal.length === 0) return;
     const events = this.#log.takePending();
     // A turn that ends clears its journal: results still waiting belong to it and need not be written.
     const journal = this.#pendingJournal;
@@ -197,7 +200,7 @@ export class SessionDurability {
     if ((!this.#log.hasPending && this.#pendingJournal.length === 0) || this.#closed) return;
     this.#lastFlush = performance.now();
     try {
-      const result = this.commit({ relaxed: true });
+      const result = this.commit(relaxedFlush);
       if (result instanceof Promise) result.catch(this.#onFlushError);
     } catch (error) {
       this.#onFlushError(error);
@@ -423,7 +426,7 @@ export class SessionDurability {
   readonly #flushJournal = (): void => {
     if (this.#pendingJournal.length === 0 || this.#closed) return;
     try {
-      const result = this.commit({ relaxed: true });
+      const result = this.commit(relaxedFlush);
       if (result instanceof Promise) result.catch(this.#onFlushError);
     } catch (error) {
       this.#onFlushError(error);
