@@ -61,7 +61,7 @@ export class SessionDurability {
   /** The input of the turn in progress, and the seq of its run_start. */
   #turnInput: RunInput;
   #firstSeq: number;
-  /** A commit in flight on an asynchronous store: the next one waits for it. */
+  /** The last commit in flight on an asynchronous store (it may reject): the next one waits for it to settle. */
   #inFlight: Promise<void> | undefined;
   /**
    * Finished calls' results not yet in the store. They ride with the next commit (the checkpoint that follows them,
@@ -110,23 +110,22 @@ export class SessionDurability {
   commit(batch: CommitBatch): MaybePromise<void> {
     if (this.#closed) return;
     if (batch.session) this.#latestRow = batch.session;
-    if (this.#inFlight) {
-      const next = this.#inFlight.then(() => this.#commitNow(batch));
-      this.#track(next);
+    const before = this.#inFlight;
+    if (before) {
+      // After the commit before it, failed or not.
+      const run = (): MaybePromise<void> => this.#commitNow(batch);
+      const next = before.then(run, run);
+      this.#inFlight = next;
+      const settled = (): void => {
+        if (this.#inFlight === next) this.#inFlight = undefined;
+      };
+      next.then(settled, settled);
       return next;
     }
     const result = this.#commitNow(batch);
-    if (result instanceof Promise) this.#track(result);
+    // The commit's own promise: it stops being in flight when it settles (see #commitNow).
+    if (result instanceof Promise) this.#inFlight = result;
     return result;
-  }
-
-  /** The next commit waits for `commit`, failed or not; once it is settled and nothing followed it, none waits. */
-  #track(commit: Promise<void>): void {
-    const done = (): void => {
-      if (this.#inFlight === settled) this.#inFlight = undefined;
-    };
-    const settled = commit.then(done, done);
-    this.#inFlight = settled;
   }
 
   #commitNow(batch: CommitBatch): MaybePromise<void> {
@@ -152,13 +151,18 @@ export class SessionDurability {
       throw error;
     }
     if (result instanceof Promise) {
-      return result.then(
-        () => this.#applied(full, events),
+      const done: Promise<void> = result.then(
+        () => {
+          if (this.#inFlight === done) this.#inFlight = undefined;
+          this.#applied(full, events);
+        },
         (error: unknown) => {
+          if (this.#inFlight === done) this.#inFlight = undefined;
           restore();
           throw error;
         },
       );
+      return done;
     }
     this.#applied(full, events);
   }
