@@ -124,7 +124,8 @@ export function createGroupCommitter<Entry>(
 ): GroupCommitter<Entry> {
   const gathering = gatherGroups<Waiting<Entry>>(settings, settings.maxBatch, (group) => {
     const outcomes = writeGroup(transaction, group);
-    for (const [index, waiting] of group.entries()) {
+    for (let index = 0; index < group.length; index++) {
+      const waiting = group[index] as Waiting<Entry>;
       const outcome = outcomes[index] as GroupOutcome;
       if (outcome.ok) waiting.resolve();
       else waiting.reject(outcome.error);
@@ -207,22 +208,26 @@ export function writeGroup<Entry>(
   transaction: GroupTransaction<Entry>,
   group: readonly { readonly entry: Entry; readonly relaxed: boolean }[],
 ): GroupOutcome[] {
-  const outcomes: (GroupOutcome | undefined)[] = group.map(() => undefined);
+  // Entries refused for their own fault, by index; every other entry shares one outcome.
+  let refused: Map<number, GroupOutcome> | undefined;
+  let durable = false;
+  for (let index = 0; index < group.length && !durable; index++) durable = !group[index]?.relaxed;
   try {
-    transaction.begin(group.some((waiting) => !waiting.relaxed));
+    transaction.begin(durable);
   } catch (error) {
     return group.map(() => ({ ok: false, error }));
   }
   let written = 0;
   try {
-    for (const [index, waiting] of group.entries()) {
+    for (let index = 0; index < group.length; index++) {
       try {
-        transaction.write(waiting.entry);
+        transaction.write((group[index] as { readonly entry: Entry }).entry);
         written++;
       } catch (error) {
         // The batch's own fault: its savepoint is undone, the group goes on.
         if (!transaction.ownFault(error) || !transaction.open()) throw error;
-        outcomes[index] = { ok: false, error };
+        refused ??= new Map();
+        refused.set(index, { ok: false, error });
       }
     }
     if (written > 0) transaction.commit(written);
@@ -230,7 +235,21 @@ export function writeGroup<Entry>(
   } catch (error) {
     transaction.rollback();
     // Every caller of the group, written or not yet: nothing of the group is on disk.
-    return outcomes.map((outcome) => outcome ?? { ok: false, error });
+    return outcomesOf(group.length, refused, { ok: false, error });
   }
-  return outcomes.map((outcome) => outcome ?? { ok: true });
+  return outcomesOf(group.length, refused, committedOutcome);
+}
+
+/** The outcome of every entry written with its group. */
+const committedOutcome: GroupOutcome = Object.freeze({ ok: true });
+
+/** Each entry's outcome: its own refusal, or the group's. */
+function outcomesOf(
+  size: number,
+  refused: ReadonlyMap<number, GroupOutcome> | undefined,
+  rest: GroupOutcome,
+): GroupOutcome[] {
+  const outcomes = new Array<GroupOutcome>(size).fill(rest);
+  if (refused !== undefined) for (const [index, outcome] of refused) outcomes[index] = outcome;
+  return outcomes;
 }

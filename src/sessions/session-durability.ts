@@ -25,6 +25,9 @@ import type { SessionLog } from './session-log.ts';
 /** The shortest time between two events-only commits of a session: a streaming session commits its deltas in batches. */
 const minFlushIntervalMs = 5;
 
+/** The batch of a relaxed flush: the pending events and results, nothing else. */
+const relaxedFlush: CommitBatch = Object.freeze({ relaxed: true });
+
 /** Where an agent of the session runs, for its checkpoints and journal keys. */
 export interface RunPlace {
   /** `name` for the agent holding the conversation, `parent>callId/name` for a nested one. */
@@ -58,7 +61,7 @@ export class SessionDurability {
   /** The input of the turn in progress, and the seq of its run_start. */
   #turnInput: RunInput;
   #firstSeq: number;
-  /** A commit in flight on an asynchronous store: the next one waits for it. */
+  /** The last commit in flight on an asynchronous store (it may reject): the next one waits for it to settle. */
   #inFlight: Promise<void> | undefined;
   /**
    * Finished calls' results not yet in the store. They ride with the next commit (the checkpoint that follows them,
@@ -107,28 +110,27 @@ export class SessionDurability {
   commit(batch: CommitBatch): MaybePromise<void> {
     if (this.#closed) return;
     if (batch.session) this.#latestRow = batch.session;
-    if (this.#inFlight) {
-      const next = this.#inFlight.then(() => this.#commitNow(batch));
-      this.#track(next);
+    const before = this.#inFlight;
+    if (before) {
+      // After the commit before it, failed or not.
+      const run = (): MaybePromise<void> => this.#commitNow(batch);
+      const next = before.then(run, run);
+      this.#inFlight = next;
+      const settled = (): void => {
+        if (this.#inFlight === next) this.#inFlight = undefined;
+      };
+      next.then(settled, settled);
       return next;
     }
     const result = this.#commitNow(batch);
-    if (result instanceof Promise) this.#track(result);
+    // The commit's own promise: it stops being in flight when it settles (see #commitNow).
+    if (result instanceof Promise) this.#inFlight = result;
     return result;
   }
 
-  #track(commit: Promise<void>): void {
-    const settled = commit.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.#inFlight = settled;
-    void settled.then(() => {
-      if (this.#inFlight === settled) this.#inFlight = undefined;
-    });
-  }
-
   #commitNow(batch: CommitBatch): MaybePromise<void> {
+    // A relaxed flush whose events and results went with an earlier commit has nothing left to write.
+    if (batch === relaxedFlush && !this.#log.hasPending && this.#pendingJournal.length === 0) return;
     const events = this.#log.takePending();
     // A turn that ends clears its journal: results still waiting belong to it and need not be written.
     const journal = this.#pendingJournal;
@@ -149,13 +151,18 @@ export class SessionDurability {
       throw error;
     }
     if (result instanceof Promise) {
-      return result.then(
-        () => this.#applied(full, events),
+      const done: Promise<void> = result.then(
+        () => {
+          if (this.#inFlight === done) this.#inFlight = undefined;
+          this.#applied(full, events);
+        },
         (error: unknown) => {
+          if (this.#inFlight === done) this.#inFlight = undefined;
           restore();
           throw error;
         },
       );
+      return done;
     }
     this.#applied(full, events);
   }
@@ -197,7 +204,7 @@ export class SessionDurability {
     if ((!this.#log.hasPending && this.#pendingJournal.length === 0) || this.#closed) return;
     this.#lastFlush = performance.now();
     try {
-      const result = this.commit({ relaxed: true });
+      const result = this.commit(relaxedFlush);
       if (result instanceof Promise) result.catch(this.#onFlushError);
     } catch (error) {
       this.#onFlushError(error);
@@ -423,7 +430,7 @@ export class SessionDurability {
   readonly #flushJournal = (): void => {
     if (this.#pendingJournal.length === 0 || this.#closed) return;
     try {
-      const result = this.commit({ relaxed: true });
+      const result = this.commit(relaxedFlush);
       if (result instanceof Promise) result.catch(this.#onFlushError);
     } catch (error) {
       this.#onFlushError(error);

@@ -101,3 +101,28 @@ describe('commits of a durable tool step', () => {
     expect((many.relaxed - none.relaxed) / steps, 'events-only commits per tool step').toBe(0);
   });
 });
+
+describe('commits with nothing to write', () => {
+  it('a relaxed flush whose events went with an earlier commit is not passed to the store', async () => {
+    for (const groupCommit of [false, true]) {
+      const batches: CommitBatch[] = [];
+      const inner = createSqliteStore(join(directory, `empty-${groupCommit}.db`), { groupCommit });
+      const store: SessionStore = Object.create(inner) as SessionStore;
+      store.commit = (sessionId: string, batch: CommitBatch) => {
+        batches.push(batch);
+        return inner.commit(sessionId, batch);
+      };
+      const model = scriptedModel([callEcho(1), callEcho(2), { text: 'done' }]);
+      const agent = defineAgent({ name: 'worker', instructions: '', model, tools: [echo] });
+      const system = createAgentSystem({ store });
+      const session = system.spawn(agent, 'go', { sessionId: `empty-${groupCommit}` });
+      expect((await session.result).text).toBe('done');
+      await system.shutdown();
+      const empty = batches.filter((batch) =>
+        Object.entries(batch).every(([key, value]) => key === 'relaxed' || value === undefined),
+      );
+      expect(empty, `group commit ${groupCommit}: commits with nothing to write`).toEqual([]);
+      expect(batches.length).toBeGreaterThan(3);
+    }
+  });
+});

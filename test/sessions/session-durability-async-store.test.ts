@@ -58,3 +58,34 @@ describe('SessionDurability on a store that answers later', () => {
     ]);
   });
 });
+
+describe('SessionDurability: commits in flight', () => {
+  it('a commit waits for the one before it, failed or not; with none in flight it reaches the store at once', async () => {
+    const batches: CommitBatch[] = [];
+    let failFirst: (error: Error) => void = () => undefined;
+    const store = {
+      commit: (_sessionId: string, batch: CommitBatch) => {
+        batches.push(batch);
+        if (batches.length > 1) return Promise.resolve();
+        return new Promise<void>((_resolve, reject) => {
+          failFirst = reject;
+        });
+      },
+    } as unknown as SessionStore;
+    const durability = durabilityOn(store, idleRow('s'));
+    const first = durability.queuedChanged(['a']);
+    const second = durability.queuedChanged(['a', 'b']);
+    expect(batches).toHaveLength(1);
+    failFirst(new Error('disk full'));
+    await expect(first).rejects.toThrow('disk full');
+    await second;
+    expect(batches.map((batch) => batch.session?.queued)).toEqual([['a'], ['a', 'b']]);
+    // Nothing in flight any more: the next commit is passed to the store before `statusChanged` returns.
+    const third = durability.statusChanged('suspended');
+    expect(batches).toHaveLength(3);
+    await third;
+    const fourth = durability.statusChanged('closed');
+    expect(batches).toHaveLength(4);
+    await fourth;
+  });
+});
