@@ -91,16 +91,24 @@ function runBatch(
     for (const verdict of classified.permissions) emitFrom(runtime, 'permission', verdict);
     emitDecided(runtime, classified.decided);
   }
-  // One batch object per run: a step reuses the run's last one once it is over (same run, same effects), and sets
-  // only what the step changes.
+  // A long run keeps one batch object: a step reuses the run's last one once it is over (same run, same effects),
+  // and sets only what the step changes.
   let batch = runtime.toolBatch;
-  if (batch?.isOverIn(host, runtime)) batch.restart(runtime, command, classified);
+  if (batch?.isOverIn(host, runtime)) batch.restart(host, runtime, command, classified);
   else {
     batch = new GatedBatch(host, runtime, command, classified);
-    runtime.toolBatch = batch;
+    // A session's runtime outlives its runs: a kept batch lets go of its run's effects when its step is over.
+    if (command.step >= keptFromStep) runtime.toolBatch = batch;
   }
   startToolBatch(batch, batch);
 }
+
+/**
+ * The tool step from which a run keeps its batch object between steps. A kept batch is held while the run waits for
+ * its model (about 0.2 KB per run in flight): a short run makes one per step instead, a long one saves more per
+ * step than it holds.
+ */
+const keptFromStep = 4;
 
 /**
  * A batch as the tool gate hands it to the runner: the run's place, limits and signal, and what the gate does when a
@@ -132,11 +140,12 @@ export class GatedBatch implements ToolBatch, BatchListener {
   declare readonly caller: RunRuntime;
   declare readonly agent: string;
   declare readonly signal: AbortSignal;
-  declare readonly whenAborted: (callback: () => void) => () => void;
+  // The run's effects, while a step is in progress (undefined between steps: nothing keeps a finished run's).
+  declare whenAborted: ((callback: () => void) => () => void) | undefined;
   declare readonly clock: ToolBatch['clock'];
   declare readonly executor: ToolBatch['executor'];
   declare readonly guardrails: ToolGuardrails | undefined;
-  declare private readonly host: EffectsHost;
+  declare private host: EffectsHost | undefined;
   declare private readonly runAgent: RunRuntime['agent'];
   declare private classified: ClassifiedCalls | undefined;
   /** Whether the step's batch is over (`batchDone` was called): only then may the run's next step reuse it. */
@@ -180,15 +189,25 @@ export class GatedBatch implements ToolBatch, BatchListener {
 
   /**
    * Whether the run's next step may reuse this batch: its own batch is over (no call of it runs or reports any
-   * more: each settled, or the run's signal aborted, and then `host` is closed and no step follows), and the step
-   * runs in the same run, with the same effects and agent (everything the constructor read once).
+   * more: each settled, or the run's signal aborted, and then its effects are closed and no step follows), and the
+   * step runs in the same run, with the same effects (their signal is theirs alone) and agent: everything the
+   * constructor read once.
    */
   isOverIn(host: EffectsHost, runtime: RunRuntime): boolean {
-    return this.over && this.host === host && this.caller === runtime && this.runAgent === runtime.agent;
+    return (
+      this.over && this.caller === runtime && this.runAgent === runtime.agent && this.signal === host.signal
+    );
   }
 
   /** Sets what belongs to the next step, as the constructor does, and makes the batch run again. */
-  restart(runtime: RunRuntime, command: ToolsCommand, classified: ClassifiedCalls | undefined): void {
+  restart(
+    host: EffectsHost,
+    runtime: RunRuntime,
+    command: ToolsCommand,
+    classified: ClassifiedCalls | undefined,
+  ): void {
+    this.host = host;
+    this.whenAborted = host.whenAborted;
     this.calls = classified ? classified.runnable : command.calls;
     this.checked = classified?.checked;
     this.disabled = command.disabledTools;
@@ -203,7 +222,11 @@ export class GatedBatch implements ToolBatch, BatchListener {
 
   /** The batch is over: the machine gets its results in one `tools.done`. */
   batchDone(results: ToolOutcome[]): void {
+    // Over before the answer: the machine may start the run's next step from it.
+    const host = this.host as EffectsHost;
     this.over = true;
+    this.host = undefined;
+    this.whenAborted = undefined;
     const runtime = this.caller;
     const nestedSteps = runtime.nestedSteps;
     runtime.nestedSteps = 0;
@@ -213,7 +236,7 @@ export class GatedBatch implements ToolBatch, BatchListener {
     if (nestedSteps > 0) event.nestedSteps = nestedSteps;
     const pending = this.classified?.pending;
     if (pending !== undefined && pending.length > 0) event.pending = pending;
-    this.host.answer(event);
+    host.answer(event);
   }
 
   /** Calls people decided on, and (in a durable run) calls that finished before a restart. */
@@ -240,7 +263,7 @@ export class GatedBatch implements ToolBatch, BatchListener {
     try {
       return durable.recordTool(this.step, call.id, outcome, last);
     } catch (error) {
-      this.host.fail(error);
+      (this.host as EffectsHost).fail(error);
     }
   }
 

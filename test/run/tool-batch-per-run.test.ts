@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 
 /**
- * A run's tool steps share one batch object: each step sees its own calls, step, idempotency keys and disabled
+ * A long run's tool steps share one batch object: each step sees its own calls, step, idempotency keys and disabled
  * tools, never those of the step before.
  */
 
@@ -47,31 +47,47 @@ describe('the tool steps of one run', () => {
       instructions: '',
       model: scriptedModel([
         callOf('a', 'echo', { text: 'one' }),
-        callOf('b', 'flaky', { n: '1' }),
-        callOf('c', 'flaky', { n: '2' }),
+        callOf('b', 'echo', { text: 'two' }),
+        callOf('c', 'echo', { text: 'three' }),
         callOf('d', 'echo', { text: 'four' }),
+        callOf('e', 'flaky', { n: '1' }),
+        callOf('f', 'flaky', { n: '2' }),
+        callOf('g', 'echo', { text: 'seven' }),
         { text: 'done' },
       ]),
       tools: [flaky, echo],
     });
     const result = await run(agent, 'go', { context: { user: 'u1' } });
     expect(result.status).toBe('completed');
-    // The third step's call is refused: the tool degraded in the second step.
+    // The sixth step's call is refused: the tool degraded in the fifth step.
     expect(seen.map((entry) => [entry.tool, entry.callId, entry.step])).toEqual([
       ['echo', 'a', 1],
-      ['flaky', 'b', 2],
+      ['echo', 'b', 2],
+      ['echo', 'c', 3],
       ['echo', 'd', 4],
+      ['flaky', 'e', 5],
+      ['echo', 'g', 7],
     ]);
-    expect(seen.map((entry) => entry.key.split(':').slice(-2).join(':'))).toEqual(['1:a', '2:b', '4:d']);
+    expect(seen.map((entry) => entry.key.split(':').slice(-2).join(':'))).toEqual([
+      '1:a',
+      '2:b',
+      '3:c',
+      '4:d',
+      '5:e',
+      '7:g',
+    ]);
     expect(seen.every((entry) => (entry.context as { user: string }).user === 'u1')).toBe(true);
     const answers = result.history
       .filter((message) => message.role === 'tool')
       .map((message) => message.content);
     expect(answers).toEqual([
       'one',
+      'two',
+      'three',
+      'four',
       'Error: tool "flaky" failed after 1 attempt(s): down',
       'Error: tool "flaky" is unavailable for the rest of this run after repeated failures. Answer without it.',
-      'four',
+      'seven',
     ]);
   });
 });
