@@ -113,9 +113,9 @@ const keptFromStep = 4;
 /**
  * A batch as the tool gate hands it to the runner: the run's place, limits and signal, and what the gate does when a
  * call starts, retries or settles, and when the batch is over. Its callbacks are methods, and what it tells the
- * runner is read from the run when asked: one small object per run, no closures. A run's next tool step reuses it
- * once its batch is over (see {@link GatedBatch.restart}): what belongs to the run is set once, what belongs to the
- * step for each step.
+ * runner is read from the run when asked: one small object per step, no closures. From a run's 4th tool step on, the
+ * next step reuses it once its batch is over (see {@link GatedBatch.restart}): what belongs to the run is set once,
+ * what belongs to the step for each step.
  */
 export class GatedBatch implements ToolBatch, BatchListener {
   // Plain fields, read on every call of the batch: getters would cost a call each in the early, unoptimized runs.
