@@ -37,6 +37,13 @@ const noListeners: readonly ((event: RunEvent) => void)[] = Object.freeze([]);
  */
 export class EventBus {
   readonly sessionId: string;
+  /**
+   * Whether anyone listens. Emitters on the hot path check it before building an event's data: a plain run() has
+   * no listener, and its events would be garbage the moment they were made. Sequence numbers count the events
+   * emitted to listeners, so they stay gap-free for whoever listens. A field the bus sets when its listeners
+   * change, not a getter: it is read several times per tool step, where a getter costs a call each.
+   */
+  declare readonly listening: boolean;
   readonly #clock: Clock;
   /**
    * The listeners, replaced (never changed in place) on every subscription and unsubscription, so an event is
@@ -49,6 +56,7 @@ export class EventBus {
   /** `firstSeq`: where numbering starts (a restored session continues its log). */
   constructor(sessionId: string, clock: Clock, firstSeq = 0) {
     this.sessionId = sessionId;
+    (this as { listening: boolean }).listening = false;
     this.#clock = clock;
     this.#seq = firstSeq;
   }
@@ -56,15 +64,6 @@ export class EventBus {
   /** The seq the next event will get. */
   get nextSeq(): number {
     return this.#seq;
-  }
-
-  /**
-   * Whether anyone listens. Emitters on the hot path check it before building an event's data: a plain run() has
-   * no listener, and its events would be garbage the moment they were made. Sequence numbers count the events
-   * emitted to listeners, so they stay gap-free for whoever listens.
-   */
-  get listening(): boolean {
-    return this.#listeners.length > 0;
   }
 
   /** Emits an event of `agent`; `origin` says where the agent runs (default: holding the conversation). */
@@ -116,13 +115,18 @@ export class EventBus {
         queueMicrotask(() => console.error('troupe: an event listener threw', error));
       }
     };
-    this.#listeners = [...this.#listeners, safe];
+    this.#setListeners([...this.#listeners, safe]);
     return () => {
-      this.#listeners = this.#listeners.filter((l) => l !== safe);
+      this.#setListeners(this.#listeners.filter((l) => l !== safe));
     };
   }
 
   clear(): void {
-    this.#listeners = noListeners;
+    this.#setListeners(noListeners);
+  }
+
+  #setListeners(listeners: readonly ((event: RunEvent) => void)[]): void {
+    this.#listeners = listeners;
+    (this as { listening: boolean }).listening = listeners.length > 0;
   }
 }

@@ -164,7 +164,7 @@ class CompiledMachine extends Base implements SnapshotBuilder {
     const transition = selectTransition(configuration, this.candidates, event, snapshot);
     if (!transition && event.type.startsWith('xstate.error.actor')) return this.fail(snapshot, event, scope);
     const internalQueue: EngineEvent[] = [];
-    const next = this.step(transition, snapshot, event, scope, internalQueue, false);
+    const next = this.step(transition, snapshot, configuration, event, scope, internalQueue, false);
     inspectMicrostep(scope, event, next, transition);
     // The usual event leaves nothing to settle (no raised event, no eventless transition where it led): what
     // `settle` would find in its first round, asked without it.
@@ -211,7 +211,15 @@ class CompiledMachine extends Base implements SnapshotBuilder {
         actions: [],
         eventType: null,
       };
-      const next = this.step(this.initialTransition, snapshot, event, scope, internalQueue, true);
+      const next = this.step(
+        this.initialTransition,
+        snapshot,
+        this.configurations.of(snapshot._nodes),
+        event,
+        scope,
+        internalQueue,
+        true,
+      );
       return this.settle(next, event, scope, internalQueue);
     } catch (error) {
       return { ...snapshot, status: 'error', error };
@@ -262,7 +270,7 @@ class CompiledMachine extends Base implements SnapshotBuilder {
         event = raised;
         transition = selectTransition(configuration, this.candidates, event, snapshot);
       }
-      snapshot = this.step(transition, snapshot, event, scope, internalQueue, false);
+      snapshot = this.step(transition, snapshot, configuration, event, scope, internalQueue, false);
       selectEventlessNext = snapshot !== previous;
       inspectMicrostep(scope, event, snapshot, transition);
     }
@@ -280,17 +288,18 @@ class CompiledMachine extends Base implements SnapshotBuilder {
   /**
    * XState's microstep for at most one transition: exit, transition actions, entry, final-state handling. (Not
    * named `microstep`: that is StateMachine's public method, the microsteps of a macrostep, inherited as it is.)
+   * `from` is the configuration of `current`, which every caller has just looked up.
    */
   private step(
     transition: EngineTransition | undefined,
     current: EngineSnapshot,
+    from: Configuration,
     event: EngineEvent,
     scope: EngineScope,
     internalQueue: EngineEvent[],
     initial: boolean,
   ): EngineSnapshot {
     if (!transition) return current;
-    const from = this.configurations.of(current._nodes);
     const plan = this.configurations.plan(from, transition, initial);
     const run = new ActionRun(this, scope, event, internalQueue, from, current);
     const flat = this.actionsOf(plan, transition);

@@ -661,11 +661,16 @@ export const agentMachine = setup({
     /** The tool gate let a handoff call through: the agent hands the conversation off. */
     handsOff: ({ context, event }) => {
       if (event.type !== 'tools.done') return false;
-      const call = handoffCallOf(context);
-      return (
-        call !== undefined &&
-        event.results.some((result) => result.handoff === true && result.callId === call.id)
-      );
+      // The results first: the usual batch has no handoff result, and then the turn's calls are not searched.
+      const { results } = event;
+      for (let index = 0; index < results.length; index++) {
+        const result = results[index] as ToolOutcome;
+        if (result.handoff !== true) continue;
+        const call = handoffCallOf(context);
+        if (call === undefined) return false;
+        if (result.callId === call.id) return true;
+      }
+      return false;
     },
     resumingTools: ({ context }) =>
       context.openCalls.length > 0 && context.decision?.kind === 'continue_with_tools',

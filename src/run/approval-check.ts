@@ -59,7 +59,9 @@ export function needsClassifying(
   decisions: readonly { callId: string; decision: ApprovalDecision }[],
 ): boolean {
   if (decisions.length > 0) return true;
-  for (const call of calls) if (asksPeople(registry.find(call.name))) return true;
+  // Indexed: asked once per tool step, where `for...of` makes an iterator and a result object per call.
+  for (let index = 0; index < calls.length; index++)
+    if (asksPeople(registry.find((calls[index] as ToolCall).name))) return true;
   return false;
 }
 

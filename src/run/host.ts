@@ -23,7 +23,7 @@ import { countRuntime, deltaForwarder, type RunRuntime } from './run-runtime.ts'
  */
 
 /** What an entry point says about an agent run; the host adds the rest (its delta forwarder, its counters). */
-export type AgentRunSpec = Omit<RunRuntime, 'onDelta' | 'nestedSteps'>;
+export type AgentRunSpec = Omit<RunRuntime, 'onDelta' | 'nestedSteps' | 'toolBatch'>;
 
 /** A live agent run: its runtime, counted among the live runs until released (once). */
 export class HostedRun {
@@ -60,6 +60,8 @@ export function hostRuntime(spec: AgentRunSpec, listenable = true): RunRuntime {
   const runtime = spec as RunRuntime;
   runtime.onDelta = listenable ? deltaForwarder(spec.bus, spec.agent.name, spec.origin) : ignoreDelta;
   runtime.nestedSteps = 0;
+  // Set here, not first by the tool gate: every runtime has the field from its start (one shape).
+  runtime.toolBatch = undefined;
   countRuntime(1);
   return runtime;
 }

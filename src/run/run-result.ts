@@ -43,7 +43,10 @@ export function buildRunResult<TOutput>(context: AgentMachineOutput): RunResult<
 /** Each assistant turn (thought and actions) with the tool results that answer its calls (observations). */
 export function stepsOf(delta: readonly Message[], agent: string): RunStep[] {
   const steps: RunStep[] = [];
-  for (const message of delta) {
+  // Indexed loops: a run's result is built while its code still runs in V8's baseline tiers, where `for...of`
+  // makes an iterator and a result object per message.
+  for (let position = 0; position < delta.length; position++) {
+    const message = delta[position] as Message;
     if (message.role === 'assistant') {
       const calls = message.toolCalls ?? [];
       // At its final length, made by a loop: no callback per step.

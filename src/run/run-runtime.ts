@@ -16,6 +16,7 @@ import type { DurableRun } from './durable-run.ts';
 import type { InspectObserver } from './inspect.ts';
 import type { RunContextInfo } from './run-context.ts';
 import { ToolCallContext } from './tool-call-context.ts';
+import type { GatedBatch } from './tool-gate.ts';
 
 /**
  * What a running agent's effects need and machine context must not hold (functions, SDK clients, the event bus,
@@ -98,6 +99,8 @@ export interface RunRuntime {
    * first needed, each entry taken when its call's outcome is made.
    */
   spentByCall?: Map<string, NestedSpend> | undefined;
+  /** The tool gate's batch object of this run, which its next tool step reuses once the last batch is over. */
+  toolBatch?: GatedBatch | undefined;
   /** What the run's tools hold open for its session (per-session MCP connections), closed when it ends. */
   holdings?: ResourceHoldings | undefined;
 }

@@ -91,42 +91,65 @@ function runBatch(
     for (const verdict of classified.permissions) emitFrom(runtime, 'permission', verdict);
     emitDecided(runtime, classified.decided);
   }
-  const batch = new GatedBatch(host, runtime, command, classified);
+  // A long run keeps one batch object: a step reuses the run's last one once it is over (same run, same effects),
+  // and sets only what the step changes.
+  let batch = runtime.toolBatch;
+  if (batch?.isOverIn(host, runtime)) batch.restart(host, runtime, command, classified);
+  else {
+    batch = new GatedBatch(host, runtime, command, classified);
+    // A session's runtime outlives its runs: a kept batch lets go of its run's effects when its step is over.
+    if (command.step >= keptFromStep) runtime.toolBatch = batch;
+  }
   startToolBatch(batch, batch);
 }
 
 /**
+ * The tool step from which a run keeps its batch object between steps. A kept batch is held while the run waits for
+ * its model (about 0.2 KB per run in flight): a short run makes one per step instead, a long one saves more per
+ * step than it holds.
+ */
+const keptFromStep = 4;
+
+/**
  * A batch as the tool gate hands it to the runner: the run's place, limits and signal, and what the gate does when a
  * call starts, retries or settles, and when the batch is over. Its callbacks are methods, and what it tells the
- * runner is read from the run when asked: one small object per batch (one per tool step), no closures.
+ * runner is read from the run when asked: one small object per step, no closures. From a run's 4th tool step on, the
+ * next step reuses it once its batch is over (see {@link GatedBatch.restart}): what belongs to the run is set once,
+ * what belongs to the step for each step.
  */
-class GatedBatch implements ToolBatch, BatchListener {
+export class GatedBatch implements ToolBatch, BatchListener {
   // Plain fields, read on every call of the batch: getters would cost a call each in the early, unoptimized runs.
   // Declared, not defined: the constructor sets each once (a defined field is set twice, by a field initializer
-  // and then by the constructor; one batch is made per tool step).
-  declare readonly calls: readonly ToolCall[];
-  declare readonly checked: ClassifiedCalls['checked'] | undefined;
+  // and then by the constructor).
+  // The step's: set again by each step that reuses the batch.
+  declare calls: readonly ToolCall[];
+  declare checked: ClassifiedCalls['checked'] | undefined;
+  declare disabled: readonly string[];
+  declare step: number;
+  // Where the step sits, as it was when it started: a session's next turn may change what its runtime says.
+  declare sessionId: string;
+  declare route: string;
+  declare turn: number;
+  declare context: unknown;
+  // The run's: the same for every step of the run (its agent, its effects).
   declare readonly registry: ToolBatch['registry'];
-  declare readonly disabled: readonly string[];
   declare readonly concurrency: number;
   declare readonly timeoutMs: number | null;
   declare readonly maxRetries: number;
-  // Where the batch sits, as it was when it started: a session's next turn may change what its runtime says.
-  declare readonly sessionId: string;
-  declare readonly route: string;
-  declare readonly turn: number;
-  declare readonly step: number;
   declare readonly callPath: string;
   declare readonly caller: RunRuntime;
   declare readonly agent: string;
-  declare readonly context: unknown;
   declare readonly signal: AbortSignal;
-  declare readonly whenAborted: (callback: () => void) => () => void;
+  // The run's effects, while a step is in progress (undefined between steps: nothing keeps a finished run's).
+  declare whenAborted: ((callback: () => void) => () => void) | undefined;
   declare readonly clock: ToolBatch['clock'];
   declare readonly executor: ToolBatch['executor'];
   declare readonly guardrails: ToolGuardrails | undefined;
-  declare private readonly host: EffectsHost;
-  declare private readonly classified: ClassifiedCalls | undefined;
+  declare private host: EffectsHost | undefined;
+  declare private readonly runAgent: RunRuntime['agent'];
+  declare private classified: ClassifiedCalls | undefined;
+  /** Whether the step's batch is over (`batchDone` was called): only then may the run's next step reuse it. */
+  declare private over: boolean;
   declare private breakerReport: ToolBatch['onBreaker'];
 
   constructor(
@@ -139,31 +162,71 @@ class GatedBatch implements ToolBatch, BatchListener {
     const limits = agent.limits;
     this.calls = classified ? classified.runnable : command.calls;
     this.checked = classified?.checked;
-    this.registry = agent.tools;
     this.disabled = command.disabledTools;
-    this.concurrency = limits.toolConcurrency;
-    this.timeoutMs = limits.toolTimeoutMs;
-    this.maxRetries = limits.maxToolRetries;
+    this.step = command.step;
     this.sessionId = sessionIdOf(runtime);
     this.route = runtime.route ?? agent.name;
     this.turn = runtime.turn ?? 1;
-    this.step = command.step;
+    this.context = runtime.context;
+    this.registry = agent.tools;
+    this.concurrency = limits.toolConcurrency;
+    this.timeoutMs = limits.toolTimeoutMs;
+    this.maxRetries = limits.maxToolRetries;
     this.callPath = runtime.callPath ?? '';
     this.caller = runtime;
     this.agent = agent.name;
-    this.context = runtime.context;
     this.signal = host.signal;
     this.whenAborted = host.whenAborted;
     this.clock = runtime.clock;
     this.executor = runtime.runEffect;
     this.guardrails = toolGuardrailsOf(runtime, host.signal);
     this.host = host;
+    this.runAgent = agent;
     this.classified = classified;
+    this.over = false;
     this.breakerReport = undefined;
+  }
+
+  /**
+   * Whether the run's next step may reuse this batch: its own batch is over (no call of it runs or reports any
+   * more: each settled, or the run's signal aborted, and then its effects are closed and no step follows), and the
+   * step runs in the same run, with the same effects (their signal is theirs alone) and agent: everything the
+   * constructor read once.
+   */
+  isOverIn(host: EffectsHost, runtime: RunRuntime): boolean {
+    return (
+      this.over && this.caller === runtime && this.runAgent === runtime.agent && this.signal === host.signal
+    );
+  }
+
+  /** Sets what belongs to the next step, as the constructor does, and makes the batch run again. */
+  restart(
+    host: EffectsHost,
+    runtime: RunRuntime,
+    command: ToolsCommand,
+    classified: ClassifiedCalls | undefined,
+  ): void {
+    this.host = host;
+    this.whenAborted = host.whenAborted;
+    this.calls = classified ? classified.runnable : command.calls;
+    this.checked = classified?.checked;
+    this.disabled = command.disabledTools;
+    this.step = command.step;
+    this.sessionId = sessionIdOf(runtime);
+    this.route = runtime.route ?? this.agent;
+    this.turn = runtime.turn ?? 1;
+    this.context = runtime.context;
+    this.classified = classified;
+    this.over = false;
   }
 
   /** The batch is over: the machine gets its results in one `tools.done`. */
   batchDone(results: ToolOutcome[]): void {
+    // Over before the answer: the machine may start the run's next step from it.
+    const host = this.host as EffectsHost;
+    this.over = true;
+    this.host = undefined;
+    this.whenAborted = undefined;
     const runtime = this.caller;
     const nestedSteps = runtime.nestedSteps;
     runtime.nestedSteps = 0;
@@ -173,7 +236,7 @@ class GatedBatch implements ToolBatch, BatchListener {
     if (nestedSteps > 0) event.nestedSteps = nestedSteps;
     const pending = this.classified?.pending;
     if (pending !== undefined && pending.length > 0) event.pending = pending;
-    this.host.answer(event);
+    host.answer(event);
   }
 
   /** Calls people decided on, and (in a durable run) calls that finished before a restart. */
@@ -200,7 +263,7 @@ class GatedBatch implements ToolBatch, BatchListener {
     try {
       return durable.recordTool(this.step, call.id, outcome, last);
     } catch (error) {
-      this.host.fail(error);
+      (this.host as EffectsHost).fail(error);
     }
   }
 

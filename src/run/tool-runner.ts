@@ -56,7 +56,7 @@ export interface ToolBatch {
    * Calls back once `signal` aborts; returns the function that stops waiting. Defaults to a listener on the signal;
    * a run's effects, which abort the signal themselves, pass their own list instead (no listener per run).
    */
-  whenAborted?: (callback: () => void) => () => void;
+  whenAborted?: ((callback: () => void) => () => void) | undefined;
   clock: Clock;
   /**
    * Outcomes known without running anything: calls that finished before a restart (replayed from the journal) and
