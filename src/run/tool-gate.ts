@@ -160,14 +160,6 @@ export class GatedBatch implements ToolBatch, BatchListener {
   ) {
     const agent = runtime.agent;
     const limits = agent.limits;
-    this.calls = classified ? classified.runnable : command.calls;
-    this.checked = classified?.checked;
-    this.disabled = command.disabledTools;
-    this.step = command.step;
-    this.sessionId = sessionIdOf(runtime);
-    this.route = runtime.route ?? agent.name;
-    this.turn = runtime.turn ?? 1;
-    this.context = runtime.context;
     this.registry = agent.tools;
     this.concurrency = limits.toolConcurrency;
     this.timeoutMs = limits.toolTimeoutMs;
@@ -176,14 +168,11 @@ export class GatedBatch implements ToolBatch, BatchListener {
     this.caller = runtime;
     this.agent = agent.name;
     this.signal = host.signal;
-    this.whenAborted = host.whenAborted;
     this.clock = runtime.clock;
     this.executor = runtime.runEffect;
     this.guardrails = toolGuardrailsOf(runtime, host.signal);
-    this.host = host;
     this.runAgent = agent;
-    this.classified = classified;
-    this.over = false;
+    this.restart(host, runtime, command, classified);
     this.breakerReport = undefined;
   }
 
@@ -199,7 +188,7 @@ export class GatedBatch implements ToolBatch, BatchListener {
     );
   }
 
-  /** Sets what belongs to the next step, as the constructor does, and makes the batch run again. */
+  /** Sets what belongs to the step (the first one from the constructor) and makes the batch run. */
   restart(
     host: EffectsHost,
     runtime: RunRuntime,
