@@ -8,12 +8,11 @@
  * With --after50, the 100 runs after 50 warm-up runs instead (W1's early regime, where most of a step runs in V8's
  * baseline tiers and nothing is escape-analysed away).
  */
-import { Session } from 'node:inspector/promises';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { prepareTroupeWith, type TroupeModule } from '../frameworks/troupe-adapter.ts';
 import type { Scenario } from '../scenario.ts';
-import { type AllocationNode, allocationBySite } from './allocation-by-site.ts';
+import { allocationBySite, sampleAllocations } from './allocation-by-site.ts';
 
 const early = process.argv.includes('--after50');
 const [distArg, rowsArg] = process.argv.slice(2).filter((arg) => arg !== '--after50');
@@ -28,22 +27,13 @@ else {
   while (performance.now() < warmUntil) await runner.run('warm up');
 }
 
-const session = new Session();
-session.connect();
-await session.post('HeapProfiler.startSampling', {
-  samplingInterval: 256,
-  includeObjectsCollectedByMajorGC: true,
-  includeObjectsCollectedByMinorGC: true,
-});
 const runs = early ? 100 : 300;
-for (let i = 0; i < runs; i++) await runner.run(`task ${i}`);
-const { profile } = (await session.post('HeapProfiler.stopSampling')) as {
-  profile: { head: AllocationNode };
-};
-session.disconnect();
+const { head } = await sampleAllocations(256, async () => {
+  for (let i = 0; i < runs; i++) await runner.run(`task ${i}`);
+});
 
 const steps = runs * scenario.toolSteps;
-const { total, sites } = allocationBySite(profile.head);
+const { total, sites } = allocationBySite(head);
 console.log(`${(total / steps).toFixed(0)} bytes allocated per tool step (${dist})`);
 for (const [site, bytes] of sites.slice(0, rows))
   console.log(`${(bytes / steps).toFixed(0).padStart(7)}  ${site}`);

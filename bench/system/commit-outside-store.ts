@@ -14,13 +14,16 @@
  */
 import { createHook } from 'node:async_hooks';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { Session } from 'node:inspector/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PerformanceObserver } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import * as built from '../../dist/index.js';
-import { type AllocationNode, allocationBySite } from '../experiments/allocation-by-site.ts';
+import {
+  type AllocationNode,
+  allocationBySite,
+  sampleAllocations,
+} from '../experiments/allocation-by-site.ts';
 import { median, openStore, type StoreKind, stepAgent, type WorkloadLibrary } from './durable-workload.ts';
 
 const sessions = Number(process.argv[2] ?? 10_000);
@@ -93,30 +96,16 @@ function inStoreChunk(url: string): boolean {
 
 /** Bytes allocated per commit, in all and in the store's chunk. */
 async function allocation(lib: WorkloadLibrary, kind: StoreKind): Promise<{ all: number; store: number }> {
-  const session = new Session();
-  session.connect();
-  await session.post('HeapProfiler.startSampling', {
-    samplingInterval: 1024,
-    includeObjectsCollectedByMajorGC: true,
-    includeObjectsCollectedByMinorGC: true,
-  });
-  const commits = await w2(
-    lib,
-    kind,
-    allocationSessions,
-    join(directory, `alloc-${kind}-${Math.random()}.db`),
+  const { result: commits, head } = await sampleAllocations(1024, () =>
+    w2(lib, kind, allocationSessions, join(directory, `alloc-${kind}-${Math.random()}.db`)),
   );
-  const { profile } = (await session.post('HeapProfiler.stopSampling')) as {
-    profile: { head: AllocationNode };
-  };
-  session.disconnect();
   let store = 0;
   const walk = (node: AllocationNode): void => {
     if (inStoreChunk(node.callFrame.url)) store += node.selfSize;
     for (const child of node.children) walk(child);
   };
-  walk(profile.head);
-  return { all: allocationBySite(profile.head).total / commits, store: store / commits };
+  walk(head);
+  return { all: allocationBySite(head).total / commits, store: store / commits };
 }
 
 /** Async resources created per commit, by type. */

@@ -13,12 +13,11 @@
  * per commit (garbage included) and the sites that allocate most.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import { Session } from 'node:inspector/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as thisTree from '../../src/persistence/sqlite-store.ts';
 import { createMessageLog } from '../../src/persistence/stored-format/stored-messages.ts';
-import { type AllocationNode, allocationBySite } from '../experiments/allocation-by-site.ts';
+import { allocationBySite, sampleAllocations } from '../experiments/allocation-by-site.ts';
 import { captureCommits, spread } from './durable-workload.ts';
 
 const sessions = Number(process.argv[2] ?? 2000);
@@ -130,21 +129,10 @@ try {
       // The first third warms the code up; the rest is sampled.
       const warm = Math.floor(commits.length / 3);
       replay(commits.slice(0, warm));
-      const inspector = new Session();
-      inspector.connect();
-      await inspector.post('HeapProfiler.startSampling', {
-        samplingInterval: 128,
-        includeObjectsCollectedByMajorGC: true,
-        includeObjectsCollectedByMinorGC: true,
-      });
-      replay(commits.slice(warm));
-      const { profile } = (await inspector.post('HeapProfiler.stopSampling')) as {
-        profile: { head: AllocationNode };
-      };
-      inspector.disconnect();
+      const { head } = await sampleAllocations(128, () => replay(commits.slice(warm)));
       db.close();
       const sampled = commits.length - warm;
-      const { total, sites } = allocationBySite(profile.head);
+      const { total, sites } = allocationBySite(head);
       console.log(`${name}: ${(total / sampled).toFixed(0)} bytes allocated per commit; the largest sites:`);
       for (const [site, bytes] of sites.slice(0, 8))
         console.log(`  ${(bytes / sampled).toFixed(0).padStart(6)}  ${site}`);
