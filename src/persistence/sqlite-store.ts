@@ -53,7 +53,7 @@ import {
 import { decodeSessionDoc, encodeSessionDoc, sessionDocText } from './stored-format/session-doc.ts';
 import { headsTable, prepareHeads, type SessionHead } from './stored-format/session-head.ts';
 import type { StoredAgentCheckpoint } from './stored-format/stored-checkpoint.ts';
-import { eventsOfRow, storedEventText } from './stored-format/stored-events.ts';
+import { eventsOfRow } from './stored-format/stored-events.ts';
 import {
   createMessageLog,
   type MessageLog,
@@ -1134,16 +1134,27 @@ export function commitRowsOf(sessionId: string, batch: CommitBatch, log?: Messag
   };
   const events = batch.events;
   if (events !== undefined && events.length > 0) {
-    let doc = '[';
+    // The events' columns as the row stores them (stored-events.ts), serialized in one call.
+    const stored = new Array<unknown[]>(events.length);
+    rows.events = new Array(events.length);
+    let plainData = true;
     for (let index = 0; index < events.length; index++) {
       const event = events[index] as RunEvent;
-      const data = json(event.data, `the data of event ${String(event.seq)}`);
       const agent = plain(event.agent);
       const time = plain(event.time);
       const type = plain(event.type);
-      rows.events.push({ seq: plain(event.seq), time, agent, type });
-      if (index > 0) doc += ',';
-      doc += storedEventText(
+      rows.events[index] = { seq: plain(event.seq), time, agent, type };
+      const data: unknown = event.data;
+      // What JSON.stringify would not write as JSON by itself (inside the list it becomes null): serialized alone,
+      // which refuses it by name.
+      if (
+        data === undefined ||
+        typeof data === 'function' ||
+        typeof data === 'symbol' ||
+        typeof (data as { toJSON?: unknown } | null)?.toJSON === 'function'
+      )
+        plainData = false;
+      stored[index] = [
         time,
         agent,
         typeof event.route === 'string' ? event.route : agent,
@@ -1151,9 +1162,26 @@ export function commitRowsOf(sessionId: string, batch: CommitBatch, log?: Messag
         type,
         event.sessionId === sessionId || typeof event.sessionId !== 'string' ? null : event.sessionId,
         data,
-      );
+      ];
     }
-    rows.eventsDoc = `${doc}]`;
+    if (!plainData)
+      for (let index = 0; index < events.length; index++) {
+        const event = events[index] as RunEvent;
+        (stored[index] as unknown[])[6] = JSON.parse(
+          json(event.data, `the data of event ${String(event.seq)}`),
+        );
+      }
+    let doc: string | undefined;
+    try {
+      doc = JSON.stringify(stored);
+    } catch {
+      // The event whose data is not JSON, by name.
+      for (let index = 0; index < events.length; index++) {
+        const event = events[index] as RunEvent;
+        json(event.data, `the data of event ${String(event.seq)}`);
+      }
+    }
+    rows.eventsDoc = doc ?? json(stored, 'the events');
   }
   // Last: the log remembers the messages as written once every value of the batch is known to be JSON.
   if (encoded !== undefined && session !== undefined && rows.session !== undefined) {

@@ -511,11 +511,17 @@ describe('createSqliteStore: commits', () => {
       { journal: [['k', 10n]] },
       { journal: [['k', undefined]] },
       { session: idleRow('s1', { turns: 2 }), events: [{ ...events('s1', 0, 1)[0]!, data: { big: 1n } }] },
+      // The events of a commit are serialized together: each is still refused by name, whatever its place.
+      ...[{ big: 1n }, cyclic, undefined, { toJSON: () => undefined }, () => 1].map((data) => ({
+        events: [...events('s1', 0, 2), { ...events('s1', 2, 1)[0]!, data }],
+      })),
     ] as unknown as Parameters<SqliteSessionStore['commit']>[1][];
     for (const batch of refused) {
       const error = thrown(() => sessions.commit('s1', batch));
       expect(error).toBeInstanceOf(StoreCommitError);
       expect((error as StoreCommitError).reason).toBe('invalid_value');
+      if (batch.events?.length === 3)
+        expect((error as Error).message).toContain('the data of event 2 is not JSON');
     }
     const state = sessions.load('s1');
     expect(state?.session).toEqual(idleRow('s1'));
