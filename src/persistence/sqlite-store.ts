@@ -45,7 +45,6 @@ import { migrateLayout } from './stored-format/layout-migrations.ts';
 import {
   addToChecksum,
   beginChecksum,
-  checksumOfValues,
   endChecksum,
   type RecordColumns,
   recordChecksum,
@@ -54,7 +53,7 @@ import {
 import { decodeSessionDoc, encodeSessionDoc, sessionDocText } from './stored-format/session-doc.ts';
 import { headsTable, prepareHeads, type SessionHead } from './stored-format/session-head.ts';
 import type { StoredAgentCheckpoint } from './stored-format/stored-checkpoint.ts';
-import { storedEventTypes } from './stored-format/stored-event-types.ts';
+import { eventsOfRow } from './stored-format/stored-events.ts';
 import {
   createMessageLog,
   type MessageLog,
@@ -374,9 +373,14 @@ export function createSqliteStore(
       checkEventLimit(limit);
       const s = open();
       return readingAll(`could not read the events of session "${sessionId}"`, () => {
-        const events = s.selectEvents
-          .all(sessionId, after, limit ?? -1)
-          .map((row) => eventOf(sessionId, row));
+        // A row holds one commit's events: `limit` rows hold at least `limit` events.
+        const events: RunEvent[] = [];
+        for (const row of s.selectEvents.all(sessionId, after, limit ?? -1)) {
+          verifyRecord(sessionId, `the event row ending at seq ${String(row.seq)}`, 'events', row);
+          eventsOfRow(sessionId, row.first_seq, row.seq, row.doc, after, events);
+          if (limit !== undefined && events.length >= limit) break;
+        }
+        if (limit !== undefined && events.length > limit) events.length = limit;
         // The log has no gaps (commits refuse them): a missing seq is a lost record.
         for (const [index, event] of events.entries()) {
           const expected =
@@ -930,7 +934,7 @@ export function prepareStatements(db: Sqlite.DatabaseSync, leaseTtlMs: number, h
     insertMessages: prepareRowInserts(db, 'messages', ['session_id', 'idx', 'doc', 'sum']),
     selectLastSeq: db.prepare('SELECT max(seq) AS last FROM events WHERE session_id = ?'),
     selectEvents: db.prepare(
-      'SELECT session_id, seq, time, agent, route, depth, type, origin, data, sum FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?',
+      'SELECT session_id, first_seq, seq, doc, sum FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?',
     ),
     selectApprovals: db.prepare(`${approvalColumns} WHERE session_id = ? ORDER BY rowid`),
     allApprovals: db.prepare(`${approvalColumns} ORDER BY rowid`),
@@ -958,18 +962,9 @@ export function prepareStatements(db: Sqlite.DatabaseSync, leaseTtlMs: number, h
       'INSERT INTO journal (session_id, key, doc, sum) VALUES (?, ?, ?, ?) ON CONFLICT (session_id, key) DO NOTHING',
     ),
     updateJournal: db.prepare('UPDATE journal SET doc = ?, sum = ? WHERE session_id = ? AND key = ?'),
-    insertEvents: prepareRowInserts(db, 'events', [
-      'session_id',
-      'seq',
-      'time',
-      'agent',
-      'route',
-      'depth',
-      'type',
-      'origin',
-      'data',
-      'sum',
-    ]),
+    insertEvents: db.prepare(
+      'INSERT INTO events (session_id, first_seq, seq, doc, sum) VALUES (?, ?, ?, ?, ?)',
+    ),
     insertApproval: db.prepare(
       `INSERT INTO approvals (session_id, call_id, status, requested_at, decided_at, doc, sum) VALUES (?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (session_id, call_id) DO NOTHING`,
@@ -1069,16 +1064,10 @@ export interface CommitRows {
   messages: MessageRows | undefined;
   runs: [route: Plain, doc: string | null][];
   journal: [key: Plain, doc: string][];
-  events: {
-    seq: Plain;
-    time: Plain;
-    agent: Plain;
-    route: Plain;
-    depth: Plain;
-    type: Plain;
-    origin: Plain;
-    data: string;
-  }[];
+  /** The events' columns the commit rules read; the events are written as `eventsDoc`. */
+  events: { seq: Plain; time: Plain; agent: Plain; type: Plain }[];
+  /** The events as their row's JSON text (stored-events.ts); empty without events. */
+  eventsDoc: string;
   approvals: { callId: Plain; status: Plain; requestedAt: Plain; decidedAt: Plain; doc: string }[];
 }
 
@@ -1130,20 +1119,8 @@ export function commitRowsOf(sessionId: string, batch: CommitBatch, log?: Messag
       plain(entry[0]),
       json(entry[1], `journal entry "${entry[0]}"`),
     ]),
-    events: (batch.events ?? []).map((event) => {
-      const data = json(event.data, `the data of event ${String(event.seq)}`);
-      const agent = plain(event.agent);
-      return {
-        seq: plain(event.seq),
-        time: plain(event.time),
-        agent,
-        route: typeof event.route === 'string' ? event.route : agent,
-        depth: typeof event.depth === 'number' ? event.depth : 0,
-        type: plain(event.type),
-        origin: event.sessionId === sessionId || typeof event.sessionId !== 'string' ? null : event.sessionId,
-        data,
-      };
-    }),
+    events: [],
+    eventsDoc: '',
     approvals: (batch.approvals ?? []).map((record) => {
       const doc = json(record, `approval ${String(record.callId)}`);
       return {
@@ -1155,6 +1132,57 @@ export function commitRowsOf(sessionId: string, batch: CommitBatch, log?: Messag
       };
     }),
   };
+  const events = batch.events;
+  if (events !== undefined && events.length > 0) {
+    // The events' columns as the row stores them (stored-events.ts), serialized in one call.
+    const stored = new Array<unknown[]>(events.length);
+    rows.events = new Array(events.length);
+    let plainData = true;
+    for (let index = 0; index < events.length; index++) {
+      const event = events[index] as RunEvent;
+      const agent = plain(event.agent);
+      const time = plain(event.time);
+      const type = plain(event.type);
+      rows.events[index] = { seq: plain(event.seq), time, agent, type };
+      const data: unknown = event.data;
+      // What JSON.stringify would not write as JSON by itself (inside the list it becomes null): serialized alone,
+      // which refuses it by name.
+      if (
+        data === undefined ||
+        typeof data === 'function' ||
+        typeof data === 'symbol' ||
+        typeof (data as { toJSON?: unknown } | null)?.toJSON === 'function'
+      )
+        plainData = false;
+      stored[index] = [
+        time,
+        agent,
+        typeof event.route === 'string' ? event.route : agent,
+        typeof event.depth === 'number' ? event.depth : 0,
+        type,
+        event.sessionId === sessionId || typeof event.sessionId !== 'string' ? null : event.sessionId,
+        data,
+      ];
+    }
+    if (!plainData)
+      for (let index = 0; index < events.length; index++) {
+        const event = events[index] as RunEvent;
+        (stored[index] as unknown[])[6] = JSON.parse(
+          json(event.data, `the data of event ${String(event.seq)}`),
+        );
+      }
+    let doc: string | undefined;
+    try {
+      doc = JSON.stringify(stored);
+    } catch {
+      // The event whose data is not JSON, by name.
+      for (let index = 0; index < events.length; index++) {
+        const event = events[index] as RunEvent;
+        json(event.data, `the data of event ${String(event.seq)}`);
+      }
+    }
+    rows.eventsDoc = doc ?? json(stored, 'the events');
+  }
   // Last: the log remembers the messages as written once every value of the batch is known to be JSON.
   if (encoded !== undefined && session !== undefined && rows.session !== undefined) {
     const rowJson = json(encoded.row, 'the session row');
@@ -1254,8 +1282,16 @@ export function writeCommit(s: Statements, rows: CommitRows): void {
     else s.updateJournal.run(doc, sum, sessionId, key);
   }
   if (rows.events.length > 0) {
-    s.insertEvents(eventColumns(sessionId, rows.events));
-    head.lastSeq = (rows.events.at(-1) as { seq: number }).seq;
+    // One row for the commit's events (the rules passed: their seqs continue the log without gaps).
+    const firstSeq = (rows.events[0] as { seq: number }).seq;
+    const lastSeq = (rows.events[rows.events.length - 1] as { seq: number }).seq;
+    beginChecksum('events');
+    addToChecksum(sessionId);
+    addToChecksum(firstSeq);
+    addToChecksum(lastSeq);
+    addToChecksum(rows.eventsDoc);
+    s.insertEvents.run(sessionId, firstSeq, lastSeq, rows.eventsDoc, endChecksum());
+    head.lastSeq = lastSeq;
   }
   for (const approval of rows.approvals) {
     const record = approval as {
@@ -1344,30 +1380,6 @@ function writeMessages(s: Statements, sessionId: string, messages: MessageRows, 
   head.messagesSum = docs.length > 0 ? (sums.at(-1) as number) : keepSum;
 }
 
-/** The events' rows as `insertEvents` takes them: each event's columns and checksum (the columns in its order). */
-function eventColumns(sessionId: string, events: CommitRows['events']): Sqlite.SQLInputValue[] {
-  // Made at its length (pushing would grow it, a copy each time).
-  const columns = new Array<Sqlite.SQLInputValue>(events.length * eventWidth);
-  for (let index = 0; index < events.length; index++) {
-    const event = events[index] as CommitRows['events'][number];
-    const start = index * eventWidth;
-    columns[start] = sessionId;
-    columns[start + 1] = event.seq as number;
-    columns[start + 2] = event.time as number;
-    columns[start + 3] = event.agent as string;
-    columns[start + 4] = event.route as string;
-    columns[start + 5] = event.depth as number;
-    columns[start + 6] = event.type as string;
-    columns[start + 7] = event.origin as string | null;
-    columns[start + 8] = event.data;
-    columns[start + 9] = checksumOfValues('events', columns, start);
-  }
-  return columns;
-}
-
-/** The columns of an event row as inserted: the checksummed ones and the checksum. */
-const eventWidth = 10;
-
 /** Whether a batch is the running session's own (fenced by its lease), not a decision on one of its approvals. */
 function runsTheSession(batch: CommitBatch): boolean {
   return (
@@ -1377,33 +1389,6 @@ function runsTheSession(batch: CommitBatch): boolean {
     batch.events !== undefined ||
     batch.clearTurn === true
   );
-}
-
-function eventOf(sessionId: string, row: Row): RunEvent {
-  const { seq, time, agent, route, depth, type, origin } = row;
-  if (
-    typeof seq !== 'number' ||
-    typeof time !== 'number' ||
-    typeof agent !== 'string' ||
-    typeof route !== 'string' ||
-    typeof depth !== 'number' ||
-    typeof type !== 'string' ||
-    (origin !== null && typeof origin !== 'string')
-  )
-    throw new StoreCorruptError(sessionId, `event ${String(seq)} has columns of the wrong type`);
-  verifyRecord(sessionId, `event ${seq}`, 'events', row);
-  if (!storedEventTypes.has(type))
-    throw new StoreCorruptError(
-      sessionId,
-      `event ${seq} has the type ${JSON.stringify(type)}, which no event has`,
-    );
-  if (agent.length === 0 || !Number.isSafeInteger(depth) || depth < 0 || !Number.isSafeInteger(seq))
-    throw new StoreCorruptError(
-      sessionId,
-      `event ${seq} has an empty agent, or a seq or depth that is not a count`,
-    );
-  const data = parseStoredJson(sessionId, `the data of event ${seq}`, row.data);
-  return { time, agent, sessionId: origin ?? sessionId, route, depth, seq, type, data } as RunEvent;
 }
 
 const knownStatuses: ReadonlySet<unknown> = new Set(storedSessionStatuses);

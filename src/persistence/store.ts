@@ -189,4 +189,4 @@ export interface ApprovalQuery {
  * The version of the layout this code writes. A store of an earlier layout is migrated when it is opened; one of a
  * later layout is refused with StoreLayoutError.
  */
-export const storeLayoutVersion = 7;
+export const storeLayoutVersion = 8;

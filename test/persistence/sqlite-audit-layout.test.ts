@@ -23,7 +23,7 @@ async function layoutThreeFile(): Promise<string> {
 
 describe('the SQLite store layout with the audit log', () => {
   it('is the current layout, and a layout-3 file is migrated in place, its sessions kept', async () => {
-    expect(storeLayoutVersion).toBe(7);
+    expect(storeLayoutVersion).toBe(8);
     const path = await layoutThreeFile();
     const store = createSqliteStore(path);
     expect((await store.list()).map((summary) => summary.sessionId).sort()).toEqual([
@@ -35,7 +35,7 @@ describe('the SQLite store layout with the audit log', () => {
     expect(store.readAudit()).toEqual([{ seq: 1 }]);
     store.close();
     const raw = new DatabaseSync(path);
-    expect(raw.prepare("SELECT value FROM meta WHERE key = 'layout'").get()?.value).toBe(7);
+    expect(raw.prepare("SELECT value FROM meta WHERE key = 'layout'").get()?.value).toBe(8);
     raw.close();
   });
 

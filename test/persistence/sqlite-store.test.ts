@@ -246,11 +246,28 @@ describe('createSqliteStore: damaged records', () => {
   it('refuses damaged event data, nested-run checkpoints, journal entries and approvals, naming the session', () => {
     const sessions = withSessions();
     const db = raw();
-    db.exec(`UPDATE events SET data = 'not json' WHERE session_id = 's1' AND seq = 1`);
+    // The three events of s1's commit are one row.
+    const stored = String(db.prepare(`SELECT doc FROM events WHERE session_id = 's1'`).get()?.doc);
+    db.exec(`UPDATE events SET doc = '${stored.slice(0, -2)}' WHERE session_id = 's1'`);
     resumRecords(db);
     let error = corruptOf(() => sessions.readEvents('s1', -1));
     expect(error.sessionId).toBe('s1');
-    expect(error.message).toContain('the data of event 1 is not valid JSON');
+    expect(error.message).toContain('the row of events 0 to 2 is not valid JSON');
+    expect(sessions.readEvents('s2', -1)).toEqual(events('s2', 0, 1));
+    const parsed = JSON.parse(stored) as unknown[][];
+    (parsed[1] as unknown[])[4] = 'no_such_type';
+    db.prepare(`UPDATE events SET doc = ? WHERE session_id = 's1'`).run(JSON.stringify(parsed));
+    resumRecords(db);
+    expect(corruptOf(() => sessions.readEvents('s1', -1)).message).toContain(
+      'event 1 has the type "no_such_type"',
+    );
+    db.prepare(`UPDATE events SET doc = ? WHERE session_id = 's1'`).run(JSON.stringify(parsed.slice(0, 2)));
+    resumRecords(db);
+    expect(corruptOf(() => sessions.readEvents('s1', -1)).message).toContain(
+      'the row of events 0 to 2 holds 2 events',
+    );
+    db.prepare(`UPDATE events SET doc = ? WHERE session_id = 's1'`).run(stored);
+    resumRecords(db);
     expect(sessions.readEvents('s1', 1)).toEqual(events('s1', 2, 1));
 
     db.exec(`UPDATE runs SET doc = '{"history": 5}' WHERE session_id = 's1'`);
@@ -494,11 +511,17 @@ describe('createSqliteStore: commits', () => {
       { journal: [['k', 10n]] },
       { journal: [['k', undefined]] },
       { session: idleRow('s1', { turns: 2 }), events: [{ ...events('s1', 0, 1)[0]!, data: { big: 1n } }] },
+      // The events of a commit are serialized together: each is still refused by name, whatever its place.
+      ...[{ big: 1n }, cyclic, undefined, { toJSON: () => undefined }, () => 1].map((data) => ({
+        events: [...events('s1', 0, 2), { ...events('s1', 2, 1)[0]!, data }],
+      })),
     ] as unknown as Parameters<SqliteSessionStore['commit']>[1][];
     for (const batch of refused) {
       const error = thrown(() => sessions.commit('s1', batch));
       expect(error).toBeInstanceOf(StoreCommitError);
       expect((error as StoreCommitError).reason).toBe('invalid_value');
+      if (batch.events?.length === 3)
+        expect((error as Error).message).toContain('the data of event 2 is not JSON');
     }
     const state = sessions.load('s1');
     expect(state?.session).toEqual(idleRow('s1'));

@@ -170,11 +170,10 @@ describe('damage to a stored session is a typed error, never different data', ()
     copyFileSync(interruptedStore(), original);
     const db = new DatabaseSync(original);
     db.exec('PRAGMA journal_mode = DELETE; PRAGMA secure_delete = ON; VACUUM;');
-    // An event row's record holds its type, its origin and its data one after the other, a journal entry's its key
-    // and its document: where those bytes lie in the file is where the rows are (several rows may hold the same
-    // bytes: each copy is a row).
+    // An event row's record holds its events as one document, a journal entry's its key and its document: where
+    // those bytes lie in the file is where the rows are (several rows may hold the same bytes: each copy is a row).
     const records = [
-      ...db.prepare("SELECT type || coalesce(origin, '') || data AS bytes FROM events").all(),
+      ...db.prepare('SELECT doc AS bytes FROM events').all(),
       ...db.prepare('SELECT key || doc AS bytes FROM journal').all(),
     ].map((row) => Buffer.from(String(row.bytes)));
     expect(db.prepare('SELECT count(*) AS n FROM journal').get()?.n).toBeGreaterThan(0);
@@ -403,14 +402,21 @@ describe('damage to a stored session is a typed error, never different data', ()
       const path = join(directory, 'event-edited.db');
       copyFileSync(interruptedStore(), path);
       const db = new DatabaseSync(path);
+      const doc = String(
+        db.prepare(`SELECT doc FROM events WHERE session_id = 'nested' AND seq = 3`).get()?.doc,
+      );
+      const events = JSON.parse(doc) as [number, ...unknown[]][];
+      (events[0] as [number])[0] += 1;
       const changed = db
-        .prepare(`UPDATE events SET time = time + 1 WHERE session_id = 'nested' AND seq = 3`)
-        .run().changes;
+        .prepare(`UPDATE events SET doc = ? WHERE session_id = 'nested' AND seq = 3`)
+        .run(JSON.stringify(events)).changes;
       db.close();
       expect(changed).toBe(1);
       const store = createSqliteStore(path);
       try {
-        expect(() => store.readEvents('nested', -1)).toThrow(/event 3 does not match its checksum/);
+        expect(() => store.readEvents('nested', -1)).toThrow(
+          /the event row ending at seq 3 does not match its checksum/,
+        );
         expect(store.readEvents('idle', -1).length).toBeGreaterThan(0);
       } finally {
         store.close();

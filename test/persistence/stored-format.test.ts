@@ -73,7 +73,9 @@ describe('record checksums', () => {
       for (const agent of texts) {
         const record = {
           session_id: agent,
+          first_seq: 1,
           seq: 3,
+          doc: data,
           time: 1.5,
           agent,
           route: data,
@@ -106,7 +108,9 @@ describe('record checksums', () => {
     ]) {
       const record = {
         session_id: 's',
+        first_seq: seq,
         seq,
+        doc: '',
         time: seq,
         agent: 'a',
         route: 'r',

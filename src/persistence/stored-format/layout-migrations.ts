@@ -1,9 +1,10 @@
 import type * as Sqlite from 'node:sqlite';
 import { leasesTable } from '../session-lease.ts';
 import { storeLayoutVersion } from '../store.ts';
-import { eventsTable, journalTable } from './append-only-tables.ts';
-import { checksummedColumns, recordChecksum } from './record-checksum.ts';
+import { eventRowsTable, eventsTable, journalTable } from './append-only-tables.ts';
+import { checksummedColumns, eventRowColumns, recordChecksum } from './record-checksum.ts';
 import { headsTable, prepareHeads } from './session-head.ts';
+import { storedEventText } from './stored-events.ts';
 import { messageChecksum, messagesTable } from './stored-messages.ts';
 
 /**
@@ -75,7 +76,8 @@ export const layoutMigrations: readonly LayoutMigration[] = [
         const update = db.prepare(`UPDATE ${table} SET sum = ? WHERE session_id = ? AND ${key} = ?`);
         for (const row of db.prepare(`SELECT * FROM ${table}`).all())
           update.run(
-            recordChecksum(table, row),
+            // Events are checksummed as the rows of layouts 5 to 7 (one per event); 7 -> 8 verifies them so.
+            table === 'events' ? recordChecksum(table, row, eventRowColumns) : recordChecksum(table, row),
             row.session_id as Sqlite.SQLInputValue,
             row[key] as Sqlite.SQLInputValue,
           );
@@ -93,7 +95,12 @@ export const layoutMigrations: readonly LayoutMigration[] = [
       // The records keep their columns and checksums (the key `id` is not checksummed): they are copied in each
       // session's order into the new tables, then the old ones go.
       const copies = [
-        ['events', eventsTable, 'session_id, seq, time, agent, route, depth, type, origin, data, sum', 'seq'],
+        [
+          'events',
+          eventRowsTable,
+          'session_id, seq, time, agent, route, depth, type, origin, data, sum',
+          'seq',
+        ],
         ['journal', journalTable, 'session_id, key, doc, sum', 'key'],
       ] as const;
       for (const [table, create, columns, order] of copies) {
@@ -186,7 +193,56 @@ export const layoutMigrations: readonly LayoutMigration[] = [
       }
     },
   },
+  {
+    from: 7,
+    to: 8,
+    change:
+      'the events of a commit in one row (`events`: the first and last seq, `first_seq` and `seq`, and the events as one JSON array, `doc`, one checksum for them all), read through `events_by_session` by session and last seq',
+    migrate(db) {
+      db.exec('ALTER TABLE events RENAME TO events_layout_7');
+      db.exec('DROP INDEX IF EXISTS events_by_session');
+      db.exec(eventsTable);
+      // Each event becomes a row of one event, in each session's order. An event that no longer matches its
+      // layout-7 checksum, or whose data is not JSON, is written with a checksum that does not verify: it is damaged,
+      // and reading the log refuses it (a new checksum would make the damage pass for a record).
+      const insert = db.prepare(
+        'INSERT INTO events (session_id, first_seq, seq, doc, sum) VALUES (?, ?, ?, ?, ?)',
+      );
+      for (const row of db.prepare('SELECT * FROM events_layout_7 ORDER BY session_id, seq').iterate()) {
+        const data = String(row.data);
+        let intact = row.sum === recordChecksum('events', row, eventRowColumns);
+        try {
+          JSON.parse(data);
+        } catch {
+          intact = false;
+        }
+        const doc = `[${storedEventText(row.time, row.agent, row.route, row.depth, row.type, row.origin, data)}]`;
+        const migrated = { session_id: row.session_id, first_seq: row.seq, seq: row.seq, doc };
+        const sum = recordChecksum('events', migrated);
+        insert.run(
+          row.session_id as Sqlite.SQLInputValue,
+          row.seq as Sqlite.SQLInputValue,
+          row.seq as Sqlite.SQLInputValue,
+          doc,
+          intact ? sum : (sum ^ 1) >>> 0,
+        );
+      }
+      db.exec('DROP TABLE events_layout_7');
+      // Each session row names the layout it was written with: the rows are rewritten as layout 8's, checksummed.
+      const update = db.prepare('UPDATE sessions SET doc = ?, sum = ? WHERE rowid = ?');
+      for (const row of db.prepare('SELECT rowid, * FROM sessions').all()) {
+        const doc = String(row.doc);
+        // A row that does not start as layout 7 writes it, or no longer matches its checksum, is left as it is.
+        if (!doc.startsWith(layoutSeven) || row.sum !== recordChecksum('sessions', row)) continue;
+        const migrated = `{"layout":8,${doc.slice(layoutSeven.length)}`;
+        update.run(migrated, recordChecksum('sessions', { ...row, doc: migrated }), row.rowid as number);
+      }
+    },
+  },
 ];
+
+/** How a session row of layout 7 begins. */
+const layoutSeven = '{"layout":7,';
 
 /** How a session row of layout 6 begins. */
 const layoutSix = '{"layout":6,';

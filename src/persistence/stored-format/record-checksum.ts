@@ -17,10 +17,23 @@ export const checksummedColumns = {
   sessions: ['id', 'status', 'entry', 'agent', 'turns', 'updated_at', 'doc'],
   runs: ['session_id', 'route', 'doc'],
   journal: ['session_id', 'key', 'doc'],
-  events: ['session_id', 'seq', 'time', 'agent', 'route', 'depth', 'type', 'origin', 'data'],
+  events: ['session_id', 'first_seq', 'seq', 'doc'],
   approvals: ['session_id', 'call_id', 'status', 'requested_at', 'decided_at', 'doc'],
   heads: ['session_id', 'last_seq', 'runs', 'journal', 'approvals', 'messages', 'messages_sum'],
 } as const;
+
+/** The columns an event row's checksum covered in layouts 5 to 7 (one row per event). */
+export const eventRowColumns = [
+  'session_id',
+  'seq',
+  'time',
+  'agent',
+  'route',
+  'depth',
+  'type',
+  'origin',
+  'data',
+];
 
 export type ChecksummedTable = keyof typeof checksummedColumns;
 
