@@ -1,0 +1,150 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  type CommitBatch,
+  createAgentSystem,
+  createMemoryStore,
+  createSqliteStore,
+  defineAgent,
+  type ModelProvider,
+  type SessionStore,
+  StoreIoError,
+  tool,
+} from 'troupe';
+import { scriptedModel } from 'troupe/testing';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+
+/** A store that records the batches it is asked to commit, and fails the first `failures` of them with `fail.error()` (thrown, or a rejection when `later`), writing nothing. */
+function watchedStore(inner: SessionStore, fail?: { failures: number; error: () => Error; later?: boolean }) {
+  const batches: CommitBatch[] = [];
+  let failures = fail?.failures ?? 0;
+  const store: SessionStore = Object.create(inner) as SessionStore;
+  store.commit = (sessionId: string, batch: CommitBatch) => {
+    batches.push(batch);
+    if (fail === undefined || failures === 0) return inner.commit(sessionId, batch);
+    failures--;
+    const error = fail.error();
+    if (fail.later) return Promise.reject(error);
+    throw error;
+  };
+  return { store, batches };
+}
+
+const echo = tool({
+  name: 'echo',
+  description: 'echoes',
+  input: z.object({ n: z.number() }),
+  execute: async ({ n }) => `echo ${n}`,
+});
+
+/** A scripted model that counts its calls. */
+function countedModel(): { model: ModelProvider; calls: () => number } {
+  const scripted = scriptedModel([
+    { toolCalls: [{ id: 'e1', name: 'echo', args: { n: 1 } }], stopReason: 'tool_use' },
+    { text: 'done' },
+  ]);
+  let calls = 0;
+  return {
+    model: {
+      provider: scripted.provider,
+      model: scripted.model,
+      generate: (request) => {
+        calls++;
+        return scripted.generate(request);
+      },
+    },
+    calls: () => calls,
+  };
+}
+
+let directory: string;
+beforeEach(async () => {
+  directory = await mkdtemp(join(tmpdir(), 'troupe-start-commit-'));
+});
+afterEach(async () => {
+  await rm(directory, { recursive: true, force: true });
+});
+
+const stores: { name: string; open: (file: string) => SessionStore }[] = [
+  { name: 'the memory store', open: () => createMemoryStore() },
+  { name: 'SQLite, one transaction per commit', open: (file) => createSqliteStore(file) },
+  { name: 'SQLite, group commit', open: (file) => createSqliteStore(file, { groupCommit: true }) },
+  {
+    name: "SQLite, group commit on the store's thread",
+    open: (file) => createSqliteStore(file, { groupCommit: { writer: 'thread' } }),
+  },
+];
+
+describe.each(stores)("a session's first commit ($name)", ({ open }) => {
+  it("holds the turn's start and the agent's checkpoint before its first model call, in one commit", async () => {
+    const { store, batches } = watchedStore(open(join(directory, 'one.db')));
+    const { model } = countedModel();
+    const agent = defineAgent({ name: 'worker', instructions: '', model, tools: [echo] });
+    const system = createAgentSystem({ store });
+    const session = system.spawn(agent, 'go', { sessionId: 'one' });
+    expect((await session.result).text).toBe('done');
+    await system.shutdown();
+    const first = batches[0];
+    expect(first?.events?.map((event) => event.type)).toContain('run_start');
+    expect(first?.session?.status).toBe('running');
+    expect(first?.session?.turn?.agent?.name).toBe('worker');
+    expect(first?.session?.turn?.agent?.checkpoint.modelCalls).toBe(0);
+    // No commit of the turn's start alone (its row without the agent's checkpoint) reached the store.
+    expect(batches.filter((batch) => batch.session?.turn?.agent === null)).toEqual([]);
+    // The start, the checkpoint before the tools, the one before the second model call, the end.
+    expect(batches.length).toBe(4);
+  });
+});
+
+describe('a store that fails the first commit of a session', () => {
+  it('a synchronous one: spawn() throws its error, no model is called and nothing is left behind', async () => {
+    const { store, batches } = watchedStore(createSqliteStore(join(directory, 'sync.db')), {
+      failures: 1,
+      error: () => new StoreIoError(join(directory, 'sync.db'), 'disk full', { busy: false }),
+    });
+    const { model, calls } = countedModel();
+    const agent = defineAgent({ name: 'worker', instructions: '', model, tools: [echo] });
+    const system = createAgentSystem({ store });
+    const events: string[] = [];
+    const stop = (async () => {
+      for await (const event of system.events()) events.push(event.type);
+    })();
+    expect(() => system.spawn(agent, 'go', { sessionId: 'sync' })).toThrowError(StoreIoError);
+    expect(batches).toHaveLength(1);
+    // The id is free again, and the same session runs once the store takes its commits.
+    const session = system.spawn(agent, 'go', { sessionId: 'sync' });
+    expect((await session.result).text).toBe('done');
+    expect(calls()).toBe(2);
+    await system.shutdown();
+    await stop;
+    // Only the second session's events reached readers: nothing of the refused start was delivered.
+    expect(events.filter((type) => type === 'run_start')).toHaveLength(1);
+  });
+
+  it('one that answers later: the error is an event and the turn ends with it before any model call', async () => {
+    const file = join(directory, 'async.db');
+    const { store } = watchedStore(createSqliteStore(file, { groupCommit: true }), {
+      failures: 1,
+      error: () => new StoreIoError(file, 'disk full', { busy: false }),
+      later: true,
+    });
+    const { model, calls } = countedModel();
+    const agent = defineAgent({ name: 'worker', instructions: '', model, tools: [echo] });
+    const system = createAgentSystem({ store });
+    const session = system.spawn(agent, 'go', { sessionId: 'async' });
+    const errors: string[] = [];
+    const reading = (async () => {
+      for await (const event of session.events({ after: -1 }))
+        if (event.type === 'error') errors.push(String((event.data as { code?: string }).code));
+    })();
+    const result = await session.result;
+    expect(result.status).not.toBe('completed');
+    expect(result.error?.code).toBe('store_failed');
+    expect(calls()).toBe(0);
+    await system.shutdown();
+    await reading;
+    expect(errors).toContain('store_failed');
+  });
+});
