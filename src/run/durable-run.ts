@@ -15,6 +15,12 @@ import type { MaybePromise } from '../persistence/store.ts';
 export interface DurableRun {
   /** Commits the state that decided `command` (the agent's context right now). */
   beforeEffect(command: EffectCommand, context: AgentContext): MaybePromise<void>;
+  /**
+   * Settles once every commit asked for so far has settled, committed or not (at once when none is in flight). A
+   * step that commits nothing of its own (a guardrail check) waits for it: the run's start, committed with the
+   * agent's first checkpoint, is in the store before an input guardrail starts.
+   */
+  settled?(): MaybePromise<void>;
   /** Whether a call already has an approval record (asked before a restart): it is not asked again. */
   isRequested(callId: string): boolean;
   /** Commits the pause and the requests of calls that wait for people. */

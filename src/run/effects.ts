@@ -214,10 +214,20 @@ class EffectsInstance implements EffectsHost {
       runtime.phases?.reportPhase();
     }
     const durable = runtime.durable;
-    // A guardrail check decides nothing new to commit: the state that asked for it follows a committed effect (the
-    // run's start, or a model call recorded in the journal), so after a crash the check simply runs again.
-    if (!durable || command.type === 'guardrails.check') {
+    if (!durable) {
       this.#start(runtime, command);
+      return;
+    }
+    // A guardrail check decides nothing new to commit: the state that asked for it follows a committed effect (the
+    // run's start, or a model call recorded in the journal), so after a crash the check simply runs again. It waits
+    // for that commit when it is still being made (a run's start goes with the agent's first checkpoint).
+    if (command.type === 'guardrails.check') {
+      const earlier = durable.settled?.();
+      if (earlier instanceof Promise)
+        void earlier.then(() => {
+          if (!this.#closed) this.#start(runtime, command);
+        });
+      else this.#start(runtime, command);
       return;
     }
     // Write-ahead: the state that decided this command is committed before anything it asks for starts.

@@ -169,6 +169,12 @@ export class SessionDurability {
     return result;
   }
 
+  /** Settles once the commits asked for so far have, committed or not; undefined when none is waiting. */
+  #settled(): Promise<void> | undefined {
+    const waiting = this.#gathering ? this.#gathered?.promise : this.#inFlight;
+    return waiting?.then(settledAnyway, settledAnyway);
+  }
+
   #gather(batch: CommitBatch): Promise<void> {
     const gathered = this.#gathered;
     if (gathered === undefined) {
@@ -441,6 +447,7 @@ export class SessionDurability {
     };
     return {
       beforeEffect: (command, context) => checkpoint(context, phaseOfCommand(command)),
+      settled: () => this.#settled(),
       isRequested: (callId) => this.#approvals.has(callId),
       awaitPeople: (requests: readonly ApprovalRequest[], context) => {
         const records: ApprovalRecord[] = requests.map((request) => ({ ...request, status: 'pending' }));
@@ -489,6 +496,8 @@ export class SessionDurability {
     }
   };
 }
+
+function settledAnyway(): void {}
 
 /** The commits gathered while a session starts: one batch, and one promise for all who asked. */
 class GatheredCommit {

@@ -7,6 +7,7 @@ import {
   createMemoryStore,
   createSqliteStore,
   defineAgent,
+  guardrail,
   type ModelProvider,
   type SessionStore,
   StoreIoError,
@@ -146,5 +147,36 @@ describe('a store that fails the first commit of a session', () => {
     await system.shutdown();
     await reading;
     expect(errors).toContain('store_failed');
+  });
+});
+
+describe('an input guardrail checked before the first model call', () => {
+  it.each(stores)('starts once the turn it checks is committed ($name)', async ({ open }) => {
+    const store = open(join(directory, 'guarded.db'));
+    const seen: (string | undefined)[] = [];
+    const { model } = countedModel();
+    const agent = defineAgent({
+      name: 'worker',
+      instructions: '',
+      model,
+      tools: [echo],
+      guardrails: {
+        input: [
+          guardrail({
+            name: 'look',
+            check: async () => {
+              const stored = await store.load('guarded');
+              seen.push(stored?.session.status);
+              return { decision: 'allow' };
+            },
+          }),
+        ],
+      },
+    });
+    const system = createAgentSystem({ store });
+    const session = system.spawn(agent, 'go', { sessionId: 'guarded' });
+    expect((await session.result).text).toBe('done');
+    await system.shutdown();
+    expect(seen).toEqual(['running']);
   });
 });
