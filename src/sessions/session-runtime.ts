@@ -442,11 +442,13 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
     turn.markStarted(firstSeq);
     this.#status = 'running';
     this.#holdWhileRunning();
-    return committed(() => this.#durability.turnStarted(input, [], firstSeq)).then(() => {
-      this.#applyControls(options);
-      this.#actor.send({ type: 'user.message', message: userMessage(input) });
-      return turn.result;
-    });
+    // The turn's start and the agent's first checkpoint are one commit (see start()); the agent's first effect waits
+    // for it, and a store's failure of it rejects this promise as well as ending the turn.
+    this.#durability.gather();
+    void this.#durability.turnStarted(input, [], firstSeq);
+    this.#applyControls(options);
+    this.#actor.send({ type: 'user.message', message: userMessage(input) });
+    return committed(() => this.#durability.release()).then(() => turn.result);
   }
 
   pendingApprovals() {

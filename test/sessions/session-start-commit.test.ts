@@ -180,3 +180,50 @@ describe('an input guardrail checked before the first model call', () => {
     expect(seen).toEqual(['running']);
   });
 });
+
+describe('a turn sent to an idle session', () => {
+  it.each(stores)("commits its start with the agent's first checkpoint ($name)", async ({ open }) => {
+    const { store, batches } = watchedStore(open(join(directory, 'sent.db')));
+    const scripted = scriptedModel([{ text: 'one' }, { text: 'two' }]);
+    const agent = defineAgent({ name: 'worker', instructions: '', model: scripted });
+    const system = createAgentSystem({ store });
+    const session = system.spawn(agent, 'first', { sessionId: 'sent' });
+    expect((await session.result).text).toBe('one');
+    const before = batches.length;
+    expect((await session.send('second')).text).toBe('two');
+    await system.shutdown();
+    const first = batches[before];
+    expect(first?.events?.map((event) => event.type)).toContain('run_start');
+    expect(first?.session?.turn?.input).toBe('second');
+    expect(first?.session?.turn?.agent?.name).toBe('worker');
+    // The start with the checkpoint, then the turn's end.
+    expect(batches.length - before).toBe(2);
+  });
+
+  it('a store that fails its first commit: send() rejects with the error and the turn ends with it', async () => {
+    for (const later of [false, true]) {
+      const file = join(directory, `sent-fail-${later}.db`);
+      const inner = createSqliteStore(file, { groupCommit: later });
+      let failNext = false;
+      const store: SessionStore = Object.create(inner) as SessionStore;
+      store.commit = (sessionId: string, batch: CommitBatch) => {
+        if (!failNext) return inner.commit(sessionId, batch);
+        failNext = false;
+        const error = new StoreIoError(file, 'disk full', { busy: false });
+        if (later) return Promise.reject(error);
+        throw error;
+      };
+      const { model, calls } = countedModel();
+      const agent = defineAgent({ name: 'worker', instructions: '', model, tools: [echo] });
+      const system = createAgentSystem({ store });
+      const session = system.spawn(agent, 'first', { sessionId: 'sent' });
+      expect((await session.result).text).toBe('done');
+      failNext = true;
+      await expect(session.send('second'), `later: ${later}`).rejects.toThrowError(StoreIoError);
+      const ended = await session.result;
+      expect(ended.error?.code, `later: ${later}`).toBe('store_failed');
+      expect(calls(), `later: ${later}: no model call for the refused turn`).toBe(2);
+      await system.shutdown();
+    }
+  });
+});
