@@ -13,7 +13,7 @@ import {
   StoreIoError,
   tool,
 } from 'troupe';
-import { scriptedModel } from 'troupe/testing';
+import { type ScriptedTurn, scriptedModel } from 'troupe/testing';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 
@@ -41,10 +41,11 @@ const echo = tool({
 });
 
 /** A scripted model that counts its calls. */
-function countedModel(): { model: ModelProvider; calls: () => number } {
+function countedModel(...more: ScriptedTurn[]): { model: ModelProvider; calls: () => number } {
   const scripted = scriptedModel([
     { toolCalls: [{ id: 'e1', name: 'echo', args: { n: 1 } }], stopReason: 'tool_use' },
     { text: 'done' },
+    ...more,
   ]);
   let calls = 0;
   return {
@@ -213,7 +214,7 @@ describe('a turn sent to an idle session', () => {
         if (later) return Promise.reject(error);
         throw error;
       };
-      const { model, calls } = countedModel();
+      const { model, calls } = countedModel({ text: 'again' });
       const agent = defineAgent({ name: 'worker', instructions: '', model, tools: [echo] });
       const system = createAgentSystem({ store });
       const session = system.spawn(agent, 'first', { sessionId: 'sent' });
@@ -223,6 +224,8 @@ describe('a turn sent to an idle session', () => {
       const ended = await session.result;
       expect(ended.error?.code, `later: ${later}`).toBe('store_failed');
       expect(calls(), `later: ${later}: no model call for the refused turn`).toBe(2);
+      // The session takes the next message.
+      expect((await session.send('third')).text, `later: ${later}`).toBe('again');
       await system.shutdown();
     }
   });
