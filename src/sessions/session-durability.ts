@@ -497,6 +497,7 @@ export class SessionDurability {
   };
 }
 
+/** How a commit ended does not matter to what waits for it to settle (its caller hears of a failure). */
 function settledAnyway(): void {}
 
 /** The commits gathered while a session starts: one batch, and one promise for all who asked. */
