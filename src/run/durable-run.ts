@@ -16,11 +16,12 @@ export interface DurableRun {
   /** Commits the state that decided `command` (the agent's context right now). */
   beforeEffect(command: EffectCommand, context: AgentContext): MaybePromise<void>;
   /**
-   * Settles once every commit asked for so far has settled, committed or not (at once when none is in flight). A
-   * step that commits nothing of its own (a guardrail check) waits for it: the run's start, committed with the
-   * agent's first checkpoint, is in the store before an input guardrail starts.
+   * Commits now what the run holds back to commit with its next checkpoint (a turn's start, which goes with the
+   * agent's first checkpoint), for a step that commits nothing of its own (a guardrail check): nothing starts before
+   * the turn it belongs to is committed. Returns once committed, or a promise that settles when it is; a rejection
+   * means the step must not start.
    */
-  settled?(): MaybePromise<void>;
+  commitPending?(): MaybePromise<void>;
   /** Whether a call already has an approval record (asked before a restart): it is not asked again. */
   isRequested(callId: string): boolean;
   /** Commits the pause and the requests of calls that wait for people. */

@@ -219,14 +219,17 @@ class EffectsInstance implements EffectsHost {
       return;
     }
     // A guardrail check decides nothing new to commit: the state that asked for it follows a committed effect (the
-    // run's start, or a model call recorded in the journal), so after a crash the check simply runs again. It waits
-    // for that commit when it is still being made (a run's start goes with the agent's first checkpoint).
+    // run's start, or a model call recorded in the journal), so after a crash the check simply runs again. A run's
+    // start held back to go with the agent's first checkpoint is committed first.
     if (command.type === 'guardrails.check') {
-      const earlier = durable.settled?.();
-      if (earlier instanceof Promise)
-        void earlier.then(() => {
-          if (!this.#closed) this.#start(runtime, command);
-        });
+      const pending = durable.commitPending?.();
+      if (pending instanceof Promise)
+        pending.then(
+          () => {
+            if (!this.#closed) this.#start(runtime, command);
+          },
+          (error: unknown) => this.fail(error),
+        );
       else this.#start(runtime, command);
       return;
     }

@@ -75,6 +75,11 @@ export class SessionDurability {
   /** Commits asked for while the session gathers them (see gather()), merged into one batch. */
   #gathering = false;
   #gathered: GatheredCommit | undefined;
+  /** The outcome of a gathered commit made before release() (see #commitGathered), for release() to hand on. */
+  #releasedEarly:
+    | { failed: false; result: MaybePromise<void> }
+    | { failed: true; error: unknown }
+    | undefined;
   readonly #onFlushError: (error: unknown) => void;
 
   constructor(options: {
@@ -152,6 +157,12 @@ export class SessionDurability {
    * store does (the gathered commits' promises reject with the same error); nothing to commit returns at once.
    */
   release(): MaybePromise<void> {
+    const early = this.#releasedEarly;
+    if (early !== undefined) {
+      this.#releasedEarly = undefined;
+      if (early.failed) throw early.error;
+      return early.result;
+    }
     this.#gathering = false;
     const gathered = this.#gathered;
     this.#gathered = undefined;
@@ -169,10 +180,21 @@ export class SessionDurability {
     return result;
   }
 
-  /** Settles once the commits asked for so far have, committed or not; undefined when none is waiting. */
-  #settled(): Promise<void> | undefined {
-    const waiting = this.#gathering ? this.#gathered?.promise : this.#inFlight;
-    return waiting?.then(settledAnyway, settledAnyway);
+  /**
+   * What gather() holds back, committed now, for a step that commits nothing of its own (a guardrail check) but
+   * must not start before the turn it belongs to is. The later release() hands on the same outcome (a synchronous
+   * failure is thrown there, where the session's start hears of it; here it is a rejection).
+   */
+  #commitGathered(): MaybePromise<void> {
+    if (!this.#gathering) return;
+    try {
+      const result = this.release();
+      this.#releasedEarly = { failed: false, result };
+      return result;
+    } catch (error) {
+      this.#releasedEarly = { failed: true, error };
+      return Promise.reject(error);
+    }
   }
 
   #gather(batch: CommitBatch): Promise<void> {
@@ -447,7 +469,7 @@ export class SessionDurability {
     };
     return {
       beforeEffect: (command, context) => checkpoint(context, phaseOfCommand(command)),
-      settled: () => this.#settled(),
+      commitPending: () => this.#commitGathered(),
       isRequested: (callId) => this.#approvals.has(callId),
       awaitPeople: (requests: readonly ApprovalRequest[], context) => {
         const records: ApprovalRecord[] = requests.map((request) => ({ ...request, status: 'pending' }));
@@ -496,9 +518,6 @@ export class SessionDurability {
     }
   };
 }
-
-/** How a commit ended does not matter to what waits for it to settle (its caller hears of a failure). */
-function settledAnyway(): void {}
 
 /** The commits gathered while a session starts: one batch, and one promise for all who asked. */
 class GatheredCommit {
