@@ -182,6 +182,59 @@ describe('an input guardrail checked before the first model call', () => {
   });
 });
 
+describe("an agent with an input guardrail, on a store that fails the turn's start", () => {
+  const guarded = (model: ModelProvider, checks: { count: number }) =>
+    defineAgent({
+      name: 'worker',
+      instructions: '',
+      model,
+      tools: [echo],
+      guardrails: {
+        input: [
+          guardrail({
+            name: 'count',
+            check: () => {
+              checks.count++;
+              return { decision: 'allow' };
+            },
+          }),
+        ],
+      },
+    });
+
+  it('a synchronous one: spawn() throws, and neither the guardrail nor the model ran', async () => {
+    const file = join(directory, 'guard-sync.db');
+    const { store } = watchedStore(createSqliteStore(file), {
+      failures: 1,
+      error: () => new StoreIoError(file, 'disk full', { busy: false }),
+    });
+    const { model, calls } = countedModel();
+    const checks = { count: 0 };
+    const system = createAgentSystem({ store });
+    expect(() => system.spawn(guarded(model, checks), 'go', { sessionId: 'g' })).toThrowError(StoreIoError);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect([checks.count, calls()]).toEqual([0, 0]);
+    expect(store.load('g')).toBeUndefined();
+    await system.shutdown();
+  });
+
+  it('one that answers later: the turn ends with store_failed, and neither the guardrail nor the model ran', async () => {
+    const file = join(directory, 'guard-later.db');
+    const { store } = watchedStore(createSqliteStore(file, { groupCommit: true }), {
+      failures: 1,
+      error: () => new StoreIoError(file, 'disk full', { busy: false }),
+      later: true,
+    });
+    const { model, calls } = countedModel();
+    const checks = { count: 0 };
+    const system = createAgentSystem({ store });
+    const result = await system.spawn(guarded(model, checks), 'go', { sessionId: 'g' }).result;
+    expect(result.error?.code).toBe('store_failed');
+    expect([checks.count, calls()]).toEqual([0, 0]);
+    await system.shutdown();
+  });
+});
+
 describe('a turn sent to an idle session', () => {
   it.each(stores)("commits its start with the agent's first checkpoint ($name)", async ({ open }) => {
     const { store, batches } = watchedStore(open(join(directory, 'sent.db')));
