@@ -15,6 +15,13 @@ import type { MaybePromise } from '../persistence/store.ts';
 export interface DurableRun {
   /** Commits the state that decided `command` (the agent's context right now). */
   beforeEffect(command: EffectCommand, context: AgentContext): MaybePromise<void>;
+  /**
+   * Commits now what the run holds back to commit with its next checkpoint (a turn's start, which goes with the
+   * agent's first checkpoint), for a step that commits nothing of its own (a guardrail check): nothing starts before
+   * the turn it belongs to is committed. Returns once committed, or a promise that settles when it is; a rejection
+   * means the step must not start.
+   */
+  commitPending?(): MaybePromise<void>;
   /** Whether a call already has an approval record (asked before a restart): it is not asked again. */
   isRequested(callId: string): boolean;
   /** Commits the pause and the requests of calls that wait for people. */

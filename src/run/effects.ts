@@ -214,10 +214,23 @@ class EffectsInstance implements EffectsHost {
       runtime.phases?.reportPhase();
     }
     const durable = runtime.durable;
-    // A guardrail check decides nothing new to commit: the state that asked for it follows a committed effect (the
-    // run's start, or a model call recorded in the journal), so after a crash the check simply runs again.
-    if (!durable || command.type === 'guardrails.check') {
+    if (!durable) {
       this.#start(runtime, command);
+      return;
+    }
+    // A guardrail check decides nothing new to commit: the state that asked for it follows a committed effect (the
+    // run's start, or a model call recorded in the journal), so after a crash the check simply runs again. A run's
+    // start held back to go with the agent's first checkpoint is committed first.
+    if (command.type === 'guardrails.check') {
+      const pending = durable.commitPending?.();
+      if (pending instanceof Promise)
+        pending.then(
+          () => {
+            if (!this.#closed) this.#start(runtime, command);
+          },
+          (error: unknown) => this.fail(error),
+        );
+      else this.#start(runtime, command);
       return;
     }
     // Write-ahead: the state that decided this command is committed before anything it asks for starts.

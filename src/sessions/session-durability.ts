@@ -20,6 +20,7 @@ import type {
 import type { StoredAgentCheckpoint } from '../persistence/stored-format/stored-checkpoint.ts';
 import type { DurableRun } from '../run/durable-run.ts';
 import { phaseOfCommand, resumableCheckpoint, storedCheckpointOf, storedRestoreOf } from './checkpoints.ts';
+import { mergedCommit } from './merged-commit.ts';
 import type { SessionLog } from './session-log.ts';
 
 /** The shortest time between two events-only commits of a session: a streaming session commits its deltas in batches. */
@@ -71,6 +72,14 @@ export class SessionDurability {
   #pendingJournal: [string, JsonValue][] = [];
   #flushScheduled = false;
   #closed = false;
+  /** Commits asked for while the session gathers them (see gather()), merged into one batch. */
+  #gathering = false;
+  #gathered: GatheredCommit | undefined;
+  /** The outcome of a gathered commit made before release() (see #commitGathered), for release() to hand on. */
+  #releasedEarly:
+    | { failed: false; result: MaybePromise<void> }
+    | { failed: true; error: unknown }
+    | undefined;
   readonly #onFlushError: (error: unknown) => void;
 
   constructor(options: {
@@ -110,6 +119,12 @@ export class SessionDurability {
   commit(batch: CommitBatch): MaybePromise<void> {
     if (this.#closed) return;
     if (batch.session) this.#latestRow = batch.session;
+    if (this.#gathering) return this.#gather(batch);
+    return this.#inOrder(batch);
+  }
+
+  /** Hands a batch to the store after every earlier one, failed or not. */
+  #inOrder(batch: CommitBatch): MaybePromise<void> {
     const before = this.#inFlight;
     if (before) {
       // After the commit before it, failed or not.
@@ -126,6 +141,71 @@ export class SessionDurability {
     // The commit's own promise: it stops being in flight when it settles (see #commitNow).
     if (result instanceof Promise) this.#inFlight = result;
     return result;
+  }
+
+  /**
+   * From now until release(), commits are gathered into one batch instead of going to the store: the commits asked
+   * for in one synchronous run (a turn's start and the agent's first checkpoint) cost one commit. Whoever asked for
+   * one gets a promise that settles with the merged commit, so nothing it decided starts before that is committed.
+   */
+  gather(): void {
+    this.#gathering = true;
+  }
+
+  /**
+   * Commits what was gathered, as one atomic batch, and commits as usual from then on. Throws or rejects as the
+   * store does (the gathered commits' promises reject with the same error); nothing to commit returns at once.
+   */
+  release(): MaybePromise<void> {
+    const early = this.#releasedEarly;
+    if (early !== undefined) {
+      this.#releasedEarly = undefined;
+      if (early.failed) throw early.error;
+      return early.result;
+    }
+    this.#gathering = false;
+    const gathered = this.#gathered;
+    this.#gathered = undefined;
+    if (gathered === undefined) return;
+    let result: MaybePromise<void>;
+    try {
+      // Even when the session closed meanwhile: what was gathered includes its last commit.
+      result = this.#inOrder(gathered.batch);
+    } catch (error) {
+      gathered.reject(error);
+      throw error;
+    }
+    if (result instanceof Promise) result.then(gathered.resolve, gathered.reject);
+    else gathered.resolve();
+    return result;
+  }
+
+  /**
+   * What gather() holds back, committed now, for a step that commits nothing of its own (a guardrail check) but
+   * must not start before the turn it belongs to is. The later release() hands on the same outcome (a synchronous
+   * failure is thrown there, where the session's start hears of it; here it is a rejection).
+   */
+  #commitGathered(): MaybePromise<void> {
+    if (!this.#gathering) return;
+    try {
+      const result = this.release();
+      this.#releasedEarly = { failed: false, result };
+      return result;
+    } catch (error) {
+      this.#releasedEarly = { failed: true, error };
+      return Promise.reject(error);
+    }
+  }
+
+  #gather(batch: CommitBatch): Promise<void> {
+    const gathered = this.#gathered;
+    if (gathered === undefined) {
+      const first = new GatheredCommit(batch);
+      this.#gathered = first;
+      return first.promise;
+    }
+    gathered.batch = mergedCommit(gathered.batch, batch);
+    return gathered.promise;
   }
 
   #commitNow(batch: CommitBatch): MaybePromise<void> {
@@ -389,6 +469,7 @@ export class SessionDurability {
     };
     return {
       beforeEffect: (command, context) => checkpoint(context, phaseOfCommand(command)),
+      commitPending: () => this.#commitGathered(),
       isRequested: (callId) => this.#approvals.has(callId),
       awaitPeople: (requests: readonly ApprovalRequest[], context) => {
         const records: ApprovalRecord[] = requests.map((request) => ({ ...request, status: 'pending' }));
@@ -436,6 +517,24 @@ export class SessionDurability {
       this.#onFlushError(error);
     }
   };
+}
+
+/** The commits gathered while a session starts: one batch, and one promise for all who asked. */
+class GatheredCommit {
+  batch: CommitBatch;
+  readonly promise: Promise<void>;
+  resolve: () => void = () => undefined;
+  reject: (error: unknown) => void = () => undefined;
+
+  constructor(batch: CommitBatch) {
+    this.batch = batch;
+    this.promise = new Promise<void>((resolve, reject) => {
+      this.resolve = resolve;
+      this.reject = reject;
+    });
+    // Its failure is the caller of release()'s to report; those who wait on it hear it too, none is left unhandled.
+    this.promise.catch(() => undefined);
+  }
 }
 
 /**

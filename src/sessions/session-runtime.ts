@@ -330,37 +330,47 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
     return actor;
   }
 
-  /** Starts the first turn: committed (with its run_start) before the agent does anything. */
+  /**
+   * Starts the first turn: committed (with its run_start) before the agent does anything with an effect. The turn's
+   * start and what the agent commits as it starts (its checkpoint before its first model call) are one commit: the
+   * agent starts before it is made, and waits for it before its first effect.
+   */
   start(): this {
     const { resumedTurn, lastSeq, firstInput } = this.#plan;
     const queued = () => this.#queue.map((turn) => turn.input);
-    try {
-      if (resumedTurn) {
-        this.#turn.markStarted(resumedTurn.firstSeq ?? lastSeq + 1);
-        const stored = this.#plan.row.status;
-        this.#bus.emit(this.#current, 'resumed', {
-          turn: resumedTurn.number,
-          from: stored === 'awaiting' || stored === 'suspended' ? stored : 'running',
-          agent: this.#current,
-        });
-        if (!resumedTurn.agent)
-          this.#commitNow(() =>
-            this.#durability.turnStarted(firstInput, queued(), resumedTurn.firstSeq ?? lastSeq + 1),
-          );
-        else if (this.#queue.length > this.#plan.row.queued.length)
-          this.#commitNow(() => this.#durability.queuedChanged(queued()));
-      } else {
-        const firstSeq = this.#emitRunStart(firstInput, this.#plan.history.length);
-        this.#turn.markStarted(firstSeq);
-        this.#commitNow(() => this.#durability.turnStarted(firstInput, [], firstSeq));
+    // A resumed turn whose agent had a checkpoint, with no message queued meanwhile, commits nothing at start.
+    const commits = !resumedTurn?.agent || this.#queue.length > this.#plan.row.queued.length;
+    if (commits) this.#durability.gather();
+    if (resumedTurn) {
+      this.#turn.markStarted(resumedTurn.firstSeq ?? lastSeq + 1);
+      const stored = this.#plan.row.status;
+      this.#bus.emit(this.#current, 'resumed', {
+        turn: resumedTurn.number,
+        from: stored === 'awaiting' || stored === 'suspended' ? stored : 'running',
+        agent: this.#current,
+      });
+      if (!resumedTurn.agent)
+        void this.#durability.turnStarted(firstInput, queued(), resumedTurn.firstSeq ?? lastSeq + 1);
+      else if (commits) void this.#durability.queuedChanged(queued());
+    } else {
+      const firstSeq = this.#emitRunStart(firstInput, this.#plan.history.length);
+      this.#turn.markStarted(firstSeq);
+      void this.#durability.turnStarted(firstInput, [], firstSeq);
+    }
+    this.#actor.start();
+    if (commits) {
+      let released: MaybePromise<void>;
+      try {
+        released = this.#durability.release();
+      } catch (error) {
+        // A store that fails before anything with an effect ran is the caller's error; nothing is left behind.
+        this.#actor.stop();
+        this.#cleanUp();
+        throw error;
       }
-    } catch (error) {
-      // A store that fails before anything ran is the caller's error; nothing is left behind.
-      this.#cleanUp();
-      throw error;
+      if (released instanceof Promise) released.catch((error: unknown) => this.#reportStoreError(error));
     }
     this.#options.signal?.addEventListener('abort', this.#onAbort, { once: true });
-    this.#actor.start();
     this.#approvals.startPolling();
     this.#holdWhileRunning();
     if (this.#options.signal?.aborted) this.#onAbort();
@@ -432,11 +442,13 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
     turn.markStarted(firstSeq);
     this.#status = 'running';
     this.#holdWhileRunning();
-    return committed(() => this.#durability.turnStarted(input, [], firstSeq)).then(() => {
-      this.#applyControls(options);
-      this.#actor.send({ type: 'user.message', message: userMessage(input) });
-      return turn.result;
-    });
+    // The turn's start and the agent's first checkpoint are one commit (see start()); the agent's first effect waits
+    // for it, and a store's failure of it rejects this promise as well as ending the turn.
+    this.#durability.gather();
+    void this.#durability.turnStarted(input, [], firstSeq);
+    this.#applyControls(options);
+    this.#actor.send({ type: 'user.message', message: userMessage(input) });
+    return committed(() => this.#durability.release()).then(() => turn.result);
   }
 
   pendingApprovals() {
@@ -669,8 +681,10 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
               ...(withdrawn.length > 0 ? { approvals: withdrawn } : {}),
             })
         : () => {
-            this.#durability.close();
-            return this.#environment.store.delete(this.sessionId);
+            // The record goes once the last commit is done (one gathered while the session starts comes later).
+            const closing = this.#durability.close();
+            const remove = () => this.#environment.store.delete(this.sessionId);
+            return closing instanceof Promise ? closing.then(remove, remove) : remove();
           },
       () => this.#closedDown(),
     );
@@ -736,12 +750,6 @@ export class SessionRuntime<TOutput> implements SessionControl<TOutput> {
   /** A commit whose failure is reported as an event (the session goes on); `then` runs either way. */
   #commit(commit: () => MaybePromise<void>, then: () => void = () => undefined): void {
     afterCommit(commit, then, (error) => this.#reportStoreError(error));
-  }
-
-  /** A commit at start-up: a synchronous failure throws (nothing has run); a later one is reported. */
-  #commitNow(commit: () => MaybePromise<void>): void {
-    const result = commit();
-    if (result instanceof Promise) result.catch((error: unknown) => this.#reportStoreError(error));
   }
 }
 

@@ -43,6 +43,9 @@ function seeded(state: number): () => number {
   };
 }
 
+/** How the trial's store commits: one transaction per commit, group commit, or group commit on a thread. */
+type GroupCommit = boolean | 'thread';
+
 /** One process of a trial: it kills itself at a point, is killed by the parent after a delay, or runs to the end. */
 type Step =
   | {
@@ -194,7 +197,7 @@ function checkSummary(proc: number, summary: ChildSummary, previous: ProcessOutc
   return problems;
 }
 
-async function runTrial(trial: Trial, groupCommit: boolean): Promise<TrialReport> {
+async function runTrial(trial: Trial, groupCommit: GroupCommit): Promise<TrialReport> {
   const directory = mkdtempSync(join(tmpdir(), 'troupe-matrix-'));
   const file = join(directory, 'sessions.db');
   const log = join(directory, 'effects.log');
@@ -322,7 +325,7 @@ function checkDecisions(
 /** TROUPE_CRASH_ONLY=<text> runs only the trials whose name contains it (to replay one while debugging). */
 const only = process.env.TROUPE_CRASH_ONLY;
 
-async function runAll(all: readonly Trial[], groupCommit: boolean): Promise<TrialReport[]> {
+async function runAll(all: readonly Trial[], groupCommit: GroupCommit): Promise<TrialReport[]> {
   const trials = only ? all.filter((trial) => trial.name.includes(only)) : all;
   const reports: TrialReport[] = new Array(trials.length);
   let next = 0;
@@ -348,6 +351,7 @@ const killPoints: readonly [KillKind, number][] = [
   ['approval-decided', 4],
   ['turn-end', 6],
   ['send', 6],
+  ['turn-stored', 6],
 ];
 
 /** Points a recovering process reaches soon after it starts: the double crashes. */
@@ -444,10 +448,14 @@ function failuresOf(reports: readonly TrialReport[]): string[] {
   );
 }
 
-/** Every trial runs on a store with one transaction per commit, and again with group commit. */
-const storeModes = [
+/**
+ * Every trial runs on a store with one transaction per commit, and again with group commit, written on the event
+ * loop and on the store's writer thread.
+ */
+const storeModes: { name: string; groupCommit: GroupCommit }[] = [
   { name: 'one transaction per commit', groupCommit: false },
   { name: 'group commit', groupCommit: true },
+  { name: "group commit on the store's thread", groupCommit: 'thread' },
 ];
 
 describe.each(storeModes)(
@@ -456,7 +464,7 @@ describe.each(storeModes)(
     afterAll(() => {
       const kinds = [...totals.killKinds].map(([kind, count]) => `${kind} ${count}`).join(', ');
       console.log(
-        `crash matrix, ${groupCommit ? 'group commit' : 'one transaction per commit'} (TROUPE_CRASH_SEED=${seed}): ${totals.trials} trials, ${totals.kills} kills ` +
+        `crash matrix, ${storeModes.find((mode) => mode.groupCommit === groupCommit)?.name} (TROUPE_CRASH_SEED=${seed}): ${totals.trials} trials, ${totals.kills} kills ` +
           `(${kinds}, the rest by the parent at random times), ${totals.effects} effects run, ` +
           `${totals.completedReRuns} re-runs of completed effects, ${totals.inFlightReRuns} in-flight re-runs, ` +
           `${totals.lostTurns} lost turns`,

@@ -31,7 +31,9 @@ export type KillKind =
   | 'approval-seen-nested'
   | 'approval-decided'
   | 'turn-end'
-  | 'send';
+  | 'send'
+  /** A commit holding a turn's run_start is stored: the turn's start, with its agent's first checkpoint. */
+  | 'turn-stored';
 
 /** One client input; `queued` ones are sent while the previous turn runs (without waiting for it). */
 export interface ScriptedInput {

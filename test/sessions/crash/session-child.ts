@@ -40,8 +40,11 @@ export interface ChildPlan {
   watchdogMs?: number | undefined;
   /** run mode: calls the approver must never see pending (another process decided them). */
   skip?: string[] | undefined;
-  /** The store runs with group commit (every mode: the commits of the sessions here share transactions). */
-  groupCommit?: boolean | undefined;
+  /**
+   * The store runs with group commit (every mode: the commits of the sessions here share transactions); `thread`:
+   * its groups written by the store's writer thread.
+   */
+  groupCommit?: boolean | 'thread' | undefined;
 }
 
 /** What a run-mode child prints last. */
@@ -88,7 +91,7 @@ process.on('unhandledRejection', (reason) => {
 // SIGKILL is what the matrix does, not power loss: 'normal' keeps every commit across a killed process.
 const opened = createSqliteStore(plan.store, {
   synchronous: 'normal',
-  groupCommit: plan.groupCommit === true,
+  groupCommit: plan.groupCommit === 'thread' ? { writer: 'thread' } : plan.groupCommit === true,
 });
 /** Called each time a commit of the store settles: what waits for something to be stored looks again then. */
 let commitSettled: (() => void)[] = [];
@@ -101,7 +104,14 @@ const store: typeof opened = {
       commitSettled = [];
       for (const resolve of waiting) resolve();
     };
-    if (result instanceof Promise) result.then(notify, notify);
+    const startsTurn =
+      batch.events?.some((event) => event.type === 'run_start' && event.depth === 0) === true;
+    if (result instanceof Promise)
+      result.then(() => {
+        if (startsTurn) point('turn-stored');
+        notify();
+      }, notify);
+    else if (startsTurn) point('turn-stored');
     return result;
   },
 } as typeof opened;
@@ -150,7 +160,7 @@ async function drive(id: string, inputs: readonly ScriptedInput[]): Promise<Sess
     } else {
       session = system.spawn(triage, input.text, { sessionId: id });
     }
-    if (plan.groupCommit === true) await untilStored(id, input.text);
+    if (plan.groupCommit === true || plan.groupCommit === 'thread') await untilStored(id, input.text);
     write({ type: 'sent', session: id, input: input.text });
     point('send');
   }

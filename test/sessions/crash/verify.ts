@@ -147,7 +147,7 @@ export function verifyTrial(
   log: readonly LogLine[],
   processes: readonly ProcessOutcome[],
   finalTranscripts: ReadonlyMap<string, FinalSession>,
-  options: { groupCommit?: boolean } = {},
+  options: { groupCommit?: boolean | 'thread' } = {},
 ): { problems: string[]; figures: TrialFigures } {
   const problems: string[] = [];
   const figures: TrialFigures = {
@@ -233,7 +233,7 @@ export function verifyTrial(
         const after = kill.point.includes('-after:');
         // With group commit the result's commit is made there too, but written when the event-loop turn ends: right
         // after the return it may not be on disk yet (nothing went on from it; the call re-runs in flight).
-        const either = after && options.groupCommit === true;
+        const either = after && (options.groupCommit === true || options.groupCommit === 'thread');
         if (isCommitted !== after && !either)
           problems.push(
             `killed at ${kill.point} in ${idOf(started)}: its result is ${isCommitted ? '' : 'not '}in the store`,
