@@ -49,7 +49,7 @@ export function withEffects<TMachine extends AnyStateMachine>(machine: TMachine)
     if ((snapshot as { status: string }).status !== 'active') return;
     const self = scope.self as AnyActorRef & WithInstance;
     const key = (snapshot as { context: AgentContext }).context.config.sessionId;
-    const instance = new EffectsInstance(self, key, runtimeOfAgent(self, key), scope.emit);
+    const instance = new EffectsInstance(key, runtimeOfAgent(self, key), scope);
     self[instanceKey] = instance;
     // The machine's commands reach the effects straight from the actor's emit (and then its listeners, if anyone
     // listens with `actor.on`): a listener of our own would cost every run a map and a set.
@@ -116,7 +116,6 @@ const followedHistoryLength = 8;
 class EffectsInstance implements EffectsHost {
   readonly #controller = new AbortController();
   readonly #runtime: RunRuntime | undefined;
-  readonly #agent: AnyActorRef;
   /** The key of this agent's run (its machine's session id), for messages. */
   readonly #key: string;
   #closed = false;
@@ -129,19 +128,22 @@ class EffectsInstance implements EffectsHost {
    */
   #historyIds: HistoryIds | undefined;
 
-  constructor(
-    agent: AnyActorRef,
-    key: string,
-    runtime: RunRuntime | undefined,
-    toListeners: AnyActorScope['emit'],
-  ) {
-    this.#agent = agent;
+  /**
+   * `scope`: the agent actor's scope (its `self` is the actor the effects answer), whose emit, read here before the
+   * effects take its place, the listeners keep.
+   */
+  constructor(key: string, runtime: RunRuntime | undefined, scope: AnyActorScope) {
     this.#key = key;
     this.#runtime = runtime;
-    this.#toListeners = toListeners;
+    this.#scope = scope;
+    this.#toListeners = scope.emit;
   }
 
-  /** The actor's own emit: hands an emitted event to whoever listens with `actor.on` (usually nobody). */
+  readonly #scope: AnyActorScope;
+  /**
+   * The actor's own emit: hands an emitted event to whoever listens with `actor.on` (usually nobody). Called on the
+   * scope, as the machine's actions call it: the engine's own actor's is a method of its scope, not a closure.
+   */
   readonly #toListeners: AnyActorScope['emit'];
 
   /**
@@ -155,7 +157,7 @@ class EffectsInstance implements EffectsHost {
     } catch (error) {
       this.answer({ type: 'effects.failed', error: toErrorInfo(error) });
     }
-    this.#toListeners(command);
+    this.#toListeners.call(this.#scope, command);
   };
 
   get signal(): AbortSignal {
@@ -177,12 +179,12 @@ class EffectsInstance implements EffectsHost {
   readonly whenAborted = (callback: () => void): (() => void) => this.#abortWaiters.add(callback);
 
   answer(event: AgentEvent): void {
-    if (!this.#closed) this.#agent.send(event);
+    if (!this.#closed) this.#scope.self.send(event);
   }
 
   /** The agent's context right now: the state that decided the command being handled. */
   #context(): AgentContext {
-    return this.#agent.getSnapshot().context as AgentContext;
+    return this.#scope.self.getSnapshot().context as AgentContext;
   }
 
   fail(error: unknown): void {
