@@ -104,15 +104,19 @@ function reportUnhandledError(error: unknown): void {
  */
 export class OwnActorScope {
   declare readonly self: CompiledActor;
-  declare readonly id: string;
-  declare readonly sessionId: string;
+  /** The shared detached system, on the prototype (no field per actor). */
   declare readonly system: typeof detachedSystem;
 
   constructor(actor: CompiledActor) {
     this.self = actor;
-    this.id = actor.id;
-    this.sessionId = actor.sessionId;
-    this.system = detachedSystem;
+  }
+
+  get id(): string {
+    return this.self.id;
+  }
+
+  get sessionId(): string {
+    return this.self.sessionId;
   }
 
   /** Hands an emitted event to the actor's listeners (`actor.on`). */
@@ -169,6 +173,7 @@ export class CompiledActor {
   declare readonly logic: OwnActorLogic;
   declare readonly id: string;
   declare readonly sessionId: string;
+  /** The shared detached system, on the prototype (no field per actor). */
   declare readonly system: typeof detachedSystem;
   declare readonly _actorScope: OwnActorScope;
   declare _snapshot: ActorSnapshot;
@@ -196,7 +201,6 @@ export class CompiledActor {
     this.logic = logic;
     this.sessionId = `o:${bookedIds++}`;
     this.id = options.id ?? this.sessionId;
-    this.system = detachedSystem;
     this.firstObserver = undefined;
     this.observers = undefined;
     this.listeners = undefined;
@@ -535,6 +539,10 @@ export class CompiledActor {
     if (unreported) reportUnhandledError(error);
   }
 }
+
+// Every actor and scope shares the one detached system: a property of their prototypes, read as a field would be.
+Object.defineProperty(OwnActorScope.prototype, 'system', { value: detachedSystem });
+Object.defineProperty(CompiledActor.prototype, 'system', { value: detachedSystem });
 
 // Interop with observable libraries, under the key XState's actor uses (`Symbol.observable` where it exists).
 Object.defineProperty(

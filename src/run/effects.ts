@@ -280,13 +280,10 @@ class EffectsInstance implements EffectsHost {
     if (this.#historyIds === undefined && command.history.length >= followedHistoryLength)
       this.#historyIds = new HistoryIds();
     const answered = modelCall(runtime, command, this.#controller.signal, undefined, this.#historyIds);
-    // A plain run answers in the same callback; a durable one commits the response first.
+    // A plain run answers in the same callback, one of its own; a durable one commits the response first.
     if (!durable) {
-      void answered.then((event) => {
-        if (this.#closed) return;
-        if (event.type === 'model.response') this.accept(runtime, command.step, event.response);
-        this.answer(event);
-      });
+      this.#plainCallStep = command.step;
+      void answered.then(this.#plainModelAnswered);
       return;
     }
     void answered.then(async (event) => {
@@ -303,6 +300,20 @@ class EffectsInstance implements EffectsHost {
       this.answer(event);
     });
   }
+
+  /** The step of the plain model call in flight (a run has one at a time: the machine waits for its answer). */
+  #plainCallStep = 0;
+
+  /**
+   * The answer of a plain model call: one function per run rather than a closure (and its scope) per call, which
+   * a run waiting for its model would hold.
+   */
+  readonly #plainModelAnswered = (event: AgentEvent): void => {
+    if (this.#closed) return;
+    if (event.type === 'model.response')
+      this.accept(this.#runtime as RunRuntime, this.#plainCallStep, event.response);
+    this.answer(event);
+  };
 
   accept(runtime: RunRuntime, step: number, response: ModelResponse): void {
     this.#cumulative = addUsage(this.#cumulative, response.usage);

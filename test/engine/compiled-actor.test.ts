@@ -432,7 +432,7 @@ describe('CompiledActor and XState’s Actor: the actor’s own semantics', () =
       return seen;
     });
     expect(traces[1]).toEqual(traces[0]);
-    expect(traces[0].filter((line) => line === 'first next').length).toBeGreaterThan(3);
+    expect(traces[0]?.filter((line) => line === 'first next').length).toBeGreaterThan(3);
   });
 
   it('subscribing after the end: complete for a done actor, error for a failed one', () => {
