@@ -441,6 +441,23 @@ describe('CompiledActor and XState’s Actor: the actor’s own semantics', () =
   });
 });
 
+describe('what a CompiledActor holds between steps', () => {
+  it('with one observer: no observer set, no list of deferred actions, no input; a scope of its actor only', () => {
+    const actor = new CompiledActor(featureMachine() as unknown as OwnActorLogic, { input: { start: 1 } });
+    actor.subscribe({ next: () => undefined });
+    actor.start();
+    actor.send({ type: 'go' });
+    const fields = actor as unknown as Record<string, unknown>;
+    // Every run in flight holds what its actor holds while it waits: each of these was made per actor.
+    expect(fields.observers).toBeUndefined();
+    expect(fields.deferred).toBeUndefined();
+    expect(Object.keys(actor)).not.toContain('input');
+    expect(Object.keys(actor)).not.toContain('system');
+    expect(Object.keys(actor._actorScope)).toEqual(['self']);
+    expect((actor.getSnapshot() as { value?: unknown }).value).toBe('busy');
+  });
+});
+
 describe('CompiledActor’s scope', () => {
   it('has the members of XState’s actor scope, no fewer (the runtime check requires XState’s to be these)', () => {
     const machine = featureMachine();
