@@ -80,17 +80,17 @@ export class EventBus {
 
   /** The bus's delivery as a function, for its filter: made when a filter first needs it, not with every bus. */
   #delivery(): EventDelivery {
-    this.#deliverFunction ??= EventBus.#deliveryOf(this);
+    this.#deliverFunction ??= this.#deliveryFunction();
     return this.#deliverFunction;
   }
 
   /**
-   * The delivery function of `bus`, made by a function of its own: V8 allocates a function literal stored straight
-   * into a property (`this.f ??= () => ...` too) in the old generation, where it would keep the bus and its
-   * listeners reachable to young-generation collections until a full one. A closure returned by a function is young.
+   * The delivery as a function, made by a function of its own: V8 allocates a function literal stored straight into
+   * a property (`this.f ??= () => ...` too) in the old generation, where it would keep the bus and its listeners
+   * reachable to young-generation collections until a full one. A closure returned by a function is young.
    */
-  static #deliveryOf(bus: EventBus): EventDelivery {
-    return (agent, type, data, origin) => bus.#deliver(agent, type, data, origin);
+  #deliveryFunction(): EventDelivery {
+    return (agent, type, data, origin) => this.#deliver(agent, type, data, origin);
   }
 
   #deliverFunction: EventDelivery | undefined;
