@@ -2,7 +2,7 @@ import type { AnyActorRef, AnyActorScope, AnyStateMachine } from 'xstate';
 import { AbortWaiters, stacklessError } from '../core/abort.ts';
 import { toErrorInfo } from '../core/errors.ts';
 import type { ModelResponse } from '../core/model.ts';
-import { addUsage, emptyUsage, type Usage } from '../core/usage.ts';
+import type { Usage } from '../core/usage.ts';
 import type { AgentContext, AgentEvent, EffectCommand } from '../machines/agent.ts';
 import { callModelGuarded, checkGuardrailStage } from './guardrail-stage.ts';
 import { checksAnswers, emitResponse, emitUsage, modelCall } from './model-gate.ts';
@@ -119,7 +119,14 @@ class EffectsInstance implements EffectsHost {
   /** The key of this agent's run (its machine's session id), for messages. */
   readonly #key: string;
   #closed = false;
-  #cumulative: Usage = emptyUsage;
+  /**
+   * The usage so far, as numbers: a usage event shows it (a new object each time), and a run nothing listens to
+   * makes no object per response for it.
+   */
+  #inputSoFar = 0;
+  #outputSoFar = 0;
+  #cachedSoFar = 0;
+  #reasoningSoFar = 0;
   /** An answer waiting for the output guardrails' verdict before its model_response leaves. */
   #held: { step: number; response: ModelResponse } | undefined;
   /**
@@ -264,8 +271,7 @@ class EffectsInstance implements EffectsHost {
     const durable = runtime.durable;
     const replayed = durable?.replayModel(command.call);
     if (replayed) {
-      if (replayed.type === 'model.response')
-        this.#cumulative = addUsage(this.#cumulative, replayed.response.usage);
+      if (replayed.type === 'model.response') this.#addUsage(replayed.response.usage);
       this.answer(replayed);
       return;
     }
@@ -316,13 +322,25 @@ class EffectsInstance implements EffectsHost {
   };
 
   accept(runtime: RunRuntime, step: number, response: ModelResponse): void {
-    this.#cumulative = addUsage(this.#cumulative, response.usage);
+    this.#addUsage(response.usage);
     if (!runtime.bus.listening) return;
-    emitUsage(runtime, response.usage, this.#cumulative);
+    emitUsage(runtime, response.usage, {
+      input: this.#inputSoFar,
+      output: this.#outputSoFar,
+      cached: this.#cachedSoFar,
+      reasoning: this.#reasoningSoFar,
+    });
     // An answer the output guardrails will check is held back until they have: its text leaves with their
     // verdict (see releaseHeld), never before.
     if (checksAnswers(runtime) && response.toolCalls.length === 0) this.#held = { step, response };
     else emitResponse(runtime, step, response, true);
+  }
+
+  #addUsage(usage: Usage): void {
+    this.#inputSoFar += usage.input;
+    this.#outputSoFar += usage.output;
+    this.#cachedSoFar += usage.cached;
+    this.#reasoningSoFar += usage.reasoning;
   }
 
   releaseHeld(runtime: RunRuntime, passed: boolean): void {
