@@ -129,7 +129,10 @@ export class OwnActorScope {
   }
 
   defer(fn: () => void): void {
-    this.self._defer(fn);
+    const self = this.self;
+    const deferred = self._deferred;
+    if (deferred === undefined) self._deferred = [fn];
+    else deferred.push(fn);
   }
 
   stopChild(child: AnyActorRef): void {
@@ -139,7 +142,7 @@ export class OwnActorScope {
   actionExecutor(action: ExecutableAction): void {
     const self = this.self;
     if (self._processingStatus === processingRunning) runAction(action);
-    else self._defer(() => runAction(action));
+    else this.defer(() => runAction(action));
   }
 }
 
@@ -182,7 +185,7 @@ export class CompiledActor {
    * Actions and emissions a step defers to its end (run when its snapshot is taken): made by the step that defers
    * and dropped once run, so that a run waiting between steps holds no list.
    */
-  declare private deferred: (() => void)[] | undefined;
+  declare _deferred: (() => void)[] | undefined;
   /**
    * The first observer (a run's own, subscribed before the start), kept in a field: a set per actor costs a table.
    * `null` once it unsubscribed: later observers go to `observers`, so the order stays the order of subscription.
@@ -205,7 +208,7 @@ export class CompiledActor {
     this.observers = undefined;
     this.listeners = undefined;
     this._processingStatus = processingNotStarted;
-    this.deferred = undefined;
+    this._deferred = undefined;
     this.current = null;
     this.last = null;
     this.mailboxActive = false;
@@ -286,13 +289,6 @@ export class CompiledActor {
   private removeObserver(observer: ActorObserver): void {
     if (this.firstObserver === observer) this.firstObserver = null;
     else this.observers?.delete(observer);
-  }
-
-  /** Defers `fn` to the end of the step (XState's `defer`). */
-  _defer(fn: () => void): void {
-    const deferred = this.deferred;
-    if (deferred === undefined) this.deferred = [fn];
-    else deferred.push(fn);
   }
 
   /** Listens to the events the machine emits of one type (`*`: of every type). */
@@ -430,7 +426,7 @@ export class CompiledActor {
   /** Takes a step's snapshot: runs what the step deferred, then tells the observers. */
   private update(snapshot: ActorSnapshot): void {
     this._snapshot = snapshot;
-    const deferred = this.deferred;
+    const deferred = this._deferred;
     if (deferred !== undefined) {
       let fn: (() => void) | undefined;
       // biome-ignore lint/suspicious/noAssignInExpressions: a deferred function may defer more (XState's loop).
@@ -442,7 +438,7 @@ export class CompiledActor {
           this._snapshot = { ...snapshot, status: 'error', error };
         }
       }
-      if (this.deferred === deferred) this.deferred = undefined;
+      if (this._deferred === deferred) this._deferred = undefined;
     }
     const status = this._snapshot.status;
     if (status === 'active' || status === 'done') {

@@ -450,7 +450,7 @@ describe('what a CompiledActor holds between steps', () => {
     const fields = actor as unknown as Record<string, unknown>;
     // Every run in flight holds what its actor holds while it waits: each of these was made per actor.
     expect(fields.observers).toBeUndefined();
-    expect(fields.deferred).toBeUndefined();
+    expect(fields._deferred).toBeUndefined();
     expect(Object.keys(actor)).not.toContain('input');
     expect(Object.keys(actor)).not.toContain('system');
     expect(Object.keys(actor._actorScope)).toEqual(['self']);
