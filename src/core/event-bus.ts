@@ -80,8 +80,17 @@ export class EventBus {
 
   /** The bus's delivery as a function, for its filter: made when a filter first needs it, not with every bus. */
   #delivery(): EventDelivery {
-    this.#deliverFunction ??= (agent, type, data, origin) => this.#deliver(agent, type, data, origin);
+    this.#deliverFunction ??= this.#deliveryFunction();
     return this.#deliverFunction;
+  }
+
+  /**
+   * The delivery as a function, made by a function of its own: V8 allocates a function literal stored straight into
+   * a property (`this.f ??= () => ...` too) in the old generation, where it would keep the bus and its listeners
+   * reachable to young-generation collections until a full one. A closure returned by a function is young.
+   */
+  #deliveryFunction(): EventDelivery {
+    return (agent, type, data, origin) => this.#deliver(agent, type, data, origin);
   }
 
   #deliverFunction: EventDelivery | undefined;

@@ -97,34 +97,31 @@ function reportUnhandledError(error: unknown): void {
 }
 
 /**
- * The scope's own emit for `actor`, made by a function of its own. V8 allocates a function literal assigned straight
- * to a property (`this.emit = (event) => ...`) in the old generation, as it expects a method; such a closure, dead
- * once its run ends, still points at its run (through its context) until the next full collection, and so every
- * young-generation collection kept each finished run alive and promoted it. A closure returned by a function is
- * allocated young and goes with its run (BENCHMARKS.md, "The engine's own actor, round 8").
- */
-function emitterOf(actor: CompiledActor): (event: EventObject) => void {
-  return (event) => actor._emit(event);
-}
-
-/**
- * The scope the machine's actions get (XState's actor scope): one object per actor, its functions on the prototype.
- * Its `emit` may be replaced by the actor's owner (the run's effects take the machine's commands there).
+ * The scope the machine's actions get (XState's actor scope): one object per actor, its functions on the prototype
+ * (no closure per actor). Its `emit` may be replaced by the actor's owner (the run's effects take the machine's
+ * commands there); whoever keeps the one it replaced calls it on the scope (`emit.call(scope, event)`), as the
+ * machine's actions do (`scope.emit(event)`).
  */
 export class OwnActorScope {
   declare readonly self: CompiledActor;
-  declare readonly id: string;
-  declare readonly sessionId: string;
+  /** The shared detached system, on the prototype (no field per actor). */
   declare readonly system: typeof detachedSystem;
-  /** A function of its own, as XState's is: its callers may keep it and call it alone. */
-  declare emit: (event: EventObject) => void;
 
   constructor(actor: CompiledActor) {
     this.self = actor;
-    this.id = actor.id;
-    this.sessionId = actor.sessionId;
-    this.system = detachedSystem;
-    this.emit = emitterOf(actor);
+  }
+
+  get id(): string {
+    return this.self.id;
+  }
+
+  get sessionId(): string {
+    return this.self.sessionId;
+  }
+
+  /** Hands an emitted event to the actor's listeners (`actor.on`). */
+  emit(event: EventObject): void {
+    this.self._emit(event);
   }
 
   logger(...args: unknown[]): void {
@@ -132,7 +129,10 @@ export class OwnActorScope {
   }
 
   defer(fn: () => void): void {
-    this.self._deferred.push(fn);
+    const self = this.self;
+    const deferred = self._deferred;
+    if (deferred === undefined) self._deferred = [fn];
+    else deferred.push(fn);
   }
 
   stopChild(child: AnyActorRef): void {
@@ -142,7 +142,7 @@ export class OwnActorScope {
   actionExecutor(action: ExecutableAction): void {
     const self = this.self;
     if (self._processingStatus === processingRunning) runAction(action);
-    else self._deferred.push(() => runAction(action));
+    else this.defer(() => runAction(action));
   }
 }
 
@@ -176,14 +176,23 @@ export class CompiledActor {
   declare readonly logic: OwnActorLogic;
   declare readonly id: string;
   declare readonly sessionId: string;
+  /** The shared detached system, on the prototype (no field per actor). */
   declare readonly system: typeof detachedSystem;
   declare readonly _actorScope: OwnActorScope;
   declare _snapshot: ActorSnapshot;
   declare _processingStatus: number;
-  /** Actions and emissions a step defers to its end (run when its snapshot is taken). */
-  declare readonly _deferred: (() => void)[];
-  declare private readonly input: unknown;
-  declare private readonly observers: Set<ActorObserver>;
+  /**
+   * Actions and emissions a step defers to its end (run when its snapshot is taken): made by the step that defers
+   * and dropped once run, so that a run waiting between steps holds no list.
+   */
+  declare _deferred: (() => void)[] | undefined;
+  /**
+   * The first observer (a run's own, subscribed before the start), kept in a field: a set per actor costs a table.
+   * `null` once it unsubscribed: later observers go to `observers`, so the order stays the order of subscription.
+   */
+  declare private firstObserver: ActorObserver | null | undefined;
+  /** The observers after the first, in the order they subscribed; made for the second. */
+  declare private observers: Set<ActorObserver> | undefined;
   declare private listeners: Map<string, Set<Handler>> | undefined;
   /** The event in progress (or the first waiting for the start) and the last queued; null when idle. */
   declare private current: Letter | null;
@@ -195,12 +204,11 @@ export class CompiledActor {
     this.logic = logic;
     this.sessionId = `o:${bookedIds++}`;
     this.id = options.id ?? this.sessionId;
-    this.system = detachedSystem;
-    this.input = options.input;
-    this.observers = new Set();
+    this.firstObserver = undefined;
+    this.observers = undefined;
     this.listeners = undefined;
     this._processingStatus = processingNotStarted;
-    this._deferred = [];
+    this._deferred = undefined;
     this.current = null;
     this.last = null;
     this.mailboxActive = false;
@@ -235,8 +243,17 @@ export class CompiledActor {
     error?: (error: unknown) => void,
     complete?: () => void,
   ): Subscription {
-    const observer: ActorObserver = typeof next === 'object' ? next : { next, error, complete };
-    if (this._processingStatus !== processingStopped) this.observers.add(observer);
+    let observer: ActorObserver;
+    if (typeof next !== 'object') observer = { next, error, complete };
+    else if (this.firstObserver === next || this.observers?.has(next))
+      // Subscribed again: told again, as XState's actor tells each subscription (each unsubscribes on its own).
+      observer = {
+        next: next.next?.bind(next),
+        error: next.error?.bind(next),
+        complete: next.complete?.bind(next),
+      };
+    else observer = next;
+    if (this._processingStatus !== processingStopped) this.addObserver(observer);
     else if (this._snapshot.status === 'done') {
       try {
         observer.complete?.();
@@ -253,7 +270,25 @@ export class CompiledActor {
           reportUnhandledError(thrown);
         }
     }
-    return { unsubscribe: () => this.observers.delete(observer) };
+    // A subscription ends once: the same observer subscribed again later is another subscription.
+    let subscribed = true;
+    return {
+      unsubscribe: () => {
+        if (subscribed) this.removeObserver(observer);
+        subscribed = false;
+      },
+    };
+  }
+
+  private addObserver(observer: ActorObserver): void {
+    if (this.firstObserver === undefined) this.firstObserver = observer;
+    else if (this.observers === undefined) this.observers = new Set([observer]);
+    else this.observers.add(observer);
+  }
+
+  private removeObserver(observer: ActorObserver): void {
+    if (this.firstObserver === observer) this.firstObserver = null;
+    else this.observers?.delete(observer);
   }
 
   /** Listens to the events the machine emits of one type (`*`: of every type). */
@@ -288,10 +323,9 @@ export class CompiledActor {
   start(): this {
     if (this._processingStatus === processingRunning) return this;
     this._processingStatus = processingRunning;
-    const initEvent = { type: 'xstate.init', input: this.input };
     const status = this._snapshot.status;
     if (status === 'done') {
-      this.update(this._snapshot, initEvent);
+      this.update(this._snapshot);
       return this;
     }
     if (status === 'error') {
@@ -307,7 +341,7 @@ export class CompiledActor {
         return this;
       }
     }
-    this.update(this._snapshot, initEvent);
+    this.update(this._snapshot);
     this.mailboxActive = true;
     this.flush();
     return this;
@@ -382,7 +416,7 @@ export class CompiledActor {
       this.fail(error);
       return;
     }
-    this.update(next, event);
+    this.update(next);
     if (event.type === stopEventType) {
       this.stopProcedure();
       this.complete();
@@ -390,28 +424,41 @@ export class CompiledActor {
   }
 
   /** Takes a step's snapshot: runs what the step deferred, then tells the observers. */
-  private update(snapshot: ActorSnapshot, _event: EventObject): void {
+  private update(snapshot: ActorSnapshot): void {
     this._snapshot = snapshot;
     const deferred = this._deferred;
-    let fn: (() => void) | undefined;
-    // biome-ignore lint/suspicious/noAssignInExpressions: a deferred function may defer more (XState's loop).
-    while ((fn = deferred.shift())) {
-      try {
-        fn();
-      } catch (error) {
-        deferred.length = 0;
-        this._snapshot = { ...snapshot, status: 'error', error };
+    if (deferred !== undefined) {
+      let fn: (() => void) | undefined;
+      // biome-ignore lint/suspicious/noAssignInExpressions: a deferred function may defer more (XState's loop).
+      while ((fn = deferred.shift())) {
+        try {
+          fn();
+        } catch (error) {
+          deferred.length = 0;
+          this._snapshot = { ...snapshot, status: 'error', error };
+        }
       }
+      if (this._deferred === deferred) this._deferred = undefined;
     }
     const status = this._snapshot.status;
     if (status === 'active' || status === 'done') {
-      for (const observer of this.observers) {
+      // The first observer, then the others: a set's order, observers subscribed meanwhile included.
+      const first = this.firstObserver;
+      if (first)
         try {
-          observer.next?.(snapshot);
+          first.next?.(snapshot);
         } catch (error) {
           reportUnhandledError(error);
         }
-      }
+      const observers = this.observers;
+      if (observers)
+        for (const observer of observers) {
+          try {
+            observer.next?.(snapshot);
+          } catch (error) {
+            reportUnhandledError(error);
+          }
+        }
       if (status === 'done') {
         this.stopProcedure();
         this.complete();
@@ -431,37 +478,67 @@ export class CompiledActor {
   }
 
   private complete(): void {
-    for (const observer of this.observers) {
+    const first = this.firstObserver;
+    if (first)
       try {
-        observer.complete?.();
+        first.complete?.();
       } catch (error) {
         reportUnhandledError(error);
       }
-    }
-    this.observers.clear();
+    const observers = this.observers;
+    if (observers)
+      for (const observer of observers) {
+        try {
+          observer.complete?.();
+        } catch (error) {
+          reportUnhandledError(error);
+        }
+      }
+    this.clearObservers();
+  }
+
+  private clearObservers(): void {
+    this.firstObserver = null;
+    this.observers = undefined;
     this.listeners = undefined;
   }
 
   private reportError(error: unknown): void {
-    if (this.observers.size === 0) {
+    const first = this.firstObserver;
+    const observers = this.observers;
+    if (!first && (observers === undefined || observers.size === 0)) {
       reportUnhandledError(error);
       this.listeners = undefined;
       return;
     }
     let unreported = false;
-    for (const observer of this.observers) {
-      unreported ||= !observer.error;
+    if (first) {
+      unreported = !first.error;
       try {
-        observer.error?.(error);
+        first.error?.(error);
       } catch (thrown) {
         reportUnhandledError(thrown);
       }
     }
-    this.observers.clear();
-    this.listeners = undefined;
+    // Read after the first observer's call: observers it subscribed are told too, as in a set.
+    const more = this.observers;
+    if (more)
+      for (const observer of more) {
+        unreported ||= !observer.error;
+        try {
+          observer.error?.(error);
+        } catch (thrown) {
+          reportUnhandledError(thrown);
+        }
+      }
+    this.clearObservers();
     if (unreported) reportUnhandledError(error);
   }
 }
+
+// Every actor and scope shares the one detached system: a property of their prototypes, read as a field would be.
+Object.defineProperty(OwnActorScope.prototype, 'system', { value: detachedSystem });
+Object.defineProperty(CompiledActor.prototype, 'system', { value: detachedSystem });
 
 // Interop with observable libraries, under the key XState's actor uses (`Symbol.observable` where it exists).
 Object.defineProperty(

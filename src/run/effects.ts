@@ -2,7 +2,7 @@ import type { AnyActorRef, AnyActorScope, AnyStateMachine } from 'xstate';
 import { AbortWaiters, stacklessError } from '../core/abort.ts';
 import { toErrorInfo } from '../core/errors.ts';
 import type { ModelResponse } from '../core/model.ts';
-import { addUsage, emptyUsage, type Usage } from '../core/usage.ts';
+import type { Usage } from '../core/usage.ts';
 import type { AgentContext, AgentEvent, EffectCommand } from '../machines/agent.ts';
 import { callModelGuarded, checkGuardrailStage } from './guardrail-stage.ts';
 import { checksAnswers, emitResponse, emitUsage, modelCall } from './model-gate.ts';
@@ -49,7 +49,7 @@ export function withEffects<TMachine extends AnyStateMachine>(machine: TMachine)
     if ((snapshot as { status: string }).status !== 'active') return;
     const self = scope.self as AnyActorRef & WithInstance;
     const key = (snapshot as { context: AgentContext }).context.config.sessionId;
-    const instance = new EffectsInstance(self, key, runtimeOfAgent(self, key), scope.emit);
+    const instance = new EffectsInstance(key, runtimeOfAgent(self, key), scope);
     self[instanceKey] = instance;
     // The machine's commands reach the effects straight from the actor's emit (and then its listeners, if anyone
     // listens with `actor.on`): a listener of our own would cost every run a map and a set.
@@ -116,11 +116,17 @@ const followedHistoryLength = 8;
 class EffectsInstance implements EffectsHost {
   readonly #controller = new AbortController();
   readonly #runtime: RunRuntime | undefined;
-  readonly #agent: AnyActorRef;
   /** The key of this agent's run (its machine's session id), for messages. */
   readonly #key: string;
   #closed = false;
-  #cumulative: Usage = emptyUsage;
+  /**
+   * The usage so far, as numbers: a usage event shows it (a new object each time), and a run nothing listens to
+   * makes no object per response for it.
+   */
+  #inputSoFar = 0;
+  #outputSoFar = 0;
+  #cachedSoFar = 0;
+  #reasoningSoFar = 0;
   /** An answer waiting for the output guardrails' verdict before its model_response leaves. */
   #held: { step: number; response: ModelResponse } | undefined;
   /**
@@ -129,19 +135,22 @@ class EffectsInstance implements EffectsHost {
    */
   #historyIds: HistoryIds | undefined;
 
-  constructor(
-    agent: AnyActorRef,
-    key: string,
-    runtime: RunRuntime | undefined,
-    toListeners: AnyActorScope['emit'],
-  ) {
-    this.#agent = agent;
+  /**
+   * `scope`: the agent actor's scope (its `self` is the actor the effects answer), whose emit, read here before the
+   * effects take its place, the listeners keep.
+   */
+  constructor(key: string, runtime: RunRuntime | undefined, scope: AnyActorScope) {
     this.#key = key;
     this.#runtime = runtime;
-    this.#toListeners = toListeners;
+    this.#scope = scope;
+    this.#toListeners = scope.emit;
   }
 
-  /** The actor's own emit: hands an emitted event to whoever listens with `actor.on` (usually nobody). */
+  readonly #scope: AnyActorScope;
+  /**
+   * The actor's own emit: hands an emitted event to whoever listens with `actor.on` (usually nobody). Called on the
+   * scope, as the machine's actions call it: the engine's own actor's is a method of its scope, not a closure.
+   */
   readonly #toListeners: AnyActorScope['emit'];
 
   /**
@@ -155,7 +164,7 @@ class EffectsInstance implements EffectsHost {
     } catch (error) {
       this.answer({ type: 'effects.failed', error: toErrorInfo(error) });
     }
-    this.#toListeners(command);
+    this.#toListeners.call(this.#scope, command);
   };
 
   get signal(): AbortSignal {
@@ -177,12 +186,12 @@ class EffectsInstance implements EffectsHost {
   readonly whenAborted = (callback: () => void): (() => void) => this.#abortWaiters.add(callback);
 
   answer(event: AgentEvent): void {
-    if (!this.#closed) this.#agent.send(event);
+    if (!this.#closed) this.#scope.self.send(event);
   }
 
   /** The agent's context right now: the state that decided the command being handled. */
   #context(): AgentContext {
-    return this.#agent.getSnapshot().context as AgentContext;
+    return this.#scope.self.getSnapshot().context as AgentContext;
   }
 
   fail(error: unknown): void {
@@ -275,8 +284,7 @@ class EffectsInstance implements EffectsHost {
     const durable = runtime.durable;
     const replayed = durable?.replayModel(command.call);
     if (replayed) {
-      if (replayed.type === 'model.response')
-        this.#cumulative = addUsage(this.#cumulative, replayed.response.usage);
+      if (replayed.type === 'model.response') this.#addUsage(replayed.response.usage);
       this.answer(replayed);
       return;
     }
@@ -291,13 +299,10 @@ class EffectsInstance implements EffectsHost {
     if (this.#historyIds === undefined && command.history.length >= followedHistoryLength)
       this.#historyIds = new HistoryIds();
     const answered = modelCall(runtime, command, this.#controller.signal, undefined, this.#historyIds);
-    // A plain run answers in the same callback; a durable one commits the response first.
+    // A plain run answers in the same callback, one of its own; a durable one commits the response first.
     if (!durable) {
-      void answered.then((event) => {
-        if (this.#closed) return;
-        if (event.type === 'model.response') this.accept(runtime, command.step, event.response);
-        this.answer(event);
-      });
+      this.#plainCallStep = command.step;
+      void answered.then(this.#plainModelAnswered);
       return;
     }
     void answered.then(async (event) => {
@@ -315,14 +320,40 @@ class EffectsInstance implements EffectsHost {
     });
   }
 
+  /** The step of the plain model call in flight (a run has one at a time: the machine waits for its answer). */
+  #plainCallStep = 0;
+
+  /**
+   * The answer of a plain model call: one function per run rather than a closure (and its scope) per call, which
+   * a run waiting for its model would hold.
+   */
+  readonly #plainModelAnswered = (event: AgentEvent): void => {
+    if (this.#closed) return;
+    if (event.type === 'model.response')
+      this.accept(this.#runtime as RunRuntime, this.#plainCallStep, event.response);
+    this.answer(event);
+  };
+
   accept(runtime: RunRuntime, step: number, response: ModelResponse): void {
-    this.#cumulative = addUsage(this.#cumulative, response.usage);
+    this.#addUsage(response.usage);
     if (!runtime.bus.listening) return;
-    emitUsage(runtime, response.usage, this.#cumulative);
+    emitUsage(runtime, response.usage, {
+      input: this.#inputSoFar,
+      output: this.#outputSoFar,
+      cached: this.#cachedSoFar,
+      reasoning: this.#reasoningSoFar,
+    });
     // An answer the output guardrails will check is held back until they have: its text leaves with their
     // verdict (see releaseHeld), never before.
     if (checksAnswers(runtime) && response.toolCalls.length === 0) this.#held = { step, response };
     else emitResponse(runtime, step, response, true);
+  }
+
+  #addUsage(usage: Usage): void {
+    this.#inputSoFar += usage.input;
+    this.#outputSoFar += usage.output;
+    this.#cachedSoFar += usage.cached;
+    this.#reasoningSoFar += usage.reasoning;
   }
 
   releaseHeld(runtime: RunRuntime, passed: boolean): void {

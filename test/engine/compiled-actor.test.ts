@@ -359,9 +359,102 @@ describe('CompiledActor and XState’s Actor: the actor’s own semantics', () =
     for (const trace of traces) expect(trace.unhandled.length).toBeGreaterThan(0);
   });
 
+  it('observers are told in the order they subscribed, through unsubscribing and subscribing again, inside a step too', () => {
+    for (const ending of [bump, { type: 'fail' }]) {
+      const traces = [
+        createActor(featureMachine()) as unknown as Driven,
+        new CompiledActor(featureMachine() as unknown as OwnActorLogic) as unknown as Driven,
+      ].map((actor) => {
+        const seen: string[] = [];
+        const observer = (name: string) => ({
+          next: () => seen.push(`${name} next`),
+          error: () => seen.push(`${name} error`),
+          complete: () => seen.push(`${name} complete`),
+        });
+        const [a, b, c] = [observer('a'), observer('b'), observer('c')];
+        const first = actor.subscribe(a);
+        actor.subscribe(a);
+        actor.subscribe(b);
+        actor.start();
+        seen.push('-- a again, after b');
+        first.unsubscribe();
+        actor.subscribe(a);
+        actor.send(go);
+        seen.push('-- the first observer subscribes c and itself again during its step');
+        first.unsubscribe();
+        actor.subscribe(b);
+        let once = true;
+        const d = {
+          next: () => {
+            seen.push('d next');
+            if (!once) return;
+            once = false;
+            ownSubscription.unsubscribe();
+            actor.subscribe(c);
+            actor.subscribe(d);
+          },
+          error: () => seen.push('d error'),
+          complete: () => seen.push('d complete'),
+        };
+        const ownSubscription = actor.subscribe(d);
+        actor.send(bump);
+        seen.push('-- the end');
+        actor.send(ending);
+        actor.send(bump);
+        return seen;
+      });
+      expect(traces[1]).toEqual(traces[0]);
+      expect(traces[0]).toContain(ending === bump ? 'd complete' : 'd error');
+    }
+  });
+
+  it('the first observer to subscribe is told first, and again after it subscribes again during its own call', () => {
+    const traces = [
+      createActor(featureMachine()) as unknown as Driven,
+      new CompiledActor(featureMachine() as unknown as OwnActorLogic) as unknown as Driven,
+    ].map((actor) => {
+      const seen: string[] = [];
+      let calls = 0;
+      const first = {
+        next: () => {
+          seen.push('first next');
+          if (++calls !== 2) return;
+          subscription.unsubscribe();
+          actor.subscribe({ next: () => seen.push('late next') });
+          actor.subscribe(first);
+        },
+      };
+      const subscription = actor.subscribe(first);
+      actor.subscribe({ next: () => seen.push('second next') });
+      actor.start();
+      actor.send(go);
+      actor.send(bump);
+      return seen;
+    });
+    expect(traces[1]).toEqual(traces[0]);
+    expect(traces[0]?.filter((line) => line === 'first next').length).toBeGreaterThan(3);
+  });
+
   it('subscribing after the end: complete for a done actor, error for a failed one', () => {
     expectSameOnBoth(featureMachine(), { start: 3 }, [go], false);
     expectSameOnBoth(featureMachine(), undefined, [{ type: 'fail' }], false);
+  });
+});
+
+describe('what a CompiledActor holds between steps', () => {
+  it('with one observer: no observer set, no list of deferred actions, no input; a scope of its actor only', () => {
+    const actor = new CompiledActor(featureMachine() as unknown as OwnActorLogic, { input: { start: 1 } });
+    actor.subscribe({ next: () => undefined });
+    actor.start();
+    actor.send({ type: 'go' });
+    const fields = actor as unknown as Record<string, unknown>;
+    // Every run in flight holds what its actor holds while it waits: each of these was made per actor.
+    expect(fields.observers).toBeUndefined();
+    expect(fields._deferred).toBeUndefined();
+    expect(Object.keys(actor)).not.toContain('input');
+    expect(Object.keys(actor)).not.toContain('system');
+    expect(Object.keys(actor._actorScope)).toEqual(['self']);
+    expect((actor.getSnapshot() as { value?: unknown }).value).toBe('busy');
   });
 });
 

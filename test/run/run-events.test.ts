@@ -273,3 +273,43 @@ describe('nested agents in a plain run', () => {
     ]);
   });
 });
+
+describe('usage events', () => {
+  it('give each response’s usage and the sum so far, in a new object each time', async () => {
+    const step = tool({
+      name: 'step',
+      description: 'd',
+      input: z.object({}),
+      execute: async () => 'ok',
+    });
+    const agent = defineAgent({
+      name: 'counting',
+      instructions: 'x',
+      model: scriptedModel([
+        { toolCalls: [{ id: 'c1', name: 'step', args: {} }], usage: { input: 10, output: 2, cached: 4 } },
+        { toolCalls: [{ id: 'c2', name: 'step', args: {} }], usage: { input: 20, output: 3, reasoning: 1 } },
+        { text: 'done', usage: { input: 30, output: 5, cached: 8, reasoning: 2 } },
+      ]),
+      tools: [step],
+    });
+    const s = stream(agent, 'go');
+    const usages = (await collect(s)).flatMap((event) => (event.type === 'usage' ? [event.data] : []));
+    expect((await s.result).usage).toEqual({ input: 60, output: 10, cached: 12, reasoning: 3 });
+    expect(usages).toEqual([
+      {
+        usage: { input: 10, output: 2, cached: 4, reasoning: 0 },
+        cumulative: { input: 10, output: 2, cached: 4, reasoning: 0 },
+      },
+      {
+        usage: { input: 20, output: 3, cached: 0, reasoning: 1 },
+        cumulative: { input: 30, output: 5, cached: 4, reasoning: 1 },
+      },
+      {
+        usage: { input: 30, output: 5, cached: 8, reasoning: 2 },
+        cumulative: { input: 60, output: 10, cached: 12, reasoning: 3 },
+      },
+    ]);
+    // Each event has an object of its own.
+    expect(new Set(usages.map((data) => data.cumulative)).size).toBe(3);
+  });
+});
