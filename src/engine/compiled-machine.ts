@@ -153,26 +153,27 @@ class CompiledMachine extends Base implements SnapshotBuilder {
   override transition(snapshot: EngineSnapshot, event: EngineEvent, scope: EngineScope): EngineSnapshot {
     // XState's own path for stop and init, for snapshots that are not active, and for an event typed '*' (which
     // XState's development build refuses).
-    if (
-      event.type === stopEvent ||
-      event.type === initEvent ||
-      event.type === '*' ||
-      snapshot.status !== 'active'
-    )
+    // Each member read once into a local: a step runs this in V8's baseline tiers for a while, where every property
+    // read is an inline-cache call.
+    const type = event.type;
+    if (type === stopEvent || type === initEvent || type === '*' || snapshot.status !== 'active')
       return super.transition(snapshot, event, scope);
     const configuration = this.configurations.of(snapshot._nodes);
-    const transition = selectTransition(configuration, this.candidates, event, snapshot);
-    if (!transition && event.type.startsWith('xstate.error.actor')) return this.fail(snapshot, event, scope);
+    const candidates = this.candidates;
+    const transition = selectTransition(configuration, candidates, event, snapshot);
+    if (!transition && type.startsWith('xstate.error.actor')) return this.fail(snapshot, event, scope);
     const internalQueue: EngineEvent[] = [];
-    const next = this.step(transition, snapshot, configuration, event, scope, internalQueue, false);
+    const plan = transition ? this.configurations.plan(configuration, transition, false) : undefined;
+    const next = this.step(transition, plan, snapshot, configuration, event, scope, internalQueue);
     inspectMicrostep(scope, event, next, transition);
     // The usual event leaves nothing to settle (no raised event, no eventless transition where it led): what
-    // `settle` would find in its first round, asked without it.
+    // `settle` would find in its first round, asked without it. The snapshot's configuration is the plan's (a
+    // done snapshot's nodes are its `nodesDone`), or the one it started in.
     if (
       internalQueue.length === 0 &&
       next.status === 'active' &&
       this.settlesInOneRound &&
-      this.candidates.always(this.configurations.of(next._nodes)).length === 0
+      candidates.always(plan === undefined ? configuration : plan.next).length === 0
     )
       return next;
     return this.settle(next, event, scope, internalQueue);
@@ -211,14 +212,15 @@ class CompiledMachine extends Base implements SnapshotBuilder {
         actions: [],
         eventType: null,
       };
+      const from = this.configurations.of(snapshot._nodes);
       const next = this.step(
         this.initialTransition,
+        this.configurations.plan(from, this.initialTransition, true),
         snapshot,
-        this.configurations.of(snapshot._nodes),
+        from,
         event,
         scope,
         internalQueue,
-        true,
       );
       return this.settle(next, event, scope, internalQueue);
     } catch (error) {
@@ -270,7 +272,8 @@ class CompiledMachine extends Base implements SnapshotBuilder {
         event = raised;
         transition = selectTransition(configuration, this.candidates, event, snapshot);
       }
-      snapshot = this.step(transition, snapshot, configuration, event, scope, internalQueue, false);
+      const plan = transition ? this.configurations.plan(configuration, transition, false) : undefined;
+      snapshot = this.step(transition, plan, snapshot, configuration, event, scope, internalQueue);
       selectEventlessNext = snapshot !== previous;
       inspectMicrostep(scope, event, snapshot, transition);
     }
@@ -288,19 +291,19 @@ class CompiledMachine extends Base implements SnapshotBuilder {
   /**
    * XState's microstep for at most one transition: exit, transition actions, entry, final-state handling. (Not
    * named `microstep`: that is StateMachine's public method, the microsteps of a macrostep, inherited as it is.)
-   * `from` is the configuration of `current`, which every caller has just looked up.
+   * `from` is the configuration of `current`, which every caller has just looked up, and `plan` the transition's
+   * plan from there (the caller reads where it leads).
    */
   private step(
     transition: EngineTransition | undefined,
+    plan: TransitionPlan | undefined,
     current: EngineSnapshot,
     from: Configuration,
     event: EngineEvent,
     scope: EngineScope,
     internalQueue: EngineEvent[],
-    initial: boolean,
   ): EngineSnapshot {
-    if (!transition) return current;
-    const plan = this.configurations.plan(from, transition, initial);
+    if (!transition || !plan) return current;
     const run = new ActionRun(this, scope, event, internalQueue, from, current);
     const flat = this.actionsOf(plan, transition);
     if (flat) resolvePrepared(run, flat);
@@ -364,27 +367,28 @@ class CompiledMachine extends Base implements SnapshotBuilder {
     nodes: readonly EngineStateNode[] | undefined,
     historyValue: Record<string, unknown>,
   ): EngineSnapshot {
-    const activeNodes = nodes ?? (working.status === 'done' ? configuration.nodesDone : configuration.nodes);
+    // Each member read once (see `transition`).
+    const status = working.status;
     let template: object | undefined;
-    if (activeNodes === configuration.nodes)
+    if (nodes === undefined ? status !== 'done' : nodes === configuration.nodes)
       template = configuration.template ??= this.literalSnapshot(
         configuration,
         blank,
-        activeNodes,
+        configuration.nodes,
         blank.children,
       );
-    else if (activeNodes === configuration.nodesDone)
+    else if (nodes === undefined || nodes === configuration.nodesDone)
       template = configuration.templateDone ??= this.literalSnapshot(
         configuration,
         blank,
-        activeNodes,
+        configuration.nodesDone,
         blank.children,
       );
-    else return this.literalSnapshot(configuration, working, activeNodes, historyValue);
+    else return this.literalSnapshot(configuration, working, nodes, historyValue);
     // A copy of the configuration's template with the working state's parts: one copy and six stores, where a
     // literal defines all fifteen properties one by one (two snapshots per tool step).
     const snapshot = { ...template } as EngineSnapshot;
-    snapshot.status = working.status;
+    snapshot.status = status;
     snapshot.output = working.output;
     snapshot.error = working.error;
     snapshot.context = working.context;
