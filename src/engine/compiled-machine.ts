@@ -158,22 +158,30 @@ class CompiledMachine extends Base implements SnapshotBuilder {
     const type = event.type;
     if (type === stopEvent || type === initEvent || type === '*' || snapshot.status !== 'active')
       return super.transition(snapshot, event, scope);
-    const configuration = this.configurations.of(snapshot._nodes);
+    const configurations = this.configurations;
+    const configuration = configurations.of(snapshot._nodes);
     const candidates = this.candidates;
     const transition = selectTransition(configuration, candidates, event, snapshot);
     if (!transition && type.startsWith('xstate.error.actor')) return this.fail(snapshot, event, scope);
     const internalQueue: EngineEvent[] = [];
-    const plan = transition ? this.configurations.plan(configuration, transition, false) : undefined;
+    const plan = transition ? configurations.plan(configuration, transition, false) : undefined;
     const next = this.step(transition, plan, snapshot, configuration, event, scope, internalQueue);
     inspectMicrostep(scope, event, next, transition);
+    // The snapshot's configuration is the plan's (a done snapshot's nodes are its `nodesDone`), or the one it
+    // started in. A configuration it moved to becomes the one the next event's lookup finds first (`of` has just
+    // made `configuration` the last one asked for: it becomes the one before).
+    const reached = plan === undefined ? configuration : plan.next;
+    if (reached !== configuration) {
+      configurations.before = configuration;
+      configurations.last = reached;
+    }
     // The usual event leaves nothing to settle (no raised event, no eventless transition where it led): what
-    // `settle` would find in its first round, asked without it. The snapshot's configuration is the plan's (a
-    // done snapshot's nodes are its `nodesDone`), or the one it started in.
+    // `settle` would find in its first round, asked without it.
     if (
       internalQueue.length === 0 &&
       next.status === 'active' &&
       this.settlesInOneRound &&
-      candidates.always(plan === undefined ? configuration : plan.next).length === 0
+      candidates.always(reached).length === 0
     )
       return next;
     return this.settle(next, event, scope, internalQueue);
@@ -325,7 +333,9 @@ class CompiledMachine extends Base implements SnapshotBuilder {
       for (const node of plan.next.nodesDone) resolveActions(run, node.exit);
     }
     if (!plan.nodesChanged)
-      return run.changed ? this.snapshotOf(from, run, current._nodes, current.historyValue) : current;
+      return run.current !== current
+        ? this.snapshotOf(from, run, current._nodes, current.historyValue)
+        : current;
     return this.snapshotOf(plan.next, run, undefined, current.historyValue);
   }
 

@@ -44,8 +44,6 @@ export class ActionRun implements WorkingState {
   declare status: EngineSnapshot['status'];
   declare output: unknown;
   declare error: unknown;
-  /** Whether any action replaced the snapshot (XState's microstep then returns a new snapshot object). */
-  declare changed: boolean;
   declare readonly machine: EngineMachine & SnapshotBuilder;
   declare readonly scope: EngineScope;
   declare readonly event: EngineEvent;
@@ -53,11 +51,12 @@ export class ActionRun implements WorkingState {
   /** The configuration the microstep started from: intermediate snapshots keep it, as XState's do. */
   declare readonly configuration: Configuration;
   declare private readonly start: EngineSnapshot;
-  /** The real snapshot of the working state, while it is one (undefined once an action changed it). */
-  declare private current: EngineSnapshot | undefined;
-  declare private extraArgument:
-    | { internalQueue: EngineEvent[]; deferredActorIds: string[] | undefined }
-    | undefined;
+  /**
+   * The real snapshot of the working state, while it is one: the microstep's first until an action changes the
+   * working state (XState's microstep then returns a new snapshot object), undefined from a change until a real
+   * snapshot is asked for. Set to undefined directly by the actions resolved here: `touch` is a call more.
+   */
+  declare current: EngineSnapshot | undefined;
 
   constructor(
     machine: EngineMachine & SnapshotBuilder,
@@ -78,10 +77,9 @@ export class ActionRun implements WorkingState {
     this.status = start.status;
     this.output = start.output;
     this.error = start.error;
-    this.changed = false;
     this.current = start;
-    this.extraArgument = undefined;
   }
+
 
   /** A real snapshot of the working state, for XState's own built-in action resolvers. */
   snapshot(): EngineSnapshot {
@@ -101,23 +99,22 @@ export class ActionRun implements WorkingState {
     this.status = snapshot.status;
     this.output = snapshot.output;
     this.error = snapshot.error;
-    this.changed = true;
     this.current = snapshot;
   }
 
-  /** The `extra` argument of XState's built-in resolvers (one object per microstep: they only read it). */
+  /**
+   * The `extra` argument of XState's built-in resolvers, made when one is called (most microsteps call none, and a
+   * field for it is a store in every run's constructor).
+   */
   extra(deferredActorIds: string[] | undefined): {
     internalQueue: EngineEvent[];
     deferredActorIds: string[] | undefined;
   } {
-    this.extraArgument ??= { internalQueue: this.internalQueue, deferredActorIds: undefined };
-    this.extraArgument.deferredActorIds = deferredActorIds;
-    return this.extraArgument;
+    return { internalQueue: this.internalQueue, deferredActorIds };
   }
 
   /** Marks the working state as changed since the last real snapshot. */
   touch(): void {
-    this.changed = true;
     this.current = undefined;
   }
 }
@@ -351,7 +348,7 @@ function assignContext(run: ActionRun, assignment: unknown, params: unknown): vo
   run.context = Object.assign({}, context, update);
   const spawned = args.spawnedChildren();
   if (spawned) run.children = { ...run.children, ...spawned };
-  run.touch();
+  run.current = undefined;
 }
 
 /**
