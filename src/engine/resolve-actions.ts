@@ -80,7 +80,6 @@ export class ActionRun implements WorkingState {
     this.current = start;
   }
 
-
   /** A real snapshot of the working state, for XState's own built-in action resolvers. */
   snapshot(): EngineSnapshot {
     if (!this.current)
