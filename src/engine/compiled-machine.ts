@@ -181,7 +181,7 @@ class CompiledMachine extends Base implements SnapshotBuilder {
       internalQueue.length === 0 &&
       next.status === 'active' &&
       this.settlesInOneRound &&
-      candidates.always(reached).length === 0
+      (reached.eventless ?? candidates.always(reached)).length === 0
     )
       return next;
     return this.settle(next, event, scope, internalQueue);

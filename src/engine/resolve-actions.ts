@@ -345,25 +345,34 @@ function assignContext(run: ActionRun, assignment: unknown, params: unknown): vo
     }
   }
   run.context = Object.assign({}, context, update);
-  const spawned = args.spawnedChildren();
-  if (spawned) run.children = { ...run.children, ...spawned };
+  // Most assigners never spawn: the record is absent, and only a spawn makes it.
+  if (args[spawnedOfArgs] !== undefined) {
+    const spawned = spawnedChildren(args);
+    if (spawned) run.children = { ...run.children, ...spawned };
+  }
   run.current = undefined;
 }
+
+/** Where an assigner's arguments keep their run, and the children spawned during the assign (see AssignArgs). */
+const runOfArgs: unique symbol = Symbol('run');
+const spawnedOfArgs: unique symbol = Symbol('spawned');
 
 /**
  * An assigner's arguments, as XState builds them (context, event, spawn, self, system). `spawn` is made on first
  * use, from the prototype: most assigners never spawn, and a closure plus a children record per assign was a
- * measurable share of a step's garbage. (So `spawn` is not an own property: spreading the arguments drops it.)
+ * measurable share of a step's garbage. (So `spawn` is not an own property: spreading the arguments drops it.) The
+ * run and the spawned children are kept under symbols, which `Object.keys`, `for...in` and JSON do not list: private
+ * fields (`#run`) cost an initializer call per object, and one of these is made per assign.
  */
 class AssignArgs {
-  // The public fields are declared, not defined: set once in the constructor (one of these per assign; see
-  // ActionRun). The run and the spawned children stay private: an assigner sees what XState gives it.
+  // The fields are declared, not defined: set once in the constructor (see ActionRun).
   declare readonly context: Record<string, unknown>;
   declare readonly event: EngineEvent;
   declare readonly self: EngineScope['self'];
   declare readonly system: EngineScope['system'];
-  readonly #run: ActionRun;
-  #spawned: Children | undefined;
+  declare readonly [runOfArgs]: ActionRun;
+  /** The children spawned during this assign: set by the first `spawn`, absent otherwise. */
+  declare [spawnedOfArgs]: Children | undefined;
 
   constructor(run: ActionRun, context: Record<string, unknown>) {
     const scope = run.scope;
@@ -371,18 +380,19 @@ class AssignArgs {
     this.event = run.event;
     this.self = scope.self;
     this.system = scope.system;
-    this.#run = run;
+    this[runOfArgs] = run;
   }
 
   get spawn() {
-    this.#spawned ??= {};
-    return spawner(this.#run, this.#spawned);
+    const spawned = (this[spawnedOfArgs] ??= {});
+    return spawner(this[runOfArgs], spawned);
   }
+}
 
-  /** The children spawned during this assign, if any. */
-  spawnedChildren(): Children | undefined {
-    return this.#spawned && Object.keys(this.#spawned).length > 0 ? this.#spawned : undefined;
-  }
+/** The children spawned during the assign these arguments were made for, if any. */
+function spawnedChildren(args: AssignArgs): Children | undefined {
+  const spawned = args[spawnedOfArgs];
+  return spawned !== undefined && Object.keys(spawned).length > 0 ? spawned : undefined;
 }
 
 interface SpawnChildAction {
