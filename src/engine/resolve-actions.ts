@@ -384,8 +384,8 @@ class AssignArgs {
   }
 
   get spawn() {
-    const spawned = (this[spawnedOfArgs] ??= {});
-    return spawner(this[runOfArgs], spawned);
+    this[spawnedOfArgs] ??= {};
+    return spawner(this[runOfArgs], this[spawnedOfArgs]);
   }
 }
 
