@@ -16,6 +16,7 @@ import {
   prepareActions,
   resolveActions,
   resolvePrepared,
+  resolveUndeferred,
   type SnapshotBuilder,
   type WorkingState,
 } from './resolve-actions.ts';
@@ -313,8 +314,10 @@ class CompiledMachine extends Base implements SnapshotBuilder {
   ): EngineSnapshot {
     if (!transition || !plan) return current;
     const run = new ActionRun(this, scope, event, internalQueue, from, current);
-    const flat = this.actionsOf(plan, transition);
-    if (flat) resolvePrepared(run, flat);
+    // The plan's list once it is made: read here, without the call that makes it.
+    const known = plan.actions;
+    const flat = known !== undefined ? known : this.actionsOf(plan, transition);
+    if (flat) resolveUndeferred(run, flat);
     else {
       // Indexed loops: the microstep runs in V8's baseline tiers for a while, where `for...of` allocates.
       const { exit, enter } = plan;

@@ -237,6 +237,11 @@ export function resolvePrepared(
   }
 }
 
+/** resolvePrepared for a list whose sends wait for no actor (no `deferredActorIds`): no built-in is retried. */
+export function resolveUndeferred(run: ActionRun, actions: readonly PreparedAction[]): void {
+  resolveList(run, actions, undefined, undefined);
+}
+
 function resolveList(
   run: ActionRun,
   actions: readonly PreparedAction[],
