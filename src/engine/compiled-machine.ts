@@ -8,7 +8,7 @@ import {
   type TransitionPlan,
 } from './configuration.ts';
 import { GuardTests } from './guards.ts';
-import { inspectMicrostep } from './inspection-events.ts';
+import { ignoreInspection, inspectMicrostep } from './inspection-events.ts';
 import { chosenInterpreter, type InterpreterStatus, processInterpreter } from './interpreter-choice.ts';
 import {
   ActionRun,
@@ -167,7 +167,9 @@ class CompiledMachine extends Base implements SnapshotBuilder {
     const internalQueue: EngineEvent[] = [];
     const plan = transition ? configurations.plan(configuration, transition, false) : undefined;
     const next = this.step(transition, plan, snapshot, configuration, event, scope, internalQueue);
-    inspectMicrostep(scope, event, next, transition);
+    // Asked here too: a system nothing inspects (the own actor's) then costs no call.
+    if (scope.system._sendInspectionEvent !== ignoreInspection)
+      inspectMicrostep(scope, event, next, transition);
     // The snapshot's configuration is the plan's (a done snapshot's nodes are its `nodesDone`), or the one it
     // started in. A configuration it moved to becomes the one the next event's lookup finds first (`of` has just
     // made `configuration` the last one asked for: it becomes the one before).

@@ -1,6 +1,6 @@
 import { type AnyActorLogic, type AnyActorRef, createActor } from 'xstate';
 import type { Configuration } from './configuration.ts';
-import { inspectEmit } from './inspection-events.ts';
+import { ignoreInspection, inspectEmit } from './inspection-events.ts';
 import {
   type Children,
   type EngineEvent,
@@ -306,7 +306,8 @@ function resolveList(
         // emission to the end of the step (no action record, bound function or executor closure in between).
         // A scope of another making (XState's pure transition functions, a test's) gets the action through its
         // executor.
-        inspectEmit(scope, event);
+        // Asked here too: a system nothing inspects (the own actor's) then costs no call.
+        if (scope.system._sendInspectionEvent !== ignoreInspection) inspectEmit(scope, event);
         scope.defer(() => scope.emit(event));
       } else executeResolved(scope, builtin, args, { event });
       continue;
