@@ -1,5 +1,6 @@
 import type { AnyActorRef, EventObject, Subscription } from 'xstate';
 import { isCompiledMachine } from './compiled-machine.ts';
+import { ignoreInspection } from './inspection-events.ts';
 import { xstateDevelopmentBuild } from './xstate-build.ts';
 import { processingRunning, processingStopped } from './xstate-shapes.ts';
 
@@ -61,7 +62,7 @@ const stopEventType = 'xstate.stop';
  * actor; it holds no state.
  */
 const detachedSystem = Object.freeze({
-  _sendInspectionEvent(): void {},
+  _sendInspectionEvent: ignoreInspection,
   _relay(_source: unknown, target: { _send(event: EventObject): void }, event: EventObject): void {
     target._send(event);
   },

@@ -8,7 +8,7 @@ import {
   type TransitionPlan,
 } from './configuration.ts';
 import { GuardTests } from './guards.ts';
-import { inspectMicrostep } from './inspection-events.ts';
+import { ignoreInspection, inspectMicrostep } from './inspection-events.ts';
 import { chosenInterpreter, type InterpreterStatus, processInterpreter } from './interpreter-choice.ts';
 import {
   ActionRun,
@@ -16,6 +16,7 @@ import {
   prepareActions,
   resolveActions,
   resolvePrepared,
+  resolveUndeferred,
   type SnapshotBuilder,
   type WorkingState,
 } from './resolve-actions.ts';
@@ -153,26 +154,37 @@ class CompiledMachine extends Base implements SnapshotBuilder {
   override transition(snapshot: EngineSnapshot, event: EngineEvent, scope: EngineScope): EngineSnapshot {
     // XState's own path for stop and init, for snapshots that are not active, and for an event typed '*' (which
     // XState's development build refuses).
-    if (
-      event.type === stopEvent ||
-      event.type === initEvent ||
-      event.type === '*' ||
-      snapshot.status !== 'active'
-    )
+    // Each member read once into a local: a step runs this in V8's baseline tiers for a while, where every property
+    // read is an inline-cache call.
+    const type = event.type;
+    if (type === stopEvent || type === initEvent || type === '*' || snapshot.status !== 'active')
       return super.transition(snapshot, event, scope);
-    const configuration = this.configurations.of(snapshot._nodes);
-    const transition = selectTransition(configuration, this.candidates, event, snapshot);
-    if (!transition && event.type.startsWith('xstate.error.actor')) return this.fail(snapshot, event, scope);
+    const configurations = this.configurations;
+    const configuration = configurations.of(snapshot._nodes);
+    const candidates = this.candidates;
+    const transition = selectTransition(configuration, candidates, event, snapshot);
+    if (!transition && type.startsWith('xstate.error.actor')) return this.fail(snapshot, event, scope);
     const internalQueue: EngineEvent[] = [];
-    const next = this.step(transition, snapshot, configuration, event, scope, internalQueue, false);
-    inspectMicrostep(scope, event, next, transition);
+    const plan = transition ? configurations.plan(configuration, transition, false) : undefined;
+    const next = this.step(transition, plan, snapshot, configuration, event, scope, internalQueue);
+    // Asked here too: a system nothing inspects (the own actor's) then costs no call.
+    if (scope.system._sendInspectionEvent !== ignoreInspection)
+      inspectMicrostep(scope, event, next, transition);
+    // The snapshot's configuration is the plan's (a done snapshot's nodes are its `nodesDone`), or the one it
+    // started in. A configuration it moved to becomes the one the next event's lookup finds first (`of` has just
+    // made `configuration` the last one asked for: it becomes the one before).
+    const reached = plan === undefined ? configuration : plan.next;
+    if (reached !== configuration) {
+      configurations.before = configuration;
+      configurations.last = reached;
+    }
     // The usual event leaves nothing to settle (no raised event, no eventless transition where it led): what
     // `settle` would find in its first round, asked without it.
     if (
       internalQueue.length === 0 &&
       next.status === 'active' &&
       this.settlesInOneRound &&
-      this.candidates.always(this.configurations.of(next._nodes)).length === 0
+      (reached.eventless ?? candidates.always(reached)).length === 0
     )
       return next;
     return this.settle(next, event, scope, internalQueue);
@@ -211,14 +223,15 @@ class CompiledMachine extends Base implements SnapshotBuilder {
         actions: [],
         eventType: null,
       };
+      const from = this.configurations.of(snapshot._nodes);
       const next = this.step(
         this.initialTransition,
+        this.configurations.plan(from, this.initialTransition, true),
         snapshot,
-        this.configurations.of(snapshot._nodes),
+        from,
         event,
         scope,
         internalQueue,
-        true,
       );
       return this.settle(next, event, scope, internalQueue);
     } catch (error) {
@@ -270,7 +283,8 @@ class CompiledMachine extends Base implements SnapshotBuilder {
         event = raised;
         transition = selectTransition(configuration, this.candidates, event, snapshot);
       }
-      snapshot = this.step(transition, snapshot, configuration, event, scope, internalQueue, false);
+      const plan = transition ? this.configurations.plan(configuration, transition, false) : undefined;
+      snapshot = this.step(transition, plan, snapshot, configuration, event, scope, internalQueue);
       selectEventlessNext = snapshot !== previous;
       inspectMicrostep(scope, event, snapshot, transition);
     }
@@ -288,22 +302,24 @@ class CompiledMachine extends Base implements SnapshotBuilder {
   /**
    * XState's microstep for at most one transition: exit, transition actions, entry, final-state handling. (Not
    * named `microstep`: that is StateMachine's public method, the microsteps of a macrostep, inherited as it is.)
-   * `from` is the configuration of `current`, which every caller has just looked up.
+   * `from` is the configuration of `current`, which every caller has just looked up, and `plan` the transition's
+   * plan from there (the caller reads where it leads).
    */
   private step(
     transition: EngineTransition | undefined,
+    plan: TransitionPlan | undefined,
     current: EngineSnapshot,
     from: Configuration,
     event: EngineEvent,
     scope: EngineScope,
     internalQueue: EngineEvent[],
-    initial: boolean,
   ): EngineSnapshot {
-    if (!transition) return current;
-    const plan = this.configurations.plan(from, transition, initial);
+    if (!transition || !plan) return current;
     const run = new ActionRun(this, scope, event, internalQueue, from, current);
-    const flat = this.actionsOf(plan, transition);
-    if (flat) resolvePrepared(run, flat);
+    // The plan's list once it is made: read here, without the call that makes it.
+    const known = plan.actions;
+    const flat = known !== undefined ? known : this.actionsOf(plan, transition);
+    if (flat) resolveUndeferred(run, flat);
     else {
       // Indexed loops: the microstep runs in V8's baseline tiers for a while, where `for...of` allocates.
       const { exit, enter } = plan;
@@ -322,7 +338,9 @@ class CompiledMachine extends Base implements SnapshotBuilder {
       for (const node of plan.next.nodesDone) resolveActions(run, node.exit);
     }
     if (!plan.nodesChanged)
-      return run.changed ? this.snapshotOf(from, run, current._nodes, current.historyValue) : current;
+      return run.current !== current
+        ? this.snapshotOf(from, run, current._nodes, current.historyValue)
+        : current;
     return this.snapshotOf(plan.next, run, undefined, current.historyValue);
   }
 
@@ -364,27 +382,28 @@ class CompiledMachine extends Base implements SnapshotBuilder {
     nodes: readonly EngineStateNode[] | undefined,
     historyValue: Record<string, unknown>,
   ): EngineSnapshot {
-    const activeNodes = nodes ?? (working.status === 'done' ? configuration.nodesDone : configuration.nodes);
+    // Each member read once (see `transition`).
+    const status = working.status;
     let template: object | undefined;
-    if (activeNodes === configuration.nodes)
+    if (nodes === undefined ? status !== 'done' : nodes === configuration.nodes)
       template = configuration.template ??= this.literalSnapshot(
         configuration,
         blank,
-        activeNodes,
+        configuration.nodes,
         blank.children,
       );
-    else if (activeNodes === configuration.nodesDone)
+    else if (nodes === undefined || nodes === configuration.nodesDone)
       template = configuration.templateDone ??= this.literalSnapshot(
         configuration,
         blank,
-        activeNodes,
+        configuration.nodesDone,
         blank.children,
       );
-    else return this.literalSnapshot(configuration, working, activeNodes, historyValue);
+    else return this.literalSnapshot(configuration, working, nodes, historyValue);
     // A copy of the configuration's template with the working state's parts: one copy and six stores, where a
     // literal defines all fifteen properties one by one (two snapshots per tool step).
     const snapshot = { ...template } as EngineSnapshot;
-    snapshot.status = working.status;
+    snapshot.status = status;
     snapshot.output = working.output;
     snapshot.error = working.error;
     snapshot.context = working.context;

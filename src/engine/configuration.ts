@@ -78,9 +78,13 @@ export class Configurations {
     return configuration;
   }
 
-  /** The two configurations asked for last (an agent loop alternates between two states). */
-  private last: Configuration | undefined;
-  private before: Configuration | undefined;
+  /**
+   * The two configurations asked for last (an agent loop alternates between two states). The machine moves them on
+   * when a transition leads to another configuration (see `reached`), so that the next event's snapshot finds its
+   * configuration first.
+   */
+  last: Configuration | undefined;
+  before: Configuration | undefined;
 
   /** The configuration of a snapshot's active nodes: by identity for our own arrays, else by its deepest node. */
   of(nodes: readonly EngineStateNode[]): Configuration {

@@ -28,6 +28,12 @@ Object.defineProperty(emitAction, 'action', {
 });
 
 /**
+ * The `_sendInspectionEvent` of an actor system that nothing inspects and nothing can inspect later (the engine's own
+ * actor's). The reports below are skipped on such a system: it would drop them anyway.
+ */
+export function ignoreInspection(_event: unknown): void {}
+
+/**
  * Reports a microstep: the event it took, the snapshot it made and the transition it took (if one). The reused
  * object is filled for one report and emptied after it (it keeps nothing alive); a report made by an observer of
  * another finds that one already copied.
@@ -38,12 +44,14 @@ export function inspectMicrostep(
   snapshot: EngineSnapshot,
   transition: EngineTransition | undefined,
 ): void {
+  const system = scope.system;
+  if (system._sendInspectionEvent === ignoreInspection) return;
   microstep.actorRef = scope.self;
   microstep.event = event;
   microstep.snapshot = snapshot;
   microstepTransition = transition;
   try {
-    scope.system._sendInspectionEvent(microstep);
+    system._sendInspectionEvent(microstep);
   } finally {
     microstep.actorRef = undefined;
     microstep.event = undefined;
@@ -54,10 +62,12 @@ export function inspectMicrostep(
 
 /** Reports that an emit action ran (XState's action executor reports it so): its parameters are `{ event }`. */
 export function inspectEmit(scope: EngineScope, event: unknown): void {
+  const system = scope.system;
+  if (system._sendInspectionEvent === ignoreInspection) return;
   emitAction.actorRef = scope.self;
   emitted = event;
   try {
-    scope.system._sendInspectionEvent(emitAction);
+    system._sendInspectionEvent(emitAction);
   } finally {
     emitAction.actorRef = undefined;
     emitted = undefined;

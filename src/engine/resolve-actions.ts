@@ -1,6 +1,6 @@
 import { type AnyActorLogic, type AnyActorRef, createActor } from 'xstate';
 import type { Configuration } from './configuration.ts';
-import { inspectEmit } from './inspection-events.ts';
+import { ignoreInspection, inspectEmit } from './inspection-events.ts';
 import {
   type Children,
   type EngineEvent,
@@ -44,8 +44,6 @@ export class ActionRun implements WorkingState {
   declare status: EngineSnapshot['status'];
   declare output: unknown;
   declare error: unknown;
-  /** Whether any action replaced the snapshot (XState's microstep then returns a new snapshot object). */
-  declare changed: boolean;
   declare readonly machine: EngineMachine & SnapshotBuilder;
   declare readonly scope: EngineScope;
   declare readonly event: EngineEvent;
@@ -53,11 +51,12 @@ export class ActionRun implements WorkingState {
   /** The configuration the microstep started from: intermediate snapshots keep it, as XState's do. */
   declare readonly configuration: Configuration;
   declare private readonly start: EngineSnapshot;
-  /** The real snapshot of the working state, while it is one (undefined once an action changed it). */
-  declare private current: EngineSnapshot | undefined;
-  declare private extraArgument:
-    | { internalQueue: EngineEvent[]; deferredActorIds: string[] | undefined }
-    | undefined;
+  /**
+   * The real snapshot of the working state, while it is one: the microstep's first until an action changes the
+   * working state (XState's microstep then returns a new snapshot object), undefined from a change until a real
+   * snapshot is asked for. Set to undefined directly by the actions resolved here: `touch` is a call more.
+   */
+  declare current: EngineSnapshot | undefined;
 
   constructor(
     machine: EngineMachine & SnapshotBuilder,
@@ -78,9 +77,7 @@ export class ActionRun implements WorkingState {
     this.status = start.status;
     this.output = start.output;
     this.error = start.error;
-    this.changed = false;
     this.current = start;
-    this.extraArgument = undefined;
   }
 
   /** A real snapshot of the working state, for XState's own built-in action resolvers. */
@@ -101,23 +98,22 @@ export class ActionRun implements WorkingState {
     this.status = snapshot.status;
     this.output = snapshot.output;
     this.error = snapshot.error;
-    this.changed = true;
     this.current = snapshot;
   }
 
-  /** The `extra` argument of XState's built-in resolvers (one object per microstep: they only read it). */
+  /**
+   * The `extra` argument of XState's built-in resolvers, made when one is called (most microsteps call none, and a
+   * field for it is a store in every run's constructor).
+   */
   extra(deferredActorIds: string[] | undefined): {
     internalQueue: EngineEvent[];
     deferredActorIds: string[] | undefined;
   } {
-    this.extraArgument ??= { internalQueue: this.internalQueue, deferredActorIds: undefined };
-    this.extraArgument.deferredActorIds = deferredActorIds;
-    return this.extraArgument;
+    return { internalQueue: this.internalQueue, deferredActorIds };
   }
 
   /** Marks the working state as changed since the last real snapshot. */
   touch(): void {
-    this.changed = true;
     this.current = undefined;
   }
 }
@@ -241,6 +237,11 @@ export function resolvePrepared(
   }
 }
 
+/** resolvePrepared for a list whose sends wait for no actor (no `deferredActorIds`): no built-in is retried. */
+export function resolveUndeferred(run: ActionRun, actions: readonly PreparedAction[]): void {
+  resolveList(run, actions, undefined, undefined);
+}
+
 function resolveList(
   run: ActionRun,
   actions: readonly PreparedAction[],
@@ -248,8 +249,10 @@ function resolveList(
   retries: [BuiltinAction, unknown][] | undefined,
 ): void {
   const { scope, event } = run;
-  // An indexed loop: a microstep runs in V8's baseline tiers for a while, where `for...of` allocates.
-  for (let index = 0; index < actions.length; index++) {
+  // An indexed loop: a microstep runs in V8's baseline tiers for a while, where `for...of` allocates (and where
+  // every property read is an inline-cache call: what is read twice is read once into a local).
+  const count = actions.length;
+  for (let index = 0; index < count; index++) {
     const prepared = actions[index] as PreparedAction;
     const resolved = prepared.resolved;
     let params: unknown;
@@ -297,13 +300,14 @@ function resolveList(
       // XState's resolveEmit reads nothing of the snapshot: the event (or what builds it), emitted after the step.
       const emitted = (builtin as unknown as EmitAction).event;
       const event = typeof emitted === 'function' ? (emitted as EventBuilder)(args, params) : emitted;
-      const self = scope.self as unknown as { _processingStatus: number; _actorScope: unknown };
+      const self = args.self as unknown as { _processingStatus: number; _actorScope: unknown };
       if (self._processingStatus === processingRunning && self._actorScope === scope) {
         // What the executor of a running actor does for it: reports the action, and its execution defers the
         // emission to the end of the step (no action record, bound function or executor closure in between).
         // A scope of another making (XState's pure transition functions, a test's) gets the action through its
         // executor.
-        inspectEmit(scope, event);
+        // Asked here too: a system nothing inspects (the own actor's) then costs no call.
+        if (scope.system._sendInspectionEvent !== ignoreInspection) inspectEmit(scope, event);
         scope.defer(() => scope.emit(event));
       } else executeResolved(scope, builtin, args, { event });
       continue;
@@ -331,57 +335,70 @@ function executeResolved(scope: EngineScope, builtin: BuiltinAction, args: unkno
 }
 
 function assignContext(run: ActionRun, assignment: unknown, params: unknown): void {
-  if (!run.context)
+  const context = run.context;
+  if (!context)
     throw new Error(
       'Cannot assign to undefined `context`. Ensure that `context` is defined in the machine config.',
     );
-  const args = new AssignArgs(run);
-  let update: Record<string, unknown> = {};
+  const args = new AssignArgs(run, context);
+  let update: Record<string, unknown>;
   if (typeof assignment === 'function') update = (assignment as Assigner)(args, params);
   else {
+    update = {};
     for (const key of Object.keys(assignment as object)) {
       const property = (assignment as Record<string, unknown>)[key];
       update[key] = typeof property === 'function' ? (property as Assigner)(args, params) : property;
     }
   }
-  run.context = Object.assign({}, run.context, update);
-  const spawned = args.spawnedChildren();
-  if (spawned) run.children = { ...run.children, ...spawned };
-  run.touch();
+  run.context = Object.assign({}, context, update);
+  // Most assigners never spawn: the record is absent, and only a spawn makes it.
+  if (args[spawnedOfArgs] !== undefined) {
+    const spawned = spawnedChildren(args);
+    if (spawned) run.children = { ...run.children, ...spawned };
+  }
+  run.current = undefined;
 }
+
+/** Where an assigner's arguments keep their run, and the children spawned during the assign (see AssignArgs). */
+const runOfArgs: unique symbol = Symbol('run');
+const spawnedOfArgs: unique symbol = Symbol('spawned');
 
 /**
  * An assigner's arguments, as XState builds them (context, event, spawn, self, system). `spawn` is made on first
  * use, from the prototype: most assigners never spawn, and a closure plus a children record per assign was a
- * measurable share of a step's garbage. (So `spawn` is not an own property: spreading the arguments drops it.)
+ * measurable share of a step's garbage. (So `spawn` is not an own property: spreading the arguments drops it.) The
+ * run and the spawned children are kept under symbols, which `Object.keys`, `for...in` and JSON do not list: private
+ * fields (`#run`) cost an initializer call per object, and one of these is made per assign.
  */
 class AssignArgs {
-  // The public fields are declared, not defined: set once in the constructor (one of these per assign; see
-  // ActionRun). The run and the spawned children stay private: an assigner sees what XState gives it.
+  // The fields are declared, not defined: set once in the constructor (see ActionRun).
   declare readonly context: Record<string, unknown>;
   declare readonly event: EngineEvent;
   declare readonly self: EngineScope['self'];
   declare readonly system: EngineScope['system'];
-  readonly #run: ActionRun;
-  #spawned: Children | undefined;
+  declare readonly [runOfArgs]: ActionRun;
+  /** The children spawned during this assign: set by the first `spawn`, absent otherwise. */
+  declare [spawnedOfArgs]: Children | undefined;
 
-  constructor(run: ActionRun) {
-    this.context = run.context;
+  constructor(run: ActionRun, context: Record<string, unknown>) {
+    const scope = run.scope;
+    this.context = context;
     this.event = run.event;
-    this.self = run.scope.self;
-    this.system = run.scope.system;
-    this.#run = run;
+    this.self = scope.self;
+    this.system = scope.system;
+    this[runOfArgs] = run;
   }
 
   get spawn() {
-    this.#spawned ??= {};
-    return spawner(this.#run, this.#spawned);
+    this[spawnedOfArgs] ??= {};
+    return spawner(this[runOfArgs], this[spawnedOfArgs]);
   }
+}
 
-  /** The children spawned during this assign, if any. */
-  spawnedChildren(): Children | undefined {
-    return this.#spawned && Object.keys(this.#spawned).length > 0 ? this.#spawned : undefined;
-  }
+/** The children spawned during the assign these arguments were made for, if any. */
+function spawnedChildren(args: AssignArgs): Children | undefined {
+  const spawned = args[spawnedOfArgs];
+  return spawned !== undefined && Object.keys(spawned).length > 0 ? spawned : undefined;
 }
 
 interface SpawnChildAction {

@@ -517,7 +517,8 @@ function handoffCallOf(context: AgentContext): ToolCall | undefined {
   // An indexed loop, not `find` or `for...of`: this is asked three times per tool step, and a callback is an
   // allocation each time, as is each step of an iterator while the code runs in V8's baseline tiers.
   const { openCalls } = context;
-  for (let index = 0; index < openCalls.length; index++) {
+  const count = openCalls.length;
+  for (let index = 0; index < count; index++) {
     const open = openCalls[index] as ToolCall;
     if (Object.hasOwn(handoffTools, open.name)) return open;
   }
@@ -571,23 +572,38 @@ function toolResultsPatch(
   let toolCallsRun = context.toolCallsRun;
   // The same calls the policy decided on, usually: their signatures were computed then.
   const signatures = toolCallSignatures(calls);
-  for (let index = 0; index < calls.length; index++) {
+  // Each member read once into a local (this runs in V8's baseline tiers for a while, where each property read is
+  // an inline-cache call).
+  const count = calls.length;
+  for (let index = 0; index < count; index++) {
     const call = calls[index] as ToolCall;
+    const { id, name } = call;
     // The runner reports in call order; look further only if it did not.
     const inOrder = results[index];
-    const result = inOrder?.callId === call.id ? inOrder : results.find((r) => r.callId === call.id);
-    answers[index] = {
-      role: 'tool',
-      toolCallId: call.id,
-      name: call.name,
-      content: result?.content ?? 'Not run: the tool runner returned no result for this call.',
-      isError: result ? result.isError : true,
-    };
-    addCount(toolCallCounts, call.name);
+    const result = inOrder?.callId === id ? inOrder : results.find((r) => r.callId === id);
+    if (result === undefined)
+      answers[index] = {
+        role: 'tool',
+        toolCallId: id,
+        name,
+        content: 'Not run: the tool runner returned no result for this call.',
+        isError: true,
+      };
+    else {
+      answers[index] = {
+        role: 'tool',
+        toolCallId: id,
+        name,
+        content: result.content ?? 'Not run: the tool runner returned no result for this call.',
+        isError: result.isError,
+      };
+      if (result.executed) toolCallsRun += 1;
+      if (result.degraded && !degradedTools.includes(name)) degradedTools = [...degradedTools, name];
+      const spend = result.spend;
+      if (spend) usage = { ...usage, nested: addSpend(usage.nested, spend) };
+    }
+    addCount(toolCallCounts, name);
     addCount(callSignatures, signatures[index] as string);
-    if (result?.executed) toolCallsRun += 1;
-    if (result?.degraded && !degradedTools.includes(call.name)) degradedTools = [...degradedTools, call.name];
-    if (result?.spend) usage = { ...usage, nested: addSpend(usage.nested, result.spend) };
   }
   return {
     history: context.history.concat(answers),
@@ -723,20 +739,25 @@ export const agentMachine = setup({
       decodeRetriesLeft(context.retryCount, context.config.limits.maxDecodeRetries),
   },
   actions: {
-    requestModel: emit(({ context }) => ({
-      type: 'model.call' as const,
-      phase: 'toolUse' as const,
-      call: context.modelCalls + 1,
-      step: context.step + 1,
-      toolsEnabled: context.degradedTools.length < context.config.toolNames.length,
-      // While tools are on the output schema is not sent (it is for the final phase); an agent whose every tool
-      // degraded is treated as tool-less.
-      schemaEnabled:
-        context.config.hasOutputSchema && context.degradedTools.length >= context.config.toolNames.length,
-      history: context.history,
-      disabledTools: context.degradedTools,
-      checkInput: context.config.guardrails.parallelInput && context.modelCalls === 0,
-    })),
+    requestModel: emit(({ context }) => {
+      // Each member read once: every tool step makes this command, in V8's baseline tiers for a while, where each
+      // property read is an inline-cache call.
+      const { config, degradedTools, modelCalls } = context;
+      const toolsEnabled = degradedTools.length < config.toolNames.length;
+      return {
+        type: 'model.call' as const,
+        phase: 'toolUse' as const,
+        call: modelCalls + 1,
+        step: context.step + 1,
+        toolsEnabled,
+        // While tools are on the output schema is not sent (it is for the final phase); an agent whose every tool
+        // degraded is treated as tool-less.
+        schemaEnabled: config.hasOutputSchema && !toolsEnabled,
+        history: context.history,
+        disabledTools: degradedTools,
+        checkInput: config.guardrails.parallelInput && modelCalls === 0,
+      };
+    }),
     requestFinalOutput: emit(({ context }) => ({
       type: 'model.call' as const,
       phase: 'finalOutput' as const,

@@ -24,12 +24,15 @@ export function normalizeResponse(
   // The set of ids in use is built only once an id collides: a fresh id is checked by scanning, which allocates
   // nothing (building the set hashed every id of the conversation at every step). The array is made at its final
   // length: it stays in the history for the rest of the run, and one grown by push keeps 16 slots or more.
+  // What is read twice is read once into a local: this runs for every model call, in V8's baseline tiers for a
+  // while, where every property read is an inline-cache call.
   let used: Set<string> | undefined;
-  const toolCalls = new Array<ToolCall>(given.length);
-  for (let k = 0; k < given.length; k++) {
+  const count = given.length;
+  const toolCalls = new Array<ToolCall>(count);
+  for (let k = 0; k < count; k++) {
     const toolCall = given[k] as ToolCall;
-    const raw =
-      typeof toolCall.id === 'string' && toolCall.id !== '' && toolCall.id !== '0' ? toolCall.id : '';
+    const givenId: unknown = toolCall.id;
+    const raw = typeof givenId === 'string' && givenId !== '' && givenId !== '0' ? givenId : '';
     let id = raw === '' ? `call_${call}_${k}` : raw;
     if (
       used === undefined &&
@@ -41,20 +44,19 @@ export function normalizeResponse(
     if (used !== undefined) id = uniqueId(id, used);
     toolCalls[k] = { id, name: String(toolCall.name), args: argsOf(toolCall.args) };
   }
-  const stopReason =
-    response.stopReason === undefined || modelStopReasons.includes(response.stopReason)
-      ? response.stopReason
-      : 'unknown';
+  const givenStop = response.stopReason;
+  const stopReason = givenStop === undefined || modelStopReasons.includes(givenStop) ? givenStop : 'unknown';
+  const text = response.text;
   const normalized: ModelResponse = {
-    text: typeof response.text === 'string' ? response.text : '',
+    text: typeof text === 'string' ? text : '',
     toolCalls,
     stopReason,
     usage: normalizeUsage(response.usage),
   };
-  if (response.refusal !== undefined) normalized.refusal = response.refusal;
-  if (response.reasoning !== undefined && response.reasoning.length > 0)
-    normalized.reasoning = response.reasoning;
-  if (response.rawStopReason !== undefined) normalized.rawStopReason = response.rawStopReason;
+  const { refusal, reasoning, rawStopReason } = response;
+  if (refusal !== undefined) normalized.refusal = refusal;
+  if (reasoning !== undefined && reasoning.length > 0) normalized.reasoning = reasoning;
+  if (rawStopReason !== undefined) normalized.rawStopReason = rawStopReason;
   return normalized;
 }
 
