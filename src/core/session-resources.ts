@@ -24,7 +24,16 @@ export class ResourceHoldings {
 
   /** Registers what a tool's source opened for this holder (see HoldResource); the same function every time. */
   get hold(): HoldResource {
-    this.#hold ??= (close) => {
+    this.#hold ??= this.#holdFunction();
+    return this.#hold;
+  }
+
+  /**
+   * The hold function, made by a call: V8 allocates a function literal stored straight into a property in the old
+   * generation, where it would keep this holder reachable after its run ends.
+   */
+  #holdFunction(): HoldResource {
+    return (close) => {
       this.#held ??= new Set();
       const held = this.#held;
       if (held.size === 0) holding += 1;
@@ -34,7 +43,6 @@ export class ResourceHoldings {
         if (held.size === 0) holding -= 1;
       };
     };
-    return this.#hold;
   }
 
   /**

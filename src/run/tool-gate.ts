@@ -258,16 +258,23 @@ export class GatedBatch implements ToolBatch, BatchListener {
 
   /** Made when a breaker first reports (the runner hands it to the breaker as a function). */
   get onBreaker(): ToolBatch['onBreaker'] {
-    const runtime = this.caller;
-    this.breakerReport ??= (change) => {
-      if (runtime.bus.listening) emitFrom(runtime, 'breaker', change);
-    };
+    this.breakerReport ??= breakerReportOf(this.caller);
     return this.breakerReport;
   }
 
   onRetry(call: ToolCall, attempt: number, error: string): void {
     emitFrom(this.caller, 'tool_retry', { callId: call.id, name: call.name, attempt, error });
   }
+}
+
+/**
+ * What a breaker's change of state does: an event when someone listens. Made by a call, not stored straight into a
+ * property, which V8 would allocate in the old generation, keeping the run reachable after it ends.
+ */
+function breakerReportOf(runtime: RunRuntime): NonNullable<ToolBatch['onBreaker']> {
+  return (change) => {
+    if (runtime.bus.listening) emitFrom(runtime, 'breaker', change);
+  };
 }
 
 /** The requests of an `approval.wait` command, for the store and the events. */

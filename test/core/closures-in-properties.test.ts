@@ -16,9 +16,12 @@ import { describe, expect, it } from 'vitest';
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const src = join(root, 'src');
 
-/** `target.name = (…) =>`, `= async (…) =>`, `= name =>`, `= function`; a target ending in `]` or `)` too. */
+/**
+ * `target.name = (…) =>`, `= async (…) =>`, `= name =>`, `= function`, and the same after `??=`, `||=` or `&&=`;
+ * a target ending in `]` or `)` too.
+ */
 const storedClosure =
-  /(?<!typeof\s+[\w$.]*)[\w$\])]\s*\.\s*#?[\w$]+\s*=\s*(?:async\s*)?(?:function\b|\([^()]*\)\s*(?::[^=;{]+)?=>|[\w$]+\s*=>)/g;
+  /(?<!typeof\s+[\w$.]*)[\w$\])]\s*\.\s*#?[\w$]+\s*(?:\?\?|\|\||&&)?=\s*(?:async\s*)?(?:function\b|\([^()]*\)\s*(?::[^=;{]+)?=>|[\w$]+\s*=>)/g;
 
 /** Closures stored straight into a property on purpose, by file and property. */
 const allowed: readonly { file: string; property: string; why: string }[] = [
@@ -51,7 +54,7 @@ function storedClosuresIn(source: string, file: string): string[] {
   const text = withoutComments(source);
   const found: string[] = [];
   for (const match of text.matchAll(storedClosure)) {
-    const property = /\.\s*#?([\w$]+)\s*=/.exec(match[0])?.[1] as string;
+    const property = /\.\s*#?([\w$]+)\s*(?:\?\?|\|\||&&)?=/.exec(match[0])?.[1] as string;
     if (allowed.some((entry) => entry.file === file && entry.property === property)) continue;
     const line = text.slice(0, match.index).split('\n').length;
     found.push(`${file}:${line} ${property}`);
@@ -70,6 +73,10 @@ describe('closures stored straight into a property', () => {
   it('the scan finds each form and leaves the young ones', () => {
     expect(storedClosuresIn('o.f = () => a;', 'x.ts')).toEqual(['x.ts:1 f']);
     expect(storedClosuresIn('this.#f = () => {\n};', 'x.ts')).toEqual(['x.ts:1 f']);
+    expect(storedClosuresIn('this.#f ??= () => a; o.g ||= (x) => x;', 'x.ts')).toEqual([
+      'x.ts:1 f',
+      'x.ts:1 g',
+    ]);
     expect(storedClosuresIn('\njob.onAbort = async (e: E): Promise<void> => g(e);', 'x.ts')).toEqual([
       'x.ts:2 onAbort',
     ]);
