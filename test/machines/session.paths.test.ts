@@ -328,21 +328,41 @@ describe("the agent machine's session-only transitions, on the real system runti
     expect(await resumed.result).toMatchObject({ status: 'completed', text: 'done' });
     await second.shutdown();
 
-    // A write-ahead commit that fails: the effect never starts and the run fails with the store's error.
+    // A write-ahead commit that fails once the turn has started (its start and the first checkpoint are one commit,
+    // which a store that throws fails in spawn() itself): the tool never starts and the run fails with the store's
+    // error.
     const failing = createMemoryStore();
-    let commits = 0;
+    let checkpoints = 0;
     const broken = {
       ...failing,
       commit: (id: string, change: Parameters<typeof failing.commit>[1]) => {
-        if (change.session?.turn?.agent) throw new Error(`disk full (commit ${++commits})`);
+        if (change.session?.turn?.agent && ++checkpoints > 1)
+          throw new Error(`disk full (commit ${checkpoints})`);
         return failing.commit(id, change);
       },
     };
     const third = createAgentSystem({ inspect, clock, store: broken });
-    const model = scriptedModel([{ text: 'never' }]);
-    const failed = await third.spawn(defineAgent({ name: 'f', instructions: '', model }), 'go').result;
+    const model = scriptedModel([
+      { toolCalls: [{ name: 'never_run', args: {} }], stopReason: 'tool_use' },
+      { text: 'never' },
+    ]);
+    let toolRuns = 0;
+    const neverRun = tool({
+      name: 'never_run',
+      description: 'x',
+      input: z.object({}),
+      execute: () => {
+        toolRuns += 1;
+        return 'ran';
+      },
+    });
+    const failed = await third.spawn(
+      defineAgent({ name: 'f', instructions: '', model, tools: [neverRun] }),
+      'go',
+    ).result;
     expect(failed).toMatchObject({ status: 'failed', error: { code: 'store_failed' } });
-    expect(model.calls).toBe(0);
+    expect(model.calls).toBe(1);
+    expect(toolRuns).toBe(0);
     await third.shutdown();
 
     expect(allTransitions(agentMachine.root, 'session').filter((name) => !covered.has(name))).toEqual([]);
