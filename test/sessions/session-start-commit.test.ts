@@ -33,6 +33,16 @@ function watchedStore(inner: SessionStore, fail?: { failures: number; error: () 
   return { store, batches };
 }
 
+/** A SQLite store whose first commit fails with a full disk: thrown, or with group commit a rejection (`later`). */
+function diskFullOnce(file: string, later: boolean) {
+  const inner = later ? createSqliteStore(file, { groupCommit: true }) : createSqliteStore(file);
+  return watchedStore(inner, {
+    failures: 1,
+    error: () => new StoreIoError(file, 'disk full', { busy: false }),
+    later,
+  });
+}
+
 const echo = tool({
   name: 'echo',
   description: 'echoes',
@@ -102,10 +112,7 @@ describe.each(stores)("a session's first commit ($name)", ({ open }) => {
 
 describe('a store that fails the first commit of a session', () => {
   it('a synchronous one: spawn() throws its error, no model is called and nothing is left behind', async () => {
-    const { store, batches } = watchedStore(createSqliteStore(join(directory, 'sync.db')), {
-      failures: 1,
-      error: () => new StoreIoError(join(directory, 'sync.db'), 'disk full', { busy: false }),
-    });
+    const { store, batches } = diskFullOnce(join(directory, 'sync.db'), false);
     const { model, calls } = countedModel();
     const agent = defineAgent({ name: 'worker', instructions: '', model, tools: [echo] });
     const system = createAgentSystem({ store });
@@ -127,11 +134,7 @@ describe('a store that fails the first commit of a session', () => {
 
   it('one that answers later: the error is an event and the turn ends with it before any model call', async () => {
     const file = join(directory, 'async.db');
-    const { store } = watchedStore(createSqliteStore(file, { groupCommit: true }), {
-      failures: 1,
-      error: () => new StoreIoError(file, 'disk full', { busy: false }),
-      later: true,
-    });
+    const { store } = diskFullOnce(file, true);
     const { model, calls } = countedModel();
     const agent = defineAgent({ name: 'worker', instructions: '', model, tools: [echo] });
     const system = createAgentSystem({ store });
@@ -204,10 +207,7 @@ describe("an agent with an input guardrail, on a store that fails the turn's sta
 
   it('a synchronous one: spawn() throws, and neither the guardrail nor the model ran', async () => {
     const file = join(directory, 'guard-sync.db');
-    const { store } = watchedStore(createSqliteStore(file), {
-      failures: 1,
-      error: () => new StoreIoError(file, 'disk full', { busy: false }),
-    });
+    const { store } = diskFullOnce(file, false);
     const { model, calls } = countedModel();
     const checks = { count: 0 };
     const system = createAgentSystem({ store });
@@ -220,11 +220,7 @@ describe("an agent with an input guardrail, on a store that fails the turn's sta
 
   it('one that answers later: the turn ends with store_failed, and neither the guardrail nor the model ran', async () => {
     const file = join(directory, 'guard-later.db');
-    const { store } = watchedStore(createSqliteStore(file, { groupCommit: true }), {
-      failures: 1,
-      error: () => new StoreIoError(file, 'disk full', { busy: false }),
-      later: true,
-    });
+    const { store } = diskFullOnce(file, true);
     const { model, calls } = countedModel();
     const checks = { count: 0 };
     const system = createAgentSystem({ store });
