@@ -227,25 +227,14 @@ class EffectsInstance implements EffectsHost {
       this.#start(runtime, command);
       return;
     }
-    // A guardrail check decides nothing new to commit: the state that asked for it follows a committed effect (the
-    // run's start, or a model call recorded in the journal), so after a crash the check simply runs again. A run's
-    // start held back to go with the agent's first checkpoint is committed first.
-    if (command.type === 'guardrails.check') {
-      const pending = durable.commitPending?.();
-      if (pending instanceof Promise)
-        pending.then(
-          () => {
-            if (!this.#closed) this.#start(runtime, command);
-          },
-          (error: unknown) => this.fail(error),
-        );
-      else this.#start(runtime, command);
-      return;
-    }
-    // Write-ahead: the state that decided this command is committed before anything it asks for starts.
+    // Write-ahead: the state that decided this command is committed before anything it asks for starts. A guardrail
+    // check decides nothing new to commit: the state that asked for it follows a committed effect (the run's start,
+    // or a model call recorded in the journal), so after a crash the check simply runs again; only a run's start
+    // held back to go with the agent's first checkpoint is committed first.
     let committed: void | Promise<void>;
     try {
-      if (command.type === 'approval.wait') {
+      if (command.type === 'guardrails.check') committed = durable.commitPending?.();
+      else if (command.type === 'approval.wait') {
         const requests = approvalRequests(runtime, command, this.#context()).filter(
           (request) => !durable.isRequested(request.callId),
         );
