@@ -111,16 +111,7 @@ export const layoutMigrations: readonly LayoutMigration[] = [
         );
         db.exec(`DROP TABLE ${table}_layout_5`);
       }
-      // Each session row names the layout it was written with: the rows are rewritten as layout 6's, checksummed.
-      const update = db.prepare('UPDATE sessions SET doc = ?, sum = ? WHERE rowid = ?');
-      for (const row of db.prepare('SELECT rowid, * FROM sessions').all()) {
-        const doc = String(row.doc);
-        // A row that does not start as layout 5 writes it, or no longer matches its checksum, is left as it is: it is
-        // damaged, and reading it refuses it (a new checksum would make the damage pass for a record).
-        if (!doc.startsWith(layoutFive) || row.sum !== recordChecksum('sessions', row)) continue;
-        const migrated = `{"layout":6,${doc.slice(layoutFive.length)}`;
-        update.run(migrated, recordChecksum('sessions', { ...row, doc: migrated }), row.rowid as number);
-      }
+      relabelSessionRows(db, 5, 6);
     },
   },
   {
@@ -228,21 +219,10 @@ export const layoutMigrations: readonly LayoutMigration[] = [
         );
       }
       db.exec('DROP TABLE events_layout_7');
-      // Each session row names the layout it was written with: the rows are rewritten as layout 8's, checksummed.
-      const update = db.prepare('UPDATE sessions SET doc = ?, sum = ? WHERE rowid = ?');
-      for (const row of db.prepare('SELECT rowid, * FROM sessions').all()) {
-        const doc = String(row.doc);
-        // A row that does not start as layout 7 writes it, or no longer matches its checksum, is left as it is.
-        if (!doc.startsWith(layoutSeven) || row.sum !== recordChecksum('sessions', row)) continue;
-        const migrated = `{"layout":8,${doc.slice(layoutSeven.length)}`;
-        update.run(migrated, recordChecksum('sessions', { ...row, doc: migrated }), row.rowid as number);
-      }
+      relabelSessionRows(db, 7, 8);
     },
   },
 ];
-
-/** How a session row of layout 7 begins. */
-const layoutSeven = '{"layout":7,';
 
 /** How a session row of layout 6 begins. */
 const layoutSix = '{"layout":6,';
@@ -284,8 +264,22 @@ function withRanges(row: unknown): unknown {
   return session;
 }
 
-/** How a session row of layout 5 begins (`{ layout, row, messages }`, as JSON.stringify writes it). */
-const layoutFive = '{"layout":5,';
+/**
+ * Each session row names the layout it was written with: the rows of layout `from` whose contents are otherwise
+ * unchanged are rewritten as `to`'s, checksummed. A row that does not start as `from` writes it (`{"layout":N,`, as
+ * JSON.stringify writes `{ layout, row, messages }`), or no longer matches its checksum, is left as it is: it is
+ * damaged, and reading it refuses it (a new checksum would make the damage pass for a record).
+ */
+function relabelSessionRows(db: Sqlite.DatabaseSync, from: number, to: number): void {
+  const prefix = `{"layout":${from},`;
+  const update = db.prepare('UPDATE sessions SET doc = ?, sum = ? WHERE rowid = ?');
+  for (const row of db.prepare('SELECT rowid, * FROM sessions').all()) {
+    const doc = String(row.doc);
+    if (!doc.startsWith(prefix) || row.sum !== recordChecksum('sessions', row)) continue;
+    const migrated = `{"layout":${to},${doc.slice(prefix.length)}`;
+    update.run(migrated, recordChecksum('sessions', { ...row, doc: migrated }), row.rowid as number);
+  }
+}
 
 /** A session row's JSON text with its record layout set (the row is `{ layout, row, messages }`). */
 function withRecordLayout(doc: string, layout: number): string {
