@@ -1122,7 +1122,7 @@ async function executeSession(
 
   const first = inputOf(scenario.inputs[0] as InputSpec, 0);
   const corrupt = badHistory(scenario.history);
-  const spawnOptions: Record<string, unknown> = { id };
+  const spawnOptions: Record<string, unknown> = { sessionId: id };
   if (corrupt !== undefined) spawnOptions.history = corrupt;
   if (scenario.budgetTokens !== null) spawnOptions.budget = { tokens: scenario.budgetTokens };
   if (scenario.badOption) spawnOptions.sesionId = 'typo';

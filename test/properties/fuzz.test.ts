@@ -25,6 +25,9 @@ describe('fuzz: the public API keeps its promises', () => {
           batch.map((scenario) => execute(scenario, { watchdogMs: 5_000, avoidKnownBugs: true })),
         );
         expect(outcomes.flatMap((outcome) => outcome.problems)).toEqual([]);
+        // Input the scenario did not make bad is never refused: a refusal there means the harness stopped reaching
+        // what it fuzzes (a renamed option refuses every session before its first turn).
+        expect(outcomes.flatMap((outcome) => outcome.unexpectedRejections)).toEqual([]);
       }),
       { numRuns },
     );
