@@ -31,7 +31,7 @@ import {
   type StoredSession,
   type SyncSessionStore,
 } from '../../dist/index.js';
-import { median, spread, stepAgent } from '../sessions/durable-workload.ts';
+import { median, spread, stepAgent } from '../system/durable-workload.ts';
 
 const resultChars = Number(process.argv[2] ?? 0);
 const rounds = Number(process.argv[3] ?? 7);
@@ -69,7 +69,7 @@ function rowAfter(rows: readonly StoredSession[], steps: number): StoredSession 
 async function oneLongTurn(): Promise<StoredSession[]> {
   const rows: StoredSession[] = [];
   const system = createAgentSystem({ store: recordingStore(rows) });
-  const session = system.spawn(stepAgent({ steps: 50, resultChars }), 'Do the task.', { id: 'long-turn' });
+  const session = system.spawn(stepAgent({ steps: 50, resultChars }), 'Do the task.', { sessionId: 'long-turn' });
   const result = await session.result;
   await system.shutdown();
   if (result.status !== 'completed') throw new Error(`long turn: ${result.stopReason}`);
@@ -79,7 +79,7 @@ async function oneLongTurn(): Promise<StoredSession[]> {
 async function chat(): Promise<StoredSession[]> {
   const rows: StoredSession[] = [];
   const system = createAgentSystem({ store: recordingStore(rows) });
-  const session = system.spawn(stepAgent({ steps: 1, resultChars }), 'Question 1.', { id: 'chat' });
+  const session = system.spawn(stepAgent({ steps: 1, resultChars }), 'Question 1.', { sessionId: 'chat' });
   let result = await session.result;
   for (let turn = 2; turn <= 50 && result.status === 'completed'; turn++)
     result = await session.send(`Question ${turn}.`);
