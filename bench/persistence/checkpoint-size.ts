@@ -69,7 +69,9 @@ function rowAfter(rows: readonly StoredSession[], steps: number): StoredSession 
 async function oneLongTurn(): Promise<StoredSession[]> {
   const rows: StoredSession[] = [];
   const system = createAgentSystem({ store: recordingStore(rows) });
-  const session = system.spawn(stepAgent({ steps: 50, resultChars }), 'Do the task.', { sessionId: 'long-turn' });
+  const session = system.spawn(stepAgent({ steps: 50, resultChars }), 'Do the task.', {
+    sessionId: 'long-turn',
+  });
   const result = await session.result;
   await system.shutdown();
   if (result.status !== 'completed') throw new Error(`long turn: ${result.stopReason}`);
