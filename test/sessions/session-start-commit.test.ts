@@ -154,28 +154,35 @@ describe('a store that fails the first commit of a session', () => {
   });
 });
 
+/** An agent whose one input guardrail runs `look` and allows. */
+function withInputCheck(model: ModelProvider, look: () => void | Promise<void>) {
+  return defineAgent({
+    name: 'worker',
+    instructions: '',
+    model,
+    tools: [echo],
+    guardrails: {
+      input: [
+        guardrail({
+          name: 'look',
+          check: async () => {
+            await look();
+            return { decision: 'allow' };
+          },
+        }),
+      ],
+    },
+  });
+}
+
 describe('an input guardrail checked before the first model call', () => {
   it.each(stores)('starts once the turn it checks is committed ($name)', async ({ open }) => {
     const store = open(join(directory, 'guarded.db'));
     const seen: (string | undefined)[] = [];
     const { model } = countedModel();
-    const agent = defineAgent({
-      name: 'worker',
-      instructions: '',
-      model,
-      tools: [echo],
-      guardrails: {
-        input: [
-          guardrail({
-            name: 'look',
-            check: async () => {
-              const stored = await store.load('guarded');
-              seen.push(stored?.session.status);
-              return { decision: 'allow' };
-            },
-          }),
-        ],
-      },
+    const agent = withInputCheck(model, async () => {
+      const stored = await store.load('guarded');
+      seen.push(stored?.session.status);
     });
     const system = createAgentSystem({ store });
     const session = system.spawn(agent, 'go', { sessionId: 'guarded' });
@@ -187,22 +194,8 @@ describe('an input guardrail checked before the first model call', () => {
 
 describe("an agent with an input guardrail, on a store that fails the turn's start", () => {
   const guarded = (model: ModelProvider, checks: { count: number }) =>
-    defineAgent({
-      name: 'worker',
-      instructions: '',
-      model,
-      tools: [echo],
-      guardrails: {
-        input: [
-          guardrail({
-            name: 'count',
-            check: () => {
-              checks.count++;
-              return { decision: 'allow' };
-            },
-          }),
-        ],
-      },
+    withInputCheck(model, () => {
+      checks.count++;
     });
 
   it('a synchronous one: spawn() throws, and neither the guardrail nor the model ran', async () => {
