@@ -15,7 +15,7 @@ import { until } from '../support/until.ts';
  * commit). Each is opened by this code (an earlier layout migrated in place) and its interrupted sessions resumed to
  * the end.
  */
-const corpus = [2, 3, 4, 5, 6, 7] as const;
+const corpus = [2, 3, 4, 5, 6, 7, 8] as const;
 
 const directory = mkdtempSync(join(tmpdir(), 'troupe-layouts-'));
 afterAll(() => rmSync(directory, { recursive: true, force: true }));
