@@ -30,6 +30,8 @@ interface HeapSnapshot {
   nodes: number[];
   edges: number[];
   strings: string[];
+  /** Per closure: its node's offset in `nodes`, its script's id, line and column (all numbers in a row). */
+  locations?: number[];
 }
 
 /** Counts per (edge name, kind) of the snapshot's nodes, per run. */
@@ -50,10 +52,20 @@ function countByEdge(heap: HeapSnapshot, count: number): Counts {
   ) as [number, number, number];
   const nodeCount = heap.nodes.length / nf;
   const label = new Array<string | undefined>(nodeCount);
+  // A closure is named with where its source is (script id, line and column): anonymous ones are told apart.
+  const where = new Map<number, string>();
+  const locations = heap.locations ?? [];
+  for (let i = 0; i < locations.length; i += 4)
+    where.set(
+      (locations[i] as number) / nf,
+      `@${locations[i + 1]}:${(locations[i + 2] as number) + 1}:${(locations[i + 3] as number) + 1}`,
+    );
   const kindOf = (node: number): string => {
     const kind = types[0][heap.nodes[node * nf + type] as number] as string;
-    return kind === 'object' || kind === 'closure'
-      ? `${kind} ${heap.strings[heap.nodes[node * nf + name] as number] || '(anonymous)'}`
+    if (kind === 'closure')
+      return `closure ${heap.strings[heap.nodes[node * nf + name] as number] || '(anonymous)'}${where.get(node) ?? ''}`;
+    return kind === 'object'
+      ? `object ${heap.strings[heap.nodes[node * nf + name] as number] || '(anonymous)'}`
       : kind;
   };
   let edge = 0;

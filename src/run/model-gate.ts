@@ -116,7 +116,9 @@ function callPlain(
   const runtime = calls.runtime;
   const agent = runtime.agent;
   calls.guard = undefined;
-  calls.command = command;
+  calls.call = command.call;
+  calls.history = command.history;
+  calls.phase = command.phase;
   calls.maskForModel = maskForModel;
   calls.historyIds = historyIds;
   const request: ModelRequest = {
@@ -153,11 +155,16 @@ function plainCallsOf(runtime: RunRuntime, signal: AbortSignal): PlainModelCalls
  * flight at a time (its machine waits for the answer): that call's own parts are kept in fields until it is
  * answered.
  */
-export class PlainModelCalls {
+export class PlainModelCalls implements AnsweredCall {
   /** Streamed tool arguments of the call in flight stop showing once a secret key appears in them. */
   guard: ((index: number, text: string) => string) | undefined = undefined;
-  /** The command of the call in flight. */
-  command: ModelCallCommand | undefined = undefined;
+  /**
+   * What the answer of the call in flight reads of its command (not the command itself, which the run then does
+   * not hold while it waits).
+   */
+  call = 0;
+  history: ModelCallCommand['history'] = noMessages;
+  phase: ModelCallCommand['phase'] = 'toolUse';
   maskForModel: PiiRun | undefined = undefined;
   historyIds: HistoryIds | undefined = undefined;
 
@@ -189,22 +196,33 @@ export class PlainModelCalls {
   };
 
   readonly answered = (given: ModelResponse): AgentEvent => {
-    const command = this.command as ModelCallCommand;
-    const historyIds = this.historyIds;
-    const maskForModel = this.maskForModel;
-    this.command = undefined;
-    this.historyIds = undefined;
-    this.maskForModel = undefined;
-    return answered(this.runtime, command, this.signal, maskForModel, undefined, given, historyIds);
+    const event = answered(
+      this.runtime,
+      this,
+      this.signal,
+      this.maskForModel,
+      undefined,
+      given,
+      this.historyIds,
+    );
+    this.#settled();
+    return event;
   };
 
   readonly failed = (error: unknown): AgentEvent => {
-    this.command = undefined;
-    this.historyIds = undefined;
-    this.maskForModel = undefined;
+    this.#settled();
     return failed(this.runtime, this.signal, undefined, error);
   };
+
+  /** The call is answered: the run holds nothing of it until its next. */
+  #settled(): void {
+    this.history = noMessages;
+    this.historyIds = undefined;
+    this.maskForModel = undefined;
+  }
 }
+
+const noMessages: ModelCallCommand['history'] = Object.freeze([]) as unknown as ModelCallCommand['history'];
 
 /** A streamed tool-call delta, with what the guard lets show of its arguments. */
 function showArguments(
@@ -369,10 +387,13 @@ function requestOf(
   return request;
 }
 
+/** What the event of a provider's answer reads of its model call's command. */
+type AnsweredCall = Pick<ModelCallCommand, 'call' | 'history' | 'phase'>;
+
 /** The event of a provider's answer: normalized, revealed when masked, decoded when the schema asks. */
 function answered(
   runtime: RunRuntime,
-  command: ModelCallCommand,
+  command: AnsweredCall,
   signal: AbortSignal,
   maskForModel: PiiRun | undefined,
   reservation: Extract<ModelReservation, { granted: true }> | undefined,
