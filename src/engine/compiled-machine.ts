@@ -12,6 +12,7 @@ import { ignoreInspection, inspectMicrostep } from './inspection-events.ts';
 import { chosenInterpreter, type InterpreterStatus, processInterpreter } from './interpreter-choice.ts';
 import {
   ActionRun,
+  noContext,
   type PreparedAction,
   prepareActions,
   resolveActions,
@@ -24,6 +25,7 @@ import { assessRuntime } from './runtime-gate.ts';
 import { CandidateTable, selectEventless, selectTransition } from './select-transition.ts';
 import { xstateDevelopmentBuild } from './xstate-build.ts';
 import type {
+  Children,
   EngineEvent,
   EngineMachine,
   EngineScope,
@@ -201,14 +203,14 @@ class CompiledMachine extends Base implements SnapshotBuilder {
         context:
           typeof preInitialContext !== 'function' && preInitialContext
             ? (preInitialContext as Record<string, unknown>)
-            : {},
-        children: {},
+            : noContext,
+        children: noChildren,
         status: 'active',
         output: undefined,
         error: undefined,
       },
       undefined,
-      {},
+      noHistoryValue,
     );
     try {
       if (this.contextAssign) {
@@ -515,6 +517,14 @@ class CompiledMachine extends Base implements SnapshotBuilder {
     return actions;
   }
 }
+
+/**
+ * A machine's children and history value at its start, shared by every actor: a step that spawns or stops a child
+ * makes a new record, and machines without history states never write a history value, so a run in flight holds
+ * none of its own until it has something in it.
+ */
+const noChildren: Children = Object.freeze({});
+const noHistoryValue: Record<string, unknown> = Object.freeze({});
 
 /** The working state of a snapshot template: it holds no run's context or children (the template outlives runs). */
 const blank: WorkingState = Object.freeze({

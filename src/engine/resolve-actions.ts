@@ -323,6 +323,9 @@ function resolveList(
   }
 }
 
+/** The context before a machine's first assign, when its config gives the context as a function. */
+export const noContext: Record<string, unknown> = Object.freeze({});
+
 /** XState's resolveAssign: a function or a property map gives a partial update; the context is copied with it. */
 /** Hands a built-in action resolved here to the actor's executor, as XState's own resolution would. */
 function executeResolved(scope: EngineScope, builtin: BuiltinAction, args: unknown, params: unknown): void {
@@ -350,7 +353,15 @@ function assignContext(run: ActionRun, assignment: unknown, params: unknown): vo
       update[key] = typeof property === 'function' ? (property as Assigner)(args, params) : property;
     }
   }
-  run.context = Object.assign({}, context, update);
+  // A spread, where XState calls `Object.assign({}, ...)`: the same own enumerable properties in the same order, in
+  // a copy of the context's layout (its fields in the object), where `Object.assign` onto `{}` keeps four in the
+  // object and the rest in a property array of its own: one object per step instead of two.
+  // The context of a machine whose config gives a function is made from `noContext`: a copy of the function's
+  // object, with its layout. An own `__proto__` key (a context read back from JSON) is where the two differ:
+  // `Object.assign` makes it the copy's prototype, a spread an own key; XState's copy is kept then.
+  let copy = context === noContext ? { ...update } : { ...context, ...update };
+  if (Object.hasOwn(copy, '__proto__')) copy = Object.assign({}, context, update);
+  run.context = copy;
   // Most assigners never spawn: the record is absent, and only a spawn makes it.
   if (args[spawnedOfArgs] !== undefined) {
     const spawned = spawnedChildren(args);

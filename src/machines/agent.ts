@@ -392,6 +392,14 @@ function resumedFrom(
   };
 }
 
+/**
+ * A run's empty records and lists at its start, shared by every run: nothing writes them (a step that counts a
+ * call or degrades a tool makes a new one), so a run in flight holds none of its own until it has something in it.
+ */
+const noCounts: Record<string, number> = Object.freeze({});
+const noRecord: Record<string, string> = Object.freeze({});
+const noTools: string[] = Object.freeze([]) as unknown as string[];
+
 const noAnswer: AgentAnswer = Object.freeze({
   text: '',
   truncated: false,
@@ -430,12 +438,13 @@ function continuedTurnText(context: AgentContext, text: string): string {
 }
 
 function appendAssistant(context: AgentContext, response: ModelResponse, keepToolCalls: boolean): Message[] {
-  const message: AssistantMessage = {
-    role: 'assistant',
-    content: response.text,
-    agent: context.config.agent,
-  };
-  if (keepToolCalls && response.toolCalls.length > 0) message.toolCalls = response.toolCalls;
+  const toolCalls = response.toolCalls;
+  const withCalls = keepToolCalls && toolCalls.length > 0;
+  // The usual turn of tool calls is one literal with every field: a field added after the literal would take a
+  // property array of its own, held for as long as the history holds the message. (Same keys in the same order.)
+  const message: AssistantMessage = withCalls
+    ? { role: 'assistant', content: response.text, agent: context.config.agent, toolCalls }
+    : { role: 'assistant', content: response.text, agent: context.config.agent };
   if (response.reasoning && response.reasoning.length > 0) message.reasoning = response.reasoning;
   // concat makes the array at its final length; a spread grows it by push, reallocating on the way and keeping
   // spare slots for as long as the history holds it. The message goes in an array of its own: V8 copies arrays
@@ -1055,7 +1064,7 @@ export const agentMachine = setup({
       toolNames: input.toolNames,
       hasOutputSchema: input.hasOutputSchema,
       baseLength: input.baseLength,
-      handoffTools: input.handoffTools ?? {},
+      handoffTools: input.handoffTools ?? noRecord,
       resumePhase: input.resume?.phase ?? 'toolUse',
       guardrails: input.guardrails ?? noGuardrails,
     },
@@ -1064,9 +1073,9 @@ export const agentMachine = setup({
     modelCalls: 0,
     retryCount: 0,
     toolCallsRun: 0,
-    toolCallCounts: {},
-    callSignatures: {},
-    degradedTools: [],
+    toolCallCounts: noCounts,
+    callSignatures: noCounts,
+    degradedTools: noTools,
     usage: emptyUsage,
     decision: null,
     openCalls: [],

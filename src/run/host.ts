@@ -62,6 +62,7 @@ export function hostRuntime(spec: AgentRunSpec, listenable = true): RunRuntime {
   runtime.nestedSteps = 0;
   // Set here, not first by the tool gate: every runtime has the field from its start (one shape).
   runtime.toolBatch = undefined;
+  runtime.plainCalls = undefined;
   countRuntime(1);
   return runtime;
 }

@@ -1,5 +1,6 @@
 import { decodeOutput } from '../agent/decode-output.ts';
 import { toErrorInfo } from '../core/errors.ts';
+import type { RunEventData } from '../core/events.ts';
 import type { Message } from '../core/messages.ts';
 import type { ModelDelta, ModelRequest, ModelResponse } from '../core/model.ts';
 import type { Usage } from '../core/usage.ts';
@@ -86,16 +87,14 @@ function callModel(
     return callModelWhenReady(runtime, command, signal, hooks, system, historyIds);
   if (signal.aborted) return Promise.resolve(abortedEvent());
   const maskForModel = modelMaskOf(runtime);
-  const request = requestOf(
-    runtime,
-    command,
-    signal,
-    hooks,
-    messagesOf(runtime, system, command, maskForModel),
-  );
+  const messages = messagesOf(runtime, system, command, maskForModel);
+  // A call without hooks of its own (the usual one) takes the run's request hooks and continuation.
+  if (hooks === undefined)
+    return callPlain(plainCallsOf(runtime, signal), command, maskForModel, historyIds, messages);
+  const request = requestOf(runtime, command, signal, hooks, messages);
   let answer: ModelResponse | Promise<ModelResponse>;
   try {
-    hooks?.onGenerate?.();
+    hooks.onGenerate?.();
     answer = runtime.agent.model.generate(request);
   } catch (error) {
     return Promise.resolve(failed(runtime, signal, undefined, error));
@@ -104,6 +103,137 @@ function callModel(
     (given) => answered(runtime, command, signal, maskForModel, undefined, given, historyIds),
     (error: unknown) => failed(runtime, signal, undefined, error),
   );
+}
+
+/** A model call without hooks of its own, on the straight path: the run's plain calls ask and answer it. */
+function callPlain(
+  calls: PlainModelCalls,
+  command: ModelCallCommand,
+  maskForModel: PiiRun | undefined,
+  historyIds: HistoryIds | undefined,
+  messages: Message[],
+): Promise<AgentEvent> {
+  const runtime = calls.runtime;
+  const agent = runtime.agent;
+  calls.guard = undefined;
+  calls.call = command.call;
+  calls.history = command.history;
+  calls.phase = command.phase;
+  calls.maskForModel = maskForModel;
+  calls.historyIds = historyIds;
+  const request: ModelRequest = {
+    messages,
+    tools: command.toolsEnabled ? agent.tools.specs(command.disabledTools) : [],
+    settings: agent.settings,
+    signal: calls.signal,
+    onDelta: calls.onDelta,
+    onBreaker: calls.onBreaker,
+  };
+  if (command.schemaEnabled && agent.outputSpec) request.output = agent.outputSpec;
+  let answer: ModelResponse | Promise<ModelResponse>;
+  try {
+    answer = agent.model.generate(request);
+  } catch (error) {
+    return Promise.resolve(calls.failed(error));
+  }
+  return Promise.resolve(answer).then(calls.answered, calls.failed);
+}
+
+/** The run's plain model calls on this signal: made at the first, kept on the runtime for the next ones. */
+function plainCallsOf(runtime: RunRuntime, signal: AbortSignal): PlainModelCalls {
+  const known = runtime.plainCalls;
+  if (known !== undefined && known.signal === signal) return known;
+  const made = new PlainModelCalls(runtime, signal, checksAnswers(runtime));
+  runtime.plainCalls = made;
+  return made;
+}
+
+/**
+ * What a run's model calls without hooks of their own share: the request's delta and breaker hooks and the
+ * continuation that makes the provider's answer the machine's event, one of each per run (and signal), where each
+ * call made four closures and their two scopes, which a run waiting for its model held. A run has one such call in
+ * flight at a time (its machine waits for the answer): that call's own parts are kept in fields until it is
+ * answered.
+ */
+export class PlainModelCalls implements AnsweredCall {
+  /** Streamed tool arguments of the call in flight stop showing once a secret key appears in them. */
+  guard: ((index: number, text: string) => string) | undefined = undefined;
+  /**
+   * What the answer of the call in flight reads of its command (not the command itself, which the run then does
+   * not hold while it waits).
+   */
+  call = 0;
+  history: ModelCallCommand['history'] = noMessages;
+  phase: ModelCallCommand['phase'] = 'toolUse';
+  maskForModel: PiiRun | undefined = undefined;
+  historyIds: HistoryIds | undefined = undefined;
+
+  constructor(
+    readonly runtime: RunRuntime,
+    readonly signal: AbortSignal,
+    /** Whether the agent's output guardrails check whole answers (their text does not stream). */
+    private readonly holdsText: boolean,
+  ) {}
+
+  /**
+   * A provider may still deliver a delta after the call was aborted: it must not follow the run's end. Text the
+   * output guardrails will check whole does not stream: it leaves with their verdict.
+   */
+  readonly onDelta = (delta: ModelDelta): void => {
+    if (this.signal.aborted) return;
+    if (this.holdsText && delta.type === 'text') return;
+    const runtime = this.runtime;
+    if (delta.type !== 'tool_call' || !runtime.bus.listening) runtime.onDelta(delta);
+    else {
+      this.guard ??= streamedArgumentsGuard(secretKeysOf(runtime.agent));
+      showArguments(runtime, this.guard, delta);
+    }
+  };
+
+  /** A circuit breaker the call goes through reports its changes of state on this run's bus. */
+  readonly onBreaker = (change: RunEventData['breaker']): void => {
+    if (this.runtime.bus.listening && !this.signal.aborted) emitFrom(this.runtime, 'breaker', change);
+  };
+
+  readonly answered = (given: ModelResponse): AgentEvent => {
+    const event = answered(
+      this.runtime,
+      this,
+      this.signal,
+      this.maskForModel,
+      undefined,
+      given,
+      this.historyIds,
+    );
+    this.#settled();
+    return event;
+  };
+
+  readonly failed = (error: unknown): AgentEvent => {
+    this.#settled();
+    return failed(this.runtime, this.signal, undefined, error);
+  };
+
+  /** The call is answered: the run holds nothing of it until its next. */
+  #settled(): void {
+    this.history = noMessages;
+    this.historyIds = undefined;
+    this.maskForModel = undefined;
+  }
+}
+
+const noMessages: ModelCallCommand['history'] = Object.freeze([]) as unknown as ModelCallCommand['history'];
+
+/** A streamed tool-call delta, with what the guard lets show of its arguments. */
+function showArguments(
+  runtime: RunRuntime,
+  guard: (index: number, text: string) => string,
+  delta: Extract<ModelDelta, { type: 'tool_call' }>,
+): void {
+  const shown = guard(delta.index, delta.argsDelta);
+  if (shown === delta.argsDelta) runtime.onDelta(delta);
+  else if (shown !== '' || delta.id !== undefined || delta.name !== undefined)
+    runtime.onDelta({ ...delta, argsDelta: shown });
 }
 
 /** The general path of a model call: instructions, tool sources and the budget may each be waited for first. */
@@ -246,10 +376,7 @@ function requestOf(
       if (holdsText && delta.type === 'text') return;
       if (delta.type !== 'tool_call' || !bus.listening) return onDelta(delta);
       guard ??= streamedArgumentsGuard(secretKeysOf(agent));
-      const shown = guard(delta.index, delta.argsDelta);
-      if (shown === delta.argsDelta) onDelta(delta);
-      else if (shown !== '' || delta.id !== undefined || delta.name !== undefined)
-        onDelta({ ...delta, argsDelta: shown });
+      showArguments(runtime, guard, delta);
     },
     // A circuit breaker the call goes through reports its changes of state on this run's bus (as breakerReporter).
     onBreaker: (change) => {
@@ -260,10 +387,13 @@ function requestOf(
   return request;
 }
 
+/** What the event of a provider's answer reads of its model call's command. */
+type AnsweredCall = Pick<ModelCallCommand, 'call' | 'history' | 'phase'>;
+
 /** The event of a provider's answer: normalized, revealed when masked, decoded when the schema asks. */
 function answered(
   runtime: RunRuntime,
-  command: ModelCallCommand,
+  command: AnsweredCall,
   signal: AbortSignal,
   maskForModel: PiiRun | undefined,
   reservation: Extract<ModelReservation, { granted: true }> | undefined,

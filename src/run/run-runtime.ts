@@ -14,6 +14,7 @@ import { parentOf } from '../engine/actor-links.ts';
 import type { ResourceManager } from '../resources/resource-manager.ts';
 import type { DurableRun } from './durable-run.ts';
 import type { InspectObserver } from './inspect.ts';
+import type { PlainModelCalls } from './model-gate.ts';
 import type { RunContextInfo } from './run-context.ts';
 import { ToolCallContext } from './tool-call-context.ts';
 import type { GatedBatch } from './tool-gate.ts';
@@ -103,6 +104,8 @@ export interface RunRuntime {
   toolBatch?: GatedBatch | undefined;
   /** What the run's tools hold open for its session (per-session MCP connections), closed when it ends. */
   holdings?: ResourceHoldings | undefined;
+  /** The request hooks and continuation of the run's model calls without hooks of their own (the model gate's). */
+  plainCalls?: PlainModelCalls | undefined;
 }
 
 /** What reports an agent's phase as it is now (see RunRuntime.phases). */

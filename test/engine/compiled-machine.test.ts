@@ -1996,3 +1996,43 @@ describe('property: random statecharts', () => {
     );
   });
 });
+
+describe('what a compiled machine shares between its actors', () => {
+  const machine = createMachine({
+    types: {} as { context: { n: number } },
+    context: () => ({ n: 0 }),
+    initial: 'idle',
+    states: {
+      idle: { on: { GO: { target: 'busy', actions: assign({ n: ({ context }) => context.n + 1 }) } } },
+      busy: {
+        entry: spawnChild(
+          fromCallback(() => undefined),
+          { id: 'worker' },
+        ),
+        on: { STOP: { target: 'idle', actions: stopChild('worker') } },
+      },
+    },
+  });
+
+  it('starts every actor with one empty children record and one empty history value, which no step writes', () => {
+    const compiled = compileMachine(machine);
+    expect(isCompiledMachine(compiled)).toBe(true);
+    const first = createActor(compiled).start();
+    const second = createActor(compiled).start();
+    const [a, b] = [first.getSnapshot(), second.getSnapshot()];
+    expect(a.children).toBe(b.children);
+    expect(a.historyValue).toBe(b.historyValue);
+    expect(Object.isFrozen(a.children)).toBe(true);
+    expect(Object.isFrozen(a.historyValue)).toBe(true);
+    // A spawned child goes into a record of the actor's own; the shared one stays empty.
+    first.send({ type: 'GO' });
+    expect(Object.keys(first.getSnapshot().children)).toEqual(['worker']);
+    expect(first.getSnapshot().context).toEqual({ n: 1 });
+    first.send({ type: 'STOP' });
+    expect(first.getSnapshot().children).toEqual({});
+    expect(b.children).toEqual({});
+    expect(second.getSnapshot().children).toBe(b.children);
+    first.stop();
+    second.stop();
+  });
+});

@@ -207,3 +207,21 @@ describe('agent machine output', () => {
     });
   });
 });
+
+describe('agent context at the start of a run', () => {
+  it('shares its empty counts, degraded tools and handoff tools with every run, and no step writes them', () => {
+    const first = runAll(decodingRun, input());
+    const second = runAll(decodingRun, input());
+    const [a, b] = [first.contexts[0] as AgentContext, second.contexts[0] as AgentContext];
+    expect(a.toolCallCounts).toBe(b.toolCallCounts);
+    expect(a.callSignatures).toBe(b.callSignatures);
+    expect(a.degradedTools).toBe(b.degradedTools);
+    expect(a.config.handoffTools).toBe(b.config.handoffTools);
+    for (const shared of [a.toolCallCounts, a.callSignatures, a.degradedTools, a.config.handoffTools])
+      expect(Object.isFrozen(shared)).toBe(true);
+    // The run's tool step counted its call in records of its own; the shared ones stay empty.
+    expect(first.final.context.toolCallCounts).toEqual({ t: 1 });
+    expect(a.toolCallCounts).toEqual({});
+    expect(a.callSignatures).toEqual({});
+  });
+});
