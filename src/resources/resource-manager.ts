@@ -211,7 +211,12 @@ export function createResourceManager(config: ResourceManagerConfig = {}): Resou
       if (signal) waiter.detach = whenAborted(signal, () => send({ type: 'release', id, now: clock.now() }));
     });
   };
-  const manager: ResourceManager = {
+  const reserve: ResourceManager['reserve'] = (request, signal) => {
+    const outcome = reserveNow(request, signal);
+    return outcome instanceof Promise ? outcome : Promise.resolve(outcome);
+  };
+  const manager: ResourceManager & { [reserveNowKey]: SyncReserve } = {
+    [reserveNowKey]: { reserve, now: reserveNow },
     kind: 'resource-manager',
     clock,
     openRun(options) {
@@ -269,10 +274,7 @@ export function createResourceManager(config: ResourceManagerConfig = {}): Resou
       }
       runs.delete(session);
     },
-    reserve(request, signal) {
-      const outcome = reserveNow(request, signal);
-      return outcome instanceof Promise ? outcome : Promise.resolve(outcome);
-    },
+    reserve,
     settle(grant, usage) {
       if (!waiters.takeGrant(grant.id)) return null;
       const tokens = totalTokens(usage);
@@ -338,7 +340,6 @@ export function createResourceManager(config: ResourceManagerConfig = {}): Resou
       notices.clear();
     },
   };
-  reserveNowOf.set(manager, reserveNow);
   return manager;
 }
 
@@ -361,8 +362,17 @@ type ReserveNow = (
   signal: AbortSignal | undefined,
 ) => ReservationOutcome | Promise<ReservationOutcome>;
 
-/** The synchronous side of each manager's `reserve` (a manager made elsewhere has none). */
-const reserveNowOf = new WeakMap<ResourceManager, ReserveNow>();
+/** A manager's `reserve` and its synchronous side. */
+interface SyncReserve {
+  reserve: ResourceManager['reserve'];
+  now: ReserveNow;
+}
+
+/**
+ * Where a manager keeps the synchronous side of its `reserve` (a manager made elsewhere has none). A symbol on the
+ * manager, not a WeakMap: a manager per run (a run with a budget and no manager gets one) would pay an ephemeron each.
+ */
+const reserveNowKey: unique symbol = Symbol('troupe.reserveNow');
 
 /**
  * Like `manager.reserve`, but answers at once, without a promise, when the manager decides during the request (the
@@ -374,8 +384,11 @@ export function reserveAtOnce(
   request: ReservationRequest,
   signal?: AbortSignal,
 ): ReservationOutcome | Promise<ReservationOutcome> {
-  const now = reserveNowOf.get(manager);
-  return now ? now(request, signal) : manager.reserve(request, signal);
+  const sync = (manager as Partial<Record<typeof reserveNowKey, SyncReserve>>)[reserveNowKey];
+  // A wrapper that spreads a manager and replaces its `reserve` carries the symbol too: its own `reserve` decides.
+  return sync && sync.reserve === manager.reserve
+    ? sync.now(request, signal)
+    : manager.reserve(request, signal);
 }
 
 /**
