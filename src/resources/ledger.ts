@@ -79,11 +79,15 @@ export interface QuotaState {
   requestsPerMinute: number | null;
   tokensPerMinute: number | null;
   maxInFlight: number | null;
-  /** Calls granted in the last minute, oldest first; tokens are the estimate, then the actual usage once settled. */
-  log: { id: string; at: number; tokens: number }[];
-  /** Entries before this index have left the window (the array is compacted now and then, not per event). */
+  /**
+   * The calls granted in the last minute, oldest first, as two arrays of numbers (an entry per call, kept a minute,
+   * costs no object): when each was granted, and its tokens (the estimate, then the actual usage once settled).
+   */
+  logTimes: number[];
+  logSizes: number[];
+  /** Entries before this index have left the window (the arrays are compacted now and then, not per event). */
   logHead: number;
-  /** Sequence number of `log[0]`: a reservation finds its entry at `seq - logBase` in O(1). */
+  /** Sequence number of the first entry: a reservation finds its entry at `seq - logBase` in O(1). */
   logBase: number;
   /** Tokens of the live entries. */
   logTokens: number;
@@ -342,7 +346,8 @@ function newQuota(key: string, provider: string | null, model: string | null): Q
     requestsPerMinute: null,
     tokensPerMinute: null,
     maxInFlight: null,
-    log: [],
+    logTimes: [],
+    logSizes: [],
     logHead: 0,
     logBase: 0,
     logTokens: 0,
@@ -676,20 +681,22 @@ function quotasFor(state: ResourceState, provider: string, model: string): strin
 function expireLog(state: ResourceState, quota: QuotaState, now: number): void {
   const cutoff = now - quotaWindowMs;
   const start = quota.logHead;
-  while (quota.logHead < quota.log.length && (quota.log[quota.logHead]?.at ?? 0) <= cutoff) {
-    quota.logTokens -= quota.log[quota.logHead]?.tokens ?? 0;
+  while (quota.logHead < quota.logTimes.length && (quota.logTimes[quota.logHead] ?? 0) <= cutoff) {
+    quota.logTokens -= quota.logSizes[quota.logHead] ?? 0;
     quota.logHead++;
   }
   if (quota.logHead === start) return;
   state.trace.push('quota.window_expired');
-  if (quota.logHead === quota.log.length) {
-    quota.logBase += quota.log.length;
-    quota.log = [];
+  if (quota.logHead === quota.logTimes.length) {
+    quota.logBase += quota.logTimes.length;
+    quota.logTimes = [];
+    quota.logSizes = [];
     quota.logHead = 0;
     quota.logTokens = 0;
-  } else if (quota.logHead >= 1024 && quota.logHead * 2 >= quota.log.length) {
+  } else if (quota.logHead >= 1024 && quota.logHead * 2 >= quota.logTimes.length) {
     // Compact once the dead prefix is large, so expiry costs O(1) amortized instead of a splice per event.
-    quota.log.splice(0, quota.logHead);
+    quota.logTimes.splice(0, quota.logHead);
+    quota.logSizes.splice(0, quota.logHead);
     quota.logBase += quota.logHead;
     quota.logHead = 0;
   }
@@ -697,7 +704,7 @@ function expireLog(state: ResourceState, quota: QuotaState, now: number): void {
 
 /** Calls granted in the last minute. */
 export function liveRequests(quota: QuotaState): number {
-  return quota.log.length - quota.logHead;
+  return quota.logTimes.length - quota.logHead;
 }
 
 function quotaAllows(state: ResourceState, quota: QuotaState, tokens: number, now: number): boolean {
@@ -726,23 +733,35 @@ function logsRequests(quota: QuotaState): boolean {
 // Reservations
 
 function reserve(state: ResourceState, event: Extract<ResourceEvent, { type: 'reserve' }>): void {
-  const deny = (reason: DenialReason, blocking: string, message: string, branch: ResourceBranch) => {
-    state.trace.push(branch);
-    state.outbox.push({ kind: 'denied', id: event.id, scope: event.scope, reason, blocking, message });
-  };
   if (state.reservations[event.id]) {
-    deny('duplicate', event.id, `reservation ${event.id} already exists`, 'reserve.duplicate');
+    denyReserve(
+      state,
+      event,
+      'duplicate',
+      event.id,
+      `reservation ${event.id} already exists`,
+      'reserve.duplicate',
+    );
     return;
   }
   const chain = chainOf(state, event.scope);
   if (!chain) {
-    deny('unknown_scope', event.scope, `unknown budget scope ${event.scope}`, 'reserve.denied_unknown_scope');
+    denyReserve(
+      state,
+      event,
+      'unknown_scope',
+      event.scope,
+      `unknown budget scope ${event.scope}`,
+      'reserve.denied_unknown_scope',
+    );
     return;
   }
   const bound = event.bound ?? null;
   const verdict = budgetVerdict(state, chain, event.model, event.usd, bound, event.now);
   if (verdict.kind === 'deny') {
-    deny(
+    denyReserve(
+      state,
+      event,
       verdict.reason,
       verdict.scope.id,
       verdict.message,
@@ -755,7 +774,9 @@ function reserve(state: ResourceState, event: Extract<ResourceEvent, { type: 're
     const limit = state.quotas[key]?.tokensPerMinute ?? null;
     if (limit !== null && event.tokens > limit) {
       // It could never be granted: saying so now beats waiting forever (every waiter is granted or denied).
-      deny(
+      denyReserve(
+        state,
+        event,
         'exceeds_quota',
         key,
         `the call's estimate of ${event.tokens} tokens exceeds the ${limit} tokens-per-minute quota of ${key}`,
@@ -809,13 +830,28 @@ function reserve(state: ResourceState, event: Extract<ResourceEvent, { type: 're
   state.nextWakeAt = nextWake(state, event.now);
 }
 
+/** Denies a reservation as it is asked for. */
+function denyReserve(
+  state: ResourceState,
+  event: Extract<ResourceEvent, { type: 'reserve' }>,
+  reason: DenialReason,
+  blocking: string,
+  message: string,
+  branch: ResourceBranch,
+): void {
+  state.trace.push(branch);
+  state.outbox.push({ kind: 'denied', id: event.id, scope: event.scope, reason, blocking, message });
+}
+
 /** Removes a reservation (settled, released or denied) from the table and from its scope's list. */
 function forget(state: ResourceState, reservation: Reservation): void {
   delete state.reservations[reservation.id];
   const held = state.scopes[reservation.scope]?.held;
   if (!held) return;
   const index = held.lastIndexOf(reservation.id);
-  if (index >= 0) held.splice(index, 1);
+  // Usually the scope's latest call: popping it allocates nothing (splice returns an array).
+  if (index === held.length - 1) held.pop();
+  else if (index >= 0) held.splice(index, 1);
 }
 
 function sharesQuotaWithWaiter(state: ResourceState, quotas: string[]): boolean {
@@ -862,8 +898,9 @@ function grant(state: ResourceState, reservation: Reservation, outputCap: number
     if (!quota) continue;
     quota.inFlight += 1;
     if (logsRequests(quota)) {
-      reservation.logSeqs[key] = quota.logBase + quota.log.length;
-      quota.log.push({ id: reservation.id, at: now, tokens: reservation.quotaTokens });
+      reservation.logSeqs[key] = quota.logBase + quota.logTimes.length;
+      quota.logTimes.push(now);
+      quota.logSizes.push(reservation.quotaTokens);
       quota.logTokens += reservation.quotaTokens;
     }
   }
@@ -928,12 +965,13 @@ function settle(state: ResourceState, event: Extract<ResourceEvent, { type: 'set
     if (!quota) continue;
     const seq = reservation.logSeqs[key];
     if (seq === undefined) continue;
+    // Entries leave only from the front, so `seq` still names this call's entry unless it left the window (then
+    // it no longer counts, and there is nothing to correct).
     const index = seq - quota.logBase;
-    const entry = index >= quota.logHead ? quota.log[index] : undefined;
-    // An entry that already left the window no longer counts, so there is nothing to correct.
-    if (entry?.id === event.id) {
-      quota.logTokens += event.tokens - entry.tokens;
-      entry.tokens = event.tokens;
+    const logged = index >= quota.logHead ? quota.logSizes[index] : undefined;
+    if (logged !== undefined) {
+      quota.logTokens += event.tokens - logged;
+      quota.logSizes[index] = event.tokens;
     }
   }
   state.outbox.push({
@@ -1133,7 +1171,7 @@ function nextWake(state: ResourceState, now: number): number | null {
       if (!quota) continue;
       let at: number | null = null;
       if (quota.blockedUntil > now) at = quota.blockedUntil;
-      else if (liveRequests(quota) > 0) at = (quota.log[quota.logHead]?.at ?? now) + quotaWindowMs;
+      else if (liveRequests(quota) > 0) at = (quota.logTimes[quota.logHead] ?? now) + quotaWindowMs;
       if (at !== null && at > now && (wake === null || at < wake)) wake = at;
     }
   }

@@ -2,7 +2,12 @@ import { ModelError } from '../core/errors.ts';
 import type { ModelRequest } from '../core/model.ts';
 import type { Usage } from '../core/usage.ts';
 import { estimateRequest } from './resource-binding.ts';
-import type { Grant, ReservationOutcome, ResourceManager } from './resource-manager.ts';
+import {
+  type Grant,
+  type ReservationOutcome,
+  type ResourceManager,
+  reserveAtOnce,
+} from './resource-manager.ts';
 
 type Denial = Extract<ReservationOutcome, { granted: false }>;
 
@@ -30,17 +35,18 @@ export type ModelReservation =
  *
  * Aborting `signal` ends a wait; a grant that arrives after the abort goes back at once (the denial says `aborted`).
  */
-export async function reserveModelCall(
+export function reserveModelCall(
   manager: ResourceManager,
   scope: string,
   request: ModelRequest,
   model: { provider: string; model: string },
   signal: AbortSignal,
-): Promise<ModelReservation> {
+): ModelReservation | Promise<ModelReservation> {
   const { provider, model: name } = model;
   const estimate = estimateRequest(request, manager.expectedOutput(scope, provider, name));
   const asked = request.settings?.maxOutputTokens;
-  const outcome = await manager.reserve(
+  const outcome = reserveAtOnce(
+    manager,
     {
       session: scope,
       provider,
@@ -50,6 +56,19 @@ export async function reserveModelCall(
     },
     signal,
   );
+  // Usually decided at once: then the call pays no promise for its reservation.
+  if (!(outcome instanceof Promise)) return reservationOf(manager, scope, request, model, signal, outcome);
+  return outcome.then((answered) => reservationOf(manager, scope, request, model, signal, answered));
+}
+
+function reservationOf(
+  manager: ResourceManager,
+  scope: string,
+  request: ModelRequest,
+  model: { provider: string; model: string },
+  signal: AbortSignal,
+  outcome: ReservationOutcome,
+): ModelReservation {
   if (!outcome.granted) return { granted: false, denial: outcome };
   const grant = outcome.grant;
   if (signal.aborted) {
@@ -59,6 +78,8 @@ export async function reserveModelCall(
       denial: { granted: false, reason: 'aborted', scope, message: 'The call was aborted.' },
     };
   }
+  const { provider, model: name } = model;
+  const asked = request.settings?.maxOutputTokens;
   const cap = grant.maxOutputTokens;
   return {
     granted: true,

@@ -1,7 +1,8 @@
 /** Output tokens expected of a call when nothing is known yet about what its model writes. */
 export const defaultOutputEstimate = 256;
 
-interface Mean {
+/** The running mean of the output tokens of calls to one model. */
+export interface Mean {
   provider: string;
   model: string;
   calls: number;
@@ -17,10 +18,12 @@ interface Mean {
 export class OutputEstimates {
   /** Per provider, per model. */
   readonly #byModel = new Map<string, Map<string, Mean>>();
-  /** Per open run: usually one model, a few with handoffs. */
-  readonly #byRun = new Map<string, Mean[]>();
 
-  record(session: string, provider: string, model: string, outputTokens: number): void {
+  /**
+   * Records a settled call. `run` holds the means of the call's run (usually one model, a few with handoffs); the
+   * manager keeps it with the run's other entries, so a call looks its run up once.
+   */
+  record(run: Mean[] | undefined, provider: string, model: string, outputTokens: number): void {
     if (!(Number.isFinite(outputTokens) && outputTokens >= 0)) return;
     let models = this.#byModel.get(provider);
     if (!models) {
@@ -34,11 +37,7 @@ export class OutputEstimates {
     }
     overall.calls += 1;
     overall.tokens += outputTokens;
-    let run = this.#byRun.get(session);
-    if (!run) {
-      run = [];
-      this.#byRun.set(session, run);
-    }
+    if (!run) return;
     let own = meanOf(run, provider, model);
     if (!own) {
       own = { provider, model, calls: 0, tokens: 0 };
@@ -49,15 +48,9 @@ export class OutputEstimates {
   }
 
   /** The expected output tokens of the run's next call to this model; undefined before any call of it settled. */
-  expected(session: string, provider: string, model: string): number | undefined {
-    const run = this.#byRun.get(session);
+  expected(run: readonly Mean[] | undefined, provider: string, model: string): number | undefined {
     const mean = (run && meanOf(run, provider, model)) ?? this.#byModel.get(provider)?.get(model);
     return mean ? Math.ceil(mean.tokens / mean.calls) : undefined;
-  }
-
-  /** The run ended: its own means go (the model's stay). */
-  forget(session: string): void {
-    this.#byRun.delete(session);
   }
 }
 

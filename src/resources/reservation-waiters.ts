@@ -1,4 +1,5 @@
 import type { DenialReason } from './ledger.ts';
+import type { ResourceNotice } from './resource-notices.ts';
 import { sessionScope } from './scope-names.ts';
 
 /** A call asking for a reservation: the request as given, and what it waits on. */
@@ -37,11 +38,17 @@ export type ReservationOutcome =
   | { granted: true; grant: Grant }
   | { granted: false; reason: DenialReason | 'aborted' | 'stopped'; scope: string; message: string };
 
-interface Waiter {
+/** A call waiting for its answer. */
+export interface Waiter {
   request: ReservationRequest;
-  resolve: (outcome: ReservationOutcome) => void;
+  /** Set once the call waits: its promise's resolve. Until then an answer is kept in `outcome`. */
+  resolve: ((outcome: ReservationOutcome) => void) | undefined;
+  /** The answer given while the call was still being asked for (granted or denied at once). */
+  outcome: ReservationOutcome | undefined;
   /** Stops listening for the call's abort. */
   detach: () => void;
+  /** The sink of the call's run, for the notices of its answer. */
+  sink: ((notice: ResourceNotice) => void) | undefined;
 }
 
 /**
@@ -52,19 +59,14 @@ export class ReservationWaiters {
   readonly #waiting = new Map<string, Waiter>();
   readonly #granted = new Map<string, Grant>();
 
-  add(id: string, request: ReservationRequest, resolve: (outcome: ReservationOutcome) => void): void {
-    this.#waiting.set(id, { request, resolve, detach: noop });
-  }
-
-  /** Whether the call `id` still waits (it may have been answered while it asked). */
-  isWaiting(id: string): boolean {
-    return this.#waiting.has(id);
-  }
-
-  /** Removes the call's abort listener once the call is answered. */
-  setAbortListener(id: string, detach: () => void): void {
-    const waiter = this.#waiting.get(id);
-    if (waiter) waiter.detach = detach;
+  /**
+   * Registers the call `id` before it is asked for. An answer given during the asking lands in the waiter's
+   * `outcome`; once the caller sets `resolve` (the call waits), answers go there.
+   */
+  add(id: string, request: ReservationRequest, sink: Waiter['sink']): Waiter {
+    const waiter: Waiter = { request, resolve: undefined, outcome: undefined, detach: noop, sink };
+    this.#waiting.set(id, waiter);
+    return waiter;
   }
 
   /** The session of a waiting call. */
@@ -72,14 +74,17 @@ export class ReservationWaiters {
     return this.#waiting.get(id)?.request.session;
   }
 
-  /** The call got its reservation: it resolves with a grant that stays outstanding until settled or released. */
+  /**
+   * The call got its reservation: it resolves with a grant that stays outstanding until settled or released.
+   * Returns the call's waiter (undefined if it no longer waited).
+   */
   grant(
     id: string,
     held: { tokens: number; usd: number | null; outputCap: number | null } | undefined,
     waitedMs: number,
-  ): void {
+  ): Waiter | undefined {
     const waiter = this.#take(id);
-    if (!waiter) return;
+    if (!waiter) return undefined;
     const { request } = waiter;
     const grant: Grant = Object.freeze({
       id,
@@ -92,23 +97,26 @@ export class ReservationWaiters {
       waitedMs,
     });
     this.#granted.set(id, grant);
-    waiter.resolve({ granted: true, grant });
+    answer(waiter, { granted: true, grant });
+    return waiter;
   }
 
   deny(id: string, reason: DenialReason, scope: string, message: string): void {
-    this.#take(id)?.resolve({ granted: false, reason, scope, message });
+    const waiter = this.#take(id);
+    if (waiter) answer(waiter, { granted: false, reason, scope, message });
   }
 
   /** The reservation went back: a waiting call ends aborted, a grant is no longer outstanding. */
   released(id: string): void {
     this.#granted.delete(id);
     const waiter = this.#take(id);
-    waiter?.resolve({
-      granted: false,
-      reason: 'aborted',
-      scope: sessionScope(waiter.request.session),
-      message: 'The call was aborted while it waited for its quota or budget.',
-    });
+    if (waiter)
+      answer(waiter, {
+        granted: false,
+        reason: 'aborted',
+        scope: sessionScope(waiter.request.session),
+        message: 'The call was aborted while it waited for its quota or budget.',
+      });
   }
 
   /** True once per grant: the first settlement or release of it. */
@@ -124,12 +132,13 @@ export class ReservationWaiters {
   stopAll(): void {
     for (const id of [...this.#waiting.keys()]) {
       const waiter = this.#take(id);
-      waiter?.resolve({
-        granted: false,
-        reason: 'stopped',
-        scope: sessionScope(waiter.request.session),
-        message: 'The resource manager was stopped.',
-      });
+      if (waiter)
+        answer(waiter, {
+          granted: false,
+          reason: 'stopped',
+          scope: sessionScope(waiter.request.session),
+          message: 'The resource manager was stopped.',
+        });
     }
   }
 
@@ -140,6 +149,11 @@ export class ReservationWaiters {
     waiter.detach();
     return waiter;
   }
+}
+
+function answer(waiter: Waiter, outcome: ReservationOutcome): void {
+  if (waiter.resolve) waiter.resolve(outcome);
+  else waiter.outcome = outcome;
 }
 
 const noop = () => undefined;

@@ -13,7 +13,7 @@ import {
   resourceLogic,
   type ScopeState,
 } from './ledger.ts';
-import { OutputEstimates } from './output-estimates.ts';
+import { type Mean, OutputEstimates } from './output-estimates.ts';
 import {
   type Grant,
   type ReservationOutcome,
@@ -124,12 +124,24 @@ export function createResourceManager(config: ResourceManagerConfig = {}): Resou
   actor.start();
 
   const waiters = new ReservationWaiters();
-  const notices = new ResourceNotices();
+  /** Every open run, by session id: one lookup gives a call all it needs of its run. */
+  const runs = new Map<string, OpenRun>();
+  const notices = new ResourceNotices((session) => runs.get(session)?.sink);
   const closed = new ClosedRuns();
   const expectedOutputs = new OutputEstimates();
-  /** The tenant of every open run. */
-  const tenantOf = new Map<string, string>();
   const timer = new WakeTimer(clock, () => send({ type: 'tick', now: clock.now() }));
+  /** The price of each model asked about: the table is fixed, and a miss scans all of it (every call asks twice). */
+  const priceCache = new Map<string, ModelPrice | null>();
+  const priceOf = (model: string): ModelPrice | undefined => {
+    let price = priceCache.get(model);
+    if (price === undefined) {
+      price = findPrice(prices, model) ?? null;
+      // Model names come from agents' configuration: a handful per manager; the bound keeps a stray loop small.
+      if (priceCache.size >= maxCachedPrices) priceCache.clear();
+      priceCache.set(model, price);
+    }
+    return price ?? undefined;
+  };
   let nextId = 0;
   let stopped = false;
 
@@ -168,7 +180,43 @@ export function createResourceManager(config: ResourceManagerConfig = {}): Resou
     return tenantBudget(config.budgets, tenant)?.usd !== undefined ? scope : null;
   };
 
-  return {
+  /**
+   * Reserves a call; the outcome itself when the manager decides during this send (a grant under limits that do
+   * not bind, a denial), so the usual call costs no promise; a promise when the call has to wait.
+   */
+  const reserveNow = (
+    request: ReservationRequest,
+    signal: AbortSignal | undefined,
+  ): ReservationOutcome | Promise<ReservationOutcome> => {
+    const run = runs.get(request.session);
+    // The run's scope name made once: lookups by the same string skip hashing a new one.
+    const scope = run?.scope ?? sessionScope(request.session);
+    if (stopped)
+      return { granted: false, reason: 'stopped', scope, message: 'The resource manager was stopped.' };
+    if (signal?.aborted)
+      return { granted: false, reason: 'aborted', scope, message: 'The call was aborted.' };
+    const id = `r${++nextId}`;
+    const bound = boundOf(request, priceOf(request.model), outputCeiling);
+    const { input, output } = request.estimate;
+    const expected = Math.min(bound.maxTokens, Math.max(0, output));
+    const tokens = Math.max(0, Math.ceil(input + expected));
+    const usd = bound.inputUsd === null ? null : bound.inputUsd + expected * (bound.usdPerToken ?? 0);
+    const waiter = waiters.add(id, request, run?.sink);
+    const { provider, model } = request;
+    send({ type: 'reserve', id, scope, provider, model, tokens, usd, bound, now: clock.now() });
+    if (waiter.outcome !== undefined) return waiter.outcome;
+    return new Promise<ReservationOutcome>((resolve) => {
+      waiter.resolve = resolve;
+      // Only a call that waits listens for an abort.
+      if (signal) waiter.detach = whenAborted(signal, () => send({ type: 'release', id, now: clock.now() }));
+    });
+  };
+  const reserve: ResourceManager['reserve'] = (request, signal) => {
+    const outcome = reserveNow(request, signal);
+    return outcome instanceof Promise ? outcome : Promise.resolve(outcome);
+  };
+  const manager: ResourceManager & { [reserveNowKey]: SyncReserve } = {
+    [reserveNowKey]: { reserve, now: reserveNow },
     kind: 'resource-manager',
     clock,
     openRun(options) {
@@ -180,7 +228,7 @@ export function createResourceManager(config: ResourceManagerConfig = {}): Resou
       let parentScope: string;
       let tenant: string;
       if (parent !== undefined) {
-        const parentTenant = tenantOf.get(parent);
+        const parentTenant = runs.get(parent)?.tenant;
         if (parentTenant === undefined || !state().scopes[sessionScope(parent)]) {
           throw new ConfigError(`${runWhere}: parent session ${JSON.stringify(parent)} is not running.`);
         }
@@ -195,17 +243,24 @@ export function createResourceManager(config: ResourceManagerConfig = {}): Resou
       }
       const budget = options.budget ?? config.budgets?.perRun;
       const usdScope = usdBudgetFor(options);
-      if (usdScope !== null && !findPrice(prices, options.model)) {
+      if (usdScope !== null && !priceOf(options.model)) {
         throw new ConfigError(
           `${runWhere}: model "${options.model}" has no price, but ${usdScope} has a USD budget. ` +
             'Add it with createResourceManager({ prices: { "<model>": { input, output } } }) (USD per million tokens).',
         );
       }
-      tenantOf.set(options.session, tenant);
-      if (options.onNotice) notices.addSink(options.session, options.onNotice);
+      const scope = sessionScope(options.session);
+      // A run opened again (resumed) keeps its sink and what was learned of its calls.
+      const previous = runs.get(options.session);
+      runs.set(options.session, {
+        tenant,
+        scope,
+        sink: options.onNotice ?? previous?.sink,
+        means: previous?.means ?? [],
+      });
       send({
         type: 'scope.open',
-        scope: sessionScope(options.session),
+        scope,
         parent: parentScope,
         ...(budget ? { limit: budget } : {}),
         now,
@@ -215,50 +270,15 @@ export function createResourceManager(config: ResourceManagerConfig = {}): Resou
       const outputs = send({ type: 'scope.close', scope: sessionScope(session), now: clock.now() });
       for (const output of outputs) {
         if (output.kind === 'scope_closed')
-          closed.add(session, tenantOf.get(session) ?? defaultTenant, output.summary);
+          closed.add(session, runs.get(session)?.tenant ?? defaultTenant, output.summary);
       }
-      notices.removeSink(session);
-      tenantOf.delete(session);
-      expectedOutputs.forget(session);
+      runs.delete(session);
     },
-    reserve(request, signal) {
-      const scope = sessionScope(request.session);
-      if (stopped)
-        return Promise.resolve({
-          granted: false,
-          reason: 'stopped',
-          scope,
-          message: 'The resource manager was stopped.',
-        });
-      if (signal?.aborted)
-        return Promise.resolve({
-          granted: false,
-          reason: 'aborted',
-          scope,
-          message: 'The call was aborted.',
-        });
-      const id = `r${++nextId}`;
-      const bound = boundOf(request, findPrice(prices, request.model), outputCeiling);
-      const { input, output } = request.estimate;
-      const expected = Math.min(bound.maxTokens, Math.max(0, output));
-      const tokens = Math.max(0, Math.ceil(input + expected));
-      const usd = bound.inputUsd === null ? null : bound.inputUsd + expected * (bound.usdPerToken ?? 0);
-      return new Promise<ReservationOutcome>((resolve) => {
-        waiters.add(id, request, resolve);
-        const { provider, model } = request;
-        send({ type: 'reserve', id, scope, provider, model, tokens, usd, bound, now: clock.now() });
-        // Usually the call is granted (or denied) during that send: only a call that waits listens for an abort.
-        if (signal && waiters.isWaiting(id))
-          waiters.setAbortListener(
-            id,
-            whenAborted(signal, () => send({ type: 'release', id, now: clock.now() })),
-          );
-      });
-    },
+    reserve,
     settle(grant, usage) {
       if (!waiters.takeGrant(grant.id)) return null;
       const tokens = totalTokens(usage);
-      const price = findPrice(prices, grant.model);
+      const price = priceOf(grant.model);
       const usd = price ? cost(usage, price) : null;
       const now = clock.now();
       const outputs = send({ type: 'settle', id: grant.id, tokens, usd, now });
@@ -266,19 +286,23 @@ export function createResourceManager(config: ResourceManagerConfig = {}): Resou
       if (spend?.kind !== 'spend') return null;
       const { returnedTokens, returnedUsd } = spend;
       const { session, provider, model } = grant;
-      expectedOutputs.record(session, provider, model, usage.output);
-      notices.notify({
-        type: 'spend',
-        time: now,
-        session,
-        provider,
-        model,
-        tokens,
-        usd,
-        usage,
-        returnedTokens,
-        returnedUsd,
-      });
+      const run = runs.get(session);
+      expectedOutputs.record(run?.means, provider, model, usage.output);
+      notices.notifyRun(
+        {
+          type: 'spend',
+          time: now,
+          session,
+          provider,
+          model,
+          tokens,
+          usd,
+          usage,
+          returnedTokens,
+          returnedUsd,
+        },
+        run?.sink,
+      );
       return { tokens, usd, returnedTokens, returnedUsd };
     },
     release(grant) {
@@ -299,11 +323,12 @@ export function createResourceManager(config: ResourceManagerConfig = {}): Resou
       resourceUsage(
         state(),
         query,
-        { closed, tenantOf: (session) => tenantOf.get(session), defaultTenant },
+        { closed, tenantOf: (session) => runs.get(session)?.tenant, defaultTenant },
         clock.now(),
       ),
-    priceOf: (model) => findPrice(prices, model),
-    expectedOutput: (session, provider, model) => expectedOutputs.expected(session, provider, model),
+    priceOf,
+    expectedOutput: (session, provider, model) =>
+      expectedOutputs.expected(runs.get(session)?.means, provider, model),
     usdBudgetFor,
     events: { subscribe: (listener) => notices.subscribe(listener) },
     stop() {
@@ -315,6 +340,55 @@ export function createResourceManager(config: ResourceManagerConfig = {}): Resou
       notices.clear();
     },
   };
+  return manager;
+}
+
+/** What the manager keeps of an open run. */
+interface OpenRun {
+  tenant: string;
+  /** The run's budget scope. */
+  scope: string;
+  /** Receives the notices of the run's calls. */
+  sink: ((notice: ResourceNotice) => void) | undefined;
+  /** What its calls wrote, per model (see OutputEstimates). */
+  means: Mean[];
+}
+
+/** Bound of a manager's cache of prices by model name. */
+const maxCachedPrices = 256;
+
+type ReserveNow = (
+  request: ReservationRequest,
+  signal: AbortSignal | undefined,
+) => ReservationOutcome | Promise<ReservationOutcome>;
+
+/** A manager's `reserve` and its synchronous side. */
+interface SyncReserve {
+  reserve: ResourceManager['reserve'];
+  now: ReserveNow;
+}
+
+/**
+ * Where a manager keeps the synchronous side of its `reserve` (a manager made elsewhere has none). A symbol on the
+ * manager, not a WeakMap: a manager per run (a run with a budget and no manager gets one) would pay an ephemeron each.
+ */
+const reserveNowKey: unique symbol = Symbol('troupe.reserveNow');
+
+/**
+ * Like `manager.reserve`, but answers at once, without a promise, when the manager decides during the request (the
+ * usual case: limits that do not bind, or a denial); a promise when the call waits. For the runtime's model calls,
+ * which pay the manager on every call.
+ */
+export function reserveAtOnce(
+  manager: ResourceManager,
+  request: ReservationRequest,
+  signal?: AbortSignal,
+): ReservationOutcome | Promise<ReservationOutcome> {
+  const sync = (manager as Partial<Record<typeof reserveNowKey, SyncReserve>>)[reserveNowKey];
+  // A wrapper that spreads a manager and replaces its `reserve` carries the symbol too: its own `reserve` decides.
+  return sync && sync.reserve === manager.reserve
+    ? sync.now(request, signal)
+    : manager.reserve(request, signal);
 }
 
 /**

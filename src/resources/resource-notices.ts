@@ -56,7 +56,7 @@ export type ResourceNotice =
   | { type: 'denied'; time: number; session: string; reason: DenialReason; scope: string; message: string }
   | { type: 'rate_limited'; time: number; quota: string; until: number };
 
-type Listener = (notice: ResourceNotice) => void;
+export type Listener = (notice: ResourceNotice) => void;
 
 /**
  * Where notices go: the run they concern (its sink, which turns them into events on its stream) and every
@@ -64,11 +64,21 @@ type Listener = (notice: ResourceNotice) => void;
  * the notice.
  */
 export class ResourceNotices {
-  readonly #sinks = new Map<string, Listener>();
+  readonly #sinkOf: (session: string) => Listener | undefined;
   readonly #listeners = new Set<Listener>();
 
+  /** `sinkOf` gives the sink of an open run (see OpenRunOptions.onNotice). */
+  constructor(sinkOf: (session: string) => Listener | undefined) {
+    this.#sinkOf = sinkOf;
+  }
+
   notify(notice: ResourceNotice): void {
-    if ('session' in notice) this.#sinks.get(notice.session)?.(notice);
+    this.notifyRun(notice, 'session' in notice ? this.#sinkOf(notice.session) : undefined);
+  }
+
+  /** Like `notify`, given the sink of the run the notice concerns (the caller has looked its run up already). */
+  notifyRun(notice: ResourceNotice, sink: Listener | undefined): void {
+    sink?.(notice);
     for (const listener of this.#listeners) {
       try {
         listener(notice);
@@ -83,17 +93,7 @@ export class ResourceNotices {
     return () => this.#listeners.delete(listener);
   }
 
-  /** The run `session` receives its own notices through `sink` until `removeSink`. */
-  addSink(session: string, sink: Listener): void {
-    this.#sinks.set(session, sink);
-  }
-
-  removeSink(session: string): void {
-    this.#sinks.delete(session);
-  }
-
   clear(): void {
     this.#listeners.clear();
-    this.#sinks.clear();
   }
 }

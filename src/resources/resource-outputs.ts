@@ -17,19 +17,21 @@ export function dispatchOutput(
   switch (output.kind) {
     case 'granted': {
       const reservation = state.reservations[output.id];
-      const session = waiters.sessionOf(output.id);
-      waiters.grant(output.id, reservation, output.waitedMs);
-      if (session !== undefined && reservation)
-        notices.notify({
-          type: 'granted',
-          time: now,
-          session,
-          reservation: output.id,
-          tokens: reservation.tokens,
-          usd: reservation.usd,
-          maxOutputTokens: output.maxOutputTokens,
-          waitedMs: output.waitedMs,
-        });
+      const waiter = waiters.grant(output.id, reservation, output.waitedMs);
+      if (waiter && reservation)
+        notices.notifyRun(
+          {
+            type: 'granted',
+            time: now,
+            session: waiter.request.session,
+            reservation: output.id,
+            tokens: reservation.tokens,
+            usd: reservation.usd,
+            maxOutputTokens: output.maxOutputTokens,
+            waitedMs: output.waitedMs,
+          },
+          waiter.sink,
+        );
       return;
     }
     case 'denied': {

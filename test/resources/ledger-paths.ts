@@ -144,7 +144,7 @@ export function harnessKey(state: HarnessState): string {
   const quotas = Object.values(rm.quotas).map((quota) => [
     quota.key,
     liveRequests(quota),
-    liveRequests(quota) > 0 ? Math.floor((now - (quota.log[quota.logHead]?.at ?? now)) / 30_000) : null,
+    liveRequests(quota) > 0 ? Math.floor((now - (quota.logTimes[quota.logHead] ?? now)) / 30_000) : null,
     quota.inFlight,
     quota.blockedUntil > now,
   ]);
