@@ -52,20 +52,20 @@ const login = tool({
   execute: () => 'ok',
 });
 
+/** A stream of an agent with the `login` tool whose model plays `turns`, keeping each request it is given. */
+function loginRun(turns: Parameters<typeof streamingModel>[0], requests: ModelRequest[]) {
+  return stream(
+    defineAgent({ name: 'a', instructions: '', model: streamingModel(turns, requests), tools: [login] }),
+    'go',
+  );
+}
+
 describe("a run's model request hooks", () => {
   it("stream a user's provider on every call, one delta hook and one breaker hook for all the run's calls", async () => {
     const requests: ModelRequest[] = [];
-    const s = stream(
-      defineAgent({
-        name: 'a',
-        instructions: '',
-        model: streamingModel(
-          [{ args: ['{"user": ', '"ada"}'] }, { args: ['{"user": "bob"}'] }, { text: 'all done' }],
-          requests,
-        ),
-        tools: [login],
-      }),
-      'go',
+    const s = loginRun(
+      [{ args: ['{"user": ', '"ada"}'] }, { args: ['{"user": "bob"}'] }, { text: 'all done' }],
+      requests,
     );
     const shown: string[] = [];
     const text: string[] = [];
@@ -89,21 +89,13 @@ describe("a run's model request hooks", () => {
 
   it("guard each call's streamed tool arguments on their own: a secret key in one call hides nothing of the next", async () => {
     const requests: ModelRequest[] = [];
-    const s = stream(
-      defineAgent({
-        name: 'a',
-        instructions: '',
-        model: streamingModel(
-          [
-            { args: ['{"user": "ada", "pass', 'code": "hunter2"}'] },
-            { args: ['{"user": ', '"bob"}'] },
-            { text: 'done' },
-          ],
-          requests,
-        ),
-        tools: [login],
-      }),
-      'go',
+    const s = loginRun(
+      [
+        { args: ['{"user": "ada", "pass', 'code": "hunter2"}'] },
+        { args: ['{"user": ', '"bob"}'] },
+        { text: 'done' },
+      ],
+      requests,
     );
     const shown: string[] = [];
     for await (const event of s) if (event.type === 'tool_call_delta') shown.push(event.data.argsDelta);
