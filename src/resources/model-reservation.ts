@@ -1,3 +1,4 @@
+import { onAbort } from '../core/abort.ts';
 import { ModelError } from '../core/errors.ts';
 import type { ModelRequest } from '../core/model.ts';
 import type { Usage } from '../core/usage.ts';
@@ -34,6 +35,10 @@ export type ModelReservation =
  * output is left is refused (`budget_exhausted`); one that only the calls in flight hold back waits for them.
  *
  * Aborting `signal` ends a wait; a grant that arrives after the abort goes back at once (the denial says `aborted`).
+ * A granted call whose `signal` aborts before it is settled gives its reservation back then: its run no longer
+ * waits for the answer, and a provider that ignores the abort and never answers would otherwise hold that budget
+ * for good, and with it every call that draws on the same scope (the caller of a sub-agent, the session's next
+ * turn). An answer that still comes after the abort is not counted, as when the run's own scope has closed.
  */
 export function reserveModelCall(
   manager: ResourceManager,
@@ -81,6 +86,8 @@ function reservationOf(
   const { provider, model: name } = model;
   const asked = request.settings?.maxOutputTokens;
   const cap = grant.maxOutputTokens;
+  // One waiter on the signal's shared list (not a listener per call): it goes with the call's settlement.
+  const abandoned = onAbort(signal, () => manager.release(grant));
   return {
     granted: true,
     grant,
@@ -89,9 +96,11 @@ function reservationOf(
         ? request
         : { ...request, settings: { ...request.settings, maxOutputTokens: cap } },
     settle: (usage) => {
+      abandoned();
       manager.settle(grant, usage);
     },
     fail: (error) => {
+      abandoned();
       if (error instanceof ModelError && (error.kind === 'rate_limited' || error.status === 429)) {
         manager.report429({
           provider,

@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { activeRuntimeCount } from 'troupe/testing';
 import { describe, expect, it } from 'vitest';
 import { execute } from '../../bench/fuzz/execute.ts';
+import { regressions } from '../../bench/fuzz/regressions.ts';
 import { scenarios, testProfile } from '../../bench/fuzz/scenario.ts';
 
 /**
@@ -17,6 +18,14 @@ import { scenarios, testProfile } from '../../bench/fuzz/scenario.ts';
 const numRuns = process.env.CI ? 400 : 300;
 
 describe('fuzz: the public API keeps its promises', () => {
+  it.each(regressions)('a case that once broke one keeps them: $what', async ({ scenario }) => {
+    const before = activeRuntimeCount();
+    const outcome = await execute(scenario, { watchdogMs: 5_000, avoidKnownBugs: true });
+    expect(outcome.problems).toEqual([]);
+    expect(outcome.unexpectedRejections).toEqual([]);
+    expect(activeRuntimeCount()).toBe(before);
+  });
+
   it('every case ends with typed results and valid, unique-id histories', async () => {
     const before = activeRuntimeCount();
     await fc.assert(
