@@ -61,19 +61,25 @@ function answeringModel(toolCalls: ModelResponse['toolCalls'][] = []): ModelProv
   };
 }
 
+/** A manager with one open run of a 1,000-token budget, and a model call of that run granted at once. */
+function grantedReservation() {
+  const manager = createResourceManager();
+  manager.openRun({ session: 's', provider: 'test', model: 'm', budget: { tokens: 1_000 } });
+  const controller = new AbortController();
+  const reservation = reserveModelCall(
+    manager,
+    's',
+    request(controller.signal),
+    { provider: 'test', model: 'm' },
+    controller.signal,
+  );
+  if (reservation instanceof Promise || !reservation.granted) throw new Error('expected a grant at once');
+  return { manager, controller, reservation };
+}
+
 describe('reserveModelCall', () => {
   it('gives a granted reservation back when its signal aborts; an answer after that is not counted', () => {
-    const manager = createResourceManager();
-    manager.openRun({ session: 's', provider: 'test', model: 'm', budget: { tokens: 1_000 } });
-    const controller = new AbortController();
-    const reservation = reserveModelCall(
-      manager,
-      's',
-      request(controller.signal),
-      { provider: 'test', model: 'm' },
-      controller.signal,
-    );
-    if (reservation instanceof Promise || !reservation.granted) throw new Error('expected a grant at once');
+    const { manager, controller, reservation } = grantedReservation();
     expect(manager.usage({ session: 's' }).session?.reservedTokens).toBeGreaterThan(0);
     controller.abort();
     expect(manager.usage({ session: 's' }).session).toMatchObject({ reservedTokens: 0, spentTokens: 0 });
@@ -83,17 +89,7 @@ describe('reserveModelCall', () => {
   });
 
   it('keeps a settled reservation settled when the signal aborts later', () => {
-    const manager = createResourceManager();
-    manager.openRun({ session: 's', provider: 'test', model: 'm', budget: { tokens: 1_000 } });
-    const controller = new AbortController();
-    const reservation = reserveModelCall(
-      manager,
-      's',
-      request(controller.signal),
-      { provider: 'test', model: 'm' },
-      controller.signal,
-    );
-    if (reservation instanceof Promise || !reservation.granted) throw new Error('expected a grant at once');
+    const { manager, controller, reservation } = grantedReservation();
     reservation.settle({ input: 10, output: 10, cached: 0, reasoning: 0 });
     controller.abort();
     expect(manager.usage({ session: 's' }).session).toMatchObject({ reservedTokens: 0, spentTokens: 20 });
