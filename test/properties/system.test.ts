@@ -139,6 +139,7 @@ const terminal = new Set(['done', 'error', 'stopped']);
 const handoff = { move: 'handoff' as const, pick: 0 };
 const text = { move: 'text' as const, pick: 0 };
 const crash = { move: 'crash' as const, pick: 0 };
+const busy = { move: 'work' as const, pick: 0 };
 
 function example(handoffs: number[][], scripts: Graph['scripts'], strategy: Graph['strategy']) {
   const graph: Graph = {
@@ -228,6 +229,8 @@ describe('actor system: random agent graphs', () => {
           [example([[], []], [[crash], []], 'escalate')],
           // A handoff chain one longer than maxDepth: the turn ends with handoff_limit.
           [{ ...example([[1], [2], []], [[handoff], [handoff], [text]], 'restart'), maxDepth: 1 }],
+          // Stopped after its first event, while it still has tool steps to make: the turn ends aborted.
+          [{ ...example([[]], [[busy, busy, text]], 'restart'), stopAfter: 1 }],
         ],
       },
     );
