@@ -115,10 +115,18 @@ const followedHistoryLength = 8;
 /** One running agent's effects: its calls' abort controller, and the usage so far (for usage events). */
 class EffectsInstance implements EffectsHost {
   readonly #controller = new AbortController();
+  /**
+   * The controller's signal, read once: Node makes it on first read behind a getter, and its `aborted` is a getter
+   * that calls two functions. The gates read `closed` instead of `signal.aborted` (the same answer: only `close`
+   * aborts the signal, right after it sets `closed`): in V8's baseline tiers each getter call costs more than the
+   * rest of the check.
+   */
+  readonly signal: AbortSignal = this.#controller.signal;
   readonly #runtime: RunRuntime | undefined;
   /** The key of this agent's run (its machine's session id), for messages. */
   readonly #key: string;
-  #closed = false;
+  /** Whether the run ended (`close`): set only there, just before the signal aborts. */
+  closed = false;
   /**
    * The usage so far, as numbers: a usage event shows it (a new object each time), and a run nothing listens to
    * makes no object per response for it.
@@ -167,16 +175,8 @@ class EffectsInstance implements EffectsHost {
     this.#toListeners.call(this.#scope, command);
   };
 
-  get signal(): AbortSignal {
-    return this.#controller.signal;
-  }
-
-  get closed(): boolean {
-    return this.#closed;
-  }
-
   close(): void {
-    this.#closed = true;
+    this.closed = true;
     this.#controller.abort(stacklessError('The run ended before this call finished.'));
     this.#abortWaiters.wakeAll();
   }
@@ -186,7 +186,7 @@ class EffectsInstance implements EffectsHost {
   readonly whenAborted = (callback: () => void): (() => void) => this.#abortWaiters.add(callback);
 
   answer(event: AgentEvent): void {
-    if (!this.#closed) this.#scope.self.send(event);
+    if (!this.closed) this.#scope.self.send(event);
   }
 
   /** The agent's context right now: the state that decided the command being handled. */
@@ -197,7 +197,7 @@ class EffectsInstance implements EffectsHost {
   fail(error: unknown): void {
     const info = toErrorInfo(error);
     const runtime = this.#runtime;
-    if (runtime && !this.#closed)
+    if (runtime && !this.closed)
       emitFrom(runtime, 'error', {
         message: `store: ${info.message}`,
         type: info.name,
@@ -248,7 +248,7 @@ class EffectsInstance implements EffectsHost {
     if (committed instanceof Promise)
       committed.then(
         () => {
-          if (!this.#closed) this.#start(runtime, command);
+          if (!this.closed) this.#start(runtime, command);
         },
         (error: unknown) => this.fail(error),
       );
@@ -287,7 +287,7 @@ class EffectsInstance implements EffectsHost {
     }
     if (this.#historyIds === undefined && command.history.length >= followedHistoryLength)
       this.#historyIds = new HistoryIds();
-    const answered = modelCall(runtime, command, this.#controller.signal, undefined, this.#historyIds);
+    const answered = modelCall(runtime, command, this.signal, undefined, this.#historyIds);
     // A plain run answers in the same callback, one of its own; a durable one commits the response first.
     if (!durable) {
       this.#plainCallStep = command.step;
@@ -295,7 +295,7 @@ class EffectsInstance implements EffectsHost {
       return;
     }
     void answered.then(async (event) => {
-      if (this.#closed) return;
+      if (this.closed) return;
       if (event.type === 'model.response') {
         this.accept(runtime, command.step, event.response);
         try {
@@ -317,7 +317,7 @@ class EffectsInstance implements EffectsHost {
    * a run waiting for its model would hold.
    */
   readonly #plainModelAnswered = (event: AgentEvent): void => {
-    if (this.#closed) return;
+    if (this.closed) return;
     if (event.type === 'model.response')
       this.accept(this.#runtime as RunRuntime, this.#plainCallStep, event.response);
     this.answer(event);
