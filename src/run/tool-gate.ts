@@ -142,6 +142,7 @@ export class GatedBatch implements ToolBatch, BatchListener {
   declare readonly signal: AbortSignal;
   // The run's effects, while a step is in progress (undefined between steps: nothing keeps a finished run's).
   declare whenAborted: ((callback: () => void) => () => void) | undefined;
+  declare ended: EffectsHost | undefined;
   declare readonly clock: ToolBatch['clock'];
   declare readonly executor: ToolBatch['executor'];
   declare readonly guardrails: ToolGuardrails | undefined;
@@ -197,6 +198,8 @@ export class GatedBatch implements ToolBatch, BatchListener {
   ): void {
     this.host = host;
     this.whenAborted = host.whenAborted;
+    // The effects abort their signal themselves, right after they are closed: the runner reads `closed` instead.
+    this.ended = host;
     this.calls = classified ? classified.runnable : command.calls;
     this.checked = classified?.checked;
     this.disabled = command.disabledTools;
@@ -216,6 +219,7 @@ export class GatedBatch implements ToolBatch, BatchListener {
     this.over = true;
     this.host = undefined;
     this.whenAborted = undefined;
+    this.ended = undefined;
     const runtime = this.caller;
     const nestedSteps = runtime.nestedSteps;
     runtime.nestedSteps = 0;
