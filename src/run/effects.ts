@@ -5,7 +5,7 @@ import type { ModelResponse } from '../core/model.ts';
 import type { Usage } from '../core/usage.ts';
 import type { AgentContext, AgentEvent, EffectCommand } from '../machines/agent.ts';
 import { callModelGuarded, checkGuardrailStage } from './guardrail-stage.ts';
-import { checksAnswers, emitResponse, emitUsage, modelCall } from './model-gate.ts';
+import { checksAnswers, deliverModelCall, emitResponse, emitUsage, modelCall } from './model-gate.ts';
 import { HistoryIds } from './normalize-response.ts';
 import { emitFrom, type RunRuntime, runtimeOfAgent } from './run-runtime.ts';
 import { approvalRequests, runTools } from './tool-gate.ts';
@@ -289,13 +289,13 @@ class EffectsInstance implements EffectsHost {
     }
     if (this.historyIds === undefined && command.history.length >= followedHistoryLength)
       this.historyIds = new HistoryIds();
-    const answered = modelCall(runtime, command, this.signal, undefined, this.historyIds);
     // A plain run answers in the same callback, one of its own; a durable one commits the response first.
     if (!durable) {
       this.plainCallStep = command.step;
-      void answered.then(this.plainModelAnswered);
+      deliverModelCall(runtime, command, this.signal, this.historyIds, this.plainModelAnswered);
       return;
     }
+    const answered = modelCall(runtime, command, this.signal, undefined, this.historyIds);
     void answered.then(async (event) => {
       if (this.closed) return;
       if (event.type === 'model.response') {

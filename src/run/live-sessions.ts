@@ -8,9 +8,11 @@ const running = new Set<string>();
 
 /** Claims `sessionId` for a run or session about to start; throws a ConfigError when it is running already. */
 export function claimSessionId(sessionId: string, who: string): void {
-  if (running.has(sessionId))
-    throw new ConfigError(`${who}: a run or session with id "${sessionId}" is already running.`);
+  // One lookup in the set of running ids (thousands when many runs are in flight), not a test and then an add.
+  const before = running.size;
   running.add(sessionId);
+  if (running.size === before)
+    throw new ConfigError(`${who}: a run or session with id "${sessionId}" is already running.`);
 }
 
 /** Gives a claimed id back; its owner calls it once, when it has ended. */

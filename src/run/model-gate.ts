@@ -28,6 +28,24 @@ export interface CallHooks {
   onGenerate?: () => void;
 }
 
+/**
+ * A plain run's model call without hooks, its event handed to `deliver` (once): the usual call answers through
+ * one promise of its own, where `modelCall(...).then(deliver)` would add a second promise and its reaction, which a
+ * run waiting for its model holds, and a microtask per call.
+ */
+export function deliverModelCall(
+  runtime: RunRuntime,
+  command: ModelCallCommand,
+  signal: AbortSignal,
+  historyIds: HistoryIds | undefined,
+  deliver: (event: AgentEvent) => void,
+): void {
+  const answered = runtime.runEffect
+    ? modelCall(runtime, command, signal, undefined, historyIds)
+    : callModel(runtime, command, signal, undefined, historyIds, deliver);
+  if (answered !== undefined) void answered.then(deliver);
+}
+
 /** A model call, through the run's durable executor when it has one (which records its answer). */
 export function modelCall(
   runtime: RunRuntime,
@@ -37,9 +55,12 @@ export function modelCall(
   historyIds?: HistoryIds,
 ): Promise<AgentEvent> {
   // Without a durable executor the call goes straight through: no key string and no closure per model call.
-  if (!runtime.runEffect) return callModel(runtime, command, signal, hooks, historyIds);
-  return journaledModelEffect(runtime, String(command.call), () =>
-    callModel(runtime, command, signal, hooks, historyIds),
+  if (!runtime.runEffect)
+    return callModel(runtime, command, signal, hooks, historyIds) as Promise<AgentEvent>;
+  return journaledModelEffect(
+    runtime,
+    String(command.call),
+    () => callModel(runtime, command, signal, hooks, historyIds) as Promise<AgentEvent>,
   );
 }
 
@@ -68,15 +89,17 @@ export function breakerReporter(runtime: RunRuntime, signal: AbortSignal): Model
 /**
  * One model call. The usual call (fixed instructions, no tool sources, no resource manager) goes straight to the
  * provider, its answer handled in one callback; the others take the general path, which may wait on the
- * instructions, the tool sources and the budget first. Both give the same event.
+ * instructions, the tool sources and the budget first. Both give the same event. With `deliver`, a call without
+ * hooks on the straight path hands its event to it and returns nothing; otherwise the event's promise is returned.
  */
 function callModel(
   runtime: RunRuntime,
   command: ModelCallCommand,
   signal: AbortSignal,
-  hooks?: CallHooks,
-  historyIds?: HistoryIds,
-): Promise<AgentEvent> {
+  hooks: CallHooks | undefined,
+  historyIds: HistoryIds | undefined,
+  deliver?: (event: AgentEvent) => void,
+): Promise<AgentEvent> | undefined {
   let system: Message | undefined | Promise<Message | undefined>;
   try {
     system = systemMessageOf(runtime);
@@ -90,7 +113,7 @@ function callModel(
   const messages = messagesOf(runtime, system, command, maskForModel);
   // A call without hooks of its own (the usual one) takes the run's request hooks and continuation.
   if (hooks === undefined)
-    return callPlain(plainCallsOf(runtime, signal), command, maskForModel, historyIds, messages);
+    return callPlain(plainCallsOf(runtime, signal), command, maskForModel, historyIds, messages, deliver);
   const request = requestOf(runtime, command, signal, hooks, messages);
   let answer: ModelResponse | Promise<ModelResponse>;
   try {
@@ -112,9 +135,11 @@ function callPlain(
   maskForModel: PiiRun | undefined,
   historyIds: HistoryIds | undefined,
   messages: Message[],
-): Promise<AgentEvent> {
+  deliver: ((event: AgentEvent) => void) | undefined,
+): Promise<AgentEvent> | undefined {
   const runtime = calls.runtime;
   const agent = runtime.agent;
+  calls.deliver = deliver;
   calls.guard = undefined;
   calls.call = command.call;
   calls.history = command.history;
@@ -134,9 +159,15 @@ function callPlain(
   try {
     answer = agent.model.generate(request);
   } catch (error) {
-    return Promise.resolve(calls.failed(error));
+    // Answered after the call that asked, as a promise's reaction would be (not from inside the machine's step).
+    calls.deliver = undefined;
+    const event = calls.failed(error);
+    if (deliver === undefined) return Promise.resolve(event);
+    queueMicrotask(() => deliver(event));
+    return undefined;
   }
-  return Promise.resolve(answer).then(calls.answered, calls.failed);
+  const answered = Promise.resolve(answer).then(calls.answered, calls.failed);
+  return deliver === undefined ? answered : undefined;
 }
 
 /** The run's plain model calls on this signal: made at the first, kept on the runtime for the next ones. */
@@ -167,6 +198,8 @@ export class PlainModelCalls implements AnsweredCall {
   phase: ModelCallCommand['phase'] = 'toolUse';
   maskForModel: PiiRun | undefined = undefined;
   historyIds: HistoryIds | undefined = undefined;
+  /** Where the event of the call in flight goes when its caller gave a receiver (else: the promise's value). */
+  deliver: ((event: AgentEvent) => void) | undefined = undefined;
 
   constructor(
     readonly runtime: RunRuntime,
@@ -205,20 +238,26 @@ export class PlainModelCalls implements AnsweredCall {
       given,
       this.historyIds,
     );
-    this.#settled();
+    this.#settled(event);
     return event;
   };
 
   readonly failed = (error: unknown): AgentEvent => {
-    this.#settled();
-    return failed(this.runtime, this.signal, undefined, error);
+    const event = failed(this.runtime, this.signal, undefined, error);
+    this.#settled(event);
+    return event;
   };
 
-  /** The call is answered: the run holds nothing of it until its next. */
-  #settled(): void {
+  /** The call is answered: its event goes to its receiver, and the run holds nothing of it until its next. */
+  #settled(event: AgentEvent): void {
     this.history = noMessages;
     this.historyIds = undefined;
     this.maskForModel = undefined;
+    const deliver = this.deliver;
+    if (deliver !== undefined) {
+      this.deliver = undefined;
+      deliver(event);
+    }
   }
 }
 
@@ -338,8 +377,7 @@ function messagesOf(
   maskForModel: PiiRun | undefined,
 ): Message[] {
   const history = command.history;
-  // concat makes the request's array at its final length (a spread grows it by push, reallocating on the way).
-  let messages: Message[] = system === undefined ? (history as Message[]) : [system].concat(history);
+  let messages: Message[] = system === undefined ? (history as Message[]) : withFirst(system, history);
   if (maskForModel) {
     const counts: PiiCounts = {};
     messages = maskMessages(maskForModel, messages, counts);
@@ -347,6 +385,18 @@ function messagesOf(
       emitFrom(runtime, 'redaction', { target: 'model', counts });
   }
   return messages;
+}
+
+/**
+ * `first` and then `messages`, in a new array made at its final length by a loop: `concat` would go through the
+ * runtime's generic C++ builtin (once per model call), a spread would grow the array by push.
+ */
+function withFirst(first: Message, messages: readonly Message[]): Message[] {
+  const length = messages.length;
+  const all: Message[] = new Array(length + 1);
+  all[0] = first;
+  for (let index = 0; index < length; index++) all[index + 1] = messages[index] as Message;
+  return all;
 }
 
 /** The provider's request: its deltas and breaker changes reach the run's events through one scope. */

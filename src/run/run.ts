@@ -161,7 +161,16 @@ export function startRun<TOutput>(
   beforeStart?.(bus);
   const deadline = agent.limits.timeoutMs === null ? null : clock.now() + agent.limits.timeoutMs;
   const inspect = options.inspect ?? caller?.inspect;
-  const spec: AgentRunSpec = {
+  // A nested run's tools hold their connections for the caller's session; a plain run holds its own.
+  const holdings = placement ? placement.caller?.holdings : new ResourceHoldings();
+  // Every field the runtime gets during a plain run is in the literal (the host's and the observer's included):
+  // stored later, each would move the object to a new shape and its fields past the literal's into a property
+  // array of their own, which a run in flight holds.
+  const spec: AgentRunSpec & {
+    onDelta: RunRuntime['onDelta'] | undefined;
+    nestedSteps: number;
+    toolBatch: RunRuntime['toolBatch'];
+  } = {
     key: sessionId,
     agent: agent as Agent<unknown>,
     bus,
@@ -172,6 +181,12 @@ export function startRun<TOutput>(
     inspect,
     onApproval: options.onApproval,
     audit,
+    holdings,
+    phases: undefined,
+    onDelta: undefined,
+    nestedSteps: 0,
+    toolBatch: undefined,
+    plainCalls: undefined,
   };
   if (placement) {
     spec.sessionId = placement.sessionId;
@@ -180,9 +195,6 @@ export function startRun<TOutput>(
     spec.origin = placement.origin;
     spec.turn = placement.turn;
   }
-  // A nested run's tools hold their connections for the caller's session; a plain run holds its own.
-  const holdings = placement ? placement.caller?.holdings : new ResourceHoldings();
-  spec.holdings = holdings;
   // Every listener the bus will have is on it now (the audit log's, the stream's): no later one can subscribe.
   const runtime = hostRuntime(spec, bus.listening);
 
@@ -190,7 +202,7 @@ export function startRun<TOutput>(
     agent as Agent<unknown>,
     sessionId,
     // At its final length: the run's first history stays in its context until the first model response.
-    callerHistory.concat(userMessage(input)),
+    withLast(callerHistory, userMessage(input)),
     callerHistory.length,
   );
   const logic = runtimeAgentMachine();
@@ -230,6 +242,18 @@ export function startRun<TOutput>(
   const result = observer.start();
 
   return { sessionId, result };
+}
+
+/**
+ * `messages` and then `last`, in a new array made at its final length by a loop: `concat` would go through the
+ * runtime's generic C++ builtin, a spread would grow the array by push.
+ */
+export function withLast(messages: readonly Message[], last: Message): Message[] {
+  const length = messages.length;
+  const all: Message[] = new Array(length + 1);
+  for (let index = 0; index < length; index++) all[index] = messages[index] as Message;
+  all[length] = last;
+  return all;
 }
 
 /** A streaming run: iterate its events with `for await`, and await `result` for the outcome. */
