@@ -1030,7 +1030,7 @@ function inserted(result: Sqlite.StatementResultingChanges): boolean {
  * A value of a batch as a commit's rows carry it: a primitive as it is; anything else (the rules refuse it) as an
  * empty object, so that the rows can be handed to another thread whatever the batch held.
  */
-type Plain = string | number | boolean | bigint | null | undefined | Record<string, never>;
+export type Plain = string | number | boolean | bigint | null | undefined | Record<string, never>;
 
 function plain(value: unknown): Plain {
   if (value === null || value === undefined) return value;

@@ -1,4 +1,5 @@
 import type { MessagePort } from 'node:worker_threads';
+import { appendCommitRows, type CommitRowsWire } from './commit-rows-wire.ts';
 import { type GroupCommitSettings, gatherGroups } from './group-commit.ts';
 import type { LeaseHolder } from './session-lease.ts';
 import type { CommitRows } from './sqlite-store.ts';
@@ -24,8 +25,8 @@ export interface WriterInit extends Omit<WriterThreadConfig, 'holder'> {
   signal: SharedArrayBuffer;
 }
 
-/** To the writer thread: a group of commits to write, or the end. */
-export type ToWriter = { type: 'group'; id: number; entries: CommitRows[] } | { type: 'close' };
+/** To the writer thread: a group of `count` commits to write (their values in one list), or the end. */
+export type ToWriter = { type: 'group'; id: number; count: number; wire: CommitRowsWire } | { type: 'close' };
 
 /**
  * From the writer thread: how each commit of a group ended (-1 written, else the index of its error in `errors`:
@@ -151,11 +152,10 @@ export function startWriterThread(
     inFlight.set(id, group);
     port1.ref();
     try {
-      port1.postMessage({
-        type: 'group',
-        id,
-        entries: group.map((waiting) => waiting.rows),
-      } satisfies ToWriter);
+      const wire: CommitRowsWire = [];
+      for (let index = 0; index < group.length; index++)
+        appendCommitRows(wire, (group[index] as Waiting).rows);
+      port1.postMessage({ type: 'group', id, count: group.length, wire } satisfies ToWriter);
     } catch (error) {
       inFlight.delete(id);
       idle();
