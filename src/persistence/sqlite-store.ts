@@ -605,8 +605,8 @@ function inlineGroupWriter(committer: GroupCommitter<CommitRows>): GroupWriter {
 }
 
 /**
- * Group commit's shared transaction on one connection: each commit in a savepoint. `check` runs before a group
- * begins (throws when the store is closed).
+ * Group commit's shared transaction on one connection: each commit in a savepoint, or without one (see `writeGroup`).
+ * `check` runs before a group begins (throws when the store is closed).
  */
 export function sqliteGroupTransaction(
   db: Sqlite.DatabaseSync,
@@ -640,7 +640,15 @@ export function sqliteGroupTransaction(
         throw storeErrorOf(error, path, 'could not begin a group commit');
       }
     },
-    write(rows) {
+    write(rows, alone) {
+      if (!alone) {
+        try {
+          writeCommit(sql, rows);
+        } catch (error) {
+          throw commitErrorOf(error, path, rows.sessionId);
+        }
+        return;
+      }
       try {
         sql.savepoint.run();
       } catch (error) {
