@@ -17,7 +17,8 @@ export interface GroupCommitOptions {
    * Where the groups are written. `'inline'` (the default): the event loop writes each group itself. `'thread'`: a
    * worker thread of the store, with a connection of its own, runs the statements and the fsync of each group while
    * the event loop goes on with the sessions; `commit`'s promise resolves once the thread has committed the group.
-   * The thread takes about half of the store's CPU time off the event loop, and costs about a fifth more CPU in all.
+   * The thread takes more than half of the store's CPU time off the event loop, and costs about a sixth more CPU in
+   * all.
    */
   writer?: 'thread' | 'inline' | undefined;
 }
