@@ -1055,9 +1055,9 @@ function plain(value: unknown): Plain {
 
 /**
  * One commit as the store writes it: the batch's values as JSON text and the columns of its rows, made when `commit`
- * is called (what is committed is the batch as it was then; a value that is not JSON writes nothing). Strings,
- * numbers and plain arrays only: group commit hands it to its writer thread as it is. The rules of commit-rules.ts
- * read it like the batch.
+ * is called (what is committed is the batch as it was then; a value that is not JSON writes nothing). Strings and
+ * numbers in plain objects and arrays: group commit hands its values to its writer thread as one list
+ * (commit-rows-wire.ts). The rules of commit-rules.ts read it like the batch.
  */
 export interface CommitRows {
   sessionId: string;
