@@ -7,7 +7,8 @@
  *
  *   npm run build && node bench/system/commit-replay.ts [sessions=2000] [repetitions=3] [group=4096]
  *
- * With TROUPE_BENCH_BASE=<another build's dist folder>, that build is replayed too, interleaved (see group-commit.ts).
+ * With TROUPE_BENCH_BASE=<another build's dist folder>, that build is replayed too, interleaved (see group-commit.ts);
+ * TROUPE_BENCH_BASE_WRITER=thread adds the base build with its writer thread.
  * TROUPE_BENCH_STEPS=<n> makes each turn n tool steps instead of W2's 3 (a longer conversation).
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -25,7 +26,12 @@ const builds: [string, WorkloadLibrary, ('thread' | 'inline')?][] = [
   ['thread', built, 'thread'],
   ['inline', built, 'inline'],
 ];
-if (baseFolder !== undefined) builds.push(['base', await import(join(baseFolder, 'index.js'))]);
+if (baseFolder !== undefined) {
+  const base: WorkloadLibrary = await import(join(baseFolder, 'index.js'));
+  // TROUPE_BENCH_BASE_WRITER=thread replays the base with its writer thread too ('base thread').
+  if (process.env.TROUPE_BENCH_BASE_WRITER === 'thread') builds.push(['base thread', base, 'thread']);
+  builds.push(['base', base]);
+}
 
 /** Bytes this process has written through write() calls so far. */
 function written(): number {

@@ -17,7 +17,8 @@ export interface GroupCommitOptions {
    * Where the groups are written. `'inline'` (the default): the event loop writes each group itself. `'thread'`: a
    * worker thread of the store, with a connection of its own, runs the statements and the fsync of each group while
    * the event loop goes on with the sessions; `commit`'s promise resolves once the thread has committed the group.
-   * The thread takes about half of the store's CPU time off the event loop, and costs about a fifth more CPU in all.
+   * The thread takes more than half of the store's CPU time off the event loop, and costs about a sixth more CPU in
+   * all.
    */
   writer?: 'thread' | 'inline' | undefined;
 }
@@ -35,8 +36,12 @@ export interface GroupCommitSettings {
 export interface GroupTransaction<Entry> {
   /** Opens the shared transaction. `durable` false: every entry is relaxed, the transaction need not reach the disk. */
   begin(durable: boolean): void;
-  /** Writes one entry inside the shared transaction, whole or not at all (a savepoint). Throws why it could not. */
-  write(entry: Entry): void;
+  /**
+   * Writes one entry inside the shared transaction. `alone`: in a savepoint of its own, so that an entry that fails
+   * leaves nothing of itself and the others go on; otherwise without one (cheaper: an entry that fails then has the
+   * whole transaction rolled back). Throws why it could not.
+   */
+  write(entry: Entry, alone: boolean): void;
   /**
    * Whether an error of `write` is the entry's own fault (its batch broke the store's rules), failing that entry
    * alone; any other error fails the group.
@@ -112,8 +117,9 @@ export function groupCommitWriter(option: true | GroupCommitOptions, where: stri
  * in one transaction, so that they share one fsync. Each caller's promise resolves only once that transaction is
  * committed: a runtime that waits for it before starting the effect keeps the write-ahead rule.
  *
- * - Each entry is written in a savepoint: a batch that breaks the store's rules fails its caller alone, and the
- *   others are committed.
+ * - A batch that breaks the store's rules fails its caller alone, and the others are committed: the group is first
+ *   written without a savepoint per entry; when an entry is refused, that transaction is rolled back and the group
+ *   written again with each entry in a savepoint.
  * - A failure of the group itself (the disk, the file) rolls the whole transaction back and rejects every caller of
  *   the group with the same error: none of them has any of its data written.
  * - Commits are written in the order they were made, so one session's commits keep their order.
@@ -200,14 +206,32 @@ export function gatherGroups<Item>(
 }
 
 /**
- * Writes one group in one shared transaction, each entry in a savepoint, and says how each ended: written; refused
- * for its own fault (the others go on); or, when the group itself fails (the disk, the file), every entry not
- * already refused fails with that one error and nothing of the group is written.
+ * Writes one group in one shared transaction and says how each entry ended: written; refused for its own fault (the
+ * others go on); or, when the group itself fails (the disk, the file), every entry not already refused fails with
+ * that one error and nothing of the group is written.
+ *
+ * Refusals are rare, and a savepoint per entry costs every entry two statements and a copy of each page it changes:
+ * the group is written without them first. Only when an entry is refused is that transaction rolled back and the
+ * group written again, each entry in a savepoint, so that the refused one fails alone, with the same error.
  */
 export function writeGroup<Entry>(
   transaction: GroupTransaction<Entry>,
   group: readonly { readonly entry: Entry; readonly relaxed: boolean }[],
 ): GroupOutcome[] {
+  return (
+    writeGroupOnce(transaction, group, false) ?? (writeGroupOnce(transaction, group, true) as GroupOutcome[])
+  );
+}
+
+/**
+ * One attempt at a group: each entry in a savepoint (`alone`), or none, in which case an entry refused for its own
+ * fault rolls the transaction back and the attempt gives up (undefined), unless it was the group's only entry.
+ */
+function writeGroupOnce<Entry>(
+  transaction: GroupTransaction<Entry>,
+  group: readonly { readonly entry: Entry; readonly relaxed: boolean }[],
+  alone: boolean,
+): GroupOutcome[] | undefined {
   // Entries refused for their own fault, by index; every other entry shares one outcome.
   let refused: Map<number, GroupOutcome> | undefined;
   let durable = false;
@@ -221,11 +245,16 @@ export function writeGroup<Entry>(
   try {
     for (let index = 0; index < group.length; index++) {
       try {
-        transaction.write((group[index] as { readonly entry: Entry }).entry);
+        transaction.write((group[index] as { readonly entry: Entry }).entry, alone);
         written++;
       } catch (error) {
-        // The batch's own fault: its savepoint is undone, the group goes on.
         if (!transaction.ownFault(error) || !transaction.open()) throw error;
+        if (!alone) {
+          // The batch's own fault, without a savepoint to undo just it: the group is written again with them.
+          transaction.rollback();
+          return group.length === 1 ? [{ ok: false, error }] : undefined;
+        }
+        // The batch's own fault: its savepoint is undone, the group goes on.
         refused ??= new Map();
         refused.set(index, { ok: false, error });
       }

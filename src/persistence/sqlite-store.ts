@@ -605,8 +605,8 @@ function inlineGroupWriter(committer: GroupCommitter<CommitRows>): GroupWriter {
 }
 
 /**
- * Group commit's shared transaction on one connection: each commit in a savepoint. `check` runs before a group
- * begins (throws when the store is closed).
+ * Group commit's shared transaction on one connection: each commit in a savepoint, or without one (see `writeGroup`).
+ * `check` runs before a group begins (throws when the store is closed).
  */
 export function sqliteGroupTransaction(
   db: Sqlite.DatabaseSync,
@@ -640,7 +640,15 @@ export function sqliteGroupTransaction(
         throw storeErrorOf(error, path, 'could not begin a group commit');
       }
     },
-    write(rows) {
+    write(rows, alone) {
+      if (!alone) {
+        try {
+          writeCommit(sql, rows);
+        } catch (error) {
+          throw commitErrorOf(error, path, rows.sessionId);
+        }
+        return;
+      }
       try {
         sql.savepoint.run();
       } catch (error) {
@@ -1030,7 +1038,7 @@ function inserted(result: Sqlite.StatementResultingChanges): boolean {
  * A value of a batch as a commit's rows carry it: a primitive as it is; anything else (the rules refuse it) as an
  * empty object, so that the rows can be handed to another thread whatever the batch held.
  */
-type Plain = string | number | boolean | bigint | null | undefined | Record<string, never>;
+export type Plain = string | number | boolean | bigint | null | undefined | Record<string, never>;
 
 function plain(value: unknown): Plain {
   if (value === null || value === undefined) return value;
@@ -1047,9 +1055,9 @@ function plain(value: unknown): Plain {
 
 /**
  * One commit as the store writes it: the batch's values as JSON text and the columns of its rows, made when `commit`
- * is called (what is committed is the batch as it was then; a value that is not JSON writes nothing). Strings,
- * numbers and plain arrays only: group commit hands it to its writer thread as it is. The rules of commit-rules.ts
- * read it like the batch.
+ * is called (what is committed is the batch as it was then; a value that is not JSON writes nothing). Strings and
+ * numbers in plain objects and arrays: group commit hands its values to its writer thread as one list
+ * (commit-rows-wire.ts). The rules of commit-rules.ts read it like the batch.
  */
 export interface CommitRows {
   sessionId: string;

@@ -1,4 +1,5 @@
 import type { MessagePort } from 'node:worker_threads';
+import { appendCommitRows, type CommitRowsWire } from './commit-rows-wire.ts';
 import { type GroupCommitSettings, gatherGroups } from './group-commit.ts';
 import type { LeaseHolder } from './session-lease.ts';
 import type { CommitRows } from './sqlite-store.ts';
@@ -24,8 +25,8 @@ export interface WriterInit extends Omit<WriterThreadConfig, 'holder'> {
   signal: SharedArrayBuffer;
 }
 
-/** To the writer thread: a group of commits to write, or the end. */
-export type ToWriter = { type: 'group'; id: number; entries: CommitRows[] } | { type: 'close' };
+/** To the writer thread: a group of `count` commits to write (their values in one list), or the end. */
+export type ToWriter = { type: 'group'; id: number; count: number; wire: CommitRowsWire } | { type: 'close' };
 
 /**
  * From the writer thread: how each commit of a group ended (-1 written, else the index of its error in `errors`:
@@ -46,7 +47,6 @@ export interface WriterThread {
 }
 
 interface Waiting {
-  rows: CommitRows;
   resolve: () => void;
   reject: (error: unknown) => void;
 }
@@ -94,6 +94,11 @@ export function startWriterThread(
   let dead: Error | undefined;
   let closing = false;
   let closedAnswer: FromWriter | undefined;
+  /**
+   * The values of the commits waiting in `gathering`, in the same order: each commit is written here when it is made,
+   * so that its rows are garbage at once instead of living, and being copied by the collector, until it is answered.
+   */
+  let wire: CommitRowsWire = [];
 
   const idle = (): void => {
     if (inFlight.size === 0) port1.unref();
@@ -101,6 +106,7 @@ export function startWriterThread(
   const fail = (error: Error): void => {
     dead ??= error;
     const waiting = [...[...inFlight.values()].flat(), ...gathering.take()];
+    wire = [];
     inFlight.clear();
     for (const each of waiting) each.reject(dead);
     idle();
@@ -143,6 +149,8 @@ export function startWriterThread(
   port1.on('message', handle);
 
   const post = (group: Waiting[]): void => {
+    const values = wire;
+    wire = [];
     if (dead !== undefined) {
       for (const waiting of group) waiting.reject(dead);
       return;
@@ -151,11 +159,7 @@ export function startWriterThread(
     inFlight.set(id, group);
     port1.ref();
     try {
-      port1.postMessage({
-        type: 'group',
-        id,
-        entries: group.map((waiting) => waiting.rows),
-      } satisfies ToWriter);
+      port1.postMessage({ type: 'group', id, count: group.length, wire: values } satisfies ToWriter);
     } catch (error) {
       inFlight.delete(id);
       idle();
@@ -200,7 +204,9 @@ export function startWriterThread(
           reject(dead);
           return;
         }
-        gathering.add({ rows, resolve, reject });
+        // Its values first: the group may be posted as soon as it is added.
+        appendCommitRows(wire, rows);
+        gathering.add({ resolve, reject });
       });
     },
     drain() {

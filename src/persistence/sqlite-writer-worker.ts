@@ -3,6 +3,7 @@
  * which writes the groups the event loop posts, each in one transaction, and answers per commit.
  */
 import { receiveMessageOnPort, workerData } from 'node:worker_threads';
+import { readCommitRows } from './commit-rows-wire.ts';
 import { type GroupOutcome, writeGroup } from './group-commit.ts';
 import type { SessionLeases } from './session-lease.ts';
 import { type CommitRows, openDatabase, prepareStatements, sqliteGroupTransaction } from './sqlite-store.ts';
@@ -131,8 +132,8 @@ port.on('message', (first: ToWriter) => {
       closing = true;
       break;
     }
-    groups.push(message);
-    size += message.entries.length;
+    groups.push({ id: message.id, entries: readCommitRows(message.wire, message.count) });
+    size += message.count;
     if (size >= init.maxBatch) break;
     message = (receiveMessageOnPort(port)?.message as ToWriter | undefined) ?? undefined;
   }

@@ -22,9 +22,9 @@ function recordingTransaction(refuse: ReadonlySet<string> = new Set()) {
   const calls: string[] = [];
   const transaction: GroupTransaction<string> = {
     begin: (durable) => calls.push(durable ? 'begin' : 'begin relaxed'),
-    write: (entry) => {
+    write: (entry, alone) => {
       if (refuse.has(entry)) throw new StoreCommitError(entry, 'event_sequence', 'refused');
-      calls.push(`write ${entry}`);
+      calls.push(alone ? `write ${entry} alone` : `write ${entry}`);
     },
     ownFault: (error) => error instanceof StoreCommitError,
     open: () => true,
@@ -99,7 +99,32 @@ describe('createGroupCommitter', () => {
     const committer = createGroupCommitter(transaction, { maxDelayMs: 0, maxBatch: 512 });
     const results = await Promise.allSettled(['a', 'b', 'c'].map((id) => committer.commit(id, false)));
     expect(results.map((result) => result.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
-    expect(calls).toEqual(['begin', 'write a', 'write c', 'commit 2']);
+    expect((results[1] as PromiseRejectedResult).reason).toBeInstanceOf(StoreCommitError);
+    // Written without savepoints first; b's refusal rolls that back, and the group is written again, each commit
+    // in a savepoint of its own (a, written before b the first time, included).
+    expect(calls).toEqual([
+      'begin',
+      'write a',
+      'rollback',
+      'begin',
+      'write a alone',
+      'write c alone',
+      'commit 2',
+    ]);
+  });
+
+  it('writes a group without a savepoint per commit when none is refused', async () => {
+    const { calls, transaction } = recordingTransaction();
+    const committer = createGroupCommitter(transaction, { maxDelayMs: 0, maxBatch: 512 });
+    await Promise.all(['a', 'b'].map((id) => committer.commit(id, false)));
+    expect(calls).toEqual(['begin', 'write a', 'write b', 'commit 2']);
+  });
+
+  it('fails a group of one refused batch at once, without writing it again', async () => {
+    const { calls, transaction } = recordingTransaction(new Set(['a']));
+    const committer = createGroupCommitter(transaction, { maxDelayMs: 0, maxBatch: 512 });
+    await expect(committer.commit('a', false)).rejects.toBeInstanceOf(StoreCommitError);
+    expect(calls).toEqual(['begin', 'rollback']);
   });
 
   it('rejects every commit of a group whose transaction fails, with the same error', async () => {
@@ -221,6 +246,34 @@ describe('createSqliteStore with groupCommit', () => {
     expect(other.load('b')?.session).toEqual(sessionRow('b'));
     expect(other.load('c')).toBeUndefined();
     expect(other.load('d')?.session).toEqual(sessionRow('d'));
+  });
+
+  it("writes again, whole, the commits of a group written before a refused one, a session's later commits included", async () => {
+    const store = open();
+    await store.commit('a', { session: sessionRow('a'), events: events('a', 0, 1) });
+    const results = await Promise.allSettled([
+      store.commit('a', { events: events('a', 1, 1) }),
+      store.commit('b', { session: sessionRow('b'), events: events('b', 0, 1) }),
+      // A gap in c's log, after a's and b's commits were written in the same transaction: refused.
+      store.commit('c', { session: sessionRow('c'), events: events('c', 3, 1) }),
+      // a's next commit continues the head its commit above wrote.
+      store.commit('a', { session: idleRow('a'), events: events('a', 2, 2) }),
+    ]);
+    expect(results.map((result) => result.status)).toEqual([
+      'fulfilled',
+      'fulfilled',
+      'rejected',
+      'fulfilled',
+    ]);
+    expect((results[2] as PromiseRejectedResult).reason).toBeInstanceOf(StoreCommitError);
+    const other = plain();
+    expect(other.readEvents('a', -1)).toEqual(events('a', 0, 4));
+    expect(other.load('a')?.session).toEqual(idleRow('a'));
+    expect(other.readEvents('b', -1)).toEqual(events('b', 0, 1));
+    expect(other.load('c')).toBeUndefined();
+    // The next group writes on from there.
+    await store.commit('b', { events: events('b', 1, 1) });
+    expect(plain().readEvents('b', -1)).toEqual(events('b', 0, 2));
   });
 
   it("fails the commit of a session whose stored head is damaged alone; the group's other commits are written", async () => {
