@@ -1,4 +1,5 @@
 import { and, assign, emit, setup } from 'xstate';
+import { appended, withLast } from '../core/appended.ts';
 import type { ApprovalDecision, HumanRequestKind } from '../core/approvals.ts';
 import type { ErrorInfo } from '../core/errors.ts';
 import { blockedMessage, type GuardrailBlock } from '../core/guardrail-block.ts';
@@ -446,10 +447,7 @@ function appendAssistant(context: AgentContext, response: ModelResponse, keepToo
     ? { role: 'assistant', content: response.text, agent: context.config.agent, toolCalls }
     : { role: 'assistant', content: response.text, agent: context.config.agent };
   if (response.reasoning && response.reasoning.length > 0) message.reasoning = response.reasoning;
-  // concat makes the array at its final length; a spread grows it by push, reallocating on the way and keeping
-  // spare slots for as long as the history holds it. The message goes in an array of its own: V8 copies arrays
-  // into arrays on its fast path, and takes its general (slower) one when an argument is not an array.
-  return context.history.concat([message]);
+  return withLast(context.history, message);
 }
 
 type ModelResponseEvent = Extract<AgentEvent, { type: 'model.response' }>;
@@ -571,7 +569,7 @@ function toolResultsPatch(
   | 'approvals'
   | 'step'
 > {
-  // The answers are appended in one concat: the history stays in the context until the next step, and an array
+  // The answers are appended in one copy: the history stays in the context until the next step, and an array
   // grown by push keeps half its length again in spare slots.
   const answers = new Array<Message>(calls.length);
   let usage = context.usage;
@@ -615,7 +613,7 @@ function toolResultsPatch(
     addCount(callSignatures, signatures[index] as string);
   }
   return {
-    history: context.history.concat(answers),
+    history: appended(context.history, answers),
     toolCallCounts,
     callSignatures,
     degradedTools,

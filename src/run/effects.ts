@@ -292,10 +292,10 @@ class EffectsInstance implements EffectsHost {
     // A plain run answers in the same callback, one of its own; a durable one commits the response first.
     if (!durable) {
       this.plainCallStep = command.step;
-      deliverModelCall(runtime, command, this.signal, this.historyIds, this.plainModelAnswered);
+      deliverModelCall(runtime, command, this.signal, this.historyIds, this.plainModelAnswered, this);
       return;
     }
-    const answered = modelCall(runtime, command, this.signal, undefined, this.historyIds);
+    const answered = modelCall(runtime, command, this.signal, undefined, this.historyIds, this);
     void answered.then(async (event) => {
       if (this.closed) return;
       if (event.type === 'model.response') {

@@ -29,6 +29,20 @@ export interface CallHooks {
 }
 
 /**
+ * What says whether a call's signal is aborted without asking it, when the caller aborts the signal itself (a
+ * run's effects): `closed` is true exactly when the signal is aborted. Node's `signal.aborted` is a getter that
+ * calls two functions, and a model call asks at least twice, often before V8 has optimized the step.
+ */
+export interface CallEnd {
+  readonly closed: boolean;
+}
+
+/** Whether the call's run ended: its owner's `closed` when it has one, else the signal. */
+function isOver(signal: AbortSignal, end: CallEnd | undefined): boolean {
+  return end === undefined ? signal.aborted : end.closed;
+}
+
+/**
  * A plain run's model call without hooks, its event handed to `deliver` (once): the usual call answers through
  * one promise of its own, where `modelCall(...).then(deliver)` would add a second promise and its reaction, which a
  * run waiting for its model holds, and a microtask per call.
@@ -39,28 +53,33 @@ export function deliverModelCall(
   signal: AbortSignal,
   historyIds: HistoryIds | undefined,
   deliver: (event: AgentEvent) => void,
+  end?: CallEnd,
 ): void {
   const answered = runtime.runEffect
-    ? modelCall(runtime, command, signal, undefined, historyIds)
-    : callModel(runtime, command, signal, undefined, historyIds, deliver);
+    ? modelCall(runtime, command, signal, undefined, historyIds, end)
+    : callModel(runtime, command, signal, undefined, historyIds, end, deliver);
   if (answered !== undefined) void answered.then(deliver);
 }
 
-/** A model call, through the run's durable executor when it has one (which records its answer). */
+/**
+ * A model call, through the run's durable executor when it has one (which records its answer). `end`, when given,
+ * says whether `signal` is aborted (see `CallEnd`).
+ */
 export function modelCall(
   runtime: RunRuntime,
   command: ModelCallCommand,
   signal: AbortSignal,
   hooks?: CallHooks,
   historyIds?: HistoryIds,
+  end?: CallEnd,
 ): Promise<AgentEvent> {
   // Without a durable executor the call goes straight through: no key string and no closure per model call.
   if (!runtime.runEffect)
-    return callModel(runtime, command, signal, hooks, historyIds) as Promise<AgentEvent>;
+    return callModel(runtime, command, signal, hooks, historyIds, end) as Promise<AgentEvent>;
   return journaledModelEffect(
     runtime,
     String(command.call),
-    () => callModel(runtime, command, signal, hooks, historyIds) as Promise<AgentEvent>,
+    () => callModel(runtime, command, signal, hooks, historyIds, end) as Promise<AgentEvent>,
   );
 }
 
@@ -98,6 +117,7 @@ function callModel(
   signal: AbortSignal,
   hooks: CallHooks | undefined,
   historyIds: HistoryIds | undefined,
+  end: CallEnd | undefined,
   deliver?: (event: AgentEvent) => void,
 ): Promise<AgentEvent> | undefined {
   let system: Message | undefined | Promise<Message | undefined>;
@@ -108,23 +128,30 @@ function callModel(
   }
   if (system instanceof Promise || runtime.agent.tools.sources.length > 0 || runtime.resources)
     return callModelWhenReady(runtime, command, signal, hooks, system, historyIds);
-  if (signal.aborted) return Promise.resolve(abortedEvent());
+  if (isOver(signal, end)) return Promise.resolve(abortedEvent());
   const maskForModel = modelMaskOf(runtime);
   const messages = messagesOf(runtime, system, command, maskForModel);
   // A call without hooks of its own (the usual one) takes the run's request hooks and continuation.
   if (hooks === undefined)
-    return callPlain(plainCallsOf(runtime, signal), command, maskForModel, historyIds, messages, deliver);
+    return callPlain(
+      plainCallsOf(runtime, signal, end),
+      command,
+      maskForModel,
+      historyIds,
+      messages,
+      deliver,
+    );
   const request = requestOf(runtime, command, signal, hooks, messages);
   let answer: ModelResponse | Promise<ModelResponse>;
   try {
     hooks.onGenerate?.();
     answer = runtime.agent.model.generate(request);
   } catch (error) {
-    return Promise.resolve(failed(runtime, signal, undefined, error));
+    return Promise.resolve(failed(runtime, signal, end, undefined, error));
   }
   return Promise.resolve(answer).then(
-    (given) => answered(runtime, command, signal, maskForModel, undefined, given, historyIds),
-    (error: unknown) => failed(runtime, signal, undefined, error),
+    (given) => answered(runtime, command, signal, end, maskForModel, undefined, given, historyIds),
+    (error: unknown) => failed(runtime, signal, end, undefined, error),
   );
 }
 
@@ -171,10 +198,10 @@ function callPlain(
 }
 
 /** The run's plain model calls on this signal: made at the first, kept on the runtime for the next ones. */
-function plainCallsOf(runtime: RunRuntime, signal: AbortSignal): PlainModelCalls {
+function plainCallsOf(runtime: RunRuntime, signal: AbortSignal, end: CallEnd | undefined): PlainModelCalls {
   const known = runtime.plainCalls;
-  if (known !== undefined && known.signal === signal) return known;
-  const made = new PlainModelCalls(runtime, signal, checksAnswers(runtime));
+  if (known !== undefined && known.signal === signal && known.end === end) return known;
+  const made = new PlainModelCalls(runtime, signal, end, checksAnswers(runtime));
   runtime.plainCalls = made;
   return made;
 }
@@ -204,6 +231,8 @@ export class PlainModelCalls implements AnsweredCall {
   constructor(
     readonly runtime: RunRuntime,
     readonly signal: AbortSignal,
+    /** Says whether `signal` is aborted without asking it, when the run's effects gave it. */
+    readonly end: CallEnd | undefined,
     /** Whether the agent's output guardrails check whole answers (their text does not stream). */
     private readonly holdsText: boolean,
   ) {}
@@ -213,7 +242,7 @@ export class PlainModelCalls implements AnsweredCall {
    * output guardrails will check whole does not stream: it leaves with their verdict.
    */
   readonly onDelta = (delta: ModelDelta): void => {
-    if (this.signal.aborted) return;
+    if (isOver(this.signal, this.end)) return;
     if (this.holdsText && delta.type === 'text') return;
     const runtime = this.runtime;
     if (delta.type !== 'tool_call' || !runtime.bus.listening) runtime.onDelta(delta);
@@ -225,7 +254,8 @@ export class PlainModelCalls implements AnsweredCall {
 
   /** A circuit breaker the call goes through reports its changes of state on this run's bus. */
   readonly onBreaker = (change: RunEventData['breaker']): void => {
-    if (this.runtime.bus.listening && !this.signal.aborted) emitFrom(this.runtime, 'breaker', change);
+    if (this.runtime.bus.listening && !isOver(this.signal, this.end))
+      emitFrom(this.runtime, 'breaker', change);
   };
 
   readonly answered = (given: ModelResponse): AgentEvent => {
@@ -233,6 +263,7 @@ export class PlainModelCalls implements AnsweredCall {
       this.runtime,
       this,
       this.signal,
+      this.end,
       this.maskForModel,
       undefined,
       given,
@@ -243,7 +274,7 @@ export class PlainModelCalls implements AnsweredCall {
   };
 
   readonly failed = (error: unknown): AgentEvent => {
-    const event = failed(this.runtime, this.signal, undefined, error);
+    const event = failed(this.runtime, this.signal, this.end, undefined, error);
     this.#settled(event);
     return event;
   };
@@ -350,9 +381,9 @@ async function callModelWhenReady(
     hooks?.onGenerate?.();
     answer = await agent.model.generate(sent);
   } catch (error) {
-    return failed(runtime, signal, reservation, error);
+    return failed(runtime, signal, undefined, reservation, error);
   }
-  return answered(runtime, command, signal, maskForModel, reservation, answer, historyIds);
+  return answered(runtime, command, signal, undefined, maskForModel, reservation, answer, historyIds);
 }
 
 /** The user's instruction function failed: the run fails with its error, before anything is spent. */
@@ -445,6 +476,7 @@ function answered(
   runtime: RunRuntime,
   command: AnsweredCall,
   signal: AbortSignal,
+  end: CallEnd | undefined,
   maskForModel: PiiRun | undefined,
   reservation: Extract<ModelReservation, { granted: true }> | undefined,
   answer: ModelResponse,
@@ -458,7 +490,7 @@ function answered(
       historyIds,
     );
     reservation?.settle(response.usage);
-    if (signal.aborted) return abortedEvent();
+    if (isOver(signal, end)) return abortedEvent();
     // Decode here, where the schema lives, so the machine only sees data. In the tool-use phase only a text answer
     // is worth decoding; a valid one ends the run without the extra final-output call.
     const schema = runtime.agent.outputSchema;
@@ -467,7 +499,7 @@ function answered(
       ? { type: 'model.response', response, decoded: decodeOutput(response.text, schema) }
       : { type: 'model.response', response };
   } catch (error) {
-    return failed(runtime, signal, reservation, error);
+    return failed(runtime, signal, end, reservation, error);
   }
 }
 
@@ -475,12 +507,13 @@ function answered(
 function failed(
   runtime: RunRuntime,
   signal: AbortSignal,
+  end: CallEnd | undefined,
   reservation: Extract<ModelReservation, { granted: true }> | undefined,
   error: unknown,
 ): AgentEvent {
   // The call's usage is unknown: its reservation goes back (exactly once; release after settle is a no-op).
   reservation?.fail(error);
-  if (signal.aborted) return abortedEvent();
+  if (isOver(signal, end)) return abortedEvent();
   const info = toErrorInfo(error);
   emitFrom(runtime, 'error', { message: info.message, type: info.name, code: info.code });
   return { type: 'model.error', error: info };

@@ -2,6 +2,7 @@ import { type Actor, createActor, type InspectionEvent, type Observer } from 'xs
 import type { Agent } from '../agent/define-agent.ts';
 import type { AuditLog } from '../audit/audit-log.ts';
 import { stacklessError } from '../core/abort.ts';
+import { withLast } from '../core/appended.ts';
 import type { ApprovalHandler } from '../core/approvals.ts';
 import { AsyncQueue } from '../core/async-queue.ts';
 import { type Clock, systemClock } from '../core/clock.ts';
@@ -242,18 +243,6 @@ export function startRun<TOutput>(
   const result = observer.start();
 
   return { sessionId, result };
-}
-
-/**
- * `messages` and then `last`, in a new array made at its final length by a loop: `concat` would go through the
- * runtime's generic C++ builtin, a spread would grow the array by push.
- */
-export function withLast(messages: readonly Message[], last: Message): Message[] {
-  const length = messages.length;
-  const all: Message[] = new Array(length + 1);
-  for (let index = 0; index < length; index++) all[index] = messages[index] as Message;
-  all[length] = last;
-  return all;
 }
 
 /** A streaming run: iterate its events with `for await`, and await `result` for the outcome. */

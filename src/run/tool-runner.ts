@@ -376,13 +376,16 @@ class PlainCall {
     try {
       // The tool refused these arguments, or the call was carried out and answered with an error (an MCP
       // server's): the model reads why, and retrying would fail the same way.
-      if ((error instanceof ToolInputError || error instanceof ToolAnswerError) && !batch.signal.aborted) {
+      if (
+        (error instanceof ToolInputError || error instanceof ToolAnswerError) &&
+        !(batch.ended?.closed ?? batch.signal.aborted)
+      ) {
         this.#deliver(answeredWithError(call, error, attempt));
         return;
       }
       const lastError = error instanceof Error ? error.message : String(error);
       if (attempt < this.#attempts) {
-        if (!batch.signal.aborted) batch.onRetry(call, attempt, lastError);
+        if (!(batch.ended?.closed ?? batch.signal.aborted)) batch.onRetry(call, attempt, lastError);
         this.attempt();
         return;
       }
@@ -452,7 +455,7 @@ async function runToolCall(call: ToolCall, batch: ToolBatch): Promise<ToolOutcom
   let lastError = '';
   const breaker = found.breaker ? sharedBreaker('tool', found.name, found.breaker) : undefined;
   for (let attempt = 1; attempt <= attempts; attempt++) {
-    if (batch.signal.aborted) return refused(call, 'Not run: the run was aborted.');
+    if (batch.ended?.closed ?? batch.signal.aborted) return refused(call, 'Not run: the run was aborted.');
     try {
       const value = breaker
         ? await throughBreaker(
@@ -470,11 +473,15 @@ async function runToolCall(call: ToolCall, batch: ToolBatch): Promise<ToolOutcom
     } catch (error) {
       // The tool refused these arguments, or the call was carried out and answered with an error (an MCP
       // server's): the model reads why, and retrying would fail the same way.
-      if ((error instanceof ToolInputError || error instanceof ToolAnswerError) && !batch.signal.aborted) {
+      if (
+        (error instanceof ToolInputError || error instanceof ToolAnswerError) &&
+        !(batch.ended?.closed ?? batch.signal.aborted)
+      ) {
         return answeredWithError(call, error, attempt);
       }
       lastError = error instanceof Error ? error.message : String(error);
-      if (attempt < attempts && !batch.signal.aborted) batch.onRetry(call, attempt, lastError);
+      if (attempt < attempts && !(batch.ended?.closed ?? batch.signal.aborted))
+        batch.onRetry(call, attempt, lastError);
     }
   }
   return {
@@ -506,7 +513,7 @@ async function throughBreaker(
     (settled) =>
       settled.ok
         ? 'success'
-        : batch.signal.aborted
+        : (batch.ended?.closed ?? batch.signal.aborted)
           ? 'uncounted'
           : { failure: settled.error instanceof Error ? settled.error.message : String(settled.error) },
     batch.onBreaker,
