@@ -149,22 +149,12 @@ function hashCode(c: number): void {
   h2 = imul(h2 ^ c, 0x5bd1e995);
 }
 
-/** A member's key as canonicalJson writes it before the value: quoted, then `:` (kept like quotedKey's). */
-const memberHeads = new Map<string, string>();
-
-function memberHead(key: string): string {
-  let head = memberHeads.get(key);
-  if (head === undefined) {
-    head = `${JSON.stringify(key)}:`;
-    if (key.length <= 64 && memberHeads.size < 4096) memberHeads.set(key, head);
-  }
-  return head;
-}
-
 /**
- * Hashes what canonicalJson writes for `value`, in the same order. Each member's key is hashed with its quotes and
- * `:` in one pass, punctuation a character at a time, a digit as itself: a step hashes a call's arguments before
- * V8 optimizes this, when each call and loop costs more than the characters it hashes.
+ * Hashes what canonicalJson writes for `value`, in the same order. Each member's key is hashed as a string (its
+ * quotes with it, as JSON writes it) and then its `:`, punctuation a character at a time, a digit as itself: a step
+ * hashes a call's arguments before V8 optimizes this, when each call and loop costs more than the characters it
+ * hashes. The keys go through the same loop as string values, not a quoted copy of each key looked up in a table
+ * and hashed by a loop of its own: one lookup less per member, and one hot loop instead of two for V8 to compile.
  */
 function hashCanonical(value: unknown): void {
   if (value === null || typeof value !== 'object') {
@@ -196,7 +186,8 @@ function hashCanonical(value: unknown): void {
     if (child === undefined) continue;
     if (!first) hashCode(44); // ,
     first = false;
-    hashChars(memberHead(key));
+    hashString(key);
+    hashCode(58); // :
     hashCanonical(child);
   }
   hashCode(125); // }
