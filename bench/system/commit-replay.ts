@@ -10,6 +10,9 @@
  * With TROUPE_BENCH_BASE=<another build's dist folder>, that build is replayed too, interleaved (see group-commit.ts);
  * TROUPE_BENCH_BASE_WRITER=thread adds the base build with its writer thread.
  * TROUPE_BENCH_STEPS=<n> makes each turn n tool steps instead of W2's 3 (a longer conversation).
+ * TROUPE_BENCH_ORDER=scattered replays each session's k-th commit in a new random order of the sessions (a fixed
+ * seed), each session's commits still in their order: W2's sessions move in step, so a group's commits are of
+ * sessions made one after the other, whose rows are neighbours in the file; sessions at different paces are not.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -40,7 +43,36 @@ function written(): number {
 }
 
 // TROUPE_BENCH_STEPS: tool steps per turn (default 3, W2's); more steps make longer conversations.
-const commits = await captureCommits(sessions, Number(process.env.TROUPE_BENCH_STEPS ?? 3));
+const captured = await captureCommits(sessions, Number(process.env.TROUPE_BENCH_STEPS ?? 3));
+const commits = process.env.TROUPE_BENCH_ORDER === 'scattered' ? scattered(captured) : captured;
+
+/** The commits with each session's k-th commit in a new random order of the sessions, k = 0, 1, … */
+function scattered<T>(list: readonly [string, T][]): [string, T][] {
+  const bySession = new Map<string, [string, T][]>();
+  for (const entry of list) {
+    const own = bySession.get(entry[0]);
+    if (own === undefined) bySession.set(entry[0], [entry]);
+    else own.push(entry);
+  }
+  const order = [...bySession.values()];
+  let seed = 12_345;
+  const random = (): number => {
+    seed = (Math.imul(seed, 1_103_515_245) + 12_345) >>> 0;
+    return seed / 2 ** 32;
+  };
+  const out: [string, T][] = [];
+  for (let wave = 0; out.length < list.length; wave++) {
+    for (let index = order.length - 1; index > 0; index--) {
+      const other = Math.floor(random() * (index + 1));
+      [order[index], order[other]] = [order[other] as [string, T][], order[index] as [string, T][]];
+    }
+    for (const own of order) {
+      const entry = own[wave];
+      if (entry !== undefined) out.push(entry);
+    }
+  }
+  return out;
+}
 
 const directory = mkdtempSync(join(tmpdir(), 'troupe-bench-replay-'));
 const cpu = new Map<string, number[]>(builds.map(([name]) => [name, []]));
@@ -69,7 +101,7 @@ try {
     }
   }
   console.log(
-    `node ${process.version}, ${sessions.toLocaleString('en-US')} W2 sessions, ${(commits.length / sessions).toFixed(2)} commits per session, replayed in groups of ${group}, ${repetitions} repetitions`,
+    `node ${process.version}, ${sessions.toLocaleString('en-US')} W2 sessions, ${(commits.length / sessions).toFixed(2)} commits per session, replayed in groups of ${group}${process.env.TROUPE_BENCH_ORDER === 'scattered' ? ', scattered' : ''}, ${repetitions} repetitions`,
   );
   console.log(
     `${'build'.padEnd(12)} ${'µs CPU per commit: median (range)'.padEnd(36)} ${'main thread µs per commit'.padEnd(30)} bytes written per commit`,

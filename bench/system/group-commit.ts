@@ -12,6 +12,11 @@
  * TROUPE_BENCH_BASE=/tmp/base-dist, and name its subjects with `@base` (`memory,group,memory@base,group@base`). Each
  * subject's ratio is to the memory store of its own build. CPU time is the process's (all threads) and the main
  * thread's alone.
+ *
+ * The memory store's own wall moves by 2x within a run on a shared machine, so a ratio of two medians can land on
+ * either side of 2x by chance. Each subject other than a memory store is also given its ratio per round: its wall
+ * over the wall of its build's memory store in the same round (rounds interleaved, so the two ran seconds apart),
+ * as the median and quartiles over the rounds; likewise for the process's CPU.
  */
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -133,6 +138,29 @@ const samples = new Map<string, number[]>(stores.map((store) => [store, []]));
 const cpuSamples = new Map<string, number[]>(stores.map((store) => [store, []]));
 const mainCpuSamples = new Map<string, number[]>(stores.map((store) => [store, []]));
 const shape = new Map<string, { commits: number; bytes: number }>();
+
+/** Each round's figure of `store` over the same round's figure of its build's memory store. */
+function pairedRatios(store: string, figures: Map<string, number[]>): number[] {
+  const own = figures.get(store) ?? [];
+  const memory = figures.get(`memory${subjectOf(store).suffix}`) ?? [];
+  return own.map((value, round) => value / (memory[round] ?? Number.NaN));
+}
+
+/** The value at fraction `at` of the sorted values, interpolated between neighbours. */
+function quantile(values: readonly number[], at: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const position = (sorted.length - 1) * at;
+  const below = Math.floor(position);
+  const above = Math.ceil(position);
+  const low = sorted[below] as number;
+  return low + ((sorted[above] as number) - low) * (position - below);
+}
+
+/** `median (lower quartile–upper quartile)` of ratios, and how many rounds were under `limit`. */
+function ratioSpread(values: readonly number[], limit: number): string {
+  const under = values.filter((value) => value < limit).length;
+  return `${quantile(values, 0.5).toFixed(2)} (${quantile(values, 0.25).toFixed(2)}–${quantile(values, 0.75).toFixed(2)}), ${under}/${values.length} < ${limit}`;
+}
 try {
   // A warm-up pass, not counted: compiled code and a first file for every store.
   for (const store of stores) await once(store, -1, 50);
@@ -167,6 +195,20 @@ try {
     const { commits, bytes } = shape.get(store) ?? { commits: 0, bytes: 0 };
     console.log(
       `${name.padEnd(32)} ${spread(values).padEnd(26)} ${(median(values) / memory).toFixed(2).padStart(8)}  ${spread(cpu).padEnd(26)} ${(median(cpu) / memoryCpu).toFixed(2).padStart(8)}  ${spread(mainCpu).padEnd(26)} ${(median(mainCpu) / memoryMainCpu).toFixed(2).padStart(8)} ${commits.toFixed(1).padStart(16)} ${Math.round(bytes).toLocaleString('en-US').padStart(23)}`,
+    );
+  }
+  // Paired per round: each round's ratio to the memory store of the same round and build.
+  console.log(
+    `${'per round, paired'.padEnd(32)} ${'wall × memory: median (quartiles)'.padEnd(40)} ${'CPU × memory: median (quartiles)'.padEnd(40)} per-round wall × memory`,
+  );
+  for (const store of samples.keys()) {
+    if (store.startsWith('memory')) continue;
+    const { name, suffix } = subjectOf(store);
+    if (!samples.has(`memory${suffix}`)) continue;
+    const wall = pairedRatios(store, samples);
+    const cpu = pairedRatios(store, cpuSamples);
+    console.log(
+      `${name.padEnd(32)} ${ratioSpread(wall, 2).padEnd(40)} ${ratioSpread(cpu, 2).padEnd(40)} ${wall.map((ratio) => ratio.toFixed(2)).join(' ')}`,
     );
   }
 } finally {

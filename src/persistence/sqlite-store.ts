@@ -1326,7 +1326,7 @@ export function writeCommit(s: Statements, rows: CommitRows): void {
   if (session !== undefined && session.status !== 'running' && session.status !== 'awaiting') {
     s.written.forget(sessionId);
     s.leases.release(sessionId);
-  } else if (rows.runsSession) s.written.remember(sessionId, head, sum);
+  } else if (rows.runsSession) s.written.remember(sessionId, head, sum, session?.status);
 }
 
 /**

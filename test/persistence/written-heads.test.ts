@@ -98,6 +98,14 @@ describe.each(writers)('a running session’s next commit, %s', (_name, options)
     expect(raw.prepare("SELECT max(seq) AS last FROM events WHERE session_id = 's1'").get()?.last).toBe(2);
   });
 
+  it('writes its status over one changed meanwhile, its head the same', async () => {
+    const store = await twoCommits();
+    raw.exec("UPDATE sessions SET status = 'awaiting' WHERE id = 's1'");
+    await store.commit({ session: sessionRow('s1'), events: events('s1', 3, 1) });
+    expect(raw.prepare("SELECT status FROM sessions WHERE id = 's1'").get()?.status).toBe('running');
+    expect((await store.load())?.session.status).toBe('running');
+  });
+
   it('continues the log another store of this process wrote meanwhile, and refuses a batch that does not', async () => {
     const store = await twoCommits();
     const other = open();
