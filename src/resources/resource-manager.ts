@@ -276,7 +276,7 @@ export function createResourceManager(config: ResourceManagerConfig = {}): Resou
     },
     reserve,
     settle(grant, usage) {
-      if (!waiters.takeGrant(grant.id)) return null;
+      if (!waiters.takeGrant(grant.id, state().reservations)) return null;
       const tokens = totalTokens(usage);
       const price = priceOf(grant.model);
       const usd = price ? cost(usage, price) : null;
@@ -306,7 +306,7 @@ export function createResourceManager(config: ResourceManagerConfig = {}): Resou
       return { tokens, usd, returnedTokens, returnedUsd };
     },
     release(grant) {
-      if (!waiters.isOutstanding(grant.id)) return false;
+      if (!waiters.isOutstanding(grant.id, state().reservations)) return false;
       const outputs = send({ type: 'release', id: grant.id, now: clock.now() });
       return outputs.some((output) => output.kind === 'released' && output.id === grant.id);
     },
@@ -335,7 +335,7 @@ export function createResourceManager(config: ResourceManagerConfig = {}): Resou
       if (stopped) return;
       stopped = true;
       timer.stop();
-      waiters.stopAll();
+      waiters.stopAll(state().reservations);
       actor.stop();
       notices.clear();
     },
