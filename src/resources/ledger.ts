@@ -494,21 +494,31 @@ function closeScope(state: ResourceState, id: string, now: number): void {
 }
 
 /**
- * The scope and its ancestors, leaf first; null when the scope (or an ancestor) is unknown. Their states go to
- * `scopes`, in the same order, for the rest of the event.
+ * The scope and its ancestors, leaf first, with their states in the same order (for the rest of the event); null
+ * when the scope (or an ancestor) is unknown. Both arrays at their length: the ids stay with the reservation until
+ * it settles, and an array grown by push would hold room for 17.
  */
-function chainOf(state: ResourceState, id: string, scopes: ScopeState[]): string[] | null {
-  const chain: string[] = [];
+function chainOf(state: ResourceState, id: string): { chain: string[]; scopes: ScopeState[] } | null {
+  const ids = chainIds;
+  const states = chainStates;
+  ids.length = 0;
+  states.length = 0;
   let current: string | null = id;
   while (current !== null) {
     const scope: ScopeState | undefined = state.scopes[current];
-    if (!scope || chain.length > 64 || chain.includes(current)) return null;
-    chain.push(current);
-    scopes.push(scope);
+    if (!scope || ids.length > 64 || ids.includes(current)) return null;
+    ids.push(current);
+    states.push(scope);
     current = scope.parent;
   }
-  return chain;
+  const found = { chain: ids.slice(), scopes: states.slice() };
+  states.length = 0;
+  return found;
 }
+
+/** Where `chainOf` walks a chain (one event at a time: the transition calls nothing that could come back in). */
+const chainIds: string[] = [];
+const chainStates: ScopeState[] = [];
 
 /**
  * The states of a reservation's chain (undefined where a scope has closed since), looked up once per event: with
@@ -763,9 +773,8 @@ function reserve(state: ResourceState, event: Extract<ResourceEvent, { type: 're
     );
     return;
   }
-  const scopes: ScopeState[] = [];
-  const chain = chainOf(state, event.scope, scopes);
-  if (!chain) {
+  const found = chainOf(state, event.scope);
+  if (!found) {
     denyReserve(
       state,
       event,
@@ -776,6 +785,7 @@ function reserve(state: ResourceState, event: Extract<ResourceEvent, { type: 're
     );
     return;
   }
+  const { chain, scopes } = found;
   const bound = event.bound ?? null;
   const verdict = budgetVerdict(state, scopes, event.model, event.usd, bound, event.now);
   if (verdict.kind === 'deny') {

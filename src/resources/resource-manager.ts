@@ -282,8 +282,8 @@ export function createResourceManager(config: ResourceManagerConfig = {}): Resou
       const usd = price ? cost(usage, price) : null;
       const now = clock.now();
       const outputs = send({ type: 'settle', id: grant.id, tokens, usd, now });
-      const spend = outputs.find((output) => output.kind === 'spend');
-      if (spend?.kind !== 'spend') return null;
+      const spend = spendIn(outputs);
+      if (!spend) return null;
       const { returnedTokens, returnedUsd } = spend;
       const { session, provider, model } = grant;
       const run = runs.get(session);
@@ -352,6 +352,12 @@ interface OpenRun {
   sink: ((notice: ResourceNotice) => void) | undefined;
   /** What its calls wrote, per model (see OutputEstimates). */
   means: Mean[];
+}
+
+/** The settlement among an event's decisions (a loop, not `find`: no closure per call). */
+function spendIn(outputs: readonly ResourceOutput[]): Extract<ResourceOutput, { kind: 'spend' }> | undefined {
+  for (const output of outputs) if (output.kind === 'spend') return output;
+  return undefined;
 }
 
 /** Bound of a manager's cache of prices by model name. */
