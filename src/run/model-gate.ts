@@ -9,7 +9,6 @@ import { hasCounts, type PiiCounts } from '../pii/pii-masker.ts';
 import { maskMessages, type PiiRun, piiOf, revealResponse } from '../pii/pii-run.ts';
 import { denialError } from '../resources/denial-error.ts';
 import { type ModelReservation, reserveModelCall } from '../resources/model-reservation.ts';
-import type { ResourceManager } from '../resources/resource-manager.ts';
 import { type HistoryIds, normalizeResponse } from './normalize-response.ts';
 import { contextInfoOf, emitFrom, type RunRuntime } from './run-runtime.ts';
 import { secretKeysOf, streamedArgumentsGuard } from './secrets.ts';
@@ -107,10 +106,8 @@ function callModel(
   } catch (error) {
     return Promise.resolve(instructionsFailed(runtime, error));
   }
-  if (system instanceof Promise || runtime.agent.tools.sources.length > 0)
+  if (system instanceof Promise || runtime.agent.tools.sources.length > 0 || runtime.resources)
     return callModelWhenReady(runtime, command, signal, hooks, system, historyIds);
-  if (runtime.resources)
-    return callReserved(runtime, command, signal, hooks, system, historyIds, runtime.resources);
   if (signal.aborted) return Promise.resolve(abortedEvent());
   const maskForModel = modelMaskOf(runtime);
   const messages = messagesOf(runtime, system, command, maskForModel);
@@ -335,7 +332,15 @@ async function callModelWhenReady(
   if (resources) {
     const outcome = await reserveModelCall(resources, scope, request, agent.model, signal);
     if (signal.aborted) return abortedEvent();
-    if (!outcome.granted) return deniedEvent(runtime, outcome.denial);
+    if (!outcome.granted) {
+      const denial = outcome.denial;
+      if (denial.reason === 'budget_exhausted')
+        return { type: 'model.denied', reason: denial.reason, message: denial.message };
+      // Not a spent budget (a call larger than a quota, an unpriced model): the run fails with an error naming it.
+      const info = denialError(denial);
+      emitFrom(runtime, 'error', { message: info.message, type: info.name, code: info.code });
+      return { type: 'model.error', error: info };
+    }
     reservation = outcome;
     // Under a budget the call may write no more than its budgets have left (the request carries that cap).
     sent = outcome.request;
@@ -348,80 +353,6 @@ async function callModelWhenReady(
     return failed(runtime, signal, reservation, error);
   }
   return answered(runtime, command, signal, maskForModel, reservation, answer, historyIds);
-}
-
-/**
- * A model call under a resource manager whose instructions and tools are ready (fixed instructions, no tool
- * sources): the general path's steps in the same order, without an async function, whose frame a run would hold
- * from its reservation until the provider answers.
- */
-function callReserved(
-  runtime: RunRuntime,
-  command: ModelCallCommand,
-  signal: AbortSignal,
-  hooks: CallHooks | undefined,
-  system: Message | undefined,
-  historyIds: HistoryIds | undefined,
-  resources: ResourceManager,
-): Promise<AgentEvent> {
-  let reserved: ModelReservation | Promise<ModelReservation>;
-  let maskForModel: PiiRun | undefined;
-  try {
-    if (signal.aborted) return Promise.resolve(abortedEvent());
-    maskForModel = modelMaskOf(runtime);
-    const messages = messagesOf(runtime, system, command, maskForModel);
-    const request = requestOf(runtime, command, signal, hooks, messages);
-    // The budget scope the call draws on: a turn with its own budget, else the run (or session).
-    const scope = runtime.resourceScope?.() ?? runtime.bus.sessionId;
-    reserved = reserveModelCall(resources, scope, request, runtime.agent.model, signal);
-  } catch (error) {
-    return Promise.reject(error);
-  }
-  const mask = maskForModel;
-  return Promise.resolve(reserved).then((outcome) =>
-    sendReserved(runtime, command, signal, hooks, mask, historyIds, outcome),
-  );
-}
-
-/** Sends a reserved call (or ends it, denied or aborted) and makes the provider's answer the run's event. */
-function sendReserved(
-  runtime: RunRuntime,
-  command: ModelCallCommand,
-  signal: AbortSignal,
-  hooks: CallHooks | undefined,
-  maskForModel: PiiRun | undefined,
-  historyIds: HistoryIds | undefined,
-  outcome: ModelReservation,
-): AgentEvent | Promise<AgentEvent> {
-  if (signal.aborted) return abortedEvent();
-  if (!outcome.granted) return deniedEvent(runtime, outcome.denial);
-  let answer: ModelResponse | Promise<ModelResponse>;
-  try {
-    hooks?.onGenerate?.();
-    // Under a budget the call may write no more than its budgets have left (the request carries that cap).
-    answer = runtime.agent.model.generate(outcome.request);
-  } catch (error) {
-    return failed(runtime, signal, outcome, error);
-  }
-  return Promise.resolve(answer).then(
-    (given) => answered(runtime, command, signal, maskForModel, outcome, given, historyIds),
-    (error: unknown) => failed(runtime, signal, outcome, error),
-  );
-}
-
-/**
- * The event of a call its resource manager refused: a spent budget stops the run (budget_exhausted); anything else
- * (a call larger than a quota, an unpriced model) fails it with an error naming the cause.
- */
-function deniedEvent(
-  runtime: RunRuntime,
-  denial: Extract<ModelReservation, { granted: false }>['denial'],
-): AgentEvent {
-  if (denial.reason === 'budget_exhausted')
-    return { type: 'model.denied', reason: denial.reason, message: denial.message };
-  const info = denialError(denial);
-  emitFrom(runtime, 'error', { message: info.message, type: info.name, code: info.code });
-  return { type: 'model.error', error: info };
 }
 
 /** The user's instruction function failed: the run fails with its error, before anything is spent. */
