@@ -493,42 +493,17 @@ function closeScope(state: ResourceState, id: string, now: number): void {
   delete state.scopes[id];
 }
 
-/**
- * The scope and its ancestors, leaf first, with their states in the same order (for the rest of the event); null
- * when the scope (or an ancestor) is unknown. Both arrays at their length: the ids stay with the reservation until
- * it settles, and an array grown by push would hold room for 17.
- */
-function chainOf(state: ResourceState, id: string): { chain: string[]; scopes: ScopeState[] } | null {
-  const ids = chainIds;
-  const states = chainStates;
-  ids.length = 0;
-  states.length = 0;
+/** The scope and its ancestors, leaf first; null when the scope (or an ancestor) is unknown. */
+function chainOf(state: ResourceState, id: string): string[] | null {
+  const chain: string[] = [];
   let current: string | null = id;
   while (current !== null) {
     const scope: ScopeState | undefined = state.scopes[current];
-    if (!scope || ids.length > 64 || ids.includes(current)) return null;
-    ids.push(current);
-    states.push(scope);
+    if (!scope || chain.length > 64 || chain.includes(current)) return null;
+    chain.push(current);
     current = scope.parent;
   }
-  const found = { chain: ids.slice(), scopes: states.slice() };
-  states.length = 0;
-  return found;
-}
-
-/** Where `chainOf` walks a chain (one event at a time: the transition calls nothing that could come back in). */
-const chainIds: string[] = [];
-const chainStates: ScopeState[] = [];
-
-/**
- * The states of a reservation's chain (undefined where a scope has closed since), looked up once per event: with
- * thousands of runs open every lookup in `state.scopes` misses the cache, and an event walks the chain several
- * times (the verdict, the grant, the settlement).
- */
-function scopesOf(state: ResourceState, chain: readonly string[]): (ScopeState | undefined)[] {
-  const scopes: (ScopeState | undefined)[] = new Array(chain.length);
-  for (let index = 0; index < chain.length; index++) scopes[index] = state.scopes[chain[index] as string];
-  return scopes;
+  return chain;
 }
 
 function expireWindow(state: ResourceState, scope: ScopeState, now: number): void {
@@ -570,6 +545,15 @@ type BudgetVerdict =
     }
   | { kind: 'fits'; outputCap: number | null };
 
+/** One budget of one scope, in one dimension, as the verdict weighs it. */
+interface Budget {
+  scope: ScopeState;
+  dimension: 'tokens' | 'usd';
+  limit: number;
+  spent: number;
+  reserved: number;
+}
+
 /**
  * Whether the budgets of the chain let a call start. A denial anywhere in the chain wins over a hold.
  *
@@ -585,7 +569,7 @@ type BudgetVerdict =
  */
 function budgetVerdict(
   state: ResourceState,
-  scopes: readonly (ScopeState | undefined)[],
+  chain: string[],
   model: string,
   usd: number | null,
   bound: OutputBound | null,
@@ -594,7 +578,41 @@ function budgetVerdict(
   let held: BudgetVerdict | null = null;
   let outputCap: number | null = null;
   const minimal = bound ? Math.min(minOutputTokens, bound.maxTokens) : 0;
-  for (const scope of scopes) {
+  const weigh = (budget: Budget): BudgetVerdict | null => {
+    const { scope, dimension, limit, spent, reserved } = budget;
+    const label = dimension === 'tokens' ? 'token' : 'USD';
+    const shown = (value: number) => (dimension === 'tokens' ? String(value) : `$${round(value)}`);
+    const exhausted = (detail: string): BudgetVerdict => ({
+      kind: 'deny',
+      scope,
+      reason: 'budget_exhausted',
+      message: `${label} budget of ${scope.id} exhausted: ${shown(spent)} spent of ${shown(limit)}${detail}`,
+    });
+    if (!bound) {
+      if (spent >= limit) return exhausted('');
+      if (held === null && spent + reserved >= limit)
+        held = { kind: 'held', scope, dimension, spent, reserved, limit };
+      return null;
+    }
+    // What this budget could pay for the call's output, with and without the calls in flight.
+    const perToken = dimension === 'tokens' ? 1 : (bound.usdPerToken ?? 0);
+    const input = dimension === 'tokens' ? bound.inputTokens : (bound.inputUsd ?? 0);
+    const room = limit - spent - input;
+    const alone = outputTokensFor(room, perToken);
+    if (alone < minimal) {
+      const needs = `${shown(input)} for its prompt and ${minimal} output tokens`;
+      return exhausted(spent >= limit ? '' : `; the call needs ${needs}`);
+    }
+    const besideFlight = outputTokensFor(room - reserved, perToken);
+    if (besideFlight < minimal) {
+      if (held === null) held = { kind: 'held', scope, dimension, spent, reserved, limit };
+      return null;
+    }
+    outputCap = Math.min(outputCap ?? bound.maxTokens, besideFlight);
+    return null;
+  };
+  for (const id of chain) {
+    const scope = state.scopes[id];
     if (!scope) continue;
     expireWindow(state, scope, now);
     if (scope.usdLimit !== null && (usd === null || (bound !== null && bound.usdPerToken === null))) {
@@ -602,78 +620,31 @@ function budgetVerdict(
         kind: 'deny',
         scope,
         reason: 'unpriced_model',
-        message: `model "${model}" has no price, but ${scope.id} has a USD budget`,
+        message: `model "${model}" has no price, but ${id} has a USD budget`,
       };
     }
-    // Each budget in turn (tokens, then USD); one function for both, no closure or object made per verdict.
-    for (let usdSide = 0; usdSide < 2; usdSide++) {
-      const limit = usdSide === 0 ? scope.tokensLimit : scope.usdLimit;
-      if (limit === null) continue;
-      const dimension = usdSide === 0 ? 'tokens' : 'usd';
-      const spent = usdSide === 0 ? scope.windowTokens : scope.windowUsd;
-      const reserved = usdSide === 0 ? scope.reservedTokens : scope.reservedUsd;
-      const weighed = weigh(bound, minimal, dimension, limit, spent, reserved);
-      if (weighed === exhausted) return exhaustedVerdict(scope, bound, minimal, dimension, limit, spent);
-      if (weighed === heldBack) {
-        if (held === null) held = { kind: 'held', scope, dimension, spent, reserved, limit };
-      } else if (bound) outputCap = Math.min(outputCap ?? bound.maxTokens, weighed);
+    if (scope.tokensLimit !== null) {
+      const verdict = weigh({
+        scope,
+        dimension: 'tokens',
+        limit: scope.tokensLimit,
+        spent: scope.windowTokens,
+        reserved: scope.reservedTokens,
+      });
+      if (verdict) return verdict;
+    }
+    if (scope.usdLimit !== null) {
+      const verdict = weigh({
+        scope,
+        dimension: 'usd',
+        limit: scope.usdLimit,
+        spent: scope.windowUsd,
+        reserved: scope.reservedUsd,
+      });
+      if (verdict) return verdict;
     }
   }
   return held ?? { kind: 'fits', outputCap };
-}
-
-/** What `weigh` says of a budget that cannot pay for the call even once the calls in flight settle. */
-const exhausted = -2;
-/** What `weigh` says of a budget that only the calls in flight keep from paying for the call. */
-const heldBack = -1;
-
-/**
- * One budget of one scope, in one dimension: `exhausted`, `heldBack`, or (the call fits) the most output tokens it
- * leaves a bounded call beside the calls in flight (at least `minimal`; any number for a call of a fixed estimate).
- */
-function weigh(
-  bound: OutputBound | null,
-  minimal: number,
-  dimension: 'tokens' | 'usd',
-  limit: number,
-  spent: number,
-  reserved: number,
-): number {
-  if (!bound) {
-    if (spent >= limit) return exhausted;
-    return spent + reserved >= limit ? heldBack : Number.POSITIVE_INFINITY;
-  }
-  // What this budget could pay for the call's output, with and without the calls in flight.
-  const perToken = dimension === 'tokens' ? 1 : (bound.usdPerToken ?? 0);
-  const input = dimension === 'tokens' ? bound.inputTokens : (bound.inputUsd ?? 0);
-  const room = limit - spent - input;
-  if (outputTokensFor(room, perToken) < minimal) return exhausted;
-  const besideFlight = outputTokensFor(room - reserved, perToken);
-  return besideFlight < minimal ? heldBack : besideFlight;
-}
-
-/** The denial of a call that a budget cannot pay for, saying what was spent and what the call needs. */
-function exhaustedVerdict(
-  scope: ScopeState,
-  bound: OutputBound | null,
-  minimal: number,
-  dimension: 'tokens' | 'usd',
-  limit: number,
-  spent: number,
-): BudgetVerdict {
-  const label = dimension === 'tokens' ? 'token' : 'USD';
-  const shown = (value: number) => (dimension === 'tokens' ? String(value) : `$${round(value)}`);
-  let detail = '';
-  if (bound && spent < limit) {
-    const input = dimension === 'tokens' ? bound.inputTokens : (bound.inputUsd ?? 0);
-    detail = `; the call needs ${shown(input)} for its prompt and ${minimal} output tokens`;
-  }
-  return {
-    kind: 'deny',
-    scope,
-    reason: 'budget_exhausted',
-    message: `${label} budget of ${scope.id} exhausted: ${shown(spent)} spent of ${shown(limit)}${detail}`,
-  };
 }
 
 /** Whole output tokens that `room` pays for at `perToken` each (any number when output is free). */
@@ -773,8 +744,8 @@ function reserve(state: ResourceState, event: Extract<ResourceEvent, { type: 're
     );
     return;
   }
-  const found = chainOf(state, event.scope);
-  if (!found) {
+  const chain = chainOf(state, event.scope);
+  if (!chain) {
     denyReserve(
       state,
       event,
@@ -785,9 +756,8 @@ function reserve(state: ResourceState, event: Extract<ResourceEvent, { type: 're
     );
     return;
   }
-  const { chain, scopes } = found;
   const bound = event.bound ?? null;
-  const verdict = budgetVerdict(state, scopes, event.model, event.usd, bound, event.now);
+  const verdict = budgetVerdict(state, chain, event.model, event.usd, bound, event.now);
   if (verdict.kind === 'deny') {
     denyReserve(
       state,
@@ -833,7 +803,7 @@ function reserve(state: ResourceState, event: Extract<ResourceEvent, { type: 're
     heldBy: null,
   };
   state.reservations[event.id] = reservation;
-  scopes[0]?.held.push(event.id);
+  state.scopes[event.scope]?.held.push(event.id);
   if (verdict.kind === 'held') {
     // Only calls in flight stand in the way: wait for them to settle, then grant or deny.
     state.trace.push('reserve.held_budget');
@@ -845,7 +815,7 @@ function reserve(state: ResourceState, event: Extract<ResourceEvent, { type: 're
   const behind = state.waiting.length > 0 && sharesQuotaWithWaiter(state, quotas);
   if (!behind && allQuotasAllow(state, reservation, event.now)) {
     state.trace.push('reserve.granted');
-    grant(state, reservation, scopes, verdict.outputCap, event.now);
+    grant(state, reservation, verdict.outputCap, event.now);
     return;
   }
   state.trace.push('reserve.queued');
@@ -905,13 +875,7 @@ function blockingQuota(state: ResourceState, reservation: Reservation, now: numb
  * Grants a reservation. A bounded one under a budget holds its prompt plus `outputCap` output tokens from here on
  * (decided in the same event as the budgets it was checked against, so no other grant comes in between).
  */
-function grant(
-  state: ResourceState,
-  reservation: Reservation,
-  scopes: readonly (ScopeState | undefined)[],
-  outputCap: number | null,
-  now: number,
-): void {
+function grant(state: ResourceState, reservation: Reservation, outputCap: number | null, now: number): void {
   reservation.status = 'granted';
   const bound = reservation.bound;
   if (bound && outputCap !== null) {
@@ -922,7 +886,8 @@ function grant(
         ? null
         : bound.inputUsd + outputCap * bound.usdPerToken;
   }
-  for (const scope of scopes) {
+  for (const id of reservation.chain) {
+    const scope = state.scopes[id];
     if (!scope) continue;
     scope.reservedTokens += reservation.tokens;
     scope.reservedUsd += reservation.usd ?? 0;
@@ -949,12 +914,9 @@ function grant(
 }
 
 /** Gives back what a granted reservation holds: its estimate in every scope, its in-flight slot in every quota. */
-function unreserve(
-  state: ResourceState,
-  reservation: Reservation,
-  scopes: readonly (ScopeState | undefined)[],
-): void {
-  for (const scope of scopes) {
+function unreserve(state: ResourceState, reservation: Reservation): void {
+  for (const id of reservation.chain) {
+    const scope = state.scopes[id];
     if (!scope) continue;
     scope.reservedTokens -= reservation.tokens;
     scope.reservedUsd -= reservation.usd ?? 0;
@@ -980,11 +942,11 @@ function settle(state: ResourceState, event: Extract<ResourceEvent, { type: 'set
     return;
   }
   state.trace.push('settle.settled');
-  const scopes = scopesOf(state, reservation.chain);
-  unreserve(state, reservation, scopes);
+  unreserve(state, reservation);
   forget(state, reservation);
   const usd = event.usd ?? 0;
-  for (const scope of scopes) {
+  for (const id of reservation.chain) {
+    const scope = state.scopes[id];
     if (!scope) continue;
     scope.spentTokens += event.tokens;
     scope.spentUsd += usd;
@@ -1025,49 +987,36 @@ function settle(state: ResourceState, event: Extract<ResourceEvent, { type: 'set
 }
 
 function warnIfCrossed(state: ResourceState, scope: ScopeState, origin: string): void {
-  scope.warnedTokens = crossing(
-    state,
-    scope,
-    origin,
-    'tokens',
-    scope.windowTokens,
-    scope.tokensLimit,
-    scope.warnedTokens,
-  );
-  scope.warnedUsd = crossing(state, scope, origin, 'usd', scope.windowUsd, scope.usdLimit, scope.warnedUsd);
-}
-
-/** Whether a budget stands warned after a settlement: warns as it crosses its threshold, re-arms once below. */
-function crossing(
-  state: ResourceState,
-  scope: ScopeState,
-  origin: string,
-  dimension: 'tokens' | 'usd',
-  spent: number,
-  limit: number | null,
-  warned: boolean,
-): boolean {
-  if (limit === null || limit <= 0) return warned;
-  const crossed = spent >= limit * scope.warnAt;
-  if (crossed && !warned) {
-    state.trace.push('budget.warning');
-    state.outbox.push({
-      kind: 'budget_warning',
-      scope: scope.id,
-      origin,
-      dimension,
-      spent,
-      limit,
-      threshold: scope.warnAt,
-    });
-    return true;
-  }
-  if (!crossed && warned) {
-    // A rolling window moved on: the next crossing warns again.
-    state.trace.push('budget.rearmed');
-    return false;
-  }
-  return warned;
+  const check = (
+    dimension: 'tokens' | 'usd',
+    spent: number,
+    limit: number | null,
+    warned: boolean,
+  ): boolean => {
+    if (limit === null || limit <= 0) return warned;
+    const crossed = spent >= limit * scope.warnAt;
+    if (crossed && !warned) {
+      state.trace.push('budget.warning');
+      state.outbox.push({
+        kind: 'budget_warning',
+        scope: scope.id,
+        origin,
+        dimension,
+        spent,
+        limit,
+        threshold: scope.warnAt,
+      });
+      return true;
+    }
+    if (!crossed && warned) {
+      // A rolling window moved on: the next crossing warns again.
+      state.trace.push('budget.rearmed');
+      return false;
+    }
+    return warned;
+  };
+  scope.warnedTokens = check('tokens', scope.windowTokens, scope.tokensLimit, scope.warnedTokens);
+  scope.warnedUsd = check('usd', scope.windowUsd, scope.usdLimit, scope.warnedUsd);
 }
 
 function release(state: ResourceState, id: string, now: number): void {
@@ -1084,7 +1033,7 @@ function release(state: ResourceState, id: string, now: number): void {
     state.outbox.push({ kind: 'released', id, scope: reservation.scope, tokens: 0, usd: 0 });
   } else {
     state.trace.push('release.granted');
-    unreserve(state, reservation, scopesOf(state, reservation.chain));
+    unreserve(state, reservation);
     state.outbox.push({
       kind: 'released',
       id,
@@ -1141,8 +1090,14 @@ function drain(state: ResourceState, now: number): void {
   for (const id of state.waiting) {
     const reservation = state.reservations[id];
     if (!reservation) continue;
-    const scopes = scopesOf(state, reservation.chain);
-    const verdict = budgetVerdict(state, scopes, reservation.model, reservation.usd, reservation.bound, now);
+    const verdict = budgetVerdict(
+      state,
+      reservation.chain,
+      reservation.model,
+      reservation.usd,
+      reservation.bound,
+      now,
+    );
     if (verdict.kind === 'deny') {
       state.trace.push('wait.denied_budget');
       forget(state, reservation);
@@ -1165,7 +1120,7 @@ function drain(state: ResourceState, now: number): void {
     reservation.heldBy = null;
     if (!reservation.quotas.some((key) => blocked.has(key)) && allQuotasAllow(state, reservation, now)) {
       state.trace.push('wait.granted');
-      grant(state, reservation, scopes, verdict.outputCap, now);
+      grant(state, reservation, verdict.outputCap, now);
       continue;
     }
     for (const key of reservation.quotas) blocked.add(key);

@@ -83,59 +83,32 @@ function reservationOf(
       denial: { granted: false, reason: 'aborted', scope, message: 'The call was aborted.' },
     };
   }
+  const { provider, model: name } = model;
   const asked = request.settings?.maxOutputTokens;
   const cap = grant.maxOutputTokens;
-  return new GrantedCall(
-    manager,
+  // One waiter on the signal's shared list (not a listener per call): it goes with the call's settlement.
+  const abandoned = onAbort(signal, () => manager.release(grant));
+  return {
+    granted: true,
     grant,
-    cap === null || (asked !== undefined && asked <= cap)
-      ? request
-      : { ...request, settings: { ...request.settings, maxOutputTokens: cap } },
-    model,
-    signal,
-  );
-}
-
-/**
- * A granted model call until it settles or fails. One object with its methods on the class, not an object and the
- * closures of a scope: a run's call in flight holds it until the answer comes, through scavenges.
- */
-class GrantedCall {
-  readonly granted = true;
-  /** Stops waiting for the abort that would give the reservation back. */
-  private readonly abandoned: () => void;
-
-  constructor(
-    private readonly manager: ResourceManager,
-    readonly grant: Grant,
-    readonly request: ModelRequest,
-    private readonly model: { provider: string; model: string },
-    signal: AbortSignal,
-  ) {
-    // One waiter on the signal's shared list (not a listener per call): it goes with the call's settlement.
-    this.abandoned = onAbort(signal, this.release);
-  }
-
-  /** The signal aborted before the call settled: its reservation goes back. */
-  private readonly release = (): void => {
-    this.manager.release(this.grant);
+    request:
+      cap === null || (asked !== undefined && asked <= cap)
+        ? request
+        : { ...request, settings: { ...request.settings, maxOutputTokens: cap } },
+    settle: (usage) => {
+      abandoned();
+      manager.settle(grant, usage);
+    },
+    fail: (error) => {
+      abandoned();
+      if (error instanceof ModelError && (error.kind === 'rate_limited' || error.status === 429)) {
+        manager.report429({
+          provider,
+          model: name,
+          ...(error.retryAfterMs !== undefined ? { retryAfterMs: error.retryAfterMs } : {}),
+        });
+      }
+      manager.release(grant);
+    },
   };
-
-  settle(usage: Usage): void {
-    this.abandoned();
-    this.manager.settle(this.grant, usage);
-  }
-
-  fail(error: unknown): void {
-    this.abandoned();
-    if (error instanceof ModelError && (error.kind === 'rate_limited' || error.status === 429)) {
-      const { provider, model } = this.model;
-      this.manager.report429({
-        provider,
-        model,
-        ...(error.retryAfterMs !== undefined ? { retryAfterMs: error.retryAfterMs } : {}),
-      });
-    }
-    this.manager.release(this.grant);
-  }
 }

@@ -1,4 +1,4 @@
-import type { DenialReason, Reservation } from './ledger.ts';
+import type { DenialReason } from './ledger.ts';
 import type { ResourceNotice } from './resource-notices.ts';
 import { sessionScope } from './scope-names.ts';
 
@@ -53,15 +53,11 @@ export interface Waiter {
 
 /**
  * The manager's side of every reservation it handed out: the calls still waiting for an answer (each a promise to
- * resolve exactly once), and whether a grant is still out (not yet settled or released, so each is returned exactly
- * once). Which grants are out the manager's ledger knows (a granted reservation stays in it until settled or
- * released); once the manager has stopped, the ledger no longer changes, and the grants out at that moment are
- * kept here instead, each returned once after it.
+ * resolve exactly once) and the grants not yet settled or released (so each is returned exactly once).
  */
 export class ReservationWaiters {
   readonly #waiting = new Map<string, Waiter>();
-  /** The grants still out when the manager stopped; undefined while it runs. */
-  #outAtStop: Set<string> | undefined;
+  readonly #granted = new Map<string, Grant>();
 
   /**
    * Registers the call `id` before it is asked for. An answer given during the asking lands in the waiter's
@@ -100,6 +96,7 @@ export class ReservationWaiters {
       maxOutputTokens: held?.outputCap ?? null,
       waitedMs,
     });
+    this.#granted.set(id, grant);
     answer(waiter, { granted: true, grant });
     return waiter;
   }
@@ -111,7 +108,7 @@ export class ReservationWaiters {
 
   /** The reservation went back: a waiting call ends aborted, a grant is no longer outstanding. */
   released(id: string): void {
-    this.#outAtStop?.delete(id);
+    this.#granted.delete(id);
     const waiter = this.#take(id);
     if (waiter)
       answer(waiter, {
@@ -122,25 +119,17 @@ export class ReservationWaiters {
       });
   }
 
-  /**
-   * True once per grant: the first settlement or release of it. `reservations` is the ledger's table, which the
-   * settlement then updates (so the next call says false).
-   */
-  takeGrant(id: string, reservations: Readonly<Record<string, Reservation>>): boolean {
-    const out = this.#outAtStop;
-    return out ? out.delete(id) : reservations[id]?.status === 'granted';
+  /** True once per grant: the first settlement or release of it. */
+  takeGrant(id: string): boolean {
+    return this.#granted.delete(id);
   }
 
-  isOutstanding(id: string, reservations: Readonly<Record<string, Reservation>>): boolean {
-    const out = this.#outAtStop;
-    return out ? out.has(id) : reservations[id]?.status === 'granted';
+  isOutstanding(id: string): boolean {
+    return this.#granted.has(id);
   }
 
-  /** Every waiting call ends `stopped`; the grants out in `reservations` are each returned once after this. */
-  stopAll(reservations: Readonly<Record<string, Reservation>>): void {
-    const out = new Set<string>();
-    for (const id in reservations) if (reservations[id]?.status === 'granted') out.add(id);
-    this.#outAtStop = out;
+  /** Every waiting call ends `stopped`. */
+  stopAll(): void {
     for (const id of [...this.#waiting.keys()]) {
       const waiter = this.#take(id);
       if (waiter)

@@ -276,14 +276,14 @@ export function createResourceManager(config: ResourceManagerConfig = {}): Resou
     },
     reserve,
     settle(grant, usage) {
-      if (!waiters.takeGrant(grant.id, state().reservations)) return null;
+      if (!waiters.takeGrant(grant.id)) return null;
       const tokens = totalTokens(usage);
       const price = priceOf(grant.model);
       const usd = price ? cost(usage, price) : null;
       const now = clock.now();
       const outputs = send({ type: 'settle', id: grant.id, tokens, usd, now });
-      const spend = spendIn(outputs);
-      if (!spend) return null;
+      const spend = outputs.find((output) => output.kind === 'spend');
+      if (spend?.kind !== 'spend') return null;
       const { returnedTokens, returnedUsd } = spend;
       const { session, provider, model } = grant;
       const run = runs.get(session);
@@ -306,7 +306,7 @@ export function createResourceManager(config: ResourceManagerConfig = {}): Resou
       return { tokens, usd, returnedTokens, returnedUsd };
     },
     release(grant) {
-      if (!waiters.isOutstanding(grant.id, state().reservations)) return false;
+      if (!waiters.isOutstanding(grant.id)) return false;
       const outputs = send({ type: 'release', id: grant.id, now: clock.now() });
       return outputs.some((output) => output.kind === 'released' && output.id === grant.id);
     },
@@ -335,7 +335,7 @@ export function createResourceManager(config: ResourceManagerConfig = {}): Resou
       if (stopped) return;
       stopped = true;
       timer.stop();
-      waiters.stopAll(state().reservations);
+      waiters.stopAll();
       actor.stop();
       notices.clear();
     },
@@ -352,12 +352,6 @@ interface OpenRun {
   sink: ((notice: ResourceNotice) => void) | undefined;
   /** What its calls wrote, per model (see OutputEstimates). */
   means: Mean[];
-}
-
-/** The settlement among an event's decisions (a loop, not `find`: no closure per call). */
-function spendIn(outputs: readonly ResourceOutput[]): Extract<ResourceOutput, { kind: 'spend' }> | undefined {
-  for (const output of outputs) if (output.kind === 'spend') return output;
-  return undefined;
 }
 
 /** Bound of a manager's cache of prices by model name. */
