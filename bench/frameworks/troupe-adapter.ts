@@ -1,6 +1,10 @@
-import { z } from 'zod';
 import type * as TroupeDist from '../../dist/index.js';
 import type { ModelProvider, ModelRequest, ModelResponse, RunOptions } from '../../dist/index.js';
+// The zod that Troupe itself resolves (the root's node_modules), not the bench's own copy: zod is a peer dependency,
+// so a user's process holds one copy of it. With the bench's copy beside Troupe's, the process would load zod twice;
+// the second copy's code and objects move the process's first full collection, and its marking,
+// into the window after 50 warm-up runs that W1 measures.
+import { z } from '../../node_modules/zod/index.js';
 import {
   executeStep,
   type Framework,
