@@ -10,6 +10,7 @@ import { maskMessages, type PiiRun, piiOf, revealResponse } from '../pii/pii-run
 import { denialError } from '../resources/denial-error.ts';
 import { type ModelReservation, reserveModelCall } from '../resources/model-reservation.ts';
 import { type HistoryIds, normalizeResponse } from './normalize-response.ts';
+import { hasEnded, type RunEnd } from './run-end.ts';
 import { contextInfoOf, emitFrom, type RunRuntime } from './run-runtime.ts';
 import { secretKeysOf, streamedArgumentsGuard } from './secrets.ts';
 
@@ -29,20 +30,6 @@ export interface CallHooks {
 }
 
 /**
- * What says whether a call's signal is aborted without asking it, when the caller aborts the signal itself (a
- * run's effects): `closed` is true exactly when the signal is aborted. Node's `signal.aborted` is a getter that
- * calls two functions, and a model call asks at least twice, often before V8 has optimized the step.
- */
-export interface CallEnd {
-  readonly closed: boolean;
-}
-
-/** Whether the call's run ended: its owner's `closed` when it has one, else the signal. */
-function isOver(signal: AbortSignal, end: CallEnd | undefined): boolean {
-  return end === undefined ? signal.aborted : end.closed;
-}
-
-/**
  * A plain run's model call without hooks, its event handed to `deliver` (once): the usual call answers through
  * one promise of its own, where `modelCall(...).then(deliver)` would add a second promise and its reaction, which a
  * run waiting for its model holds, and a microtask per call.
@@ -53,7 +40,7 @@ export function deliverModelCall(
   signal: AbortSignal,
   historyIds: HistoryIds | undefined,
   deliver: (event: AgentEvent) => void,
-  end?: CallEnd,
+  end?: RunEnd,
 ): void {
   const answered = runtime.runEffect
     ? modelCall(runtime, command, signal, undefined, historyIds, end)
@@ -63,7 +50,7 @@ export function deliverModelCall(
 
 /**
  * A model call, through the run's durable executor when it has one (which records its answer). `end`, when given,
- * says whether `signal` is aborted (see `CallEnd`).
+ * says whether `signal` is aborted (see `RunEnd`).
  */
 export function modelCall(
   runtime: RunRuntime,
@@ -71,7 +58,7 @@ export function modelCall(
   signal: AbortSignal,
   hooks?: CallHooks,
   historyIds?: HistoryIds,
-  end?: CallEnd,
+  end?: RunEnd,
 ): Promise<AgentEvent> {
   // Without a durable executor the call goes straight through: no key string and no closure per model call.
   if (!runtime.runEffect)
@@ -117,7 +104,7 @@ function callModel(
   signal: AbortSignal,
   hooks: CallHooks | undefined,
   historyIds: HistoryIds | undefined,
-  end: CallEnd | undefined,
+  end: RunEnd | undefined,
   deliver?: (event: AgentEvent) => void,
 ): Promise<AgentEvent> | undefined {
   let system: Message | undefined | Promise<Message | undefined>;
@@ -128,7 +115,7 @@ function callModel(
   }
   if (system instanceof Promise || runtime.agent.tools.sources.length > 0 || runtime.resources)
     return callModelWhenReady(runtime, command, signal, hooks, system, historyIds);
-  if (isOver(signal, end)) return Promise.resolve(abortedEvent());
+  if (hasEnded(signal, end)) return Promise.resolve(abortedEvent());
   const maskForModel = modelMaskOf(runtime);
   const messages = messagesOf(runtime, system, command, maskForModel);
   // A call without hooks of its own (the usual one) takes the run's request hooks and continuation.
@@ -198,7 +185,7 @@ function callPlain(
 }
 
 /** The run's plain model calls on this signal: made at the first, kept on the runtime for the next ones. */
-function plainCallsOf(runtime: RunRuntime, signal: AbortSignal, end: CallEnd | undefined): PlainModelCalls {
+function plainCallsOf(runtime: RunRuntime, signal: AbortSignal, end: RunEnd | undefined): PlainModelCalls {
   const known = runtime.plainCalls;
   if (known !== undefined && known.signal === signal && known.end === end) return known;
   const made = new PlainModelCalls(runtime, signal, end, checksAnswers(runtime));
@@ -232,7 +219,7 @@ export class PlainModelCalls implements AnsweredCall {
     readonly runtime: RunRuntime,
     readonly signal: AbortSignal,
     /** Says whether `signal` is aborted without asking it, when the run's effects gave it. */
-    readonly end: CallEnd | undefined,
+    readonly end: RunEnd | undefined,
     /** Whether the agent's output guardrails check whole answers (their text does not stream). */
     private readonly holdsText: boolean,
   ) {}
@@ -242,7 +229,7 @@ export class PlainModelCalls implements AnsweredCall {
    * output guardrails will check whole does not stream: it leaves with their verdict.
    */
   readonly onDelta = (delta: ModelDelta): void => {
-    if (isOver(this.signal, this.end)) return;
+    if (hasEnded(this.signal, this.end)) return;
     if (this.holdsText && delta.type === 'text') return;
     const runtime = this.runtime;
     if (delta.type !== 'tool_call' || !runtime.bus.listening) runtime.onDelta(delta);
@@ -254,7 +241,7 @@ export class PlainModelCalls implements AnsweredCall {
 
   /** A circuit breaker the call goes through reports its changes of state on this run's bus. */
   readonly onBreaker = (change: RunEventData['breaker']): void => {
-    if (this.runtime.bus.listening && !isOver(this.signal, this.end))
+    if (this.runtime.bus.listening && !hasEnded(this.signal, this.end))
       emitFrom(this.runtime, 'breaker', change);
   };
 
@@ -476,7 +463,7 @@ function answered(
   runtime: RunRuntime,
   command: AnsweredCall,
   signal: AbortSignal,
-  end: CallEnd | undefined,
+  end: RunEnd | undefined,
   maskForModel: PiiRun | undefined,
   reservation: Extract<ModelReservation, { granted: true }> | undefined,
   answer: ModelResponse,
@@ -490,7 +477,7 @@ function answered(
       historyIds,
     );
     reservation?.settle(response.usage);
-    if (isOver(signal, end)) return abortedEvent();
+    if (hasEnded(signal, end)) return abortedEvent();
     // Decode here, where the schema lives, so the machine only sees data. In the tool-use phase only a text answer
     // is worth decoding; a valid one ends the run without the extra final-output call.
     const schema = runtime.agent.outputSchema;
@@ -507,13 +494,13 @@ function answered(
 function failed(
   runtime: RunRuntime,
   signal: AbortSignal,
-  end: CallEnd | undefined,
+  end: RunEnd | undefined,
   reservation: Extract<ModelReservation, { granted: true }> | undefined,
   error: unknown,
 ): AgentEvent {
   // The call's usage is unknown: its reservation goes back (exactly once; release after settle is a no-op).
   reservation?.fail(error);
-  if (isOver(signal, end)) return abortedEvent();
+  if (hasEnded(signal, end)) return abortedEvent();
   const info = toErrorInfo(error);
   emitFrom(runtime, 'error', { message: info.message, type: info.name, code: info.code });
   return { type: 'model.error', error: info };

@@ -28,6 +28,7 @@ export function idempotencyKey(
   return `${where.sessionId}:${where.turn}:${where.step}:${where.callPath === '' ? callId : `${where.callPath}/${callId}`}`;
 }
 
+import type { RunEnd } from './run-end.ts';
 import { redactArgs, secretKeySet } from './secrets.ts';
 
 export interface ToolBatch {
@@ -53,11 +54,11 @@ export interface ToolBatch {
   /** Aborted when the run no longer wants the results (abort, timeout, end of run). */
   signal: AbortSignal;
   /**
-   * What says whether `signal` is aborted without asking it, when the batch's owner aborts the signal itself: its
-   * `closed` is true exactly when the signal is aborted. Node's `signal.aborted` is a getter that calls two functions,
-   * and the batch asks about six times per call, often before V8 has optimized the step.
+   * Says whether `signal` is aborted without asking it, when the batch's owner aborts the signal itself. The batch
+   * reads it about six times per call, written out where it is read: a call per read costs more than the read before
+   * V8 optimizes the step.
    */
-  ended?: { readonly closed: boolean } | undefined;
+  ended?: RunEnd | undefined;
   /**
    * Calls back once `signal` aborts; returns the function that stops waiting. Defaults to a listener on the signal;
    * a run's effects, which abort the signal themselves, pass their own list instead (no listener per run).
