@@ -158,9 +158,9 @@ describe.skipIf(unavailable !== undefined)('troupe/restate: crashes', () => {
     let serverKills = 0;
     while (!finished && serverKills < 3) {
       // Kill it mid-run: once the service has logged a few more calls (a seeded number of them).
-      const seen = readEffects(effectsLog).length;
+      const seen = readEffects(effectsLog, { whileWriting: true }).length;
       const wanted = seen + 4 + Math.floor(random() * 12);
-      while (!finished && readEffects(effectsLog).length < wanted) await sleep(5);
+      while (!finished && readEffects(effectsLog, { whileWriting: true }).length < wanted) await sleep(5);
       if (finished) break;
       const pid = server.pid as number;
       await server.kill();

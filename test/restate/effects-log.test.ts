@@ -1,6 +1,9 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { EffectLine } from './support/desk-agents.ts';
-import { checkEffects } from './support/effects-log.ts';
+import { checkEffects, readEffects } from './support/effects-log.ts';
 
 /** The crash tests rest on this checker: it must see what it is there to see. */
 
@@ -61,5 +64,22 @@ describe('checkEffects', () => {
     expect(report.twiceInOneEpoch).toEqual(['a']);
     expect(report.idempotencyKeyChanged).toEqual(['a']);
     expect(report.interruptedNotRerun).toEqual(['b (before-return)']);
+  });
+});
+
+describe('readEffects', () => {
+  it('counts a line once its newline is written: a tail another process is still writing is left out, or an error once writing has stopped', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'troupe-effects-'));
+    try {
+      const path = join(dir, 'effects.log');
+      const whole = `${JSON.stringify(line(1, 'model', 'm1', 'start'))}\n`;
+      writeFileSync(path, `${whole}{`);
+      expect(readEffects(path, { whileWriting: true })).toEqual([line(1, 'model', 'm1', 'start')]);
+      expect(() => readEffects(path)).toThrow(/unterminated line: "\{"/);
+      writeFileSync(path, whole);
+      expect(readEffects(path)).toEqual([line(1, 'model', 'm1', 'start')]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

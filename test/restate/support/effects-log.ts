@@ -1,10 +1,20 @@
 import { existsSync, readFileSync } from 'node:fs';
 import type { EffectLine } from './desk-agents.ts';
 
-/** The lines of an effects log (see desk-agents.ts), in the order they were appended. */
-export function readEffects(path: string): EffectLine[] {
+/**
+ * The lines of an effects log (see desk-agents.ts), in the order they were appended. Another process may be
+ * appending while this reads: a write that crosses a page boundary can be visible in part, so a line counts only
+ * once its newline is in the file. `whileWriting` ignores such an unterminated tail; otherwise (every writer has
+ * stopped) an unterminated tail is a torn write and an error.
+ */
+export function readEffects(path: string, options: { whileWriting?: boolean } = {}): EffectLine[] {
   if (!existsSync(path)) return [];
-  return readFileSync(path, 'utf8')
+  const text = readFileSync(path, 'utf8');
+  const end = text.lastIndexOf('\n') + 1;
+  if (end < text.length && !options.whileWriting)
+    throw new Error(`${path} ends in an unterminated line: ${JSON.stringify(text.slice(end))}`);
+  return text
+    .slice(0, end)
     .split('\n')
     .filter((line) => line !== '')
     .map((line) => JSON.parse(line) as EffectLine);
