@@ -69,7 +69,7 @@ export interface ToolBatch {
    * Outcomes known without running anything: calls that finished before a restart (replayed from the journal) and
    * calls people rejected or answered. Their call is not started and no event is emitted for it.
    */
-  known?: (call: ToolCall) => ToolOutcome | undefined;
+  known?: ((call: ToolCall) => ToolOutcome | undefined) | undefined;
   /** A call is about to run (its first attempt starts). Called in call order. */
   onStart: (call: ToolCall) => void;
   /**
@@ -249,12 +249,23 @@ class BatchRun {
     } catch {
       // onSettled reports its own failures; the outcome still answers the call.
     }
-    if (settling instanceof Promise)
+    if (settling instanceof Promise) {
       settling.then(
         () => this.callDone(index, outcome),
         () => this.callDone(index, outcome),
       );
-    else this.callDone(index, outcome);
+      return;
+    }
+    // callDone, written out for the usual call, whose outcome is committed at once: one function fewer per step,
+    // each compiled on its own some 500 steps after its first call.
+    this.outcomes[index] = outcome;
+    const settled = this.settledCount + 1;
+    this.settledCount = settled;
+    if (batch.ended?.closed ?? batch.signal.aborted) return;
+    if (settled === batch.calls.length) {
+      this.stopWaiting?.();
+      this.finish();
+    } else this.startNext();
   }
 
   /** Settles from a later job: an outcome known at once keeps its place among the others' (a tool answers later). */
@@ -280,7 +291,9 @@ class BatchRun {
     // A handoff runs nothing: a call the gate lets through goes to the agent machine, which hands off (the
     // session announces it); one refused here (its arguments) is answered like any refused call.
     // What the call spent outside the run's model calls goes with its outcome (a durable executor records both).
-    if (isHandoffTool(found)) {
+    // The checks of this function are written out, not called: each function the step calls once is compiled on
+    // its own about 500 steps after its first (see isHandoffTool and the plain path's conditions below).
+    if (found !== undefined && Object.hasOwn(found, 'handoffTo')) {
       void runCallWithSpend(call, batch).then((outcome) => {
         if (outcome.handoff) return this.callDone(index, outcome);
         batch.onStart(call);
@@ -297,9 +310,15 @@ class BatchRun {
         .then((outcome) => this.settle(index, call, started, outcome));
       return;
     }
-    if (found !== undefined && isPlain(found, batch)) {
-      // The usual call (a known tool, no breaker, no tool guardrails, nothing journaled) runs without the general
-      // path's async steps; it gives the same outcome.
+    const guardrails = batch.guardrails;
+    if (
+      found !== undefined &&
+      !found.breaker &&
+      (guardrails === undefined || (guardrails.input.length === 0 && guardrails.output.length === 0)) &&
+      !batch.disabled.includes(found.name)
+    ) {
+      // The usual call (a known tool, no breaker, no tool guardrails, the tool not disabled, nothing journaled)
+      // runs without the general path's async steps; it gives the same outcome.
       let checked: ArgumentCheck;
       try {
         checked = batch.checked?.get(call.id) ?? checkArguments(found, call);
@@ -313,16 +332,6 @@ class BatchRun {
     }
     void runCallWithSpend(call, batch).then((outcome) => this.settle(index, call, started, outcome));
   }
-}
-
-/** Whether a call to `found` runs on the plain path: no breaker, no tool guardrails, the tool not disabled. */
-function isPlain(found: Tool, batch: ToolBatch): boolean {
-  const guardrails = batch.guardrails;
-  return (
-    !found.breaker &&
-    (guardrails === undefined || (guardrails.input.length === 0 && guardrails.output.length === 0)) &&
-    !batch.disabled.includes(found.name)
-  );
 }
 
 /**
@@ -405,7 +414,11 @@ class PlainCall {
   }
 
   #deliver(outcome: ToolOutcome): void {
-    this.#run.settle(this.#index, this.#call, this.#started, withSpend(outcome, this.#run.batch.caller));
+    const run = this.#run;
+    // withSpend, written out (see startNext).
+    const caller = run.batch.caller;
+    const spend = caller?.spentByCall === undefined ? undefined : takeSpend(caller, outcome.callId);
+    run.settle(this.#index, this.#call, this.#started, spend ? { ...outcome, spend } : outcome);
   }
 }
 
@@ -539,7 +552,15 @@ function attemptTool(
   timeoutMs: number | null,
 ): Promise<unknown> {
   // The batch holds the fields every call of it shares (context, signal, session, route, turn, agent, step).
-  const context = new ToolCallContext(batch, call.id, attempt, idempotencyKey(batch, call.id), batch.caller);
+  // The idempotency key as idempotencyKey makes it, written out (see startNext).
+  const callPath = batch.callPath;
+  const context = new ToolCallContext(
+    batch,
+    call.id,
+    attempt,
+    `${batch.sessionId}:${batch.turn}:${batch.step}:${callPath === '' ? call.id : `${callPath}/${call.id}`}`,
+    batch.caller,
+  );
   if (timeoutMs === null) {
     // Without a timeout the attempt's signal is the run's own: no controller, timer or listeners per call (about
     // 3 µs of the hot path). A tool that ignores an abort does not hold the loop: runToolBatch settles on it.
