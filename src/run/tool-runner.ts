@@ -20,14 +20,6 @@ function isAgentTool(found: Tool | undefined): boolean {
   return found !== undefined && Object.hasOwn(found, 'delegate');
 }
 
-/** The idempotency key of a call: a pure function of the session, turn, step and (nested) call id. */
-export function idempotencyKey(
-  where: { sessionId: string; turn: number; step: number; callPath: string },
-  callId: string,
-): string {
-  return `${where.sessionId}:${where.turn}:${where.step}:${where.callPath === '' ? callId : `${where.callPath}/${callId}`}`;
-}
-
 import type { RunEnd } from './run-end.ts';
 import { redactArgs, secretKeySet } from './secrets.ts';
 
@@ -262,10 +254,18 @@ class BatchRun {
     const settled = this.settledCount + 1;
     this.settledCount = settled;
     if (batch.ended?.closed ?? batch.signal.aborted) return;
-    if (settled === batch.calls.length) {
-      this.stopWaiting?.();
-      this.finish();
-    } else this.startNext();
+    if (settled !== batch.calls.length) {
+      this.startNext();
+      return;
+    }
+    this.stopWaiting?.();
+    // finish, written out for a batch whose every call is answered: the outcomes are the array itself.
+    if (this.over) return;
+    this.over = true;
+    const outcomes = this.outcomes as ToolOutcome[];
+    const listener = this.listener;
+    if (this.starting) queueMicrotask(() => listener.batchDone(outcomes));
+    else listener.batchDone(outcomes);
   }
 
   /** Settles from a later job: an outcome known at once keeps its place among the others' (a tool answers later). */
@@ -366,12 +366,28 @@ class PlainCall {
       this.#deliver(refused(this.#call, 'Not run: the run was aborted.'));
       return;
     }
-    this.#attempt++;
-    const timeoutMs = this.#found.timeoutMs ?? batch.timeoutMs;
-    attemptTool(this.#found, this.#args, this.#call, batch, this.#attempt, timeoutMs).then(
-      this.#onValue,
-      this.#onError,
-    );
+    const attempt = this.#attempt + 1;
+    this.#attempt = attempt;
+    const found = this.#found;
+    const timeoutMs = found.timeoutMs ?? batch.timeoutMs;
+    if (timeoutMs !== null) {
+      attemptTool(found, this.#args, this.#call, batch, attempt, timeoutMs).then(
+        this.#onValue,
+        this.#onError,
+      );
+      return;
+    }
+    // attemptTool without a timeout, written out: the attempt's signal is the run's own (see attemptTool), and the
+    // usual step calls one function fewer, each compiled on its own some 500 steps after its first call.
+    let answer: Promise<unknown>;
+    try {
+      answer = Promise.resolve(
+        found.execute(this.#args, new ToolCallContext(batch, this.#call.id, attempt, batch.caller)),
+      );
+    } catch (error) {
+      answer = Promise.reject(error);
+    }
+    answer.then(this.#onValue, this.#onError);
   }
 
   #answered(value: unknown): void {
@@ -552,15 +568,7 @@ function attemptTool(
   timeoutMs: number | null,
 ): Promise<unknown> {
   // The batch holds the fields every call of it shares (context, signal, session, route, turn, agent, step).
-  // The idempotency key as idempotencyKey makes it, written out (see startNext).
-  const callPath = batch.callPath;
-  const context = new ToolCallContext(
-    batch,
-    call.id,
-    attempt,
-    `${batch.sessionId}:${batch.turn}:${batch.step}:${callPath === '' ? call.id : `${callPath}/${call.id}`}`,
-    batch.caller,
-  );
+  const context = new ToolCallContext(batch, call.id, attempt, batch.caller);
   if (timeoutMs === null) {
     // Without a timeout the attempt's signal is the run's own: no controller, timer or listeners per call (about
     // 3 µs of the hot path). A tool that ignores an abort does not hold the loop: runToolBatch settles on it.
