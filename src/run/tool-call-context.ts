@@ -31,10 +31,11 @@ export class ToolCallContext implements ToolContext {
       turn: number;
       agent: string;
       step: number;
+      /** Ids of the calls that started this (nested) run, joined by '/', or '' at the top. */
+      callPath: string;
     },
     callId: string,
     attempt: number,
-    idempotencyKey: string,
     caller: RunRuntime | undefined,
   ) {
     this.context = place.context;
@@ -46,7 +47,9 @@ export class ToolCallContext implements ToolContext {
     this.callId = callId;
     this.step = place.step;
     this.attempt = attempt;
-    this.idempotencyKey = idempotencyKey;
+    // A pure function of where the call sits in the session (see ToolContext.idempotencyKey).
+    const callPath = place.callPath;
+    this.idempotencyKey = `${place.sessionId}:${place.turn}:${place.step}:${callPath === '' ? callId : `${callPath}/${callId}`}`;
     this.#caller = caller;
   }
 

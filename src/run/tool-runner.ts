@@ -20,14 +20,6 @@ function isAgentTool(found: Tool | undefined): boolean {
   return found !== undefined && Object.hasOwn(found, 'delegate');
 }
 
-/** The idempotency key of a call: a pure function of the session, turn, step and (nested) call id. */
-export function idempotencyKey(
-  where: { sessionId: string; turn: number; step: number; callPath: string },
-  callId: string,
-): string {
-  return `${where.sessionId}:${where.turn}:${where.step}:${where.callPath === '' ? callId : `${where.callPath}/${callId}`}`;
-}
-
 import type { RunEnd } from './run-end.ts';
 import { redactArgs, secretKeySet } from './secrets.ts';
 
@@ -69,7 +61,7 @@ export interface ToolBatch {
    * Outcomes known without running anything: calls that finished before a restart (replayed from the journal) and
    * calls people rejected or answered. Their call is not started and no event is emitted for it.
    */
-  known?: (call: ToolCall) => ToolOutcome | undefined;
+  known?: ((call: ToolCall) => ToolOutcome | undefined) | undefined;
   /** A call is about to run (its first attempt starts). Called in call order. */
   onStart: (call: ToolCall) => void;
   /**
@@ -249,12 +241,31 @@ class BatchRun {
     } catch {
       // onSettled reports its own failures; the outcome still answers the call.
     }
-    if (settling instanceof Promise)
+    if (settling instanceof Promise) {
       settling.then(
         () => this.callDone(index, outcome),
         () => this.callDone(index, outcome),
       );
-    else this.callDone(index, outcome);
+      return;
+    }
+    // callDone, written out for the usual call, whose outcome is committed at once: one function fewer per step,
+    // each compiled on its own some 500 steps after its first call.
+    this.outcomes[index] = outcome;
+    const settled = this.settledCount + 1;
+    this.settledCount = settled;
+    if (batch.ended?.closed ?? batch.signal.aborted) return;
+    if (settled !== batch.calls.length) {
+      this.startNext();
+      return;
+    }
+    this.stopWaiting?.();
+    // finish, written out for a batch whose every call is answered: the outcomes are the array itself.
+    if (this.over) return;
+    this.over = true;
+    const outcomes = this.outcomes as ToolOutcome[];
+    const listener = this.listener;
+    if (this.starting) queueMicrotask(() => listener.batchDone(outcomes));
+    else listener.batchDone(outcomes);
   }
 
   /** Settles from a later job: an outcome known at once keeps its place among the others' (a tool answers later). */
@@ -280,7 +291,9 @@ class BatchRun {
     // A handoff runs nothing: a call the gate lets through goes to the agent machine, which hands off (the
     // session announces it); one refused here (its arguments) is answered like any refused call.
     // What the call spent outside the run's model calls goes with its outcome (a durable executor records both).
-    if (isHandoffTool(found)) {
+    // The checks of this function are written out, not called: each function the step calls once is compiled on
+    // its own about 500 steps after its first (see isHandoffTool and the plain path's conditions below).
+    if (found !== undefined && Object.hasOwn(found, 'handoffTo')) {
       void runCallWithSpend(call, batch).then((outcome) => {
         if (outcome.handoff) return this.callDone(index, outcome);
         batch.onStart(call);
@@ -297,9 +310,15 @@ class BatchRun {
         .then((outcome) => this.settle(index, call, started, outcome));
       return;
     }
-    if (found !== undefined && isPlain(found, batch)) {
-      // The usual call (a known tool, no breaker, no tool guardrails, nothing journaled) runs without the general
-      // path's async steps; it gives the same outcome.
+    const guardrails = batch.guardrails;
+    if (
+      found !== undefined &&
+      !found.breaker &&
+      (guardrails === undefined || (guardrails.input.length === 0 && guardrails.output.length === 0)) &&
+      !batch.disabled.includes(found.name)
+    ) {
+      // The usual call (a known tool, no breaker, no tool guardrails, the tool not disabled, nothing journaled)
+      // runs without the general path's async steps; it gives the same outcome.
       let checked: ArgumentCheck;
       try {
         checked = batch.checked?.get(call.id) ?? checkArguments(found, call);
@@ -313,16 +332,6 @@ class BatchRun {
     }
     void runCallWithSpend(call, batch).then((outcome) => this.settle(index, call, started, outcome));
   }
-}
-
-/** Whether a call to `found` runs on the plain path: no breaker, no tool guardrails, the tool not disabled. */
-function isPlain(found: Tool, batch: ToolBatch): boolean {
-  const guardrails = batch.guardrails;
-  return (
-    !found.breaker &&
-    (guardrails === undefined || (guardrails.input.length === 0 && guardrails.output.length === 0)) &&
-    !batch.disabled.includes(found.name)
-  );
 }
 
 /**
@@ -357,12 +366,28 @@ class PlainCall {
       this.#deliver(refused(this.#call, 'Not run: the run was aborted.'));
       return;
     }
-    this.#attempt++;
-    const timeoutMs = this.#found.timeoutMs ?? batch.timeoutMs;
-    attemptTool(this.#found, this.#args, this.#call, batch, this.#attempt, timeoutMs).then(
-      this.#onValue,
-      this.#onError,
-    );
+    const attempt = this.#attempt + 1;
+    this.#attempt = attempt;
+    const found = this.#found;
+    const timeoutMs = found.timeoutMs ?? batch.timeoutMs;
+    if (timeoutMs !== null) {
+      attemptTool(found, this.#args, this.#call, batch, attempt, timeoutMs).then(
+        this.#onValue,
+        this.#onError,
+      );
+      return;
+    }
+    // attemptTool without a timeout, written out: the attempt's signal is the run's own (see attemptTool), and the
+    // usual step calls one function fewer, each compiled on its own some 500 steps after its first call.
+    let answer: Promise<unknown>;
+    try {
+      answer = Promise.resolve(
+        found.execute(this.#args, new ToolCallContext(batch, this.#call.id, attempt, batch.caller)),
+      );
+    } catch (error) {
+      answer = Promise.reject(error);
+    }
+    answer.then(this.#onValue, this.#onError);
   }
 
   #answered(value: unknown): void {
@@ -405,7 +430,11 @@ class PlainCall {
   }
 
   #deliver(outcome: ToolOutcome): void {
-    this.#run.settle(this.#index, this.#call, this.#started, withSpend(outcome, this.#run.batch.caller));
+    const run = this.#run;
+    // withSpend, written out (see startNext).
+    const caller = run.batch.caller;
+    const spend = caller?.spentByCall === undefined ? undefined : takeSpend(caller, outcome.callId);
+    run.settle(this.#index, this.#call, this.#started, spend ? { ...outcome, spend } : outcome);
   }
 }
 
@@ -539,7 +568,7 @@ function attemptTool(
   timeoutMs: number | null,
 ): Promise<unknown> {
   // The batch holds the fields every call of it shares (context, signal, session, route, turn, agent, step).
-  const context = new ToolCallContext(batch, call.id, attempt, idempotencyKey(batch, call.id), batch.caller);
+  const context = new ToolCallContext(batch, call.id, attempt, batch.caller);
   if (timeoutMs === null) {
     // Without a timeout the attempt's signal is the run's own: no controller, timer or listeners per call (about
     // 3 µs of the hot path). A tool that ignores an abort does not hold the loop: runToolBatch settles on it.
