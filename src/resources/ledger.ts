@@ -515,6 +515,14 @@ function closeScope(state: ResourceState, id: string, now: number): void {
 
 /** The scope and its ancestors, leaf first; null when the scope (or an ancestor) is unknown. */
 function chainOf(state: ResourceState, id: string): string[] | null {
+  // A run under its tenant, the usual chain, is made as a pair: a reservation keeps its chain until it settles,
+  // and an array grown by push would hold room for 17.
+  const scope = state.scopes[id];
+  const parent = scope?.parent;
+  if (scope !== undefined && parent !== null && parent !== undefined && parent !== id) {
+    const above = state.scopes[parent];
+    if (above !== undefined && above.parent === null) return [id, parent];
+  }
   const chain: string[] = [];
   let current: string | null = id;
   while (current !== null) {
