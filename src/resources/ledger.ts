@@ -11,8 +11,9 @@ import { fromTransition } from 'xstate';
  * reservation (10,000 sessions is the target), and every model call goes through it twice. A machine's `assign`
  * copies context per event, which is O(sessions); this function updates the entries it touches in place, so an
  * event costs O(scope depth + quotas) whatever the number of sessions (bench/resources/ measures both). The
- * runtime actor (`resourceLogic`) owns its state exclusively; `resourceTransition` and `pureResourceLogic` copy
- * first, for traversal and tests that keep old states.
+ * resource manager applies events to a state it owns exclusively (`applyResourceEvent`, as the actor logic
+ * `resourceLogic` does); `resourceTransition` and `pureResourceLogic` copy first, for traversal and tests that keep
+ * old states.
  */
 
 /** A budget as configured: any of tokens and USD, over the lifetime of the scope or a rolling window. */
@@ -368,7 +369,7 @@ const resourceEventTypes: ReadonlySet<string> = new Set<ResourceEvent['type']>([
 
 /**
  * Applies one event to `state` in place and returns it. Deterministic: the same state and event always give the
- * same result. Used by the runtime actor, which owns its state.
+ * same result. Used by the resource manager and the runtime actor logic, which own their state.
  */
 export function applyResourceEvent(state: ResourceState, event: ResourceEvent): ResourceState {
   // XState also hands the logic its own events (xstate.stop when the actor stops): they change nothing.
