@@ -11,8 +11,9 @@ import { fromTransition } from 'xstate';
  * reservation (10,000 sessions is the target), and every model call goes through it twice. A machine's `assign`
  * copies context per event, which is O(sessions); this function updates the entries it touches in place, so an
  * event costs O(scope depth + quotas) whatever the number of sessions (bench/resources/ measures both). The
- * runtime actor (`resourceLogic`) owns its state exclusively; `resourceTransition` and `pureResourceLogic` copy
- * first, for traversal and tests that keep old states.
+ * resource manager applies events to a state it owns exclusively (`applyResourceEvent`, as the actor logic
+ * `resourceLogic` does); `resourceTransition` and `pureResourceLogic` copy first, for traversal and tests that keep
+ * old states.
  */
 
 /** A budget as configured: any of tokens and USD, over the lifetime of the scope or a rolling window. */
@@ -368,13 +369,13 @@ const resourceEventTypes: ReadonlySet<string> = new Set<ResourceEvent['type']>([
 
 /**
  * Applies one event to `state` in place and returns it. Deterministic: the same state and event always give the
- * same result. Used by the runtime actor, which owns its state.
+ * same result. Used by the resource manager and the runtime actor logic, which own their state.
  */
 export function applyResourceEvent(state: ResourceState, event: ResourceEvent): ResourceState {
   // XState also hands the logic its own events (xstate.stop when the actor stops): they change nothing.
   if (!resourceEventTypes.has(event.type)) return state;
-  state.outbox = [];
-  state.trace = [];
+  state.outbox = nothingDecided;
+  state.trace = noBranches;
   switch (event.type) {
     case 'scope.open':
       openScope(state, event);
@@ -395,11 +396,31 @@ export function applyResourceEvent(state: ResourceState, event: ResourceEvent): 
       rateLimited(state, event);
       break;
     case 'tick':
-      state.trace.push('tick');
+      traced(state, 'tick');
       drain(state, event.now);
       break;
   }
   return state;
+}
+
+/**
+ * An event's outbox and trace start as these shared empty arrays, and their first entry makes an array of one: most
+ * events decide one thing and take one branch, and an empty array grown by a push would hold room for 17 (two such
+ * arrays per event, several events per model call).
+ */
+const nothingDecided = Object.freeze([]) as unknown as ResourceOutput[];
+const noBranches = Object.freeze([]) as unknown as ResourceBranch[];
+
+/** Adds a decision to the event's outbox. */
+function decided(state: ResourceState, output: ResourceOutput): void {
+  if (state.outbox === nothingDecided) state.outbox = [output];
+  else state.outbox.push(output);
+}
+
+/** Records a branch the event took. */
+function traced(state: ResourceState, branch: ResourceBranch): void {
+  if (state.trace === noBranches) state.trace = [branch];
+  else state.trace.push(branch);
 }
 
 /** The pure form: copies the state, then applies the event. For traversal, properties and anyone keeping states. */
@@ -443,10 +464,10 @@ function openScope(state: ResourceState, event: Extract<ResourceEvent, { type: '
   const limit = event.limit ?? {};
   const existing = state.scopes[event.scope];
   if (event.parent !== null && state.scopes[event.parent] === undefined)
-    state.trace.push('scope.unknown_parent');
+    traced(state, 'scope.unknown_parent');
   if (existing) {
     // Re-opening updates the limits (a tenant configured later, a run resumed) but keeps the spend.
-    state.trace.push('scope.updated');
+    traced(state, 'scope.updated');
     existing.parent = event.parent;
     existing.tokensLimit = limit.tokens ?? null;
     existing.usdLimit = limit.usd ?? null;
@@ -454,7 +475,7 @@ function openScope(state: ResourceState, event: Extract<ResourceEvent, { type: '
     existing.warnAt = limit.warnAt ?? defaultWarnAt;
     return;
   }
-  state.trace.push('scope.opened');
+  traced(state, 'scope.opened');
   state.scopes[event.scope] = {
     id: event.scope,
     parent: event.parent,
@@ -480,21 +501,29 @@ function openScope(state: ResourceState, event: Extract<ResourceEvent, { type: '
 function closeScope(state: ResourceState, id: string, now: number): void {
   const scope = state.scopes[id];
   if (!scope) {
-    state.trace.push('scope.close_unknown');
+    traced(state, 'scope.close_unknown');
     return;
   }
   // A run that ends returns whatever it still holds (a call cut short by the end of the run).
   for (const reservationId of [...scope.held]) {
-    state.trace.push('scope.close_released');
+    traced(state, 'scope.close_released');
     release(state, reservationId, now);
   }
-  state.trace.push('scope.closed');
-  state.outbox.push({ kind: 'scope_closed', scope: id, summary: summarize(scope) });
+  traced(state, 'scope.closed');
+  decided(state, { kind: 'scope_closed', scope: id, summary: summarize(scope) });
   delete state.scopes[id];
 }
 
 /** The scope and its ancestors, leaf first; null when the scope (or an ancestor) is unknown. */
 function chainOf(state: ResourceState, id: string): string[] | null {
+  // A run under its tenant, the usual chain, is made as a pair: a reservation keeps its chain until it settles,
+  // and an array grown by push would hold room for 17.
+  const scope = state.scopes[id];
+  const parent = scope?.parent;
+  if (scope !== undefined && parent !== null && parent !== undefined && parent !== id) {
+    const above = state.scopes[parent];
+    if (above !== undefined && above.parent === null) return [id, parent];
+  }
   const chain: string[] = [];
   let current: string | null = id;
   while (current !== null) {
@@ -519,7 +548,7 @@ function expireWindow(state: ResourceState, scope: ScopeState, now: number): voi
     drop++;
   }
   if (drop > 0) {
-    state.trace.push('budget.window_expired');
+    traced(state, 'budget.window_expired');
     scope.window.splice(0, drop);
     if (scope.window.length === 0) {
       // Avoid drifting float sums: an empty window spends exactly nothing.
@@ -686,7 +715,7 @@ function expireLog(state: ResourceState, quota: QuotaState, now: number): void {
     quota.logHead++;
   }
   if (quota.logHead === start) return;
-  state.trace.push('quota.window_expired');
+  traced(state, 'quota.window_expired');
   if (quota.logHead === quota.logTimes.length) {
     quota.logBase += quota.logTimes.length;
     quota.logTimes = [];
@@ -806,7 +835,7 @@ function reserve(state: ResourceState, event: Extract<ResourceEvent, { type: 're
   state.scopes[event.scope]?.held.push(event.id);
   if (verdict.kind === 'held') {
     // Only calls in flight stand in the way: wait for them to settle, then grant or deny.
-    state.trace.push('reserve.held_budget');
+    traced(state, 'reserve.held_budget');
     state.waiting.push(event.id);
     holdBack(state, reservation, verdict);
     return;
@@ -814,13 +843,13 @@ function reserve(state: ResourceState, event: Extract<ResourceEvent, { type: 're
   // FIFO per quota: a newcomer never overtakes a waiting call that shares one of its quotas.
   const behind = state.waiting.length > 0 && sharesQuotaWithWaiter(state, quotas);
   if (!behind && allQuotasAllow(state, reservation, event.now)) {
-    state.trace.push('reserve.granted');
+    traced(state, 'reserve.granted');
     grant(state, reservation, verdict.outputCap, event.now);
     return;
   }
-  state.trace.push('reserve.queued');
+  traced(state, 'reserve.queued');
   state.waiting.push(event.id);
-  state.outbox.push({
+  decided(state, {
     kind: 'waiting',
     id: event.id,
     scope: event.scope,
@@ -839,8 +868,8 @@ function denyReserve(
   message: string,
   branch: ResourceBranch,
 ): void {
-  state.trace.push(branch);
-  state.outbox.push({ kind: 'denied', id: event.id, scope: event.scope, reason, blocking, message });
+  traced(state, branch);
+  decided(state, { kind: 'denied', id: event.id, scope: event.scope, reason, blocking, message });
 }
 
 /** Removes a reservation (settled, released or denied) from the table and from its scope's list. */
@@ -904,7 +933,7 @@ function grant(state: ResourceState, reservation: Reservation, outputCap: number
       quota.logTokens += reservation.quotaTokens;
     }
   }
-  state.outbox.push({
+  decided(state, {
     kind: 'granted',
     id: reservation.id,
     scope: reservation.scope,
@@ -938,10 +967,10 @@ function settle(state: ResourceState, event: Extract<ResourceEvent, { type: 'set
   const reservation = state.reservations[event.id];
   if (reservation?.status !== 'granted') {
     // Settling twice, or a call never granted: nothing to return, nothing to count again.
-    state.trace.push('settle.unknown');
+    traced(state, 'settle.unknown');
     return;
   }
-  state.trace.push('settle.settled');
+  traced(state, 'settle.settled');
   unreserve(state, reservation);
   forget(state, reservation);
   const usd = event.usd ?? 0;
@@ -974,7 +1003,7 @@ function settle(state: ResourceState, event: Extract<ResourceEvent, { type: 'set
       quota.logSizes[index] = event.tokens;
     }
   }
-  state.outbox.push({
+  decided(state, {
     kind: 'spend',
     id: event.id,
     scope: reservation.scope,
@@ -996,8 +1025,8 @@ function warnIfCrossed(state: ResourceState, scope: ScopeState, origin: string):
     if (limit === null || limit <= 0) return warned;
     const crossed = spent >= limit * scope.warnAt;
     if (crossed && !warned) {
-      state.trace.push('budget.warning');
-      state.outbox.push({
+      traced(state, 'budget.warning');
+      decided(state, {
         kind: 'budget_warning',
         scope: scope.id,
         origin,
@@ -1010,7 +1039,7 @@ function warnIfCrossed(state: ResourceState, scope: ScopeState, origin: string):
     }
     if (!crossed && warned) {
       // A rolling window moved on: the next crossing warns again.
-      state.trace.push('budget.rearmed');
+      traced(state, 'budget.rearmed');
       return false;
     }
     return warned;
@@ -1023,18 +1052,18 @@ function release(state: ResourceState, id: string, now: number): void {
   const reservation = state.reservations[id];
   if (!reservation) {
     // Released before, settled, or never known: returned exactly once, so nothing happens now.
-    state.trace.push('release.unknown');
+    traced(state, 'release.unknown');
     return;
   }
   forget(state, reservation);
   if (reservation.status === 'waiting') {
-    state.trace.push('release.waiting');
+    traced(state, 'release.waiting');
     state.waiting.splice(state.waiting.indexOf(id), 1);
-    state.outbox.push({ kind: 'released', id, scope: reservation.scope, tokens: 0, usd: 0 });
+    decided(state, { kind: 'released', id, scope: reservation.scope, tokens: 0, usd: 0 });
   } else {
-    state.trace.push('release.granted');
+    traced(state, 'release.granted');
     unreserve(state, reservation);
-    state.outbox.push({
+    decided(state, {
       kind: 'released',
       id,
       scope: reservation.scope,
@@ -1052,7 +1081,7 @@ function rateLimited(state: ResourceState, event: Extract<ResourceEvent, { type:
   );
   if (keys.length === 0) {
     // No quota was configured for this model: the provider's 429 creates one, so the next calls are paced.
-    state.trace.push('rate_limited.implicit_quota');
+    traced(state, 'rate_limited.implicit_quota');
     const key = quotaKeyOf(event.provider, event.model);
     state.quotas[key] = newQuota(key, event.provider, event.model);
     state.quotaKeys.push(key);
@@ -1069,9 +1098,9 @@ function rateLimited(state: ResourceState, event: Extract<ResourceEvent, { type:
   for (const key of keys) {
     const quota = state.quotas[key];
     if (!quota) continue;
-    state.trace.push('rate_limited.blocked');
+    traced(state, 'rate_limited.blocked');
     quota.blockedUntil = Math.max(quota.blockedUntil, until);
-    state.outbox.push({ kind: 'rate_limited', quota: key, until: quota.blockedUntil });
+    decided(state, { kind: 'rate_limited', quota: key, until: quota.blockedUntil });
   }
   state.nextWakeAt = nextWake(state, event.now);
 }
@@ -1099,9 +1128,9 @@ function drain(state: ResourceState, now: number): void {
       now,
     );
     if (verdict.kind === 'deny') {
-      state.trace.push('wait.denied_budget');
+      traced(state, 'wait.denied_budget');
       forget(state, reservation);
-      state.outbox.push({
+      decided(state, {
         kind: 'denied',
         id,
         scope: reservation.scope,
@@ -1112,21 +1141,21 @@ function drain(state: ResourceState, now: number): void {
       continue;
     }
     if (verdict.kind === 'held') {
-      state.trace.push('wait.held_budget');
+      traced(state, 'wait.held_budget');
       holdBack(state, reservation, verdict);
       still.push(id);
       continue;
     }
     reservation.heldBy = null;
     if (!reservation.quotas.some((key) => blocked.has(key)) && allQuotasAllow(state, reservation, now)) {
-      state.trace.push('wait.granted');
+      traced(state, 'wait.granted');
       grant(state, reservation, verdict.outputCap, now);
       continue;
     }
     for (const key of reservation.quotas) blocked.add(key);
     still.push(id);
   }
-  if (still.length > 0) state.trace.push('wait.still_waiting');
+  if (still.length > 0) traced(state, 'wait.still_waiting');
   state.waiting = still;
   state.nextWakeAt = nextWake(state, now);
 }
@@ -1139,7 +1168,7 @@ function holdBack(
 ): void {
   if (reservation.heldBy !== null) return;
   reservation.heldBy = verdict.scope.id;
-  state.outbox.push({
+  decided(state, {
     kind: 'budget_wait',
     id: reservation.id,
     scope: reservation.scope,

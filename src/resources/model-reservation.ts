@@ -47,23 +47,57 @@ export function reserveModelCall(
   model: { provider: string; model: string },
   signal: AbortSignal,
 ): ModelReservation | Promise<ModelReservation> {
-  const { provider, model: name } = model;
-  const estimate = estimateRequest(request, manager.expectedOutput(scope, provider, name));
-  const asked = request.settings?.maxOutputTokens;
-  const outcome = reserveAtOnce(
-    manager,
-    {
-      session: scope,
-      provider,
-      model: name,
-      estimate,
-      ...(asked !== undefined ? { maxOutputTokens: asked } : {}),
-    },
-    signal,
-  );
+  const outcome = reserveCall(manager, scope, request, model, signal);
   // Usually decided at once: then the call pays no promise for its reservation.
   if (!(outcome instanceof Promise)) return reservationOf(manager, scope, request, model, signal, outcome);
   return outcome.then((answered) => reservationOf(manager, scope, request, model, signal, answered));
+}
+
+/**
+ * The manager's answer to a model call's reservation as it comes (see `reserveModelCall`, which wraps it): for a
+ * caller that settles or returns the grant itself (`outputCapOf`, `returnFailedGrant`).
+ */
+export function reserveCall(
+  manager: ResourceManager,
+  scope: string,
+  request: ModelRequest,
+  model: { provider: string; model: string },
+  signal: AbortSignal,
+): ReservationOutcome | Promise<ReservationOutcome> {
+  const { provider, model: name } = model;
+  const estimate = estimateRequest(request, manager.expectedOutput(scope, provider, name));
+  const asked = request.settings?.maxOutputTokens;
+  return reserveAtOnce(
+    manager,
+    asked !== undefined
+      ? { session: scope, provider, model: name, estimate, maxOutputTokens: asked }
+      : { session: scope, provider, model: name, estimate },
+    signal,
+  );
+}
+
+/** The `maxOutputTokens` a granted request must be sent with, or undefined when its own limit is within the grant. */
+export function outputCapOf(request: ModelRequest, grant: Grant): number | undefined {
+  const asked = request.settings?.maxOutputTokens;
+  const cap = grant.maxOutputTokens;
+  return cap === null || (asked !== undefined && asked <= cap) ? undefined : cap;
+}
+
+/** A granted call failed: its reservation goes back, and a 429 paces the next calls to the model. */
+export function returnFailedGrant(
+  manager: ResourceManager,
+  grant: Grant,
+  model: { provider: string; model: string },
+  error: unknown,
+): void {
+  if (error instanceof ModelError && (error.kind === 'rate_limited' || error.status === 429)) {
+    manager.report429({
+      provider: model.provider,
+      model: model.model,
+      ...(error.retryAfterMs !== undefined ? { retryAfterMs: error.retryAfterMs } : {}),
+    });
+  }
+  manager.release(grant);
 }
 
 function reservationOf(
@@ -83,32 +117,21 @@ function reservationOf(
       denial: { granted: false, reason: 'aborted', scope, message: 'The call was aborted.' },
     };
   }
-  const { provider, model: name } = model;
-  const asked = request.settings?.maxOutputTokens;
-  const cap = grant.maxOutputTokens;
+  const cap = outputCapOf(request, grant);
   // One waiter on the signal's shared list (not a listener per call): it goes with the call's settlement.
   const abandoned = onAbort(signal, () => manager.release(grant));
   return {
     granted: true,
     grant,
     request:
-      cap === null || (asked !== undefined && asked <= cap)
-        ? request
-        : { ...request, settings: { ...request.settings, maxOutputTokens: cap } },
+      cap === undefined ? request : { ...request, settings: { ...request.settings, maxOutputTokens: cap } },
     settle: (usage) => {
       abandoned();
       manager.settle(grant, usage);
     },
     fail: (error) => {
       abandoned();
-      if (error instanceof ModelError && (error.kind === 'rate_limited' || error.status === 429)) {
-        manager.report429({
-          provider,
-          model: name,
-          ...(error.retryAfterMs !== undefined ? { retryAfterMs: error.retryAfterMs } : {}),
-        });
-      }
-      manager.release(grant);
+      returnFailedGrant(manager, grant, model, error);
     },
   };
 }

@@ -57,6 +57,12 @@ export interface Waiter {
  */
 export class ReservationWaiters {
   readonly #waiting = new Map<string, Waiter>();
+  /**
+   * The call being asked for, while its own request is decided: usually answered then (limits that do not bind),
+   * so it is kept here, out of `#waiting`, which it joins only if it has to wait (see `asked`).
+   */
+  #askingId: string | undefined = undefined;
+  #asking: Waiter | undefined = undefined;
   readonly #granted = new Map<string, Grant>();
 
   /**
@@ -65,13 +71,26 @@ export class ReservationWaiters {
    */
   add(id: string, request: ReservationRequest, sink: Waiter['sink']): Waiter {
     const waiter: Waiter = { request, resolve: undefined, outcome: undefined, detach: noop, sink };
-    this.#waiting.set(id, waiter);
+    // A call asked for while another is being decided (from a notice's listener): the other one waits in the map.
+    if (this.#asking !== undefined && this.#askingId !== undefined)
+      this.#waiting.set(this.#askingId, this.#asking);
+    this.#askingId = id;
+    this.#asking = waiter;
     return waiter;
+  }
+
+  /** The request of the call `id` was decided: unanswered, the call waits. */
+  asked(id: string): void {
+    if (this.#askingId !== id) return;
+    const waiter = this.#asking;
+    this.#askingId = undefined;
+    this.#asking = undefined;
+    if (waiter !== undefined) this.#waiting.set(id, waiter);
   }
 
   /** The session of a waiting call. */
   sessionOf(id: string): string | undefined {
-    return this.#waiting.get(id)?.request.session;
+    return (this.#askingId === id ? this.#asking : this.#waiting.get(id))?.request.session;
   }
 
   /**
@@ -130,6 +149,7 @@ export class ReservationWaiters {
 
   /** Every waiting call ends `stopped`. */
   stopAll(): void {
+    if (this.#askingId !== undefined) this.asked(this.#askingId);
     for (const id of [...this.#waiting.keys()]) {
       const waiter = this.#take(id);
       if (waiter)
@@ -143,9 +163,17 @@ export class ReservationWaiters {
   }
 
   #take(id: string): Waiter | undefined {
-    const waiter = this.#waiting.get(id);
+    let waiter: Waiter | undefined;
+    if (this.#askingId === id) {
+      waiter = this.#asking;
+      this.#askingId = undefined;
+      this.#asking = undefined;
+    } else {
+      waiter = this.#waiting.get(id);
+      if (!waiter) return undefined;
+      this.#waiting.delete(id);
+    }
     if (!waiter) return undefined;
-    this.#waiting.delete(id);
     waiter.detach();
     return waiter;
   }

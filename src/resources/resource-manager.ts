@@ -1,16 +1,16 @@
-import { type Actor, createActor } from 'xstate';
 import { onAbort as whenAborted } from '../core/abort.ts';
 import { type Clock, systemClock } from '../core/clock.ts';
 import { ConfigError } from '../core/errors.ts';
 import { cost, findPrice, type ModelPrice, type PriceTable } from '../core/prices.ts';
 import { totalTokens, type Usage } from '../core/usage.ts';
 import {
+  applyResourceEvent,
   type BudgetLimit,
+  initialResourceState,
   type OutputBound,
   type ResourceEvent,
   type ResourceOutput,
   type ResourceState,
-  resourceLogic,
   type ScopeState,
 } from './ledger.ts';
 import { type Mean, OutputEstimates } from './output-estimates.ts';
@@ -99,11 +99,14 @@ export interface ResourceManager {
   stop(): void;
 }
 
+/** What a send gives once the ledger failed. */
+const noOutputs = Object.freeze([]) as unknown as ResourceOutput[];
+
 /** How long a 429 without retry-after blocks a quota. */
 const defaultRetryAfterMs = 1_000;
 
 /**
- * Creates the resource manager: one actor (src/resources/ledger.ts) that every model call asks first, plus the
+ * Creates the resource manager: one ledger (src/resources/ledger.ts) that every model call asks first, plus the
  * timer that wakes waiting calls when a quota window moves on. Share one manager between runs (or give it to
  * `createAgentSystem`) to share tenant budgets and quotas; a run with a budget and no manager gets a private one.
  */
@@ -114,14 +117,17 @@ export function createResourceManager(config: ResourceManagerConfig = {}): Resou
   const prices: PriceTable = priceTableOf(config, where);
   const defaultTenant = config.defaultTenant ?? 'default';
   const outputCeiling = config.maxOutputTokens ?? defaultMaxOutputTokens;
-  const actor: Actor<typeof resourceLogic> = createActor(resourceLogic, {
-    input: {
-      ...(config.quotas ? { quotas: config.quotas } : {}),
-      ...(config.concurrency !== undefined ? { concurrency: config.concurrency } : {}),
-    },
+  /**
+   * The ledger's state (src/resources/ledger.ts), owned by this manager and updated in place by each event: the
+   * manager applies the ledger's transition itself rather than through an actor, which would make a snapshot, a
+   * mailbox entry and an inspection event for each of the two or three events of every model call.
+   */
+  const ledger: ResourceState = initialResourceState({
+    ...(config.quotas ? { quotas: config.quotas } : {}),
+    ...(config.concurrency !== undefined ? { concurrency: config.concurrency } : {}),
   });
-  actor.subscribe({ error: () => undefined });
-  actor.start();
+  /** Set when an event threw in the ledger (a fault of its own): it then takes no more events, as a failed actor. */
+  let ledgerFailed = false;
 
   const waiters = new ReservationWaiters();
   /** Every open run, by session id: one lookup gives a call all it needs of its run. */
@@ -145,15 +151,23 @@ export function createResourceManager(config: ResourceManagerConfig = {}): Resou
   let nextId = 0;
   let stopped = false;
 
-  const state = (): ResourceState => actor.getSnapshot().context;
+  const state = (): ResourceState => ledger;
 
   /** Sends one event and acts on what it decided. Returns the decisions for the caller to inspect. */
   const send = (event: ResourceEvent): ResourceOutput[] => {
-    actor.send(event);
-    const current = state();
-    const outbox = current.outbox;
-    for (const output of outbox) dispatchOutput(output, event.now, current, waiters, notices);
-    timer.schedule(current.nextWakeAt);
+    if (ledgerFailed) return noOutputs;
+    try {
+      applyResourceEvent(ledger, event);
+    } catch {
+      // What it decided before it threw still goes out, once.
+      ledgerFailed = true;
+    }
+    const outbox = ledger.outbox;
+    // By index: the outbox is often the ledger's shared empty array, and a for-of over arrays of two kinds here
+    // made an iterator per event.
+    for (let index = 0; index < outbox.length; index++)
+      dispatchOutput(outbox[index] as ResourceOutput, event.now, ledger, waiters, notices);
+    timer.schedule(ledger.nextWakeAt);
     return outbox;
   };
 
@@ -204,6 +218,7 @@ export function createResourceManager(config: ResourceManagerConfig = {}): Resou
     const waiter = waiters.add(id, request, run?.sink);
     const { provider, model } = request;
     send({ type: 'reserve', id, scope, provider, model, tokens, usd, bound, now: clock.now() });
+    waiters.asked(id);
     if (waiter.outcome !== undefined) return waiter.outcome;
     return new Promise<ReservationOutcome>((resolve) => {
       waiter.resolve = resolve;
@@ -336,7 +351,6 @@ export function createResourceManager(config: ResourceManagerConfig = {}): Resou
       stopped = true;
       timer.stop();
       waiters.stopAll();
-      actor.stop();
       notices.clear();
     },
   };

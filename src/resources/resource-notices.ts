@@ -79,6 +79,8 @@ export class ResourceNotices {
   /** Like `notify`, given the sink of the run the notice concerns (the caller has looked its run up already). */
   notifyRun(notice: ResourceNotice, sink: Listener | undefined): void {
     sink?.(notice);
+    // Usually nobody subscribed: no iterator over an empty set (one per notice, two notices per model call).
+    if (this.#listeners.size === 0) return;
     for (const listener of this.#listeners) {
       try {
         listener(notice);

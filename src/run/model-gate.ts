@@ -1,14 +1,22 @@
 import { decodeOutput } from '../agent/decode-output.ts';
+import { onAbort } from '../core/abort.ts';
 import { toErrorInfo } from '../core/errors.ts';
 import type { RunEventData } from '../core/events.ts';
 import type { Message } from '../core/messages.ts';
-import type { ModelDelta, ModelRequest, ModelResponse } from '../core/model.ts';
+import type { ModelDelta, ModelRequest, ModelResponse, ModelSettings } from '../core/model.ts';
 import type { Usage } from '../core/usage.ts';
 import type { AgentEvent, EffectCommand } from '../machines/agent.ts';
 import { hasCounts, type PiiCounts } from '../pii/pii-masker.ts';
 import { maskMessages, type PiiRun, piiOf, revealResponse } from '../pii/pii-run.ts';
 import { denialError } from '../resources/denial-error.ts';
-import { type ModelReservation, reserveModelCall } from '../resources/model-reservation.ts';
+import {
+  type ModelReservation,
+  outputCapOf,
+  reserveCall,
+  reserveModelCall,
+  returnFailedGrant,
+} from '../resources/model-reservation.ts';
+import type { Grant, ReservationOutcome } from '../resources/resource-manager.ts';
 import { type HistoryIds, normalizeResponse } from './normalize-response.ts';
 import { hasEnded, type RunEnd } from './run-end.ts';
 import { contextInfoOf, emitFrom, type RunRuntime } from './run-runtime.ts';
@@ -93,9 +101,10 @@ export function breakerReporter(runtime: RunRuntime, signal: AbortSignal): Model
 }
 
 /**
- * One model call. The usual call (fixed instructions, no tool sources, no resource manager) goes straight to the
- * provider, its answer handled in one callback; the others take the general path, which may wait on the
- * instructions, the tool sources and the budget first. Both give the same event. With `deliver`, a call without
+ * One model call. The usual call (fixed instructions, no tool sources, no hooks of its own) goes straight to the
+ * provider, its answer handled in one callback, after its reservation when the run has a resource manager; the
+ * others take the general path, which may wait on the instructions, the tool sources and the budget first. Both
+ * give the same event. With `deliver`, a call without
  * hooks on the straight path hands its event to it and returns nothing; otherwise the event's promise is returned.
  */
 function callModel(
@@ -113,7 +122,11 @@ function callModel(
   } catch (error) {
     return Promise.resolve(instructionsFailed(runtime, error));
   }
-  if (system instanceof Promise || runtime.agent.tools.sources.length > 0 || runtime.resources)
+  if (
+    system instanceof Promise ||
+    runtime.agent.tools.sources.length > 0 ||
+    (runtime.resources !== undefined && hooks !== undefined)
+  )
     return callModelWhenReady(runtime, command, signal, hooks, system, historyIds);
   if (hasEnded(signal, end)) return Promise.resolve(abortedEvent());
   const maskForModel = modelMaskOf(runtime);
@@ -169,9 +182,65 @@ function callPlain(
     onBreaker: calls.onBreaker,
   };
   if (command.schemaEnabled && agent.outputSpec) request.output = agent.outputSpec;
+  const resources = runtime.resources;
+  if (resources === undefined) return askPlain(calls, request, deliver);
+  // A run with a resource manager reserves an estimate first: usually decided at once, without a promise (a call
+  // under a manager holds no async frame while its model answers). The budget scope the call draws on: a turn
+  // with its own budget, else the run (or session).
+  const reserved = reserveCall(
+    resources,
+    runtime.resourceScope?.() ?? runtime.bus.sessionId,
+    request,
+    agent.model,
+    calls.signal,
+  );
+  // Decided at once, a refusal is answered as a promise (or to `deliver`), never as the bare event.
+  if (!(reserved instanceof Promise))
+    return askReserved(calls, request, reserved, deliver, true) as Promise<AgentEvent> | undefined;
+  const asked = reserved.then(
+    (outcome) => askReserved(calls, request, outcome, deliver, false) as AgentEvent | Promise<AgentEvent>,
+    calls.failed,
+  );
+  return deliver === undefined ? asked : undefined;
+}
+
+/**
+ * A plain call's reservation is answered: the call is sent with the request it allows, or ends without asking.
+ * `request` is the call's own (made for it in callPlain), so the grant's output cap is set on it, not on a copy.
+ */
+function askReserved(
+  calls: PlainModelCalls,
+  request: ModelRequest,
+  outcome: ReservationOutcome,
+  deliver: ((event: AgentEvent) => void) | undefined,
+  atOnce: boolean,
+): AgentEvent | Promise<AgentEvent> | undefined {
+  if (!outcome.granted) {
+    const refused = hasEnded(calls.signal, calls.end) ? abortedEvent() : deniedEvent(calls.runtime, outcome);
+    return calls.endWithout(refused, deliver, atOnce);
+  }
+  const grant = outcome.grant;
+  if (hasEnded(calls.signal, calls.end)) {
+    // Granted after the run was aborted: the reservation goes back at once.
+    calls.runtime.resources?.release(grant);
+    return calls.endWithout(abortedEvent(), deliver, atOnce);
+  }
+  calls.holdGrant(grant);
+  // Under a budget the call may write no more than its budgets have left (the request carries that cap).
+  const cap = outputCapOf(request, grant);
+  if (cap !== undefined) request.settings = calls.cappedSettings(request.settings, cap);
+  return askPlain(calls, request, deliver);
+}
+
+/** Sends a plain call's request to the provider; its answer goes through the run's plain calls. */
+function askPlain(
+  calls: PlainModelCalls,
+  request: ModelRequest,
+  deliver: ((event: AgentEvent) => void) | undefined,
+): Promise<AgentEvent> | undefined {
   let answer: ModelResponse | Promise<ModelResponse>;
   try {
-    answer = agent.model.generate(request);
+    answer = calls.runtime.agent.model.generate(request);
   } catch (error) {
     // Answered after the call that asked, as a promise's reaction would be (not from inside the machine's step).
     calls.deliver = undefined;
@@ -214,6 +283,12 @@ export class PlainModelCalls implements AnsweredCall {
   historyIds: HistoryIds | undefined = undefined;
   /** Where the event of the call in flight goes when its caller gave a receiver (else: the promise's value). */
   deliver: ((event: AgentEvent) => void) | undefined = undefined;
+  /** The grant of the call in flight under a resource manager: settled with its answer, or given back. */
+  #grant: Grant | undefined = undefined;
+  /** Stops the call in flight from giving its grant back on an abort. */
+  #stopWaiting: () => void = noWait;
+  /** The run's settings with the output cap of its grants, made again only when the cap or the settings change. */
+  #capped: { from: ModelSettings; cap: number; settings: ModelSettings } | undefined = undefined;
 
   constructor(
     readonly runtime: RunRuntime,
@@ -252,7 +327,7 @@ export class PlainModelCalls implements AnsweredCall {
       this.signal,
       this.end,
       this.maskForModel,
-      undefined,
+      this.#grant === undefined ? undefined : this,
       given,
       this.historyIds,
     );
@@ -261,16 +336,88 @@ export class PlainModelCalls implements AnsweredCall {
   };
 
   readonly failed = (error: unknown): AgentEvent => {
-    const event = failed(this.runtime, this.signal, this.end, undefined, error);
+    const event = failed(
+      this.runtime,
+      this.signal,
+      this.end,
+      this.#grant === undefined ? undefined : this,
+      error,
+    );
     this.#settled(event);
     return event;
   };
+
+  /**
+   * The call in flight was granted: its grant is settled with the answer, or goes back if the call fails or the
+   * run is aborted first (its run no longer waits for the answer, which would otherwise hold the budget).
+   */
+  holdGrant(grant: Grant): void {
+    this.#grant = grant;
+    this.#stopWaiting = onAbort(this.signal, this.#abandon);
+  }
+
+  /** Made once per run: the callback each granted call leaves on the run's signal. */
+  readonly #abandon = (): void => {
+    const grant = this.#grant;
+    if (grant !== undefined) this.runtime.resources?.release(grant);
+  };
+
+  /** Records the usage of the granted call in flight (see CallReservation). */
+  settle(usage: Usage): void {
+    const grant = this.#grant;
+    if (grant === undefined) return;
+    this.#stopWaiting();
+    this.runtime.resources?.settle(grant, usage);
+  }
+
+  /** The granted call in flight failed (see CallReservation). */
+  fail(error: unknown): void {
+    const grant = this.#grant;
+    const resources = this.runtime.resources;
+    if (grant === undefined || resources === undefined) return;
+    this.#stopWaiting();
+    returnFailedGrant(resources, grant, this.runtime.agent.model, error);
+  }
+
+  /** `settings` with `maxOutputTokens` lowered to `cap`: the same object call after call while neither changes. */
+  cappedSettings(settings: ModelSettings, cap: number): ModelSettings {
+    const known = this.#capped;
+    if (known !== undefined && known.from === settings && known.cap === cap) return known.settings;
+    const made = { ...settings, maxOutputTokens: cap };
+    this.#capped = { from: settings, cap, settings: made };
+    return made;
+  }
+
+  /**
+   * The call ends without asking its model (its reservation was refused, or the run ended meanwhile). Decided
+   * `atOnce` (inside the call that asked), the event is answered after it, as a promise's reaction would be.
+   */
+  endWithout(
+    event: AgentEvent,
+    deliver: ((event: AgentEvent) => void) | undefined,
+    atOnce: boolean,
+  ): AgentEvent | Promise<AgentEvent> | undefined {
+    if (!atOnce) {
+      this.#settled(event);
+      return deliver === undefined ? event : undefined;
+    }
+    this.deliver = undefined;
+    this.#settled(event);
+    if (deliver === undefined) return Promise.resolve(event);
+    queueMicrotask(() => deliver(event));
+    return undefined;
+  }
 
   /** The call is answered: its event goes to its receiver, and the run holds nothing of it until its next. */
   #settled(event: AgentEvent): void {
     this.history = noMessages;
     this.historyIds = undefined;
     this.maskForModel = undefined;
+    if (this.#grant !== undefined) {
+      this.#grant = undefined;
+      this.#stopWaiting();
+      this.#stopWaiting = noWait;
+    }
     const deliver = this.deliver;
     if (deliver !== undefined) {
       this.deliver = undefined;
@@ -278,6 +425,9 @@ export class PlainModelCalls implements AnsweredCall {
     }
   }
 }
+
+/** What a call without a grant stops waiting for: nothing. */
+function noWait(): void {}
 
 const noMessages: ModelCallCommand['history'] = Object.freeze([]) as unknown as ModelCallCommand['history'];
 
@@ -350,15 +500,7 @@ async function callModelWhenReady(
   if (resources) {
     const outcome = await reserveModelCall(resources, scope, request, agent.model, signal);
     if (signal.aborted) return abortedEvent();
-    if (!outcome.granted) {
-      const denial = outcome.denial;
-      if (denial.reason === 'budget_exhausted')
-        return { type: 'model.denied', reason: denial.reason, message: denial.message };
-      // Not a spent budget (a call larger than a quota, an unpriced model): the run fails with an error naming it.
-      const info = denialError(denial);
-      emitFrom(runtime, 'error', { message: info.message, type: info.name, code: info.code });
-      return { type: 'model.error', error: info };
-    }
+    if (!outcome.granted) return deniedEvent(runtime, outcome.denial);
     reservation = outcome;
     // Under a budget the call may write no more than its budgets have left (the request carries that cap).
     sent = outcome.request;
@@ -371,6 +513,19 @@ async function callModelWhenReady(
     return failed(runtime, signal, undefined, reservation, error);
   }
   return answered(runtime, command, signal, undefined, maskForModel, reservation, answer, historyIds);
+}
+
+/** The event of a call its reservation refused: a spent budget stops the run (budget_exhausted). */
+function deniedEvent(
+  runtime: RunRuntime,
+  denial: Extract<ModelReservation, { granted: false }>['denial'],
+): AgentEvent {
+  if (denial.reason === 'budget_exhausted')
+    return { type: 'model.denied', reason: denial.reason, message: denial.message };
+  // Not a spent budget (a call larger than a quota, an unpriced model): the run fails with an error naming it.
+  const info = denialError(denial);
+  emitFrom(runtime, 'error', { message: info.message, type: info.name, code: info.code });
+  return { type: 'model.error', error: info };
 }
 
 /** The user's instruction function failed: the run fails with its error, before anything is spent. */
@@ -455,6 +610,9 @@ function requestOf(
   return request;
 }
 
+/** What the answer of a reserved call does with its reservation: settles it, or gives it back on a failure. */
+type CallReservation = Pick<Extract<ModelReservation, { granted: true }>, 'settle' | 'fail'>;
+
 /** What the event of a provider's answer reads of its model call's command. */
 type AnsweredCall = Pick<ModelCallCommand, 'call' | 'history' | 'phase'>;
 
@@ -465,7 +623,7 @@ function answered(
   signal: AbortSignal,
   end: RunEnd | undefined,
   maskForModel: PiiRun | undefined,
-  reservation: Extract<ModelReservation, { granted: true }> | undefined,
+  reservation: CallReservation | undefined,
   answer: ModelResponse,
   historyIds: HistoryIds | undefined,
 ): AgentEvent {
@@ -495,7 +653,7 @@ function failed(
   runtime: RunRuntime,
   signal: AbortSignal,
   end: RunEnd | undefined,
-  reservation: Extract<ModelReservation, { granted: true }> | undefined,
+  reservation: CallReservation | undefined,
   error: unknown,
 ): AgentEvent {
   // The call's usage is unknown: its reservation goes back (exactly once; release after settle is a no-op).

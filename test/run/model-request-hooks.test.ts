@@ -1,4 +1,11 @@
-import { defineAgent, type ModelProvider, type ModelRequest, stream, tool } from 'troupe';
+import {
+  createResourceManager,
+  defineAgent,
+  type ModelProvider,
+  type ModelRequest,
+  stream,
+  tool,
+} from 'troupe';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 
@@ -85,6 +92,39 @@ describe("a run's model request hooks", () => {
       expect(request.onDelta).toBe(first.onDelta);
       expect(request.onBreaker).toBe(first.onBreaker);
     }
+  });
+
+  it('are shared under a resource manager too, each request capped by its grant and each call settled', async () => {
+    const requests: ModelRequest[] = [];
+    const manager = createResourceManager({ budgets: { perTenant: { tokens: 1_000_000 } } });
+    const s = stream(
+      defineAgent({
+        name: 'a',
+        instructions: 'Log in.',
+        model: streamingModel([{ args: ['{"user": ', '"ada"}'] }, { text: 'all done' }], requests),
+        tools: [login],
+      }),
+      'go',
+      { resources: manager },
+    );
+    const shown: string[] = [];
+    const spent: number[] = [];
+    for await (const event of s) {
+      if (event.type === 'tool_call_delta') shown.push(event.data.argsDelta);
+      if (event.type === 'spend') spent.push(event.data.tokens);
+    }
+    const result = await s.result;
+    expect(result.text).toBe('all done');
+    expect(shown).toEqual(['{"user": ', '"ada"}']);
+    expect(spent).toEqual([2, 2]);
+    expect(requests).toHaveLength(2);
+    const [first, second] = requests as [ModelRequest, ModelRequest];
+    expect(first.settings.maxOutputTokens).toBeTypeOf('number');
+    expect(second.settings.maxOutputTokens).toBe(first.settings.maxOutputTokens);
+    expect(second.onDelta).toBe(first.onDelta);
+    expect(second.onBreaker).toBe(first.onBreaker);
+    expect(manager.usage({ tenant: 'default' }).tenant?.spentTokens).toBe(4);
+    manager.stop();
   });
 
   it("guard each call's streamed tool arguments on their own: a secret key in one call hides nothing of the next", async () => {
