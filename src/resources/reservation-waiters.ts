@@ -147,8 +147,8 @@ export class ReservationWaiters {
     return this.#granted.has(id);
   }
 
-  /** Every waiting call ends `stopped`. */
-  stopAll(): void {
+  /** Every waiting call ends `stopped`, with `message` saying why. */
+  stopAll(message = 'The resource manager was stopped.'): void {
     if (this.#askingId !== undefined) this.asked(this.#askingId);
     for (const id of [...this.#waiting.keys()]) {
       const waiter = this.#take(id);
@@ -157,7 +157,7 @@ export class ReservationWaiters {
           granted: false,
           reason: 'stopped',
           scope: sessionScope(waiter.request.session),
-          message: 'The resource manager was stopped.',
+          message,
         });
     }
   }

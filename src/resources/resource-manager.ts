@@ -126,8 +126,11 @@ export function createResourceManager(config: ResourceManagerConfig = {}): Resou
     ...(config.quotas ? { quotas: config.quotas } : {}),
     ...(config.concurrency !== undefined ? { concurrency: config.concurrency } : {}),
   });
-  /** Set when an event threw in the ledger (a fault of its own): it then takes no more events, as a failed actor. */
-  let ledgerFailed = false;
+  /**
+   * Why the ledger failed, once an event threw in it (a fault of its own): it then takes no more events, and every
+   * waiting and later call is refused with this message, so that no run waits for an answer that cannot come.
+   */
+  let ledgerFault: string | undefined;
 
   const waiters = new ReservationWaiters();
   /** Every open run, by session id: one lookup gives a call all it needs of its run. */
@@ -155,18 +158,26 @@ export function createResourceManager(config: ResourceManagerConfig = {}): Resou
 
   /** Sends one event and acts on what it decided. Returns the decisions for the caller to inspect. */
   const send = (event: ResourceEvent): ResourceOutput[] => {
-    if (ledgerFailed) return noOutputs;
+    if (ledgerFault !== undefined) return noOutputs;
+    let threw: unknown;
+    let failed = false;
     try {
       applyResourceEvent(ledger, event);
-    } catch {
-      // What it decided before it threw still goes out, once.
-      ledgerFailed = true;
+    } catch (error) {
+      threw = error;
+      failed = true;
     }
     const outbox = ledger.outbox;
-    // By index: the outbox is often the ledger's shared empty array, and a for-of over arrays of two kinds here
-    // made an iterator per event.
+    // What it decided before it threw still goes out, once. By index: the outbox is often the ledger's shared empty
+    // array, and a for-of over arrays of two kinds here made an iterator per event.
     for (let index = 0; index < outbox.length; index++)
       dispatchOutput(outbox[index] as ResourceOutput, event.now, ledger, waiters, notices);
+    if (failed) {
+      ledgerFault = `The resource manager failed on a ${event.type} event: ${threw instanceof Error ? threw.message : String(threw)}`;
+      timer.stop();
+      waiters.stopAll(ledgerFault);
+      return outbox;
+    }
     timer.schedule(ledger.nextWakeAt);
     return outbox;
   };
@@ -205,8 +216,13 @@ export function createResourceManager(config: ResourceManagerConfig = {}): Resou
     const run = runs.get(request.session);
     // The run's scope name made once: lookups by the same string skip hashing a new one.
     const scope = run?.scope ?? sessionScope(request.session);
-    if (stopped)
-      return { granted: false, reason: 'stopped', scope, message: 'The resource manager was stopped.' };
+    if (stopped || ledgerFault !== undefined)
+      return {
+        granted: false,
+        reason: 'stopped',
+        scope,
+        message: ledgerFault ?? 'The resource manager was stopped.',
+      };
     if (signal?.aborted)
       return { granted: false, reason: 'aborted', scope, message: 'The call was aborted.' };
     const id = `r${++nextId}`;
