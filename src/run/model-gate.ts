@@ -1,9 +1,8 @@
 import { decodeOutput } from '../agent/decode-output.ts';
-import { onAbort } from '../core/abort.ts';
 import { toErrorInfo } from '../core/errors.ts';
 import type { RunEventData } from '../core/events.ts';
 import type { Message } from '../core/messages.ts';
-import type { ModelDelta, ModelRequest, ModelResponse, ModelSettings } from '../core/model.ts';
+import type { ModelDelta, ModelRequest, ModelResponse } from '../core/model.ts';
 import type { Usage } from '../core/usage.ts';
 import type { AgentEvent, EffectCommand } from '../machines/agent.ts';
 import { hasCounts, type PiiCounts } from '../pii/pii-masker.ts';
@@ -14,9 +13,9 @@ import {
   outputCapOf,
   reserveCall,
   reserveModelCall,
-  returnFailedGrant,
 } from '../resources/model-reservation.ts';
-import type { Grant, ReservationOutcome } from '../resources/resource-manager.ts';
+import type { ReservationOutcome, ResourceManager } from '../resources/resource-manager.ts';
+import { HeldGrant } from './held-grant.ts';
 import { type HistoryIds, normalizeResponse } from './normalize-response.ts';
 import { hasEnded, type RunEnd } from './run-end.ts';
 import { contextInfoOf, emitFrom, type RunRuntime } from './run-runtime.ts';
@@ -196,9 +195,10 @@ function callPlain(
   );
   // Decided at once, a refusal is answered as a promise (or to `deliver`), never as the bare event.
   if (!(reserved instanceof Promise))
-    return askReserved(calls, request, reserved, deliver, true) as Promise<AgentEvent> | undefined;
+    return askReserved(calls, resources, request, reserved, deliver, true) as Promise<AgentEvent> | undefined;
   const asked = reserved.then(
-    (outcome) => askReserved(calls, request, outcome, deliver, false) as AgentEvent | Promise<AgentEvent>,
+    (outcome) =>
+      askReserved(calls, resources, request, outcome, deliver, false) as AgentEvent | Promise<AgentEvent>,
     calls.failed,
   );
   return deliver === undefined ? asked : undefined;
@@ -210,6 +210,7 @@ function callPlain(
  */
 function askReserved(
   calls: PlainModelCalls,
+  resources: ResourceManager,
   request: ModelRequest,
   outcome: ReservationOutcome,
   deliver: ((event: AgentEvent) => void) | undefined,
@@ -222,13 +223,14 @@ function askReserved(
   const grant = outcome.grant;
   if (hasEnded(calls.signal, calls.end)) {
     // Granted after the run was aborted: the reservation goes back at once.
-    calls.runtime.resources?.release(grant);
+    resources.release(grant);
     return calls.endWithout(abortedEvent(), deliver, atOnce);
   }
-  calls.holdGrant(grant);
+  calls.held ??= new HeldGrant(resources, calls.signal);
+  calls.held.hold(grant);
   // Under a budget the call may write no more than its budgets have left (the request carries that cap).
   const cap = outputCapOf(request, grant);
-  if (cap !== undefined) request.settings = calls.cappedSettings(request.settings, cap);
+  if (cap !== undefined) request.settings = calls.held.cappedSettings(request.settings, cap);
   return askPlain(calls, request, deliver);
 }
 
@@ -283,12 +285,8 @@ export class PlainModelCalls implements AnsweredCall {
   historyIds: HistoryIds | undefined = undefined;
   /** Where the event of the call in flight goes when its caller gave a receiver (else: the promise's value). */
   deliver: ((event: AgentEvent) => void) | undefined = undefined;
-  /** The grant of the call in flight under a resource manager: settled with its answer, or given back. */
-  #grant: Grant | undefined = undefined;
-  /** Stops the call in flight from giving its grant back on an abort. */
-  #stopWaiting: () => void = noWait;
-  /** The run's settings with the output cap of its grants, made again only when the cap or the settings change. */
-  #capped: { from: ModelSettings; cap: number; settings: ModelSettings } | undefined = undefined;
+  /** The grant of the call in flight, when the run has a resource manager (made at its first reserved call). */
+  held: HeldGrant | undefined = undefined;
 
   constructor(
     readonly runtime: RunRuntime,
@@ -327,7 +325,7 @@ export class PlainModelCalls implements AnsweredCall {
       this.signal,
       this.end,
       this.maskForModel,
-      this.#grant === undefined ? undefined : this,
+      this.held,
       given,
       this.historyIds,
     );
@@ -336,57 +334,10 @@ export class PlainModelCalls implements AnsweredCall {
   };
 
   readonly failed = (error: unknown): AgentEvent => {
-    const event = failed(
-      this.runtime,
-      this.signal,
-      this.end,
-      this.#grant === undefined ? undefined : this,
-      error,
-    );
+    const event = failed(this.runtime, this.signal, this.end, this.held, error);
     this.#settled(event);
     return event;
   };
-
-  /**
-   * The call in flight was granted: its grant is settled with the answer, or goes back if the call fails or the
-   * run is aborted first (its run no longer waits for the answer, which would otherwise hold the budget).
-   */
-  holdGrant(grant: Grant): void {
-    this.#grant = grant;
-    this.#stopWaiting = onAbort(this.signal, this.#abandon);
-  }
-
-  /** Made once per run: the callback each granted call leaves on the run's signal. */
-  readonly #abandon = (): void => {
-    const grant = this.#grant;
-    if (grant !== undefined) this.runtime.resources?.release(grant);
-  };
-
-  /** Records the usage of the granted call in flight (see CallReservation). */
-  settle(usage: Usage): void {
-    const grant = this.#grant;
-    if (grant === undefined) return;
-    this.#stopWaiting();
-    this.runtime.resources?.settle(grant, usage);
-  }
-
-  /** The granted call in flight failed (see CallReservation). */
-  fail(error: unknown): void {
-    const grant = this.#grant;
-    const resources = this.runtime.resources;
-    if (grant === undefined || resources === undefined) return;
-    this.#stopWaiting();
-    returnFailedGrant(resources, grant, this.runtime.agent.model, error);
-  }
-
-  /** `settings` with `maxOutputTokens` lowered to `cap`: the same object call after call while neither changes. */
-  cappedSettings(settings: ModelSettings, cap: number): ModelSettings {
-    const known = this.#capped;
-    if (known !== undefined && known.from === settings && known.cap === cap) return known.settings;
-    const made = { ...settings, maxOutputTokens: cap };
-    this.#capped = { from: settings, cap, settings: made };
-    return made;
-  }
 
   /**
    * The call ends without asking its model (its reservation was refused, or the run ended meanwhile). Decided
@@ -413,11 +364,7 @@ export class PlainModelCalls implements AnsweredCall {
     this.history = noMessages;
     this.historyIds = undefined;
     this.maskForModel = undefined;
-    if (this.#grant !== undefined) {
-      this.#grant = undefined;
-      this.#stopWaiting();
-      this.#stopWaiting = noWait;
-    }
+    this.held?.clear();
     const deliver = this.deliver;
     if (deliver !== undefined) {
       this.deliver = undefined;
@@ -425,9 +372,6 @@ export class PlainModelCalls implements AnsweredCall {
     }
   }
 }
-
-/** What a call without a grant stops waiting for: nothing. */
-function noWait(): void {}
 
 const noMessages: ModelCallCommand['history'] = Object.freeze([]) as unknown as ModelCallCommand['history'];
 
