@@ -158,7 +158,11 @@ export interface ResourceState {
   quotaKeys: string[];
   /** Which quota keys apply to a provider and model, computed once per pair. */
   quotaIndex: Record<string, string[]>;
-  reservations: Record<string, Reservation>;
+  /**
+   * Reservations by id, waiting or granted. A Map: ids come and go with every call, which an object keyed by them
+   * pays in slow deletes and in interning each new id.
+   */
+  reservations: Map<string, Reservation>;
   /** Ids of waiting reservations, in arrival order. */
   waiting: string[];
   /** When a waiting reservation may next become grantable by time alone; null if none is waiting on time. */
@@ -309,7 +313,7 @@ export function initialResourceState(config: ResourceConfigInput = {}): Resource
     quotas: {},
     quotaKeys: [],
     quotaIndex: {},
-    reservations: {},
+    reservations: new Map(),
     waiting: [],
     nextWakeAt: null,
     outbox: [],
@@ -762,7 +766,7 @@ function logsRequests(quota: QuotaState): boolean {
 // Reservations
 
 function reserve(state: ResourceState, event: Extract<ResourceEvent, { type: 'reserve' }>): void {
-  if (state.reservations[event.id]) {
+  if (state.reservations.has(event.id)) {
     denyReserve(
       state,
       event,
@@ -831,7 +835,7 @@ function reserve(state: ResourceState, event: Extract<ResourceEvent, { type: 're
     requestedAt: event.now,
     heldBy: null,
   };
-  state.reservations[event.id] = reservation;
+  state.reservations.set(event.id, reservation);
   state.scopes[event.scope]?.held.push(event.id);
   if (verdict.kind === 'held') {
     // Only calls in flight stand in the way: wait for them to settle, then grant or deny.
@@ -874,7 +878,7 @@ function denyReserve(
 
 /** Removes a reservation (settled, released or denied) from the table and from its scope's list. */
 function forget(state: ResourceState, reservation: Reservation): void {
-  delete state.reservations[reservation.id];
+  state.reservations.delete(reservation.id);
   const held = state.scopes[reservation.scope]?.held;
   if (!held) return;
   const index = held.lastIndexOf(reservation.id);
@@ -886,7 +890,7 @@ function forget(state: ResourceState, reservation: Reservation): void {
 function sharesQuotaWithWaiter(state: ResourceState, quotas: string[]): boolean {
   if (quotas.length === 0) return false;
   for (const id of state.waiting) {
-    const waiter = state.reservations[id];
+    const waiter = state.reservations.get(id);
     if (waiter && waiter.heldBy === null && waiter.quotas.some((key) => quotas.includes(key))) return true;
   }
   return false;
@@ -964,7 +968,7 @@ function unreserve(state: ResourceState, reservation: Reservation): void {
 }
 
 function settle(state: ResourceState, event: Extract<ResourceEvent, { type: 'settle' }>): void {
-  const reservation = state.reservations[event.id];
+  const reservation = state.reservations.get(event.id);
   if (reservation?.status !== 'granted') {
     // Settling twice, or a call never granted: nothing to return, nothing to count again.
     traced(state, 'settle.unknown');
@@ -1049,7 +1053,7 @@ function warnIfCrossed(state: ResourceState, scope: ScopeState, origin: string):
 }
 
 function release(state: ResourceState, id: string, now: number): void {
-  const reservation = state.reservations[id];
+  const reservation = state.reservations.get(id);
   if (!reservation) {
     // Released before, settled, or never known: returned exactly once, so nothing happens now.
     traced(state, 'release.unknown');
@@ -1089,7 +1093,7 @@ function rateLimited(state: ResourceState, event: Extract<ResourceEvent, { type:
     keys = [key];
     // Calls already waiting for this model wait on the new quota too (granted ones hold no slot in it).
     for (const id of state.waiting) {
-      const waiter = state.reservations[id];
+      const waiter = state.reservations.get(id);
       if (waiter && waiter.provider === event.provider && waiter.model === event.model)
         waiter.quotas.push(key);
     }
@@ -1117,7 +1121,7 @@ function drain(state: ResourceState, now: number): void {
   const blocked = new Set<string>();
   const still: string[] = [];
   for (const id of state.waiting) {
-    const reservation = state.reservations[id];
+    const reservation = state.reservations.get(id);
     if (!reservation) continue;
     const verdict = budgetVerdict(
       state,
@@ -1190,7 +1194,7 @@ function nextWake(state: ResourceState, now: number): number | null {
   let wake: number | null = null;
   const seen = new Set<string>();
   for (const id of state.waiting) {
-    const reservation = state.reservations[id];
+    const reservation = state.reservations.get(id);
     // A call held by its budget is woken by the settlement it waits for, not by time.
     if (!reservation || reservation.heldBy !== null) continue;
     for (const key of reservation.quotas) {

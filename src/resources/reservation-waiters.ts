@@ -52,8 +52,9 @@ export interface Waiter {
 }
 
 /**
- * The manager's side of every reservation it handed out: the calls still waiting for an answer (each a promise to
- * resolve exactly once) and the grants not yet settled or released (so each is returned exactly once).
+ * The manager's side of the calls still waiting for an answer, each a promise to resolve exactly once. (Whether a
+ * grant is still outstanding, so that it is returned exactly once, is the ledger's to say: its reservation is
+ * granted until settled or released.)
  */
 export class ReservationWaiters {
   readonly #waiting = new Map<string, Waiter>();
@@ -63,7 +64,6 @@ export class ReservationWaiters {
    */
   #askingId: string | undefined = undefined;
   #asking: Waiter | undefined = undefined;
-  readonly #granted = new Map<string, Grant>();
 
   /**
    * Registers the call `id` before it is asked for. An answer given during the asking lands in the waiter's
@@ -94,8 +94,7 @@ export class ReservationWaiters {
   }
 
   /**
-   * The call got its reservation: it resolves with a grant that stays outstanding until settled or released.
-   * Returns the call's waiter (undefined if it no longer waited).
+   * The call got its reservation: it resolves with a grant (outstanding until settled or released). Returns the call's waiter (undefined if it no longer waited).
    */
   grant(
     id: string,
@@ -115,7 +114,6 @@ export class ReservationWaiters {
       maxOutputTokens: held?.outputCap ?? null,
       waitedMs,
     });
-    this.#granted.set(id, grant);
     answer(waiter, { granted: true, grant });
     return waiter;
   }
@@ -125,9 +123,8 @@ export class ReservationWaiters {
     if (waiter) answer(waiter, { granted: false, reason, scope, message });
   }
 
-  /** The reservation went back: a waiting call ends aborted, a grant is no longer outstanding. */
+  /** The reservation went back: a waiting call ends aborted. */
   released(id: string): void {
-    this.#granted.delete(id);
     const waiter = this.#take(id);
     if (waiter)
       answer(waiter, {
@@ -136,15 +133,6 @@ export class ReservationWaiters {
         scope: sessionScope(waiter.request.session),
         message: 'The call was aborted while it waited for its quota or budget.',
       });
-  }
-
-  /** True once per grant: the first settlement or release of it. */
-  takeGrant(id: string): boolean {
-    return this.#granted.delete(id);
-  }
-
-  isOutstanding(id: string): boolean {
-    return this.#granted.has(id);
   }
 
   /** Every waiting call ends `stopped`, with `message` saying why. */

@@ -307,7 +307,7 @@ export function createResourceManager(config: ResourceManagerConfig = {}): Resou
     },
     reserve,
     settle(grant, usage) {
-      if (!waiters.takeGrant(grant.id)) return null;
+      // A grant settled or released before has no reservation left in the ledger: it decides no spend (null).
       const tokens = totalTokens(usage);
       const price = priceOf(grant.model);
       const usd = price ? cost(usage, price) : null;
@@ -337,7 +337,8 @@ export function createResourceManager(config: ResourceManagerConfig = {}): Resou
       return { tokens, usd, returnedTokens, returnedUsd };
     },
     release(grant) {
-      if (!waiters.isOutstanding(grant.id)) return false;
+      // Only a granted reservation goes back through its grant (a waiting one goes back through its signal).
+      if (ledger.reservations.get(grant.id)?.status !== 'granted') return false;
       const outputs = send({ type: 'release', id: grant.id, now: clock.now() });
       return outputs.some((output) => output.kind === 'released' && output.id === grant.id);
     },

@@ -16,7 +16,7 @@ export function dispatchOutput(
 ): void {
   switch (output.kind) {
     case 'granted': {
-      const reservation = state.reservations[output.id];
+      const reservation = state.reservations.get(output.id);
       const waiter = waiters.grant(output.id, reservation, output.waitedMs);
       if (waiter && reservation)
         notices.notifyRun(

@@ -148,7 +148,7 @@ export function harnessKey(state: HarnessState): string {
     quota.inFlight,
     quota.blockedUntil > now,
   ]);
-  const reservations = Object.values(rm.reservations).map((r) => [r.id, r.status, r.heldBy]);
+  const reservations = [...rm.reservations.values()].map((r) => [r.id, r.status, r.heldBy]);
   return JSON.stringify({ scopes, quotas, reservations, waiting: rm.waiting, t: Math.floor(now / 30_000) });
 }
 

@@ -423,7 +423,7 @@ describe('resources: 429s from providers', () => {
     // New calls for the model are paced by the new quota.
     expect(w.reserve('d', { model: 'm', now: 10 })).toMatchObject([{ kind: 'waiting' }]);
     w.apply({ type: 'tick', now: 1_000 });
-    expect(w.state.reservations.b?.status).toBe('granted');
+    expect(w.state.reservations.get('b')?.status).toBe('granted');
   });
 
   it('does not block a provider-wide account quota for one model’s 429', () => {

@@ -31,10 +31,10 @@ function checkInvariants(state: ResourceState, where: string): void {
     expect(scope.reservedTokens, where).toBeGreaterThanOrEqual(0);
     expect(scope.reservedUsd, where).toBeGreaterThanOrEqual(-1e-9);
     expect(scope.windowTokens, where).toBeLessThanOrEqual(scope.spentTokens);
-    const own = Object.values(state.reservations).filter((r) => r.scope === scope.id);
+    const own = [...state.reservations.values()].filter((r) => r.scope === scope.id);
     expect([...scope.held].sort(), where).toEqual(own.map((r) => r.id).sort());
   }
-  const granted = Object.values(state.reservations).filter((r) => r.status === 'granted');
+  const granted = [...state.reservations.values()].filter((r) => r.status === 'granted');
   for (const scope of Object.values(state.scopes)) {
     // A scope counts the granted calls whose estimates it holds; with none it holds nothing.
     expect(scope.callsInFlight, where).toBe(granted.filter((r) => r.chain.includes(scope.id)).length);
@@ -53,7 +53,7 @@ function checkInvariants(state: ResourceState, where: string): void {
     if (quota.requestsPerMinute !== null)
       expect(liveRequests(quota), where).toBeLessThanOrEqual(quota.requestsPerMinute);
   }
-  const waiting = Object.values(state.reservations).filter((r) => r.status === 'waiting');
+  const waiting = [...state.reservations.values()].filter((r) => r.status === 'waiting');
   expect(new Set(state.waiting), where).toEqual(new Set(waiting.map((r) => r.id)));
 }
 

@@ -195,8 +195,8 @@ describe('resource transition function: calls held by reservations in flight', (
     expect(apply({ type: 'settle', id: 'a', tokens: 300, usd: 0.0003, now: 5 }).trace).toContain(
       'wait.granted',
     );
-    expect(state.reservations.b?.status).toBe('granted');
-    expect(state.reservations.b?.heldBy).toBeNull();
+    expect(state.reservations.get('b')?.status).toBe('granted');
+    expect(state.reservations.get('b')?.heldBy).toBeNull();
   });
 
   it('denies the waiting call once the calls in flight have spent the budget; releases it if they are released', () => {
