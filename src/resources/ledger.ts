@@ -69,8 +69,12 @@ export interface ScopeState {
   warnedTokens: boolean;
   warnedUsd: boolean;
   calls: number;
-  /** Ids of this scope's own reservations (waiting or granted), so closing it is O(its calls), not O(all). */
-  held: string[];
+  /**
+   * Id of this scope's latest reservation (waiting or granted), null when it holds none; each reservation names the
+   * one its scope holds before it (`heldAfter`), so closing a scope is O(its calls), not O(all), and a call costs its
+   * scope no list of its own (see `heldBy`).
+   */
+  lastHeld: string | null;
 }
 
 export interface QuotaState {
@@ -140,8 +144,11 @@ export interface Reservation {
   /** The most output tokens the call may write, set at the grant of a bounded reservation under a budget. */
   outputCap: number | null;
   quotas: string[];
-  /** Per quota key, the sequence number of this call's log entry once granted. */
-  logSeqs: Record<string, number>;
+  /**
+   * Once granted, the sequence number of this call's entry in the log of each of its `quotas` (same order), -1 for
+   * a quota that keeps no log; empty until then.
+   */
+  logSeqs: number[];
   status: 'waiting' | 'granted';
   requestedAt: number;
   /**
@@ -149,6 +156,8 @@ export interface Reservation {
    * place in its quotas' queues meanwhile); null when it waits for a quota.
    */
   heldBy: string | null;
+  /** The reservation its scope holds before this one (see `ScopeState.lastHeld`), or null. */
+  heldAfter: string | null;
 }
 
 export interface ResourceState {
@@ -498,7 +507,7 @@ function openScope(state: ResourceState, event: Extract<ResourceEvent, { type: '
     warnedTokens: false,
     warnedUsd: false,
     calls: 0,
-    held: [],
+    lastHeld: null,
   };
 }
 
@@ -509,13 +518,24 @@ function closeScope(state: ResourceState, id: string, now: number): void {
     return;
   }
   // A run that ends returns whatever it still holds (a call cut short by the end of the run).
-  for (const reservationId of [...scope.held]) {
+  for (const reservationId of heldBy(state, scope)) {
     traced(state, 'scope.close_released');
     release(state, reservationId, now);
   }
   traced(state, 'scope.closed');
   decided(state, { kind: 'scope_closed', scope: id, summary: summarize(scope) });
   delete state.scopes[id];
+}
+
+/** Ids of the reservations a scope holds (waiting or granted), oldest first. */
+export function heldBy(state: ResourceState, scope: ScopeState): string[] {
+  const ids: string[] = [];
+  let id = scope.lastHeld;
+  while (id !== null) {
+    ids.push(id);
+    id = state.reservations.get(id)?.heldAfter ?? null;
+  }
+  return ids.reverse();
 }
 
 /** The scope and its ancestors, leaf first; null when the scope (or an ancestor) is unknown. */
@@ -578,15 +598,6 @@ type BudgetVerdict =
     }
   | { kind: 'fits'; outputCap: number | null };
 
-/** One budget of one scope, in one dimension, as the verdict weighs it. */
-interface Budget {
-  scope: ScopeState;
-  dimension: 'tokens' | 'usd';
-  limit: number;
-  spent: number;
-  reserved: number;
-}
-
 /**
  * Whether the budgets of the chain let a call start. A denial anywhere in the chain wins over a hold.
  *
@@ -611,39 +622,6 @@ function budgetVerdict(
   let held: BudgetVerdict | null = null;
   let outputCap: number | null = null;
   const minimal = bound ? Math.min(minOutputTokens, bound.maxTokens) : 0;
-  const weigh = (budget: Budget): BudgetVerdict | null => {
-    const { scope, dimension, limit, spent, reserved } = budget;
-    const label = dimension === 'tokens' ? 'token' : 'USD';
-    const shown = (value: number) => (dimension === 'tokens' ? String(value) : `$${round(value)}`);
-    const exhausted = (detail: string): BudgetVerdict => ({
-      kind: 'deny',
-      scope,
-      reason: 'budget_exhausted',
-      message: `${label} budget of ${scope.id} exhausted: ${shown(spent)} spent of ${shown(limit)}${detail}`,
-    });
-    if (!bound) {
-      if (spent >= limit) return exhausted('');
-      if (held === null && spent + reserved >= limit)
-        held = { kind: 'held', scope, dimension, spent, reserved, limit };
-      return null;
-    }
-    // What this budget could pay for the call's output, with and without the calls in flight.
-    const perToken = dimension === 'tokens' ? 1 : (bound.usdPerToken ?? 0);
-    const input = dimension === 'tokens' ? bound.inputTokens : (bound.inputUsd ?? 0);
-    const room = limit - spent - input;
-    const alone = outputTokensFor(room, perToken);
-    if (alone < minimal) {
-      const needs = `${shown(input)} for its prompt and ${minimal} output tokens`;
-      return exhausted(spent >= limit ? '' : `; the call needs ${needs}`);
-    }
-    const besideFlight = outputTokensFor(room - reserved, perToken);
-    if (besideFlight < minimal) {
-      if (held === null) held = { kind: 'held', scope, dimension, spent, reserved, limit };
-      return null;
-    }
-    outputCap = Math.min(outputCap ?? bound.maxTokens, besideFlight);
-    return null;
-  };
   for (const id of chain) {
     const scope = state.scopes[id];
     if (!scope) continue;
@@ -656,28 +634,64 @@ function budgetVerdict(
         message: `model "${model}" has no price, but ${id} has a USD budget`,
       };
     }
-    if (scope.tokensLimit !== null) {
-      const verdict = weigh({
-        scope,
-        dimension: 'tokens',
-        limit: scope.tokensLimit,
-        spent: scope.windowTokens,
-        reserved: scope.reservedTokens,
-      });
-      if (verdict) return verdict;
-    }
-    if (scope.usdLimit !== null) {
-      const verdict = weigh({
-        scope,
-        dimension: 'usd',
-        limit: scope.usdLimit,
-        spent: scope.windowUsd,
-        reserved: scope.reservedUsd,
-      });
-      if (verdict) return verdict;
+    // Tokens, then USD: a loop over the two dimensions rather than a closure per call.
+    for (let usdDimension = false; ; usdDimension = true) {
+      const dimension = usdDimension ? 'usd' : 'tokens';
+      const limit = usdDimension ? scope.usdLimit : scope.tokensLimit;
+      if (limit !== null) {
+        const spent = usdDimension ? scope.windowUsd : scope.windowTokens;
+        const reserved = usdDimension ? scope.reservedUsd : scope.reservedTokens;
+        if (!bound) {
+          if (spent >= limit) return exhausted(scope, dimension, spent, limit, '');
+          if (held === null && spent + reserved >= limit)
+            held = { kind: 'held', scope, dimension, spent, reserved, limit };
+        } else {
+          // What this budget could pay for the call's output, with and without the calls in flight.
+          const perToken = usdDimension ? (bound.usdPerToken ?? 0) : 1;
+          const input = usdDimension ? (bound.inputUsd ?? 0) : bound.inputTokens;
+          const room = limit - spent - input;
+          if (outputTokensFor(room, perToken) < minimal) {
+            const needs = `${shown(dimension, input)} for its prompt and ${minimal} output tokens`;
+            return exhausted(
+              scope,
+              dimension,
+              spent,
+              limit,
+              spent >= limit ? '' : `; the call needs ${needs}`,
+            );
+          }
+          const besideFlight = outputTokensFor(room - reserved, perToken);
+          if (besideFlight < minimal) {
+            if (held === null) held = { kind: 'held', scope, dimension, spent, reserved, limit };
+          } else outputCap = Math.min(outputCap ?? bound.maxTokens, besideFlight);
+        }
+      }
+      if (usdDimension) break;
     }
   }
   return held ?? { kind: 'fits', outputCap };
+}
+
+/** The denial of a call by a budget whose spend (with the call's prompt, for a bounded call) leaves it nothing. */
+function exhausted(
+  scope: ScopeState,
+  dimension: 'tokens' | 'usd',
+  spent: number,
+  limit: number,
+  detail: string,
+): BudgetVerdict {
+  const label = dimension === 'tokens' ? 'token' : 'USD';
+  return {
+    kind: 'deny',
+    scope,
+    reason: 'budget_exhausted',
+    message: `${label} budget of ${scope.id} exhausted: ${shown(dimension, spent)} spent of ${shown(dimension, limit)}${detail}`,
+  };
+}
+
+/** An amount of a budget's dimension as messages show it. */
+function shown(dimension: 'tokens' | 'usd', value: number): string {
+  return dimension === 'tokens' ? String(value) : `$${round(value)}`;
 }
 
 /** Whole output tokens that `room` pays for at `perToken` each (any number when output is free). */
@@ -830,13 +844,18 @@ function reserve(state: ResourceState, event: Extract<ResourceEvent, { type: 're
     bound,
     outputCap: null,
     quotas,
-    logSeqs: {},
+    logSeqs: noLogSeqs,
     status: 'waiting',
     requestedAt: event.now,
     heldBy: null,
+    heldAfter: null,
   };
   state.reservations.set(event.id, reservation);
-  state.scopes[event.scope]?.held.push(event.id);
+  const scope = state.scopes[event.scope];
+  if (scope) {
+    reservation.heldAfter = scope.lastHeld;
+    scope.lastHeld = event.id;
+  }
   if (verdict.kind === 'held') {
     // Only calls in flight stand in the way: wait for them to settle, then grant or deny.
     traced(state, 'reserve.held_budget');
@@ -876,16 +895,24 @@ function denyReserve(
   decided(state, { kind: 'denied', id: event.id, scope: event.scope, reason, blocking, message });
 }
 
-/** Removes a reservation (settled, released or denied) from the table and from its scope's list. */
+/** Removes a reservation (settled, released or denied) from the table and from what its scope holds. */
 function forget(state: ResourceState, reservation: Reservation): void {
   state.reservations.delete(reservation.id);
-  const held = state.scopes[reservation.scope]?.held;
-  if (!held) return;
-  const index = held.lastIndexOf(reservation.id);
-  // Usually the scope's latest call: popping it allocates nothing (splice returns an array).
-  if (index === held.length - 1) held.pop();
-  else if (index >= 0) held.splice(index, 1);
+  const scope = state.scopes[reservation.scope];
+  if (!scope) return;
+  // Usually the scope's latest call (a run has one call in flight at a time).
+  if (scope.lastHeld === reservation.id) {
+    scope.lastHeld = reservation.heldAfter;
+    return;
+  }
+  let later = scope.lastHeld === null ? undefined : state.reservations.get(scope.lastHeld);
+  while (later !== undefined && later.heldAfter !== reservation.id)
+    later = later.heldAfter === null ? undefined : state.reservations.get(later.heldAfter);
+  if (later !== undefined) later.heldAfter = reservation.heldAfter;
 }
+
+/** The log sequence numbers of a reservation not granted yet (shared: it is replaced at the grant). */
+const noLogSeqs = Object.freeze([]) as unknown as number[];
 
 function sharesQuotaWithWaiter(state: ResourceState, quotas: string[]): boolean {
   if (quotas.length === 0) return false;
@@ -926,17 +953,21 @@ function grant(state: ResourceState, reservation: Reservation, outputCap: number
     scope.reservedUsd += reservation.usd ?? 0;
     scope.callsInFlight += 1;
   }
-  for (const key of reservation.quotas) {
-    const quota = state.quotas[key];
+  const { quotas } = reservation;
+  let logSeqs: number[] | null = null;
+  for (let index = 0; index < quotas.length; index++) {
+    const quota = state.quotas[quotas[index] as string];
     if (!quota) continue;
     quota.inFlight += 1;
     if (logsRequests(quota)) {
-      reservation.logSeqs[key] = quota.logBase + quota.logTimes.length;
+      logSeqs ??= new Array<number>(quotas.length).fill(-1);
+      logSeqs[index] = quota.logBase + quota.logTimes.length;
       quota.logTimes.push(now);
       quota.logSizes.push(reservation.quotaTokens);
       quota.logTokens += reservation.quotaTokens;
     }
   }
+  if (logSeqs !== null) reservation.logSeqs = logSeqs;
   decided(state, {
     kind: 'granted',
     id: reservation.id,
@@ -993,11 +1024,11 @@ function settle(state: ResourceState, event: Extract<ResourceEvent, { type: 'set
     warnIfCrossed(state, scope, reservation.scope);
   }
   // Quotas count what the call really used once it is known.
-  for (const key of reservation.quotas) {
-    const quota = state.quotas[key];
+  const { quotas, logSeqs } = reservation;
+  for (let which = 0; which < logSeqs.length; which++) {
+    const seq = logSeqs[which] as number;
+    const quota = seq < 0 ? undefined : state.quotas[quotas[which] as string];
     if (!quota) continue;
-    const seq = reservation.logSeqs[key];
-    if (seq === undefined) continue;
     // Entries leave only from the front, so `seq` still names this call's entry unless it left the window (then
     // it no longer counts, and there is nothing to correct).
     const index = seq - quota.logBase;

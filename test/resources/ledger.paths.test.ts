@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createActor } from 'xstate';
 import {
+  heldBy,
   liveRequests,
   type ResourceBranch,
   type ResourceEvent,
@@ -32,7 +33,7 @@ function checkInvariants(state: ResourceState, where: string): void {
     expect(scope.reservedUsd, where).toBeGreaterThanOrEqual(-1e-9);
     expect(scope.windowTokens, where).toBeLessThanOrEqual(scope.spentTokens);
     const own = [...state.reservations.values()].filter((r) => r.scope === scope.id);
-    expect([...scope.held].sort(), where).toEqual(own.map((r) => r.id).sort());
+    expect(heldBy(state, scope).sort(), where).toEqual(own.map((r) => r.id).sort());
   }
   const granted = [...state.reservations.values()].filter((r) => r.status === 'granted');
   for (const scope of Object.values(state.scopes)) {
