@@ -72,7 +72,7 @@ export interface ScopeState {
   /**
    * Id of this scope's latest reservation (waiting or granted), null when it holds none; each reservation names the
    * one its scope holds before it (`heldAfter`), so closing a scope is O(its calls), not O(all), and a call costs its
-   * scope no list of its own (see `heldBy`).
+   * scope no list of its own (see `reservationsOf`).
    */
   lastHeld: string | null;
 }
@@ -518,7 +518,7 @@ function closeScope(state: ResourceState, id: string, now: number): void {
     return;
   }
   // A run that ends returns whatever it still holds (a call cut short by the end of the run).
-  for (const reservationId of heldBy(state, scope)) {
+  for (const reservationId of reservationsOf(state, scope)) {
     traced(state, 'scope.close_released');
     release(state, reservationId, now);
   }
@@ -528,7 +528,7 @@ function closeScope(state: ResourceState, id: string, now: number): void {
 }
 
 /** Ids of the reservations a scope holds (waiting or granted), oldest first. */
-export function heldBy(state: ResourceState, scope: ScopeState): string[] {
+export function reservationsOf(state: ResourceState, scope: ScopeState): string[] {
   const ids: string[] = [];
   let id = scope.lastHeld;
   while (id !== null) {

@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { createActor } from 'xstate';
 import {
-  heldBy,
   liveRequests,
   type ResourceBranch,
   type ResourceEvent,
   type ResourceState,
+  reservationsOf,
   resourceBranches,
   resourceLogic,
 } from '../../src/resources/ledger.ts';
@@ -33,7 +33,7 @@ function checkInvariants(state: ResourceState, where: string): void {
     expect(scope.reservedUsd, where).toBeGreaterThanOrEqual(-1e-9);
     expect(scope.windowTokens, where).toBeLessThanOrEqual(scope.spentTokens);
     const own = [...state.reservations.values()].filter((r) => r.scope === scope.id);
-    expect(heldBy(state, scope).sort(), where).toEqual(own.map((r) => r.id).sort());
+    expect(reservationsOf(state, scope).sort(), where).toEqual(own.map((r) => r.id).sort());
   }
   const granted = [...state.reservations.values()].filter((r) => r.status === 'granted');
   for (const scope of Object.values(state.scopes)) {
