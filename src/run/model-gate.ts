@@ -181,16 +181,35 @@ function callPlain(
     onBreaker: calls.onBreaker,
   };
   if (command.schemaEnabled && agent.outputSpec) request.output = agent.outputSpec;
-  const resources = runtime.resources;
-  if (resources === undefined) return askPlain(calls, request, deliver);
-  // A run with a resource manager reserves an estimate first: usually decided at once, without a promise (a call
-  // under a manager holds no async frame while its model answers). The budget scope the call draws on: a turn
-  // with its own budget, else the run (or session).
+  if (runtime.resources !== undefined) return reserveThenAsk(calls, runtime.resources, request, deliver);
+  let answer: ModelResponse | Promise<ModelResponse>;
+  try {
+    answer = agent.model.generate(request);
+  } catch (error) {
+    return calls.askFailed(error, deliver);
+  }
+  const answered = Promise.resolve(answer).then(calls.answered, calls.failed);
+  return deliver === undefined ? answered : undefined;
+}
+
+/**
+ * A plain call of a run with a resource manager reserves an estimate first: usually decided at once, without a
+ * promise (a call under a manager holds no async frame while its model answers). Apart from callPlain so that the
+ * calls of a run without a manager run (and are optimized as) the short function they need.
+ */
+function reserveThenAsk(
+  calls: PlainModelCalls,
+  resources: ResourceManager,
+  request: ModelRequest,
+  deliver: ((event: AgentEvent) => void) | undefined,
+): Promise<AgentEvent> | undefined {
+  const runtime = calls.runtime;
+  // The budget scope the call draws on: a turn with its own budget, else the run (or session).
   const reserved = reserveCall(
     resources,
     runtime.resourceScope?.() ?? runtime.bus.sessionId,
     request,
-    agent.model,
+    runtime.agent.model,
     calls.signal,
   );
   // Decided at once, a refusal is answered as a promise (or to `deliver`), never as the bare event.
@@ -234,7 +253,7 @@ function askReserved(
   return askPlain(calls, request, deliver);
 }
 
-/** Sends a plain call's request to the provider; its answer goes through the run's plain calls. */
+/** Sends a granted plain call's request to the provider; its answer goes through the run's plain calls. */
 function askPlain(
   calls: PlainModelCalls,
   request: ModelRequest,
@@ -244,12 +263,7 @@ function askPlain(
   try {
     answer = calls.runtime.agent.model.generate(request);
   } catch (error) {
-    // Answered after the call that asked, as a promise's reaction would be (not from inside the machine's step).
-    calls.deliver = undefined;
-    const event = calls.failed(error);
-    if (deliver === undefined) return Promise.resolve(event);
-    queueMicrotask(() => deliver(event));
-    return undefined;
+    return calls.askFailed(error, deliver);
   }
   const answered = Promise.resolve(answer).then(calls.answered, calls.failed);
   return deliver === undefined ? answered : undefined;
@@ -338,6 +352,21 @@ export class PlainModelCalls implements AnsweredCall {
     this.#settled(event);
     return event;
   };
+
+  /**
+   * The provider threw when asked: the call's event is answered after the call that asked, as a promise's reaction
+   * would be (not from inside the machine's step).
+   */
+  askFailed(
+    error: unknown,
+    deliver: ((event: AgentEvent) => void) | undefined,
+  ): Promise<AgentEvent> | undefined {
+    this.deliver = undefined;
+    const event = this.failed(error);
+    if (deliver === undefined) return Promise.resolve(event);
+    queueMicrotask(() => deliver(event));
+    return undefined;
+  }
 
   /**
    * The call ends without asking its model (its reservation was refused, or the run ended meanwhile). Decided
