@@ -131,15 +131,29 @@ function callModel(
   const maskForModel = modelMaskOf(runtime);
   const messages = messagesOf(runtime, system, command, maskForModel);
   // A call without hooks of its own (the usual one) takes the run's request hooks and continuation.
-  if (hooks === undefined)
-    return callPlain(
-      plainCallsOf(runtime, signal, end),
-      command,
-      maskForModel,
-      historyIds,
-      messages,
-      deliver,
-    );
+  if (hooks === undefined) {
+    const calls = plainCallsOf(runtime, signal, end);
+    return runtime.resources === undefined
+      ? callPlain(calls, command, maskForModel, historyIds, messages, deliver)
+      : callReserved(calls, runtime.resources, command, maskForModel, historyIds, messages, deliver);
+  }
+  return callHooked(runtime, command, signal, hooks, historyIds, end, maskForModel, messages);
+}
+
+/**
+ * A model call with hooks of its own on the straight path: its own request and continuation. Apart from callModel
+ * so that the usual call runs (and is optimized as) the short function it needs.
+ */
+function callHooked(
+  runtime: RunRuntime,
+  command: ModelCallCommand,
+  signal: AbortSignal,
+  hooks: CallHooks,
+  historyIds: HistoryIds | undefined,
+  end: RunEnd | undefined,
+  maskForModel: PiiRun | undefined,
+  messages: Message[],
+): Promise<AgentEvent> {
   const request = requestOf(runtime, command, signal, hooks, messages);
   let answer: ModelResponse | Promise<ModelResponse>;
   try {
@@ -163,8 +177,30 @@ function callPlain(
   messages: Message[],
   deliver: ((event: AgentEvent) => void) | undefined,
 ): Promise<AgentEvent> | undefined {
-  const runtime = calls.runtime;
-  const agent = runtime.agent;
+  const request = plainRequest(calls, command, maskForModel, historyIds, messages, deliver);
+  let answer: ModelResponse | Promise<ModelResponse>;
+  try {
+    answer = calls.runtime.agent.model.generate(request);
+  } catch (error) {
+    return calls.askFailed(error, deliver);
+  }
+  const answered = Promise.resolve(answer).then(calls.answered, calls.failed);
+  return deliver === undefined ? answered : undefined;
+}
+
+/**
+ * The request of a plain call, whose own parts the run's plain calls keep until it is answered. The request is the
+ * call's own: a reservation may set its output cap on it.
+ */
+function plainRequest(
+  calls: PlainModelCalls,
+  command: ModelCallCommand,
+  maskForModel: PiiRun | undefined,
+  historyIds: HistoryIds | undefined,
+  messages: Message[],
+  deliver: ((event: AgentEvent) => void) | undefined,
+): ModelRequest {
+  const agent = calls.runtime.agent;
   calls.deliver = deliver;
   calls.guard = undefined;
   calls.call = command.call;
@@ -181,15 +217,7 @@ function callPlain(
     onBreaker: calls.onBreaker,
   };
   if (command.schemaEnabled && agent.outputSpec) request.output = agent.outputSpec;
-  if (runtime.resources !== undefined) return reserveThenAsk(calls, runtime.resources, request, deliver);
-  let answer: ModelResponse | Promise<ModelResponse>;
-  try {
-    answer = agent.model.generate(request);
-  } catch (error) {
-    return calls.askFailed(error, deliver);
-  }
-  const answered = Promise.resolve(answer).then(calls.answered, calls.failed);
-  return deliver === undefined ? answered : undefined;
+  return request;
 }
 
 /**
@@ -197,12 +225,16 @@ function callPlain(
  * promise (a call under a manager holds no async frame while its model answers). Apart from callPlain so that the
  * calls of a run without a manager run (and are optimized as) the short function they need.
  */
-function reserveThenAsk(
+function callReserved(
   calls: PlainModelCalls,
   resources: ResourceManager,
-  request: ModelRequest,
+  command: ModelCallCommand,
+  maskForModel: PiiRun | undefined,
+  historyIds: HistoryIds | undefined,
+  messages: Message[],
   deliver: ((event: AgentEvent) => void) | undefined,
 ): Promise<AgentEvent> | undefined {
+  const request = plainRequest(calls, command, maskForModel, historyIds, messages, deliver);
   const runtime = calls.runtime;
   // The budget scope the call draws on: a turn with its own budget, else the run (or session).
   const reserved = reserveCall(
@@ -225,7 +257,7 @@ function reserveThenAsk(
 
 /**
  * A plain call's reservation is answered: the call is sent with the request it allows, or ends without asking.
- * `request` is the call's own (made for it in callPlain), so the grant's output cap is set on it, not on a copy.
+ * `request` is the call's own (made for it by plainRequest), so the grant's output cap is set on it, not on a copy.
  */
 function askReserved(
   calls: PlainModelCalls,
