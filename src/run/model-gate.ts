@@ -131,15 +131,29 @@ function callModel(
   const maskForModel = modelMaskOf(runtime);
   const messages = messagesOf(runtime, system, command, maskForModel);
   // A call without hooks of its own (the usual one) takes the run's request hooks and continuation.
-  if (hooks === undefined)
-    return callPlain(
-      plainCallsOf(runtime, signal, end),
-      command,
-      maskForModel,
-      historyIds,
-      messages,
-      deliver,
-    );
+  if (hooks === undefined) {
+    const calls = plainCallsOf(runtime, signal, end);
+    return runtime.resources === undefined
+      ? callPlain(calls, command, maskForModel, historyIds, messages, deliver)
+      : callReserved(calls, runtime.resources, command, maskForModel, historyIds, messages, deliver);
+  }
+  return callHooked(runtime, command, signal, hooks, historyIds, end, maskForModel, messages);
+}
+
+/**
+ * A model call with hooks of its own on the straight path: its own request and continuation. Apart from callModel
+ * so that the usual call runs (and is optimized as) the short function it needs.
+ */
+function callHooked(
+  runtime: RunRuntime,
+  command: ModelCallCommand,
+  signal: AbortSignal,
+  hooks: CallHooks,
+  historyIds: HistoryIds | undefined,
+  end: RunEnd | undefined,
+  maskForModel: PiiRun | undefined,
+  messages: Message[],
+): Promise<AgentEvent> {
   const request = requestOf(runtime, command, signal, hooks, messages);
   let answer: ModelResponse | Promise<ModelResponse>;
   try {
@@ -163,8 +177,30 @@ function callPlain(
   messages: Message[],
   deliver: ((event: AgentEvent) => void) | undefined,
 ): Promise<AgentEvent> | undefined {
-  const runtime = calls.runtime;
-  const agent = runtime.agent;
+  const request = plainRequest(calls, command, maskForModel, historyIds, messages, deliver);
+  let answer: ModelResponse | Promise<ModelResponse>;
+  try {
+    answer = calls.runtime.agent.model.generate(request);
+  } catch (error) {
+    return calls.askFailed(error, deliver);
+  }
+  const answered = Promise.resolve(answer).then(calls.answered, calls.failed);
+  return deliver === undefined ? answered : undefined;
+}
+
+/**
+ * The request of a plain call, whose own parts the run's plain calls keep until it is answered. The request is the
+ * call's own: a reservation may set its output cap on it.
+ */
+function plainRequest(
+  calls: PlainModelCalls,
+  command: ModelCallCommand,
+  maskForModel: PiiRun | undefined,
+  historyIds: HistoryIds | undefined,
+  messages: Message[],
+  deliver: ((event: AgentEvent) => void) | undefined,
+): ModelRequest {
+  const agent = calls.runtime.agent;
   calls.deliver = deliver;
   calls.guard = undefined;
   calls.call = command.call;
@@ -181,16 +217,31 @@ function callPlain(
     onBreaker: calls.onBreaker,
   };
   if (command.schemaEnabled && agent.outputSpec) request.output = agent.outputSpec;
-  const resources = runtime.resources;
-  if (resources === undefined) return askPlain(calls, request, deliver);
-  // A run with a resource manager reserves an estimate first: usually decided at once, without a promise (a call
-  // under a manager holds no async frame while its model answers). The budget scope the call draws on: a turn
-  // with its own budget, else the run (or session).
+  return request;
+}
+
+/**
+ * A plain call of a run with a resource manager reserves an estimate first: usually decided at once, without a
+ * promise (a call under a manager holds no async frame while its model answers). Apart from callPlain so that the
+ * calls of a run without a manager run (and are optimized as) the short function they need.
+ */
+function callReserved(
+  calls: PlainModelCalls,
+  resources: ResourceManager,
+  command: ModelCallCommand,
+  maskForModel: PiiRun | undefined,
+  historyIds: HistoryIds | undefined,
+  messages: Message[],
+  deliver: ((event: AgentEvent) => void) | undefined,
+): Promise<AgentEvent> | undefined {
+  const request = plainRequest(calls, command, maskForModel, historyIds, messages, deliver);
+  const runtime = calls.runtime;
+  // The budget scope the call draws on: a turn with its own budget, else the run (or session).
   const reserved = reserveCall(
     resources,
     runtime.resourceScope?.() ?? runtime.bus.sessionId,
     request,
-    agent.model,
+    runtime.agent.model,
     calls.signal,
   );
   // Decided at once, a refusal is answered as a promise (or to `deliver`), never as the bare event.
@@ -206,7 +257,7 @@ function callPlain(
 
 /**
  * A plain call's reservation is answered: the call is sent with the request it allows, or ends without asking.
- * `request` is the call's own (made for it in callPlain), so the grant's output cap is set on it, not on a copy.
+ * `request` is the call's own (made for it by plainRequest), so the grant's output cap is set on it, not on a copy.
  */
 function askReserved(
   calls: PlainModelCalls,
@@ -234,7 +285,7 @@ function askReserved(
   return askPlain(calls, request, deliver);
 }
 
-/** Sends a plain call's request to the provider; its answer goes through the run's plain calls. */
+/** Sends a granted plain call's request to the provider; its answer goes through the run's plain calls. */
 function askPlain(
   calls: PlainModelCalls,
   request: ModelRequest,
@@ -244,12 +295,7 @@ function askPlain(
   try {
     answer = calls.runtime.agent.model.generate(request);
   } catch (error) {
-    // Answered after the call that asked, as a promise's reaction would be (not from inside the machine's step).
-    calls.deliver = undefined;
-    const event = calls.failed(error);
-    if (deliver === undefined) return Promise.resolve(event);
-    queueMicrotask(() => deliver(event));
-    return undefined;
+    return calls.askFailed(error, deliver);
   }
   const answered = Promise.resolve(answer).then(calls.answered, calls.failed);
   return deliver === undefined ? answered : undefined;
@@ -338,6 +384,21 @@ export class PlainModelCalls implements AnsweredCall {
     this.#settled(event);
     return event;
   };
+
+  /**
+   * The provider threw when asked: the call's event is answered after the call that asked, as a promise's reaction
+   * would be (not from inside the machine's step).
+   */
+  askFailed(
+    error: unknown,
+    deliver: ((event: AgentEvent) => void) | undefined,
+  ): Promise<AgentEvent> | undefined {
+    this.deliver = undefined;
+    const event = this.failed(error);
+    if (deliver === undefined) return Promise.resolve(event);
+    queueMicrotask(() => deliver(event));
+    return undefined;
+  }
 
   /**
    * The call ends without asking its model (its reservation was refused, or the run ended meanwhile). Decided
