@@ -1,3 +1,4 @@
+import type { AbortWaiters } from '../core/abort.ts';
 import type { ApprovalRequest } from '../core/approvals.ts';
 import type { ToolCall } from '../core/messages.ts';
 import type { AgentContext, AgentEvent, EffectCommand, ToolOutcome } from '../machines/agent.ts';
@@ -40,6 +41,16 @@ export function runTools(host: EffectsHost, runtime: RunRuntime, command: ToolsC
     runBatch(host, runtime, command, undefined);
     return;
   }
+  prepareAndRun(host, runtime, command);
+}
+
+/**
+ * The batch of a run whose tools are listed at run time, or whose calls need classifying. Apart from `runTools`:
+ * the callback here holds the call's variables, and a function whose closures hold its variables makes a scope for
+ * them at every call, whichever branch it takes.
+ */
+function prepareAndRun(host: EffectsHost, runtime: RunRuntime, command: ToolsCommand): void {
+  const tools = runtime.agent.tools;
   const preparing =
     tools.sources.length === 0
       ? undefined
@@ -151,7 +162,7 @@ export class GatedBatch implements ToolBatch, BatchListener {
   declare readonly agent: string;
   declare readonly signal: AbortSignal;
   // The run's effects, while a step is in progress (undefined between steps: nothing keeps a finished run's).
-  declare whenAborted: ((callback: () => void) => () => void) | undefined;
+  declare abortWaiters: AbortWaiters | undefined;
   declare ended: EffectsHost | undefined;
   declare readonly clock: ToolBatch['clock'];
   declare readonly executor: ToolBatch['executor'];
@@ -209,7 +220,7 @@ export class GatedBatch implements ToolBatch, BatchListener {
     classified: ClassifiedCalls | undefined,
   ): void {
     this.host = host;
-    this.whenAborted = host.whenAborted;
+    this.abortWaiters = host.abortWaiters;
     // The effects abort their signal themselves, right after they are closed: the runner reads `closed` instead.
     this.ended = host;
     this.calls = classified ? classified.runnable : command.calls;
@@ -232,7 +243,7 @@ export class GatedBatch implements ToolBatch, BatchListener {
     const host = this.host as EffectsHost;
     this.over = true;
     this.host = undefined;
-    this.whenAborted = undefined;
+    this.abortWaiters = undefined;
     this.ended = undefined;
     const runtime = this.caller;
     const nestedSteps = runtime.nestedSteps;
