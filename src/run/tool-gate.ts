@@ -151,6 +151,8 @@ export class GatedBatch implements ToolBatch, BatchListener {
   declare sessionId: string;
   declare route: string;
   declare turn: number;
+  /** The start of the step's idempotency keys, made again only when the session or turn changed. */
+  declare keyPrefix: string | undefined;
   declare context: unknown;
   // The run's: the same for every step of the run (its agent, its effects).
   declare readonly registry: ToolBatch['registry'];
@@ -227,9 +229,13 @@ export class GatedBatch implements ToolBatch, BatchListener {
     this.checked = classified?.checked;
     this.disabled = command.disabledTools;
     this.step = command.step;
-    this.sessionId = runtime.sessionId ?? runtime.bus.sessionId;
+    const sessionId = runtime.sessionId ?? runtime.bus.sessionId;
+    const turn = runtime.turn ?? 1;
+    if (this.keyPrefix === undefined || sessionId !== this.sessionId || turn !== this.turn)
+      this.keyPrefix = `${sessionId}:${turn}:`;
+    this.sessionId = sessionId;
     this.route = runtime.route ?? this.agent;
-    this.turn = runtime.turn ?? 1;
+    this.turn = turn;
     this.context = runtime.context;
     this.classified = classified;
     // Nothing to ask for the usual step (no decisions, not durable): the runner skips the call.
@@ -269,13 +275,14 @@ export class GatedBatch implements ToolBatch, BatchListener {
       emitFrom(runtime, 'tool_call', toolCallEventData(call, secretKeysOf(runtime.agent)));
   }
 
-  onSettled(call: ToolCall, outcome: ToolOutcome, durationMs: number, last: boolean): void | Promise<void> {
+  onSettled(call: ToolCall, outcome: ToolOutcome, started: number, last: boolean): void | Promise<void> {
     const runtime = this.caller;
     // A failed `fatal: true` tool fails the agent actor: the session's supervisor decides. Its outcome is not
     // recorded, so a restart runs it again.
     const fatal = outcome.isError && outcome.executed && runtime.agent.tools.find(call.name)?.fatal;
     if (fatal) runtime.onFatal?.({ name: 'FatalToolError', code: 'tool_fatal', message: outcome.content });
-    if (runtime.bus.listening) emitToolResponse(runtime, call, outcome, durationMs);
+    // The clock is read for the duration only when an event shows it.
+    if (runtime.bus.listening) emitToolResponse(runtime, call, outcome, this.clock.now() - started);
     const durable = runtime.durable;
     if (!durable || fatal || this.signal.aborted) return;
     try {

@@ -37,6 +37,8 @@ export interface ToolBatch {
   turn: number;
   /** Ids of the calls that started this (nested) run, joined by '/', or '' at the top: part of idempotency keys. */
   callPath: string;
+  /** `${sessionId}:${turn}:`, the start of every idempotency key of the batch, when its owner keeps it made. */
+  keyPrefix?: string | undefined;
   /** The run that calls (agents used as tools find their caller through it); absent outside a run. */
   caller?: RunRuntime | undefined;
   agent: string;
@@ -68,13 +70,12 @@ export interface ToolBatch {
    * A call finished (after its retries). The batch waits for what this returns before counting the call as done:
    * a durable session commits the outcome here, so it is never run again after a crash.
    */
-  /** `last`: no other call of the batch is still running (what follows is the agent's next step). */
-  onSettled: (
-    call: ToolCall,
-    outcome: ToolOutcome,
-    durationMs: number,
-    last: boolean,
-  ) => void | Promise<void>;
+  /**
+   * `started`: the batch clock's time when the call started (its duration is the clock's time now less this, read
+   * only by an owner that reports it). `last`: no other call of the batch is still running (what follows is the
+   * agent's next step).
+   */
+  onSettled: (call: ToolCall, outcome: ToolOutcome, started: number, last: boolean) => void | Promise<void>;
   onRetry: (call: ToolCall, attempt: number, error: string) => void;
   /** A tool's circuit breaker changed state during one of this batch's calls. */
   onBreaker?: BreakerReporter | undefined;
@@ -240,12 +241,7 @@ class BatchRun implements AbortListener {
     // A durable run commits the outcome here first; a plain run goes on in the same tick.
     let settling: void | Promise<void> | undefined;
     try {
-      settling = batch.onSettled(
-        call,
-        outcome,
-        batch.clock.now() - started,
-        this.settledCount + 1 === batch.calls.length,
-      );
+      settling = batch.onSettled(call, outcome, started, this.settledCount + 1 === batch.calls.length);
     } catch {
       // onSettled reports its own failures; the outcome still answers the call.
     }
