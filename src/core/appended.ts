@@ -13,13 +13,3 @@ export function withLast<T>(items: readonly T[], last: T): T[] {
   all[length] = last;
   return all;
 }
-
-/** `items` and then `more`, in a new array. */
-export function appended<T>(items: readonly T[], more: readonly T[]): T[] {
-  const length = items.length;
-  const count = more.length;
-  const all: T[] = new Array(length + count);
-  for (let index = 0; index < length; index++) all[index] = items[index] as T;
-  for (let index = 0; index < count; index++) all[length + index] = more[index] as T;
-  return all;
-}

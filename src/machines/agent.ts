@@ -1,5 +1,5 @@
 import { and, assign, emit, setup } from 'xstate';
-import { appended, withLast } from '../core/appended.ts';
+import { withLast } from '../core/appended.ts';
 import type { ApprovalDecision, HumanRequestKind } from '../core/approvals.ts';
 import type { ErrorInfo } from '../core/errors.ts';
 import { blockedMessage, type GuardrailBlock } from '../core/guardrail-block.ts';
@@ -569,9 +569,13 @@ function toolResultsPatch(
   | 'approvals'
   | 'step'
 > {
-  // The answers are appended in one copy: the history stays in the context until the next step, and an array
-  // grown by push keeps half its length again in spare slots.
-  const answers = new Array<Message>(calls.length);
+  // The answers are written straight into one copy of the history, made at its final length: the history stays in
+  // the context until the next step (an array grown by push keeps half its length again in spare slots), and a
+  // separate array of answers would be garbage at once.
+  const before = context.history;
+  const length = before.length;
+  const history = new Array<Message>(length + calls.length);
+  for (let index = 0; index < length; index++) history[index] = before[index] as Message;
   let usage = context.usage;
   const toolCallCounts = { ...context.toolCallCounts };
   const callSignatures = { ...context.callSignatures };
@@ -589,7 +593,7 @@ function toolResultsPatch(
     const inOrder = results[index];
     const result = inOrder?.callId === id ? inOrder : results.find((r) => r.callId === id);
     if (result === undefined)
-      answers[index] = {
+      history[length + index] = {
         role: 'tool',
         toolCallId: id,
         name,
@@ -597,7 +601,7 @@ function toolResultsPatch(
         isError: true,
       };
     else {
-      answers[index] = {
+      history[length + index] = {
         role: 'tool',
         toolCallId: id,
         name,
@@ -613,7 +617,7 @@ function toolResultsPatch(
     addCount(callSignatures, signatures[index] as string);
   }
   return {
-    history: appended(context.history, answers),
+    history,
     toolCallCounts,
     callSignatures,
     degradedTools,

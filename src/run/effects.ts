@@ -97,8 +97,8 @@ export interface EffectsHost {
   readonly signal: AbortSignal;
   /** Whether the run ended: nothing more reaches the machine. */
   readonly closed: boolean;
-  /** Calls `callback` when the run ends; returns what removes it (no listener on the signal needed). */
-  readonly whenAborted: (callback: () => void) => () => void;
+  /** What waits for the run's end (no listener on the signal needed): callbacks and listeners, removed on the way. */
+  readonly abortWaiters: AbortWaiters;
   /** Answers the machine (sends the event to the agent's actor), unless the run ended meanwhile. */
   answer(event: AgentEvent): void;
   /** A durable write failed: the effect does not go on and the run fails with the store's error. */
@@ -180,12 +180,11 @@ class EffectsInstance implements EffectsHost {
   close(): void {
     this.closed = true;
     this.#controller.abort(stacklessError('The run ended before this call finished.'));
-    this.#abortWaiters.wakeAll();
+    this.abortWaiters.wakeAll();
   }
 
   /** Tool batches and guarded calls waiting for the run's end (it aborts its signal itself). */
-  readonly #abortWaiters = new AbortWaiters();
-  readonly whenAborted = (callback: () => void): (() => void) => this.#abortWaiters.add(callback);
+  readonly abortWaiters = new AbortWaiters();
 
   answer(event: AgentEvent): void {
     if (!this.closed) this.scope.self.send(event);
@@ -225,10 +224,20 @@ class EffectsInstance implements EffectsHost {
       runtime.phases?.reportPhase();
     }
     const durable = runtime.durable;
-    if (!durable) {
-      this.start(runtime, command);
-      return;
-    }
+    if (durable) this.receiveDurable(runtime, command, durable);
+    else this.start(runtime, command);
+  }
+
+  /**
+   * A durable run's command: started once the state that decided it is committed. Apart from `receive`: the
+   * callbacks here hold the runtime and command, and a function whose closures hold its variables makes a scope for
+   * them at every call, whichever branch it takes (a plain run's two commands per step would make two).
+   */
+  private receiveDurable(
+    runtime: RunRuntime,
+    command: EffectCommand,
+    durable: NonNullable<RunRuntime['durable']>,
+  ): void {
     // Write-ahead: the state that decided this command is committed before anything it asks for starts. A guardrail
     // check decides nothing new to commit: the state that asked for it follows a committed effect (the run's start,
     // or a model call recorded in the journal), so after a crash the check simply runs again; only a run's start
@@ -295,6 +304,18 @@ class EffectsInstance implements EffectsHost {
       deliverModelCall(runtime, command, this.signal, this.historyIds, this.plainModelAnswered, this);
       return;
     }
+    this.callModelDurable(runtime, command, durable);
+  }
+
+  /**
+   * A durable run's model call: its response is committed before the machine sees it. Apart from `callModel` for
+   * the reason `receiveDurable` is apart from `receive` (the callback holds the call's variables).
+   */
+  private callModelDurable(
+    runtime: RunRuntime,
+    command: Extract<EffectCommand, { type: 'model.call' }>,
+    durable: NonNullable<RunRuntime['durable']>,
+  ): void {
     const answered = modelCall(runtime, command, this.signal, undefined, this.historyIds, this);
     void answered.then(async (event) => {
       if (this.closed) return;

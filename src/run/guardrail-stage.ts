@@ -74,7 +74,7 @@ export function callModelGuarded(
 ): void {
   const durable = runtime.durable;
   const controller = new AbortController();
-  const stopWaiting = host.whenAborted(() => controller.abort(host.signal.reason));
+  const stopWaiting = host.abortWaiters.add(() => controller.abort(host.signal.reason));
   const signal = controller.signal;
   let settled = false;
   let modelCalled = false;

@@ -33,6 +33,8 @@ export class ToolCallContext implements ToolContext {
       step: number;
       /** Ids of the calls that started this (nested) run, joined by '/', or '' at the top. */
       callPath: string;
+      /** `${sessionId}:${turn}:`, when the place keeps it made (a run's steps share it). */
+      keyPrefix?: string | undefined;
     },
     callId: string,
     attempt: number,
@@ -49,7 +51,10 @@ export class ToolCallContext implements ToolContext {
     this.attempt = attempt;
     // A pure function of where the call sits in the session (see ToolContext.idempotencyKey).
     const callPath = place.callPath;
-    this.idempotencyKey = `${place.sessionId}:${place.turn}:${place.step}:${callPath === '' ? callId : `${callPath}/${callId}`}`;
+    // Each piece joined makes a string of its own (the session id is too long to copy): the run's part made once
+    // saves two per call.
+    const prefix = place.keyPrefix ?? `${place.sessionId}:${place.turn}:`;
+    this.idempotencyKey = `${prefix}${place.step}:${callPath === '' ? callId : `${callPath}/${callId}`}`;
     this.#caller = caller;
   }
 

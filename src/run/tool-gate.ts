@@ -1,3 +1,4 @@
+import type { AbortWaiters } from '../core/abort.ts';
 import type { ApprovalRequest } from '../core/approvals.ts';
 import type { ToolCall } from '../core/messages.ts';
 import type { AgentContext, AgentEvent, EffectCommand, ToolOutcome } from '../machines/agent.ts';
@@ -40,6 +41,16 @@ export function runTools(host: EffectsHost, runtime: RunRuntime, command: ToolsC
     runBatch(host, runtime, command, undefined);
     return;
   }
+  prepareAndRun(host, runtime, command);
+}
+
+/**
+ * The batch of a run whose tools are listed at run time, or whose calls need classifying. Apart from `runTools`:
+ * the callback here holds the call's variables, and a function whose closures hold its variables makes a scope for
+ * them at every call, whichever branch it takes.
+ */
+function prepareAndRun(host: EffectsHost, runtime: RunRuntime, command: ToolsCommand): void {
+  const tools = runtime.agent.tools;
   const preparing =
     tools.sources.length === 0
       ? undefined
@@ -140,6 +151,8 @@ export class GatedBatch implements ToolBatch, BatchListener {
   declare sessionId: string;
   declare route: string;
   declare turn: number;
+  /** The start of the step's idempotency keys, made again only when the session or turn changed. */
+  declare keyPrefix: string | undefined;
   declare context: unknown;
   // The run's: the same for every step of the run (its agent, its effects).
   declare readonly registry: ToolBatch['registry'];
@@ -151,7 +164,7 @@ export class GatedBatch implements ToolBatch, BatchListener {
   declare readonly agent: string;
   declare readonly signal: AbortSignal;
   // The run's effects, while a step is in progress (undefined between steps: nothing keeps a finished run's).
-  declare whenAborted: ((callback: () => void) => () => void) | undefined;
+  declare abortWaiters: AbortWaiters | undefined;
   declare ended: EffectsHost | undefined;
   declare readonly clock: ToolBatch['clock'];
   declare readonly executor: ToolBatch['executor'];
@@ -209,16 +222,20 @@ export class GatedBatch implements ToolBatch, BatchListener {
     classified: ClassifiedCalls | undefined,
   ): void {
     this.host = host;
-    this.whenAborted = host.whenAborted;
+    this.abortWaiters = host.abortWaiters;
     // The effects abort their signal themselves, right after they are closed: the runner reads `closed` instead.
     this.ended = host;
     this.calls = classified ? classified.runnable : command.calls;
     this.checked = classified?.checked;
     this.disabled = command.disabledTools;
     this.step = command.step;
-    this.sessionId = runtime.sessionId ?? runtime.bus.sessionId;
+    const sessionId = runtime.sessionId ?? runtime.bus.sessionId;
+    const turn = runtime.turn ?? 1;
+    if (this.keyPrefix === undefined || sessionId !== this.sessionId || turn !== this.turn)
+      this.keyPrefix = `${sessionId}:${turn}:`;
+    this.sessionId = sessionId;
     this.route = runtime.route ?? this.agent;
-    this.turn = runtime.turn ?? 1;
+    this.turn = turn;
     this.context = runtime.context;
     this.classified = classified;
     // Nothing to ask for the usual step (no decisions, not durable): the runner skips the call.
@@ -232,7 +249,7 @@ export class GatedBatch implements ToolBatch, BatchListener {
     const host = this.host as EffectsHost;
     this.over = true;
     this.host = undefined;
-    this.whenAborted = undefined;
+    this.abortWaiters = undefined;
     this.ended = undefined;
     const runtime = this.caller;
     const nestedSteps = runtime.nestedSteps;
@@ -258,13 +275,14 @@ export class GatedBatch implements ToolBatch, BatchListener {
       emitFrom(runtime, 'tool_call', toolCallEventData(call, secretKeysOf(runtime.agent)));
   }
 
-  onSettled(call: ToolCall, outcome: ToolOutcome, durationMs: number, last: boolean): void | Promise<void> {
+  onSettled(call: ToolCall, outcome: ToolOutcome, started: number, last: boolean): void | Promise<void> {
     const runtime = this.caller;
     // A failed `fatal: true` tool fails the agent actor: the session's supervisor decides. Its outcome is not
     // recorded, so a restart runs it again.
     const fatal = outcome.isError && outcome.executed && runtime.agent.tools.find(call.name)?.fatal;
     if (fatal) runtime.onFatal?.({ name: 'FatalToolError', code: 'tool_fatal', message: outcome.content });
-    if (runtime.bus.listening) emitToolResponse(runtime, call, outcome, durationMs);
+    // The clock is read for the duration only when an event shows it.
+    if (runtime.bus.listening) emitToolResponse(runtime, call, outcome, this.clock.now() - started);
     const durable = runtime.durable;
     if (!durable || fatal || this.signal.aborted) return;
     try {

@@ -1,6 +1,6 @@
 import { isHandoffTool } from '../agent/handoff.ts';
 import { type BreakerReporter, type CircuitBreaker, sharedBreaker } from '../breakers/circuit-breaker.ts';
-import { abortError, onAbort as whenAborted } from '../core/abort.ts';
+import { type AbortListener, type AbortWaiters, abortError, abortWaitersOf } from '../core/abort.ts';
 import type { Clock } from '../core/clock.ts';
 import { ToolInputError, ToolTimeoutError } from '../core/errors.ts';
 import type { GuardrailBlock } from '../core/guardrail-block.ts';
@@ -37,6 +37,8 @@ export interface ToolBatch {
   turn: number;
   /** Ids of the calls that started this (nested) run, joined by '/', or '' at the top: part of idempotency keys. */
   callPath: string;
+  /** `${sessionId}:${turn}:`, the start of every idempotency key of the batch, when its owner keeps it made. */
+  keyPrefix?: string | undefined;
   /** The run that calls (agents used as tools find their caller through it); absent outside a run. */
   caller?: RunRuntime | undefined;
   agent: string;
@@ -52,10 +54,10 @@ export interface ToolBatch {
    */
   ended?: RunEnd | undefined;
   /**
-   * Calls back once `signal` aborts; returns the function that stops waiting. Defaults to a listener on the signal;
-   * a run's effects, which abort the signal themselves, pass their own list instead (no listener per run).
+   * What waits for `signal`'s abort. Defaults to the signal's own waiters (one listener on the signal); a run's
+   * effects, which abort the signal themselves, pass their own (no listener per run).
    */
-  whenAborted?: ((callback: () => void) => () => void) | undefined;
+  abortWaiters?: AbortWaiters | undefined;
   clock: Clock;
   /**
    * Outcomes known without running anything: calls that finished before a restart (replayed from the journal) and
@@ -68,13 +70,12 @@ export interface ToolBatch {
    * A call finished (after its retries). The batch waits for what this returns before counting the call as done:
    * a durable session commits the outcome here, so it is never run again after a crash.
    */
-  /** `last`: no other call of the batch is still running (what follows is the agent's next step). */
-  onSettled: (
-    call: ToolCall,
-    outcome: ToolOutcome,
-    durationMs: number,
-    last: boolean,
-  ) => void | Promise<void>;
+  /**
+   * `started`: the batch clock's time when the call started (its duration is the clock's time now less this, read
+   * only by an owner that reports it). `last`: no other call of the batch is still running (what follows is the
+   * agent's next step).
+   */
+  onSettled: (call: ToolCall, outcome: ToolOutcome, started: number, last: boolean) => void | Promise<void>;
   onRetry: (call: ToolCall, attempt: number, error: string) => void;
   /** A tool's circuit breaker changed state during one of this batch's calls. */
   onBreaker?: BreakerReporter | undefined;
@@ -156,7 +157,7 @@ export function startToolBatch(batch: ToolBatch, listener: BatchListener): void 
  * object per call ({@link PlainCall}) for the usual call: a tool step makes a few objects, not a chain of closures,
  * async frames and promises per call.
  */
-class BatchRun {
+class BatchRun implements AbortListener {
   // Declared, not defined: the constructor sets each field once (defined fields and private names are set by a
   // field initializer first, and a private name is read through a keyed load; one batch is made per tool step).
   declare readonly batch: ToolBatch;
@@ -166,7 +167,8 @@ class BatchRun {
   declare private settledCount: number;
   declare private over: boolean;
   declare private starting: boolean;
-  declare private stopWaiting: (() => void) | undefined;
+  /** What the batch waits on for the run's abort, while it waits. */
+  declare private waiters: AbortWaiters | undefined;
 
   constructor(batch: ToolBatch, listener: BatchListener) {
     this.batch = batch;
@@ -176,7 +178,7 @@ class BatchRun {
     this.settledCount = 0;
     this.over = false;
     this.starting = true;
-    this.stopWaiting = undefined;
+    this.waiters = undefined;
   }
 
   start(): void {
@@ -185,12 +187,19 @@ class BatchRun {
     // An already aborted signal never fires: the batch is over at once instead of waiting forever.
     if (count === 0 || (batch.ended?.closed ?? batch.signal.aborted)) this.finish();
     else {
-      const onAbort = () => this.finish();
-      this.stopWaiting = batch.whenAborted ? batch.whenAborted(onAbort) : whenAborted(batch.signal, onAbort);
+      // The batch itself waits (see `aborted`): no callback, and no function to stop waiting, per batch.
+      const waiters = batch.abortWaiters ?? abortWaitersOf(batch.signal);
+      this.waiters = waiters;
+      waiters.listen(this);
       const starting = Math.min(batch.concurrency, count);
       for (let i = 0; i < starting; i++) this.startNext();
     }
     this.starting = false;
+  }
+
+  /** The run's signal aborted: the batch is over with the outcomes that came. */
+  aborted(): void {
+    this.finish();
   }
 
   /** Every call answered: the outcomes are the array itself; after an abort, only the ones that came. */
@@ -220,7 +229,7 @@ class BatchRun {
     const batch = this.batch;
     if (batch.ended?.closed ?? batch.signal.aborted) return;
     if (settled === batch.calls.length) {
-      this.stopWaiting?.();
+      this.waiters?.remove(this);
       this.finish();
     } else this.startNext();
   }
@@ -232,20 +241,12 @@ class BatchRun {
     // A durable run commits the outcome here first; a plain run goes on in the same tick.
     let settling: void | Promise<void> | undefined;
     try {
-      settling = batch.onSettled(
-        call,
-        outcome,
-        batch.clock.now() - started,
-        this.settledCount + 1 === batch.calls.length,
-      );
+      settling = batch.onSettled(call, outcome, started, this.settledCount + 1 === batch.calls.length);
     } catch {
       // onSettled reports its own failures; the outcome still answers the call.
     }
     if (settling instanceof Promise) {
-      settling.then(
-        () => this.callDone(index, outcome),
-        () => this.callDone(index, outcome),
-      );
+      this.settleWhenCommitted(settling, index, outcome);
       return;
     }
     // callDone, written out for the usual call, whose outcome is committed at once: one function fewer per step,
@@ -258,7 +259,7 @@ class BatchRun {
       this.startNext();
       return;
     }
-    this.stopWaiting?.();
+    this.waiters?.remove(this);
     // finish, written out for a batch whose every call is answered: the outcomes are the array itself.
     if (this.over) return;
     this.over = true;
@@ -266,6 +267,16 @@ class BatchRun {
     const listener = this.listener;
     if (this.starting) queueMicrotask(() => listener.batchDone(outcomes));
     else listener.batchDone(outcomes);
+  }
+
+  /**
+   * Counts the call once its owner committed the outcome. Apart from `settle`, as the other callbacks of this class
+   * are apart from the functions that need them: a function whose closures hold its variables makes a scope for them
+   * at every call, whichever branch it takes.
+   */
+  private settleWhenCommitted(settling: Promise<void>, index: number, outcome: ToolOutcome): void {
+    const done = () => this.callDone(index, outcome);
+    settling.then(done, done);
   }
 
   /** Settles from a later job: an outcome known at once keeps its place among the others' (a tool answers later). */
@@ -294,20 +305,12 @@ class BatchRun {
     // The checks of this function are written out, not called: each function the step calls once is compiled on
     // its own about 500 steps after its first (see isHandoffTool and the plain path's conditions below).
     if (found !== undefined && Object.hasOwn(found, 'handoffTo')) {
-      void runCallWithSpend(call, batch).then((outcome) => {
-        if (outcome.handoff) return this.callDone(index, outcome);
-        batch.onStart(call);
-        this.settle(index, call, started, outcome);
-      });
+      this.runHandoff(index, call, started);
       return;
     }
     batch.onStart(call);
     if (batch.executor) {
-      void batch
-        .executor(`${batch.route}/tool/${batch.step}/${call.id}`, isAgentTool(found) ? 'agent' : 'tool', () =>
-          runCallWithSpend(call, batch),
-        )
-        .then((outcome) => this.settle(index, call, started, outcome));
+      this.runThroughExecutor(batch.executor, index, call, found, started);
       return;
     }
     const guardrails = batch.guardrails;
@@ -330,7 +333,40 @@ class BatchRun {
       else new PlainCall(this, index, call, found, checked.value, started).attempt();
       return;
     }
-    void runCallWithSpend(call, batch).then((outcome) => this.settle(index, call, started, outcome));
+    this.runGeneral(index, call, started);
+  }
+
+  // The paths below are apart from `startNext` because their callbacks hold the call's variables: a function whose
+  // closures hold its variables makes a scope for them at every call, whichever branch it takes (the usual call's
+  // too).
+
+  /** A handoff call the gate let through runs nothing; one refused here is answered like any refused call. */
+  private runHandoff(index: number, call: ToolCall, started: number): void {
+    const batch = this.batch;
+    void runCallWithSpend(call, batch).then((outcome) => {
+      if (outcome.handoff) return this.callDone(index, outcome);
+      batch.onStart(call);
+      this.settle(index, call, started, outcome);
+    });
+  }
+
+  /** A call run through a durable executor, which records it (all its attempts) as one effect. */
+  private runThroughExecutor(
+    executor: EffectExecutor,
+    index: number,
+    call: ToolCall,
+    found: Tool | undefined,
+    started: number,
+  ): void {
+    const batch = this.batch;
+    void executor(`${batch.route}/tool/${batch.step}/${call.id}`, isAgentTool(found) ? 'agent' : 'tool', () =>
+      runCallWithSpend(call, batch),
+    ).then((outcome) => this.settle(index, call, started, outcome));
+  }
+
+  /** A call with a breaker, tool guardrails, or a tool unknown or disabled: the general path's async steps. */
+  private runGeneral(index: number, call: ToolCall, started: number): void {
+    void runCallWithSpend(call, this.batch).then((outcome) => this.settle(index, call, started, outcome));
   }
 }
 
@@ -581,9 +617,7 @@ function attemptTool(
   const controller = new AbortController();
   context.signal = controller.signal;
   const abortAttempt = () => controller.abort(batch.signal.reason);
-  const stopWaiting = batch.whenAborted
-    ? batch.whenAborted(abortAttempt)
-    : whenAborted(batch.signal, abortAttempt);
+  const stopWaiting = (batch.abortWaiters ?? abortWaitersOf(batch.signal)).add(abortAttempt);
   let timer: unknown;
   return new Promise<unknown>((resolve, reject) => {
     // A tool that ignores its signal must not hold the loop: the race settles on abort either way.

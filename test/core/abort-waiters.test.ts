@@ -72,4 +72,20 @@ describe('onAbort (one listener per signal, many waiters)', () => {
     waiters.wakeAll();
     expect(calls).toEqual(['second', 'third']);
   });
+
+  it('wakes a listener object once, in order with callbacks, unless it was removed; a late one at once', () => {
+    const waiters = new AbortWaiters();
+    const calls: string[] = [];
+    const listener = { aborted: () => calls.push('listener') };
+    const removed = { aborted: () => calls.push('removed') };
+    waiters.listen(removed);
+    waiters.listen(listener);
+    waiters.listen(listener);
+    waiters.add(() => calls.push('callback'));
+    waiters.remove(removed);
+    waiters.wakeAll();
+    expect(calls).toEqual(['listener', 'callback']);
+    waiters.listen({ aborted: () => calls.push('late') });
+    expect(calls).toEqual(['listener', 'callback', 'late']);
+  });
 });
