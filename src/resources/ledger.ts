@@ -1122,11 +1122,13 @@ function rateLimited(state: ResourceState, event: Extract<ResourceEvent, { type:
     state.quotaKeys.push(key);
     state.quotaIndex = {};
     keys = [key];
-    // Calls already waiting for this model wait on the new quota too (granted ones hold no slot in it).
+    // Calls already waiting for this model wait on the new quota too (granted ones hold no slot in it). Each gets
+    // a list of its own: reservations of one model share the list their quotas were looked up in, granted ones too,
+    // and a granted call must not give back a slot it never took.
     for (const id of state.waiting) {
       const waiter = state.reservations.get(id);
       if (waiter && waiter.provider === event.provider && waiter.model === event.model)
-        waiter.quotas.push(key);
+        waiter.quotas = [...waiter.quotas, key];
     }
   }
   const until = event.now + Math.max(0, event.retryAfterMs);

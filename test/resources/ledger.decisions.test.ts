@@ -426,6 +426,27 @@ describe('resources: 429s from providers', () => {
     expect(w.state.reservations.get('b')?.status).toBe('granted');
   });
 
+  it('a quota made by a 429 counts only the calls that waited on it: none in flight once all settle', () => {
+    const w = world({ concurrency: 1 });
+    w.open('s');
+    w.reserve('a', { model: 'm' });
+    w.reserve('b', { model: 'm' });
+    w.reserve('c', { model: 'm' });
+    w.apply({ type: 'rate_limited', provider: 'p', model: 'm', retryAfterMs: 1_000, now: 0 });
+    // a was granted before the quota existed: it holds no slot in it, and b and c each wait on it once.
+    expect(w.state.reservations.get('a')?.quotas).toEqual(['*']);
+    expect(w.state.reservations.get('b')?.quotas).toEqual(['*', 'p:m']);
+    expect(w.state.reservations.get('c')?.quotas).toEqual(['*', 'p:m']);
+    w.settle('a', 1);
+    w.apply({ type: 'tick', now: 1_000 });
+    expect(w.state.quotas['p:m']?.inFlight).toBe(1);
+    w.settle('b', 1, null, 1_000);
+    w.settle('c', 1, null, 1_000);
+    expect(w.state.reservations.size).toBe(0);
+    expect(w.state.quotas['p:m']?.inFlight).toBe(0);
+    expect(w.state.quotas['*']?.inFlight).toBe(0);
+  });
+
   it('does not block a provider-wide account quota for one model’s 429', () => {
     const w = world({ quotas: [{ provider: 'p', requestsPerMinute: 100 }] });
     w.open('s');
