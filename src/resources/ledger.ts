@@ -165,8 +165,11 @@ export interface ResourceState {
   quotas: Record<string, QuotaState>;
   /** Configured quota keys in configuration order (matching is done against these). */
   quotaKeys: string[];
-  /** Which quota keys apply to a provider and model, computed once per pair. */
-  quotaIndex: Record<string, string[]>;
+  /**
+   * Which quota keys apply to a provider and model, by provider then model, computed once per pair (two lookups of
+   * the names a call already holds, rather than a key string made per call).
+   */
+  quotaIndex: Map<string, Map<string, string[]>>;
   /**
    * Reservations by id, waiting or granted. A Map: ids come and go with every call, which an object keyed by them
    * pays in slow deletes and in interning each new id.
@@ -321,7 +324,7 @@ export function initialResourceState(config: ResourceConfigInput = {}): Resource
     scopes: {},
     quotas: {},
     quotaKeys: [],
-    quotaIndex: {},
+    quotaIndex: new Map(),
     reservations: new Map(),
     waiting: [],
     nextWakeAt: null,
@@ -430,10 +433,20 @@ function decided(state: ResourceState, output: ResourceOutput): void {
   else state.outbox.push(output);
 }
 
+/**
+ * A shared, frozen trace of one branch per branch: most events take a single branch, so their trace costs no array
+ * of its own; a second branch copies it into one.
+ */
+const onlyBranch: ReadonlyMap<ResourceBranch, ResourceBranch[]> = new Map(
+  resourceBranches.map((branch) => [branch, Object.freeze([branch]) as unknown as ResourceBranch[]]),
+);
+
 /** Records a branch the event took. */
 function traced(state: ResourceState, branch: ResourceBranch): void {
-  if (state.trace === noBranches) state.trace = [branch];
-  else state.trace.push(branch);
+  const trace = state.trace;
+  if (trace === noBranches) state.trace = onlyBranch.get(branch) ?? [branch];
+  else if (Object.isFrozen(trace)) state.trace = [...trace, branch];
+  else trace.push(branch);
 }
 
 /** The pure form: copies the state, then applies the event. For traversal, properties and anyone keeping states. */
@@ -584,19 +597,26 @@ function expireWindow(state: ResourceState, scope: ScopeState, now: number): voi
 
 /**
  * What the budgets of a chain say about a call: denied for good, held until calls in flight settle, or it fits,
- * with the most output tokens it may write (null when nothing caps it).
+ * with the most output tokens it may write (null when nothing caps it). A call that fits, the usual case, is
+ * answered by its output cap alone, so the verdict costs it no object.
  */
-type BudgetVerdict =
-  | { kind: 'deny'; scope: ScopeState; reason: DenialReason; message: string }
-  | {
-      kind: 'held';
-      scope: ScopeState;
-      dimension: 'tokens' | 'usd';
-      spent: number;
-      reserved: number;
-      limit: number;
-    }
-  | { kind: 'fits'; outputCap: number | null };
+type BudgetVerdict = BudgetDenial | BudgetHold | OutputCap;
+type BudgetDenial = { kind: 'deny'; scope: ScopeState; reason: DenialReason; message: string };
+type BudgetHold = {
+  kind: 'held';
+  scope: ScopeState;
+  dimension: 'tokens' | 'usd';
+  spent: number;
+  reserved: number;
+  limit: number;
+};
+/** The most output tokens a call that fits may write; null when nothing caps it. */
+type OutputCap = number | null;
+
+/** Whether a verdict keeps the call from starting now (denied or held), rather than letting it fit. */
+function stopsCall(verdict: BudgetVerdict): verdict is BudgetDenial | BudgetHold {
+  return verdict !== null && typeof verdict === 'object';
+}
 
 /**
  * Whether the budgets of the chain let a call start. A denial anywhere in the chain wins over a hold.
@@ -619,7 +639,7 @@ function budgetVerdict(
   bound: OutputBound | null,
   now: number,
 ): BudgetVerdict {
-  let held: BudgetVerdict | null = null;
+  let held: BudgetHold | null = null;
   let outputCap: number | null = null;
   const minimal = bound ? Math.min(minOutputTokens, bound.maxTokens) : 0;
   for (const id of chain) {
@@ -669,7 +689,7 @@ function budgetVerdict(
       if (usdDimension) break;
     }
   }
-  return held ?? { kind: 'fits', outputCap };
+  return held ?? outputCap;
 }
 
 /** The denial of a call by a budget whose spend (with the call's prompt, for a bounded call) leaves it nothing. */
@@ -709,8 +729,12 @@ function round(usd: number): string {
 // Quotas
 
 function quotasFor(state: ResourceState, provider: string, model: string): string[] {
-  const indexKey = `${provider}\u0000${model}`;
-  const cached = state.quotaIndex[indexKey];
+  let byModel = state.quotaIndex.get(provider);
+  if (byModel === undefined) {
+    byModel = new Map();
+    state.quotaIndex.set(provider, byModel);
+  }
+  const cached = byModel.get(model);
   if (cached) return cached;
   const keys = state.quotaKeys.filter((key) => {
     const quota = state.quotas[key];
@@ -721,7 +745,7 @@ function quotasFor(state: ResourceState, provider: string, model: string): strin
     );
   });
   if (state.quotas[globalQuotaKey]) keys.push(globalQuotaKey);
-  state.quotaIndex[indexKey] = keys;
+  byModel.set(model, keys);
   return keys;
 }
 
@@ -805,7 +829,7 @@ function reserve(state: ResourceState, event: Extract<ResourceEvent, { type: 're
   }
   const bound = event.bound ?? null;
   const verdict = budgetVerdict(state, chain, event.model, event.usd, bound, event.now);
-  if (verdict.kind === 'deny') {
+  if (stopsCall(verdict) && verdict.kind === 'deny') {
     denyReserve(
       state,
       event,
@@ -856,7 +880,7 @@ function reserve(state: ResourceState, event: Extract<ResourceEvent, { type: 're
     reservation.heldAfter = scope.lastHeld;
     scope.lastHeld = event.id;
   }
-  if (verdict.kind === 'held') {
+  if (stopsCall(verdict)) {
     // Only calls in flight stand in the way: wait for them to settle, then grant or deny.
     traced(state, 'reserve.held_budget');
     state.waiting.push(event.id);
@@ -867,7 +891,7 @@ function reserve(state: ResourceState, event: Extract<ResourceEvent, { type: 're
   const behind = state.waiting.length > 0 && sharesQuotaWithWaiter(state, quotas);
   if (!behind && allQuotasAllow(state, reservation, event.now)) {
     traced(state, 'reserve.granted');
-    grant(state, reservation, verdict.outputCap, event.now);
+    grant(state, reservation, verdict, event.now);
     return;
   }
   traced(state, 'reserve.queued');
@@ -1051,36 +1075,60 @@ function settle(state: ResourceState, event: Extract<ResourceEvent, { type: 'set
 }
 
 function warnIfCrossed(state: ResourceState, scope: ScopeState, origin: string): void {
-  const check = (
-    dimension: 'tokens' | 'usd',
-    spent: number,
-    limit: number | null,
-    warned: boolean,
-  ): boolean => {
-    if (limit === null || limit <= 0) return warned;
-    const crossed = spent >= limit * scope.warnAt;
-    if (crossed && !warned) {
-      traced(state, 'budget.warning');
-      decided(state, {
-        kind: 'budget_warning',
-        scope: scope.id,
-        origin,
-        dimension,
-        spent,
-        limit,
-        threshold: scope.warnAt,
-      });
-      return true;
-    }
-    if (!crossed && warned) {
-      // A rolling window moved on: the next crossing warns again.
-      traced(state, 'budget.rearmed');
-      return false;
-    }
-    return warned;
-  };
-  scope.warnedTokens = check('tokens', scope.windowTokens, scope.tokensLimit, scope.warnedTokens);
-  scope.warnedUsd = check('usd', scope.windowUsd, scope.usdLimit, scope.warnedUsd);
+  scope.warnedTokens = warnedAfter(
+    state,
+    scope,
+    origin,
+    'tokens',
+    scope.windowTokens,
+    scope.tokensLimit,
+    scope.warnedTokens,
+  );
+  scope.warnedUsd = warnedAfter(
+    state,
+    scope,
+    origin,
+    'usd',
+    scope.windowUsd,
+    scope.usdLimit,
+    scope.warnedUsd,
+  );
+}
+
+/**
+ * Whether a budget's dimension stands warned after a spend: warns when its spend crosses the threshold, re-arms when
+ * a rolling window took it back under. A function of its own, not a closure per settlement.
+ */
+function warnedAfter(
+  state: ResourceState,
+  scope: ScopeState,
+  origin: string,
+  dimension: 'tokens' | 'usd',
+  spent: number,
+  limit: number | null,
+  warned: boolean,
+): boolean {
+  if (limit === null || limit <= 0) return warned;
+  const crossed = spent >= limit * scope.warnAt;
+  if (crossed && !warned) {
+    traced(state, 'budget.warning');
+    decided(state, {
+      kind: 'budget_warning',
+      scope: scope.id,
+      origin,
+      dimension,
+      spent,
+      limit,
+      threshold: scope.warnAt,
+    });
+    return true;
+  }
+  if (!crossed && warned) {
+    // A rolling window moved on: the next crossing warns again.
+    traced(state, 'budget.rearmed');
+    return false;
+  }
+  return warned;
 }
 
 function release(state: ResourceState, id: string, now: number): void {
@@ -1120,7 +1168,7 @@ function rateLimited(state: ResourceState, event: Extract<ResourceEvent, { type:
     const key = quotaKeyOf(event.provider, event.model);
     state.quotas[key] = newQuota(key, event.provider, event.model);
     state.quotaKeys.push(key);
-    state.quotaIndex = {};
+    state.quotaIndex = new Map();
     keys = [key];
     // Calls already waiting for this model wait on the new quota too (granted ones hold no slot in it). Each gets
     // a list of its own: reservations of one model share the list their quotas were looked up in, granted ones too,
@@ -1164,7 +1212,7 @@ function drain(state: ResourceState, now: number): void {
       reservation.bound,
       now,
     );
-    if (verdict.kind === 'deny') {
+    if (stopsCall(verdict) && verdict.kind === 'deny') {
       traced(state, 'wait.denied_budget');
       forget(state, reservation);
       decided(state, {
@@ -1177,7 +1225,7 @@ function drain(state: ResourceState, now: number): void {
       });
       continue;
     }
-    if (verdict.kind === 'held') {
+    if (stopsCall(verdict)) {
       traced(state, 'wait.held_budget');
       holdBack(state, reservation, verdict);
       still.push(id);
@@ -1186,7 +1234,7 @@ function drain(state: ResourceState, now: number): void {
     reservation.heldBy = null;
     if (!reservation.quotas.some((key) => blocked.has(key)) && allQuotasAllow(state, reservation, now)) {
       traced(state, 'wait.granted');
-      grant(state, reservation, verdict.outputCap, now);
+      grant(state, reservation, verdict, now);
       continue;
     }
     for (const key of reservation.quotas) blocked.add(key);
@@ -1198,11 +1246,7 @@ function drain(state: ResourceState, now: number): void {
 }
 
 /** Marks a waiting reservation as held by its budget's calls in flight; says so once, when it starts. */
-function holdBack(
-  state: ResourceState,
-  reservation: Reservation,
-  verdict: Extract<BudgetVerdict, { kind: 'held' }>,
-): void {
+function holdBack(state: ResourceState, reservation: Reservation, verdict: BudgetHold): void {
   if (reservation.heldBy !== null) return;
   reservation.heldBy = verdict.scope.id;
   decided(state, {
