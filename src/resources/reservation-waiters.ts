@@ -47,7 +47,7 @@ export interface Waiter {
   outcome: ReservationOutcome | undefined;
   /** Stops listening for the call's abort. */
   detach: () => void;
-  /** The sink of the call's run, for the notices of its answer. */
+  /** The sink of the call's run for the notice of its grant, when that sink keeps it. */
   sink: ((notice: ResourceNotice) => void) | undefined;
 }
 

@@ -28,7 +28,7 @@ import {
   type ResourceManagerConfig,
   tenantBudget,
 } from './resource-config.ts';
-import { type ResourceNotice, ResourceNotices } from './resource-notices.ts';
+import { type ResourceNotice, ResourceNotices, sinkIgnoresGranted } from './resource-notices.ts';
 import { dispatchOutput } from './resource-outputs.ts';
 import { sessionScope, tenantScope } from './scope-names.ts';
 import { ClosedRuns, type ResourceUsage, resourceUsage } from './usage-queries.ts';
@@ -231,7 +231,7 @@ export function createResourceManager(config: ResourceManagerConfig = {}): Resou
     const expected = Math.min(bound.maxTokens, Math.max(0, output));
     const tokens = Math.max(0, Math.ceil(input + expected));
     const usd = bound.inputUsd === null ? null : bound.inputUsd + expected * (bound.usdPerToken ?? 0);
-    const waiter = waiters.add(id, request, run?.sink);
+    const waiter = waiters.add(id, request, run?.grantSink);
     const { provider, model } = request;
     send({ type: 'reserve', id, scope, provider, model, tokens, usd, bound, now: clock.now() });
     waiters.asked(id);
@@ -283,10 +283,17 @@ export function createResourceManager(config: ResourceManagerConfig = {}): Resou
       const scope = sessionScope(options.session);
       // A run opened again (resumed) keeps its sink and what was learned of its calls.
       const previous = runs.get(options.session);
+      const sink = options.onNotice;
       runs.set(options.session, {
         tenant,
         scope,
-        sink: options.onNotice ?? previous?.sink,
+        sink: sink ?? previous?.sink,
+        grantSink:
+          sink === undefined
+            ? previous?.grantSink
+            : (options as { [sinkIgnoresGranted]?: true })[sinkIgnoresGranted]
+              ? undefined
+              : sink,
         means: previous?.means ?? [],
       });
       send({
@@ -381,6 +388,8 @@ interface OpenRun {
   scope: string;
   /** Receives the notices of the run's calls. */
   sink: ((notice: ResourceNotice) => void) | undefined;
+  /** The sink when it keeps `granted` notices (a run's event stream does not): else undefined. */
+  grantSink: ((notice: ResourceNotice) => void) | undefined;
   /** What its calls wrote, per model (see OutputEstimates). */
   means: Mean[];
 }

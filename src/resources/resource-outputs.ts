@@ -18,7 +18,8 @@ export function dispatchOutput(
     case 'granted': {
       const reservation = state.reservations.get(output.id);
       const waiter = waiters.grant(output.id, reservation, output.waitedMs);
-      if (waiter && reservation)
+      // Built only when someone keeps it: a run's event stream has no event for it, and usually nobody subscribed.
+      if (waiter && reservation && (waiter.sink !== undefined || notices.subscribed))
         notices.notifyRun(
           {
             type: 'granted',
