@@ -19,7 +19,8 @@ export function dispatchOutput(
       const reservation = state.reservations.get(output.id);
       const waiter = waiters.grant(output.id, reservation, output.waitedMs);
       // Built only when someone keeps it: a run's event stream has no event for it, and usually nobody subscribed.
-      if (waiter && reservation && (waiter.sink !== undefined || notices.subscribed))
+      const sink = waiter?.run?.grantSink;
+      if (waiter && reservation && (sink !== undefined || notices.subscribed))
         notices.notifyRun(
           {
             type: 'granted',
@@ -31,7 +32,7 @@ export function dispatchOutput(
             maxOutputTokens: output.maxOutputTokens,
             waitedMs: output.waitedMs,
           },
-          waiter.sink,
+          sink,
         );
       return;
     }

@@ -77,4 +77,34 @@ describe('granted notices', () => {
       },
     ]);
   });
+
+  it('a spend goes to the sink of the run as open when its grant settles, after the run was opened again', async () => {
+    const manager = createResourceManager();
+    const before: ResourceNotice['type'][] = [];
+    const after: ResourceNotice['type'][] = [];
+    manager.openRun({
+      session: 's',
+      provider: 'p',
+      model: 'm',
+      onNotice: (notice) => before.push(notice.type),
+    });
+    const outcome = await manager.reserve({
+      session: 's',
+      provider: 'p',
+      model: 'm',
+      estimate: { input: 4, output: 6 },
+    });
+    if (!outcome.granted) throw new Error('expected a grant');
+    manager.openRun({
+      session: 's',
+      provider: 'p',
+      model: 'm',
+      onNotice: (notice) => after.push(notice.type),
+    });
+    expect(manager.settle(outcome.grant, { input: 4, output: 2, cached: 0, reasoning: 0 })).toMatchObject({
+      tokens: 6,
+    });
+    expect(before).toEqual(['granted']);
+    expect(after).toEqual(['spend']);
+  });
 });
