@@ -1,5 +1,5 @@
 import type { DenialReason } from './ledger.ts';
-import type { ResourceNotice } from './resource-notices.ts';
+import type { OpenRun } from './open-run.ts';
 import { sessionScope } from './scope-names.ts';
 
 /** A call asking for a reservation: the request as given, and what it waits on. */
@@ -47,8 +47,8 @@ export interface Waiter {
   outcome: ReservationOutcome | undefined;
   /** Stops listening for the call's abort. */
   detach: () => void;
-  /** The sink of the call's run, for the notices of its answer. */
-  sink: ((notice: ResourceNotice) => void) | undefined;
+  /** The call's run, as open when the call asked. */
+  run: OpenRun | undefined;
 }
 
 /**
@@ -69,8 +69,8 @@ export class ReservationWaiters {
    * Registers the call `id` before it is asked for. An answer given during the asking lands in the waiter's
    * `outcome`; once the caller sets `resolve` (the call waits), answers go there.
    */
-  add(id: string, request: ReservationRequest, sink: Waiter['sink']): Waiter {
-    const waiter: Waiter = { request, resolve: undefined, outcome: undefined, detach: noop, sink };
+  add(id: string, request: ReservationRequest, run: OpenRun | undefined): Waiter {
+    const waiter: Waiter = { request, resolve: undefined, outcome: undefined, detach: noop, run };
     // A call asked for while another is being decided (from a notice's listener): the other one waits in the map.
     if (this.#asking !== undefined && this.#askingId !== undefined)
       this.#waiting.set(this.#askingId, this.#asking);
@@ -103,17 +103,7 @@ export class ReservationWaiters {
   ): Waiter | undefined {
     const waiter = this.#take(id);
     if (!waiter) return undefined;
-    const { request } = waiter;
-    const grant: Grant = Object.freeze({
-      id,
-      session: request.session,
-      provider: request.provider,
-      model: request.model,
-      tokens: held?.tokens ?? 0,
-      usd: held?.usd ?? null,
-      maxOutputTokens: held?.outputCap ?? null,
-      waitedMs,
-    });
+    const grant = new IssuedGrant(id, waiter.request, held, waitedMs, waiter.run);
     answer(waiter, { granted: true, grant });
     return waiter;
   }
@@ -166,6 +156,51 @@ export class ReservationWaiters {
     return waiter;
   }
 }
+
+/**
+ * A grant as the manager issues it: frozen, and carrying the run it was made for, so that settling it needs no
+ * lookup of the run (a private field: not a property anyone sees or compares).
+ */
+class IssuedGrant implements Grant {
+  readonly id: string;
+  readonly session: string;
+  readonly provider: string;
+  readonly model: string;
+  readonly tokens: number;
+  readonly usd: number | null;
+  readonly maxOutputTokens: number | null;
+  readonly waitedMs: number;
+  readonly #run: OpenRun | undefined;
+
+  constructor(
+    id: string,
+    request: ReservationRequest,
+    held: { tokens: number; usd: number | null; outputCap: number | null } | undefined,
+    waitedMs: number,
+    run: OpenRun | undefined,
+  ) {
+    this.id = id;
+    this.session = request.session;
+    this.provider = request.provider;
+    this.model = request.model;
+    this.tokens = held?.tokens ?? 0;
+    this.usd = held?.usd ?? null;
+    this.maxOutputTokens = held?.outputCap ?? null;
+    this.waitedMs = waitedMs;
+    this.#run = run;
+    Object.freeze(this);
+  }
+
+  /** The run a grant issued by a manager was made for, while that run is still open; else undefined. */
+  static openRunOf(grant: Grant): OpenRun | undefined {
+    if (!(#run in grant)) return undefined;
+    const run = grant.#run;
+    return run?.open ? run : undefined;
+  }
+}
+
+/** The run a grant was made for, while it is open (undefined for a grant made elsewhere): see IssuedGrant. */
+export const openRunOf = IssuedGrant.openRunOf;
 
 function answer(waiter: Waiter, outcome: ReservationOutcome): void {
   if (waiter.resolve) waiter.resolve(outcome);

@@ -13,9 +13,11 @@ import {
   type ResourceState,
   type ScopeState,
 } from './ledger.ts';
-import { type Mean, OutputEstimates } from './output-estimates.ts';
+import type { OpenRun } from './open-run.ts';
+import { OutputEstimates } from './output-estimates.ts';
 import {
   type Grant,
+  openRunOf,
   type ReservationOutcome,
   type ReservationRequest,
   ReservationWaiters,
@@ -28,7 +30,7 @@ import {
   type ResourceManagerConfig,
   tenantBudget,
 } from './resource-config.ts';
-import { type ResourceNotice, ResourceNotices } from './resource-notices.ts';
+import { type ResourceNotice, ResourceNotices, sinkIgnoresGranted } from './resource-notices.ts';
 import { dispatchOutput } from './resource-outputs.ts';
 import { sessionScope, tenantScope } from './scope-names.ts';
 import { ClosedRuns, type ResourceUsage, resourceUsage } from './usage-queries.ts';
@@ -231,7 +233,7 @@ export function createResourceManager(config: ResourceManagerConfig = {}): Resou
     const expected = Math.min(bound.maxTokens, Math.max(0, output));
     const tokens = Math.max(0, Math.ceil(input + expected));
     const usd = bound.inputUsd === null ? null : bound.inputUsd + expected * (bound.usdPerToken ?? 0);
-    const waiter = waiters.add(id, request, run?.sink);
+    const waiter = waiters.add(id, request, run);
     const { provider, model } = request;
     send({ type: 'reserve', id, scope, provider, model, tokens, usd, bound, now: clock.now() });
     waiters.asked(id);
@@ -242,12 +244,61 @@ export function createResourceManager(config: ResourceManagerConfig = {}): Resou
       if (signal) waiter.detach = whenAborted(signal, () => send({ type: 'release', id, now: clock.now() }));
     });
   };
+  /**
+   * Settles a grant; the Settlement only when `answer` asks for it (the runtime's own calls do not read it). The
+   * grant's run is the one it carries while that run is open, else looked up by session.
+   */
+  function settleGrant(grant: Grant, usage: Usage, answer: true): Settlement | null;
+  function settleGrant(grant: Grant, usage: Usage, answer: boolean): Settlement | null | undefined;
+  function settleGrant(grant: Grant, usage: Usage, answer: boolean): Settlement | null | undefined {
+    // A grant settled or released before has no reservation left in the ledger: it decides no spend (null).
+    const tokens = totalTokens(usage);
+    const price = priceOf(grant.model);
+    const usd = price ? cost(usage, price) : null;
+    const now = clock.now();
+    const outputs = send({ type: 'settle', id: grant.id, tokens, usd, now });
+    let spend: ResourceOutput | undefined;
+    for (let index = 0; index < outputs.length; index++) {
+      const output = outputs[index] as ResourceOutput;
+      if (output.kind === 'spend') {
+        spend = output;
+        break;
+      }
+    }
+    if (spend?.kind !== 'spend') return null;
+    const { returnedTokens, returnedUsd } = spend;
+    const { session, provider, model } = grant;
+    const run = openRunOf(grant) ?? runs.get(session);
+    expectedOutputs.record(run?.means, provider, model, usage.output);
+    notices.notifyRun(
+      {
+        type: 'spend',
+        time: now,
+        session,
+        provider,
+        model,
+        tokens,
+        usd,
+        usage,
+        returnedTokens,
+        returnedUsd,
+      },
+      run?.sink,
+    );
+    return answer ? { tokens, usd, returnedTokens, returnedUsd } : undefined;
+  }
   const reserve: ResourceManager['reserve'] = (request, signal) => {
     const outcome = reserveNow(request, signal);
     return outcome instanceof Promise ? outcome : Promise.resolve(outcome);
   };
+  const settle: ResourceManager['settle'] = (grant, usage) => settleGrant(grant, usage, true);
   const manager: ResourceManager & { [reserveNowKey]: SyncReserve } = {
-    [reserveNowKey]: { reserve, now: reserveNow },
+    [reserveNowKey]: {
+      reserve,
+      now: reserveNow,
+      settle,
+      settleQuietly: (grant, usage) => settleGrant(grant, usage, false),
+    },
     kind: 'resource-manager',
     clock,
     openRun(options) {
@@ -283,11 +334,20 @@ export function createResourceManager(config: ResourceManagerConfig = {}): Resou
       const scope = sessionScope(options.session);
       // A run opened again (resumed) keeps its sink and what was learned of its calls.
       const previous = runs.get(options.session);
+      if (previous !== undefined) previous.open = false;
+      const sink = options.onNotice;
       runs.set(options.session, {
         tenant,
         scope,
-        sink: options.onNotice ?? previous?.sink,
+        sink: sink ?? previous?.sink,
+        grantSink:
+          sink === undefined
+            ? previous?.grantSink
+            : (options as { [sinkIgnoresGranted]?: true })[sinkIgnoresGranted]
+              ? undefined
+              : sink,
         means: previous?.means ?? [],
+        open: true,
       });
       send({
         type: 'scope.open',
@@ -303,39 +363,12 @@ export function createResourceManager(config: ResourceManagerConfig = {}): Resou
         if (output.kind === 'scope_closed')
           closed.add(session, runs.get(session)?.tenant ?? defaultTenant, output.summary);
       }
+      const run = runs.get(session);
+      if (run !== undefined) run.open = false;
       runs.delete(session);
     },
     reserve,
-    settle(grant, usage) {
-      // A grant settled or released before has no reservation left in the ledger: it decides no spend (null).
-      const tokens = totalTokens(usage);
-      const price = priceOf(grant.model);
-      const usd = price ? cost(usage, price) : null;
-      const now = clock.now();
-      const outputs = send({ type: 'settle', id: grant.id, tokens, usd, now });
-      const spend = outputs.find((output) => output.kind === 'spend');
-      if (spend?.kind !== 'spend') return null;
-      const { returnedTokens, returnedUsd } = spend;
-      const { session, provider, model } = grant;
-      const run = runs.get(session);
-      expectedOutputs.record(run?.means, provider, model, usage.output);
-      notices.notifyRun(
-        {
-          type: 'spend',
-          time: now,
-          session,
-          provider,
-          model,
-          tokens,
-          usd,
-          usage,
-          returnedTokens,
-          returnedUsd,
-        },
-        run?.sink,
-      );
-      return { tokens, usd, returnedTokens, returnedUsd };
-    },
+    settle,
     release(grant) {
       // Only a granted reservation goes back through its grant (a waiting one goes back through its signal).
       if (ledger.reservations.get(grant.id)?.status !== 'granted') return false;
@@ -374,17 +407,6 @@ export function createResourceManager(config: ResourceManagerConfig = {}): Resou
   return manager;
 }
 
-/** What the manager keeps of an open run. */
-interface OpenRun {
-  tenant: string;
-  /** The run's budget scope. */
-  scope: string;
-  /** Receives the notices of the run's calls. */
-  sink: ((notice: ResourceNotice) => void) | undefined;
-  /** What its calls wrote, per model (see OutputEstimates). */
-  means: Mean[];
-}
-
 /** Bound of a manager's cache of prices by model name. */
 const maxCachedPrices = 256;
 
@@ -393,10 +415,12 @@ type ReserveNow = (
   signal: AbortSignal | undefined,
 ) => ReservationOutcome | Promise<ReservationOutcome>;
 
-/** A manager's `reserve` and its synchronous side. */
+/** A manager's `reserve` and its synchronous side, and its `settle` and the side that makes no Settlement. */
 interface SyncReserve {
   reserve: ResourceManager['reserve'];
   now: ReserveNow;
+  settle: ResourceManager['settle'];
+  settleQuietly: (grant: Grant, usage: Usage) => void;
 }
 
 /**
@@ -420,6 +444,16 @@ export function reserveAtOnce(
   return sync && sync.reserve === manager.reserve
     ? sync.now(request, signal)
     : manager.reserve(request, signal);
+}
+
+/**
+ * Like `manager.settle`, for a caller that does not read the Settlement (the runtime's model calls): makes none.
+ */
+export function settleAndForget(manager: ResourceManager, grant: Grant, usage: Usage): void {
+  const sync = (manager as Partial<Record<typeof reserveNowKey, SyncReserve>>)[reserveNowKey];
+  // A wrapper that spreads a manager and replaces its `settle` carries the symbol too: its own `settle` decides.
+  if (sync && sync.settle === manager.settle) sync.settleQuietly(grant, usage);
+  else manager.settle(grant, usage);
 }
 
 /**

@@ -59,6 +59,12 @@ export type ResourceNotice =
 export type Listener = (notice: ResourceNotice) => void;
 
 /**
+ * Marks the options of a run whose `onNotice` ignores `granted` notices (the sink that turns notices into events on
+ * the run's stream has no event for them): the manager then builds a `granted` notice only for its subscribers.
+ */
+export const sinkIgnoresGranted: unique symbol = Symbol('troupe.sinkIgnoresGranted');
+
+/**
  * Where notices go: the run they concern (its sink, which turns them into events on its stream) and every
  * subscriber of the manager. A subscriber that throws is reported, never allowed to break the call that caused
  * the notice.
@@ -88,6 +94,11 @@ export class ResourceNotices {
         queueMicrotask(() => console.error('troupe: a resource listener threw', error));
       }
     }
+  }
+
+  /** Whether anyone subscribed: a notice that no run's sink keeps is built only then. */
+  get subscribed(): boolean {
+    return this.#listeners.size > 0;
   }
 
   subscribe(listener: Listener): () => void {

@@ -18,7 +18,9 @@ export function dispatchOutput(
     case 'granted': {
       const reservation = state.reservations.get(output.id);
       const waiter = waiters.grant(output.id, reservation, output.waitedMs);
-      if (waiter && reservation)
+      // Built only when someone keeps it: a run's event stream has no event for it, and usually nobody subscribed.
+      const sink = waiter?.run?.grantSink;
+      if (waiter && reservation && (sink !== undefined || notices.subscribed))
         notices.notifyRun(
           {
             type: 'granted',
@@ -30,7 +32,7 @@ export function dispatchOutput(
             maxOutputTokens: output.maxOutputTokens,
             waitedMs: output.waitedMs,
           },
-          waiter.sink,
+          sink,
         );
       return;
     }

@@ -2,7 +2,13 @@ import type { Clock } from '../core/clock.ts';
 import { ConfigError } from '../core/errors.ts';
 import type { EventBus } from '../core/event-bus.ts';
 import type { BudgetLimit } from './ledger.ts';
-import { createResourceManager, type ResourceManager, type ResourceNotice } from './resource-manager.ts';
+import {
+  createResourceManager,
+  type OpenRunOptions,
+  type ResourceManager,
+  type ResourceNotice,
+} from './resource-manager.ts';
+import { sinkIgnoresGranted } from './resource-notices.ts';
 
 /** The resource options of a run (see RunOptions). */
 export interface RunResourceOptions {
@@ -30,16 +36,19 @@ export function attachResources(
   if (!manager) return undefined;
   const owned = manager !== shared;
   const budget: BudgetLimit | undefined = options.budget;
+  const open: OpenRunOptions & { [sinkIgnoresGranted]: true } = {
+    session: run.sessionId,
+    provider: run.provider,
+    model: run.model,
+    ...(options.tenant !== undefined ? { tenant: options.tenant } : {}),
+    ...(parentScope !== undefined && !owned ? { parentSession: parentScope } : {}),
+    ...(budget !== undefined ? { budget } : {}),
+    onNotice: (notice) => forward(run.bus, run.agent, notice),
+    // The run's stream has no event for a grant (see forward).
+    [sinkIgnoresGranted]: true,
+  };
   try {
-    manager.openRun({
-      session: run.sessionId,
-      provider: run.provider,
-      model: run.model,
-      ...(options.tenant !== undefined ? { tenant: options.tenant } : {}),
-      ...(parentScope !== undefined && !owned ? { parentSession: parentScope } : {}),
-      ...(budget !== undefined ? { budget } : {}),
-      onNotice: (notice) => forward(run.bus, run.agent, notice),
-    });
+    manager.openRun(open);
   } catch (error) {
     if (owned) manager.stop();
     throw error;

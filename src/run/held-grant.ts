@@ -2,7 +2,7 @@ import { onAbort } from '../core/abort.ts';
 import type { ModelSettings } from '../core/model.ts';
 import type { Usage } from '../core/usage.ts';
 import { returnFailedGrant } from '../resources/model-reservation.ts';
-import type { Grant, ResourceManager } from '../resources/resource-manager.ts';
+import { type Grant, type ResourceManager, settleAndForget } from '../resources/resource-manager.ts';
 
 /**
  * The grant a run's model call in flight holds under a resource manager, one such holder per run (and signal), made
@@ -41,7 +41,7 @@ export class HeldGrant {
     const grant = this.grant;
     if (grant === undefined) return;
     this.stopWaiting();
-    this.manager.settle(grant, usage);
+    settleAndForget(this.manager, grant, usage);
   }
 
   /** The granted call in flight failed: its grant goes back. */
